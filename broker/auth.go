@@ -1,0 +1,84 @@
+package broker
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"sync"
+)
+
+// Identity is who a token (or --allow-anonymous) says a client is.
+type Identity struct {
+	Role     string
+	Operator bool
+}
+
+// Tokens holds the operator secret and the per-pane tokens of this session.
+// Pane tokens are valid for one role only and die with the hub process.
+type Tokens struct {
+	operator string
+	mu       sync.RWMutex
+	byToken  map[string]string // token -> role
+	byRole   map[string]string // role -> token
+}
+
+// NewTokens returns a store whose operator secret is operator.
+func NewTokens(operator string) *Tokens {
+	return &Tokens{operator: operator, byToken: map[string]string{}, byRole: map[string]string{}}
+}
+
+// RandomToken returns 32 random bytes, hex encoded.
+func RandomToken() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	return hex.EncodeToString(b)
+}
+
+// Issue returns the token for role, creating one if needed.
+func (t *Tokens) Issue(role string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tok, ok := t.byRole[role]; ok {
+		return tok
+	}
+	tok := RandomToken()
+	t.byRole[role] = tok
+	t.byToken[tok] = role
+	return tok
+}
+
+// Revoke invalidates role's token (a background slot that ended).
+func (t *Tokens) Revoke(role string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tok, ok := t.byRole[role]; ok {
+		delete(t.byToken, tok)
+		delete(t.byRole, role)
+	}
+}
+
+// Check maps a token to an identity. Comparison with the operator secret is
+// constant-time.
+func (t *Tokens) Check(token string) (Identity, bool) {
+	if token == "" {
+		return Identity{}, false
+	}
+	if t.operator != "" && subtle.ConstantTimeCompare([]byte(token), []byte(t.operator)) == 1 {
+		return Identity{Operator: true}, true
+	}
+	t.mu.RLock()
+	role, ok := t.byToken[token]
+	t.mu.RUnlock()
+	if !ok {
+		return Identity{}, false
+	}
+	return Identity{Role: role}, true
+}
+
+// IsOperator reports whether token is the operator secret.
+func (t *Tokens) IsOperator(token string) bool {
+	id, ok := t.Check(token)
+	return ok && id.Operator
+}

@@ -1,0 +1,212 @@
+// Package broker is hm's message router and WebSocket server: it
+// authenticates clients, applies the role-header and sequence rules, commits
+// every message to the ledger before acknowledging it, and routes it to
+// listeners, hosted panes or the Telegram relay.
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"hm/journal"
+	"hm/roles"
+)
+
+// Panes is how the broker reaches agents hosted in pseudo-terminals.
+type Panes interface {
+	// Hosted reports whether role has a running (or restarting) hosted pane
+	// that accepts deliveries.
+	Hosted(role string) bool
+	// Deliver queues d for role's pane. It never blocks.
+	Deliver(role string, d PaneDelivery)
+	// Health reports the pane's state for health-check.
+	Health(role string) (state string, lastActivity time.Time, ok bool)
+}
+
+// PaneDelivery is one message for a pane. Typed is called once the text has
+// been typed into the pane; Failed if it cannot be.
+type PaneDelivery struct {
+	MessageID string
+	Content   string
+	Urgent    bool
+	Typed     func()
+	Failed    func(err error)
+}
+
+// Telegram is the outbound side of the Telegram relay.
+type Telegram interface {
+	Enabled() bool
+	OwnerChat() string
+	LastInbound() (chatID string, at time.Time)
+	Send(ctx context.Context, parentID, chatID, senderRole, body string) error
+}
+
+// Background handles background-agent control frames (SPEC §8).
+type Background interface {
+	// Handle runs action for caller. The result is the frame's result
+	// object; ok=false results carry a "status".
+	Handle(ctx context.Context, action string, payload json.RawMessage) (result map[string]any, ok bool)
+	// Running reports whether the background slot role is running.
+	Running(role string) bool
+}
+
+// Config configures a Broker.
+type Config struct {
+	Team           *roles.Team
+	Session        int    // session number N
+	SessionID      string // "app-session-N"
+	Tokens         *Tokens
+	AllowAnonymous bool
+	RateLimit      float64 // frames per second per connection; 0 = off
+	RateBurst      int
+	// SendQueue bounds each connection's outbound frames; a client that
+	// lets it fill is dropped (slow consumer).
+	SendQueue int
+	// UserWindow is how long after an inbound Telegram message `user`
+	// messages are also sent to Telegram (SPEC §3: 5 minutes).
+	UserWindow time.Duration
+	// DelayedMaxAge is how old a pending message from an earlier session may
+	// be and still be delivered (SPEC §10: 10 minutes).
+	DelayedMaxAge time.Duration
+	// ReminderAfter is how long an [ACK REQUIRED] obligation stays open
+	// before its one reminder (SPEC §10: 10 minutes).
+	ReminderAfter time.Duration
+	Logger        *slog.Logger
+	Now           func() time.Time
+}
+
+// Deps are the broker's collaborators. Panes, Telegram and Background may be
+// nil.
+type Deps struct {
+	Ledger     *journal.Ledger
+	Panes      Panes
+	Telegram   Telegram
+	Background Background
+}
+
+// Broker routes messages. Create with New; serve Handler; stop with Close.
+type Broker struct {
+	cfg    Config
+	deps   Deps
+	log    *slog.Logger
+	team   *roles.Team
+	seqs   *sequencer
+	nextID atomic.Int64
+
+	mu        sync.Mutex
+	conns     map[int64]*conn
+	listeners map[string]map[int64]*conn // role -> listeners
+	lastSeen  map[string]time.Time       // role -> last frame from a registered conn
+	waiters   map[string][]chan struct{} // message id -> waiters for a status change
+	closed    bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New returns a Broker. Its background work (reminders) runs until Close.
+func New(cfg Config, deps Deps) *Broker {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Team == nil {
+		cfg.Team = roles.Default()
+	}
+	if cfg.Tokens == nil {
+		cfg.Tokens = NewTokens("")
+	}
+	if cfg.SendQueue <= 0 {
+		cfg.SendQueue = 4096
+	}
+	if cfg.RateBurst <= 0 {
+		cfg.RateBurst = int(2 * cfg.RateLimit)
+	}
+	if cfg.UserWindow == 0 {
+		cfg.UserWindow = 5 * time.Minute
+	}
+	if cfg.DelayedMaxAge == 0 {
+		cfg.DelayedMaxAge = 10 * time.Minute
+	}
+	if cfg.ReminderAfter == 0 {
+		cfg.ReminderAfter = 10 * time.Minute
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Broker{
+		cfg:       cfg,
+		deps:      deps,
+		log:       cfg.Logger,
+		team:      cfg.Team,
+		seqs:      newSequencer(),
+		conns:     map[int64]*conn{},
+		listeners: map[string]map[int64]*conn{},
+		lastSeen:  map[string]time.Time{},
+		waiters:   map[string][]chan struct{}{},
+		ctx:       ctx,
+		cancel:    cancel,
+	}
+}
+
+// Team returns the team the broker routes for.
+func (b *Broker) Team() *roles.Team { return b.team }
+
+// SessionID returns the session id ("app-session-N").
+func (b *Broker) SessionID() string { return b.cfg.SessionID }
+
+// Close ends every connection and waits for the broker's goroutines.
+func (b *Broker) Close() {
+	b.mu.Lock()
+	b.closed = true
+	conns := make([]*conn, 0, len(b.conns))
+	for _, c := range b.conns {
+		conns = append(conns, c)
+	}
+	b.mu.Unlock()
+	b.cancel()
+	for _, c := range conns {
+		c.close()
+	}
+	b.wg.Wait()
+}
+
+// Handler serves the WebSocket endpoint "/".
+func (b *Broker) Handler() http.Handler { return http.HandlerFunc(b.serveWS) }
+
+// ConnCount returns the number of open connections.
+func (b *Broker) ConnCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.conns)
+}
+
+// ListenerRoles returns the roles that currently have listeners.
+func (b *Broker) ListenerRoles() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for r, m := range b.listeners {
+		if len(m) > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (b *Broker) now() time.Time { return b.cfg.Now() }
+
+func (b *Broker) touch(role string) {
+	if role == "" {
+		return
+	}
+	b.mu.Lock()
+	b.lastSeen[role] = b.now()
+	b.mu.Unlock()
+}

@@ -1,0 +1,274 @@
+// Package proto defines hm's WebSocket wire protocol (hm/1): frame shapes,
+// error codes and delivery statuses shared by the hub and its clients.
+package proto
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// Protocol is the protocol name sent in the welcome frame.
+const Protocol = "hm/1"
+
+// Frame size limits (SPEC §5).
+const (
+	MaxSocketFrame  = 1 << 20   // accepted at the socket
+	MaxMessageFrame = 256 << 10 // larger frames get too_large and are dropped
+)
+
+// Frame types.
+const (
+	TypeWelcome             = "welcome"
+	TypeRegister            = "register"
+	TypeRegistered          = "registered"
+	TypeSend                = "send"
+	TypeBroadcast           = "broadcast"
+	TypeSendAck             = "send-ack"
+	TypeHealthCheck         = "health-check"
+	TypeHealthCheckResult   = "health-check-result"
+	TypeDeliveryCheck       = "delivery-check"
+	TypeDeliveryCheckResult = "delivery-check-result"
+	TypeHeartbeat           = "heartbeat"
+	TypeHeartbeatAck        = "heartbeat-ack"
+	TypeBackgroundAgent     = "background-agent"
+	TypeResponse            = "response"
+	TypeSubscribe           = "subscribe"
+	TypeJournalEvent        = "journal-event"
+	TypeMessage             = "message"
+	TypeMessageAck          = "message-ack"
+	TypeError               = "error"
+)
+
+// Delivery statuses (SPEC §5.3).
+const (
+	StatusDeliveredVerified  = "delivered.verified"
+	StatusDeliveredWebsocket = "delivered.websocket"
+	StatusAcceptedUnverified = "accepted.unverified"
+	StatusFallbackTriggered  = "fallback.triggered"
+)
+
+// Code is a refusal or error code named by the protocol.
+type Code string
+
+// Codes named by SPEC §5.2/§5.3/§8.
+const (
+	CodeInvalidTarget         Code = "invalid_target"
+	CodeOwnerBindingViolation Code = "owner_binding_violation"
+	CodeRoleMismatch          Code = "role_mismatch"
+	CodeUnauthorized          Code = "unauthorized"
+	CodeNotRegistered         Code = "not_registered"
+	CodeTooLarge              Code = "too_large"
+	CodeRateLimited           Code = "rate_limited"
+	CodeEmptyContent          Code = "empty_content"
+	CodeNoRoute               Code = "no_route"
+	CodeTelegramUnconfigured  Code = "telegram_unconfigured"
+	CodeJournalUnavailable    Code = "journal_unavailable"
+	CodeUnknownType           Code = "unknown_type"
+	CodeBadJSON               Code = "bad_json"
+	CodeBadRequest            Code = "bad_request"
+	CodeExpiredSession        Code = "expired_session"
+	CodeCapacityReached       Code = "capacity_reached"
+	CodeSlotUnavailable       Code = "slot_unavailable"
+	CodeNotRunning            Code = "not_running"
+	CodeInternal              Code = "internal"
+)
+
+// Error is a protocol error: a code plus a human explanation. Errors with the
+// same code match with errors.Is.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return string(e.Code)
+	}
+	return string(e.Code) + ": " + e.Message
+}
+
+// Is makes errors.Is(err, ErrX) match on the code.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	if errors.As(target, &t) {
+		return t.Code == e.Code
+	}
+	return false
+}
+
+// Errorf returns an *Error with code c.
+func Errorf(c Code, msg string) *Error { return &Error{Code: c, Message: msg} }
+
+// Sentinel errors for the statuses the protocol names.
+var (
+	ErrInvalidTarget         = &Error{Code: CodeInvalidTarget}
+	ErrOwnerBindingViolation = &Error{Code: CodeOwnerBindingViolation}
+	ErrRoleMismatch          = &Error{Code: CodeRoleMismatch}
+	ErrUnauthorized          = &Error{Code: CodeUnauthorized}
+	ErrNotRegistered         = &Error{Code: CodeNotRegistered}
+	ErrTooLarge              = &Error{Code: CodeTooLarge}
+	ErrRateLimited           = &Error{Code: CodeRateLimited}
+	ErrEmptyContent          = &Error{Code: CodeEmptyContent}
+	ErrNoRoute               = &Error{Code: CodeNoRoute}
+	ErrTelegramUnconfigured  = &Error{Code: CodeTelegramUnconfigured}
+	ErrJournalUnavailable    = &Error{Code: CodeJournalUnavailable}
+)
+
+// CodeOf extracts the protocol code of err, or CodeInternal.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// Frame is the union of all frames. Each frame type uses a subset of fields;
+// unset fields are omitted on the wire.
+type Frame struct {
+	Type      string `json:"type"`
+	RequestID string `json:"requestId,omitempty"`
+
+	// welcome / registered
+	ClientID int64  `json:"clientId,omitempty"`
+	Proto    string `json:"protocol,omitempty"`
+
+	// register
+	Role   string `json:"role,omitempty"`
+	Token  string `json:"token,omitempty"`
+	Listen bool   `json:"listen,omitempty"`
+	PaneID string `json:"paneId,omitempty"`
+
+	// send / broadcast / message
+	Target      string          `json:"target,omitempty"`
+	Content     string          `json:"content,omitempty"`
+	MessageID   string          `json:"messageId,omitempty"`
+	Priority    string          `json:"priority,omitempty"`
+	AckRequired *bool           `json:"ackRequired,omitempty"`
+	WaitMs      int64           `json:"waitMs,omitempty"`
+	Metadata    json.RawMessage `json:"metadata,omitempty"`
+	From        string          `json:"from,omitempty"`
+	Seq         int64           `json:"seq,omitempty"`
+	Timestamp   int64           `json:"timestamp,omitempty"`
+
+	// health-check
+	StaleAfterMs int64 `json:"staleAfterMs,omitempty"`
+
+	// background-agent
+	Action  string          `json:"action,omitempty"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+
+	// subscribe
+	Topics []string `json:"topics,omitempty"`
+
+	// error
+	Code    Code   `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Ack is the send-ack frame.
+type Ack struct {
+	Type         string   `json:"type"`
+	RequestID    string   `json:"requestId,omitempty"`
+	MessageID    string   `json:"messageId"`
+	OK           bool     `json:"ok"`
+	Accepted     bool     `json:"accepted"`
+	Verified     bool     `json:"verified"`
+	Status       string   `json:"status"`
+	Seq          int64    `json:"seq"`
+	Header       string   `json:"header"`
+	SessionID    string   `json:"sessionId"`
+	Warnings     []string `json:"warnings"`
+	Dedupe       bool     `json:"dedupe"`
+	AckLatencyMs float64  `json:"ackLatencyMs"`
+	Error        *string  `json:"error"`
+	Reason       string   `json:"reason,omitempty"`
+	Targets      []string `json:"targets,omitempty"`
+	Target       string   `json:"target,omitempty"`
+}
+
+// Message is the frame a listener receives.
+type Message struct {
+	Type      string          `json:"type"`
+	From      string          `json:"from"`
+	MessageID string          `json:"messageId"`
+	Seq       int64           `json:"seq"`
+	Content   string          `json:"content"`
+	Priority  string          `json:"priority"`
+	Metadata  json.RawMessage `json:"metadata"`
+	Timestamp int64           `json:"timestamp"`
+}
+
+// Registered is the answer to register.
+type Registered struct {
+	Type     string `json:"type"`
+	Role     string `json:"role"`
+	PaneID   string `json:"paneId"`
+	ClientID int64  `json:"clientId"`
+}
+
+// Welcome is the first server frame.
+type Welcome struct {
+	Type     string `json:"type"`
+	ClientID int64  `json:"clientId"`
+	Protocol string `json:"protocol"`
+}
+
+// ErrorFrame is an error answer.
+type ErrorFrame struct {
+	Type      string `json:"type"`
+	Code      Code   `json:"code"`
+	Message   string `json:"message,omitempty"`
+	RequestID string `json:"requestId,omitempty"`
+	MessageID string `json:"messageId,omitempty"`
+}
+
+// HealthResult answers health-check.
+type HealthResult struct {
+	Type             string `json:"type"`
+	RequestID        string `json:"requestId,omitempty"`
+	Target           string `json:"target"`
+	Role             string `json:"role"`
+	PaneID           string `json:"paneId"`
+	Healthy          bool   `json:"healthy"`
+	Status           string `json:"status"`
+	LastSeen         int64  `json:"lastSeen"`
+	AgeMs            int64  `json:"ageMs"`
+	StaleThresholdMs int64  `json:"staleThresholdMs"`
+	Error            string `json:"error,omitempty"`
+}
+
+// DeliveryResult answers delivery-check.
+type DeliveryResult struct {
+	Type      string `json:"type"`
+	RequestID string `json:"requestId,omitempty"`
+	MessageID string `json:"messageId"`
+	Known     bool   `json:"known"`
+	Status    string `json:"status,omitempty"`
+	AckStatus string `json:"ackStatus,omitempty"`
+	ErrorCode string `json:"errorCode,omitempty"`
+	Target    string `json:"target,omitempty"`
+	Seq       int64  `json:"seq,omitempty"`
+}
+
+// HeartbeatAck answers heartbeat.
+type HeartbeatAck struct {
+	Type      string `json:"type"`
+	RequestID string `json:"requestId,omitempty"`
+	Timestamp int64  `json:"timestamp"`
+}
+
+// Response answers background-agent.
+type Response struct {
+	Type      string `json:"type"`
+	RequestID string `json:"requestId,omitempty"`
+	OK        bool   `json:"ok"`
+	Result    any    `json:"result"`
+	Error     string `json:"error,omitempty"`
+}
+
+// JournalEvent carries one ledger change to subscribers.
+type JournalEvent struct {
+	Type string `json:"type"`
+	Row  any    `json:"row"`
+}

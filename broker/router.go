@@ -1,0 +1,653 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"hm/broker/proto"
+	"hm/journal"
+	"hm/roles"
+)
+
+// Channels recorded in the ledger.
+const (
+	ChannelWS       = "ws"
+	ChannelTrigger  = "trigger"
+	ChannelTelegram = "telegram"
+	ChannelUser     = "user"
+	ChannelSystem   = "system"
+)
+
+// Submission is one message offered to the router, from any channel.
+type Submission struct {
+	// From is the authenticated sender role ("user" for the human,
+	// "system" for the hub).
+	From string
+	// Trusted senders (the operator, trigger files) may send as any role:
+	// a header names the effective sender.
+	Trusted bool
+	// Target is a target name (§3); Recipients, when set, overrides it
+	// with an explicit list of member roles (trigger group files), stored
+	// under TargetName.
+	Target     string
+	Recipients []string
+	TargetName string
+	Broadcast  bool
+
+	Content     string
+	MessageID   string
+	Priority    string
+	AckRequired bool
+	Wait        time.Duration
+	Metadata    json.RawMessage
+	Channel     string
+	Direction   string
+	SentAt      time.Time
+	// Received is when the hub got the submission (for ackLatencyMs).
+	Received time.Time
+}
+
+// route is a resolved destination list.
+type route struct {
+	name     string // ledger target_role
+	kind     roles.TargetKind
+	members  []roles.Member // member recipients
+	telegram string         // chat id for telegram delivery, "" if none
+}
+
+// NewMessageID returns "hm-<unixms>-<6 random>".
+func NewMessageID(now time.Time) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return "hm-" + strconv.FormatInt(now.UnixMilli(), 10) + "-" + string(b[:])
+}
+
+// ValidMessageID reports whether id is acceptable: 1..128 bytes of letters,
+// digits and -_.:
+func ValidMessageID(id string) bool {
+	if id == "" || len(id) > 128 || id[0] == '.' || id[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+func refuse(code proto.Code, format string, args ...any) error {
+	return proto.Errorf(code, fmt.Sprintf(format, args...))
+}
+
+// Submit validates, sequences, commits and routes one message. The returned
+// Ack is sent to the client; err is non-nil for refusals (ok:false), carrying
+// a *proto.Error.
+func (b *Broker) Submit(ctx context.Context, s Submission) (proto.Ack, error) {
+	if s.Received.IsZero() {
+		s.Received = b.now()
+	}
+	ack, err := b.submit(ctx, s)
+	ack.Type = proto.TypeSendAck
+	ack.SessionID = b.cfg.SessionID
+	if ack.Warnings == nil {
+		ack.Warnings = []string{}
+	}
+	ack.AckLatencyMs = float64(time.Since(s.Received).Microseconds()) / 1000
+	if err != nil {
+		code := string(proto.CodeOf(err))
+		ack.OK, ack.Accepted, ack.Verified = false, false, false
+		ack.Status = code
+		ack.Error = &code
+		var pe *proto.Error
+		if errors.As(err, &pe) {
+			ack.Reason = pe.Message
+		}
+	}
+	return ack, err
+}
+
+func (b *Broker) submit(ctx context.Context, s Submission) (proto.Ack, error) {
+	ack := proto.Ack{MessageID: s.MessageID}
+	if s.MessageID != "" && !ValidMessageID(s.MessageID) {
+		return ack, refuse(proto.CodeBadRequest, "messageId must be 1-128 letters, digits or -_.:")
+	}
+	if !utf8.ValidString(s.Content) {
+		s.Content = strings.ToValidUTF8(s.Content, "\uFFFD")
+	}
+	if strings.TrimSpace(s.Content) == "" {
+		return ack, refuse(proto.CodeEmptyContent, "message has no content")
+	}
+	if len(s.Content) > proto.MaxMessageFrame {
+		return ack, refuse(proto.CodeTooLarge, "content is %d bytes; the limit is %d", len(s.Content), proto.MaxMessageFrame)
+	}
+
+	// Effective sender: the authenticated role, or for trusted senders the
+	// role named by the header.
+	sender := s.From
+	h, body, hasHeader := roles.ParseHeader(s.Content)
+	if hasHeader {
+		hdrRole, known := b.team.RoleForHeader(h.Role)
+		switch {
+		case s.Trusted && known:
+			sender = hdrRole
+		case s.Trusted:
+			return ack, refuse(proto.CodeRoleMismatch, "header %s names no role of this team", h.Role)
+		case !known || hdrRole != sender:
+			return ack, refuse(proto.CodeRoleMismatch, "header %s does not match the sender %s", h.Role, sender)
+		}
+	}
+	if sender == "" {
+		sender = roles.RoleUser
+	}
+	ack.Header = b.team.HeaderFor(sender)
+
+	rt, err := b.resolve(sender, s)
+	if err != nil {
+		return ack, err
+	}
+
+	// A message id seen before is not delivered again.
+	if s.MessageID != "" {
+		if prev, err := b.deps.Ledger.Get(ctx, s.MessageID); err == nil {
+			return b.repeatAck(prev), nil
+		} else if !errors.Is(err, journal.ErrNotFound) {
+			return ack, refuse(proto.CodeJournalUnavailable, "look up message id: %v", err)
+		}
+	} else {
+		s.MessageID = NewMessageID(b.now())
+	}
+	ack.MessageID = s.MessageID
+
+	st := b.seqs.lock(sender)
+	defer st.unlock()
+	d := st.decide(h, hasHeader, body)
+	if d.Duplicate != "" {
+		prev, err := b.deps.Ledger.Get(ctx, d.Duplicate)
+		if err != nil {
+			return ack, refuse(proto.CodeJournalUnavailable, "look up duplicate: %v", err)
+		}
+		return b.repeatAck(prev), nil
+	}
+	content := s.Content
+	if d.Prefix {
+		content = roles.Header{Role: ack.Header, Seq: d.Seq}.String() + s.Content
+		body = s.Content
+	}
+	m := b.ledgerMessage(s, sender, rt, d.Seq, ack.Header, content, body)
+	if d.Warning != "" {
+		ack.Warnings = append(ack.Warnings, d.Warning)
+	}
+	committed, err := b.deps.Ledger.Append(ctx, m)
+	if errors.Is(err, journal.ErrDuplicate) {
+		return b.repeatAck(committed), nil
+	}
+	if err != nil {
+		b.log.Error("ledger commit failed", "messageId", s.MessageID, "err", err)
+		return ack, refuse(proto.CodeJournalUnavailable, "ledger cannot commit: %v", err)
+	}
+	st.commit(d, body, s.MessageID)
+
+	ack.OK, ack.Accepted = true, true
+	ack.Seq = d.Seq
+	ack.Status = proto.StatusAcceptedUnverified
+	if rt.kind == roles.TargetAll || len(rt.members) > 1 {
+		for _, mem := range rt.members {
+			ack.Targets = append(ack.Targets, mem.Role)
+		}
+		if ack.Targets == nil {
+			ack.Targets = []string{}
+		}
+	}
+	var wait chan struct{}
+	if s.Wait > 0 {
+		wait = b.addWaiter(s.MessageID)
+		defer b.removeWaiter(s.MessageID, wait)
+	}
+	if b.dispatch(committed, rt, "") {
+		ack.Status = proto.StatusDeliveredWebsocket
+	}
+	if s.Wait > 0 {
+		ack = b.waitDefinitive(ctx, ack, s.Wait, wait)
+	}
+	return ack, nil
+}
+
+// resolve turns the submission's target into recipients, applying owner
+// binding and the availability checks that must refuse before commit.
+func (b *Broker) resolve(sender string, s Submission) (route, error) {
+	senderMember, isMember := b.team.Lookup(sender)
+	bgSender := isMember && senderMember.Background && senderMember.Role == sender
+	if len(s.Recipients) > 0 {
+		rt := route{name: s.TargetName, kind: roles.TargetMember}
+		for _, r := range s.Recipients {
+			m, ok := b.team.Lookup(r)
+			if !ok {
+				return rt, refuse(proto.CodeInvalidTarget, "unknown recipient %q", r)
+			}
+			if bgSender && m.Role != senderMember.Owner {
+				return rt, refuse(proto.CodeOwnerBindingViolation, "%s may message %s only", sender, senderMember.Owner)
+			}
+			if m.Role != sender {
+				rt.members = append(rt.members, m)
+			}
+		}
+		if len(rt.members) == 0 {
+			return rt, refuse(proto.CodeInvalidTarget, "no recipients other than the sender")
+		}
+		return rt, nil
+	}
+	target := s.Target
+	if s.Broadcast {
+		target = roles.RoleAll
+	}
+	t, err := b.team.Resolve(target)
+	if err != nil {
+		return route{}, refuse(proto.CodeInvalidTarget, "%v", err)
+	}
+	if bgSender && !(t.Kind == roles.TargetMember && t.Member.Role == senderMember.Owner) {
+		return route{}, refuse(proto.CodeOwnerBindingViolation, "%s may message %s only", sender, senderMember.Owner)
+	}
+	rt := route{name: t.Name(), kind: t.Kind}
+	switch t.Kind {
+	case roles.TargetAll:
+		for _, m := range b.team.Members() {
+			if m.Role != sender {
+				rt.members = append(rt.members, m)
+			}
+		}
+	case roles.TargetMember:
+		if t.Member.Background && !b.backgroundRunning(t.Member.Role) {
+			return rt, refuse(proto.CodeNoRoute, "%s is not running", t.Member.Role)
+		}
+		rt.members = []roles.Member{t.Member}
+	case roles.TargetTelegram:
+		if b.deps.Telegram == nil || !b.deps.Telegram.Enabled() {
+			return rt, refuse(proto.CodeTelegramUnconfigured, "no Telegram bot token is configured")
+		}
+		rt.telegram = b.deps.Telegram.OwnerChat()
+	case roles.TargetUser:
+		if tg := b.deps.Telegram; tg != nil && tg.Enabled() {
+			if chat, at := tg.LastInbound(); chat != "" && b.now().Sub(at) <= b.cfg.UserWindow {
+				rt.telegram = chat
+			}
+		}
+	}
+	return rt, nil
+}
+
+func (b *Broker) backgroundRunning(role string) bool {
+	if b.deps.Background != nil {
+		return b.deps.Background.Running(role)
+	}
+	return b.deps.Panes != nil && b.deps.Panes.Hosted(role)
+}
+
+func (b *Broker) ledgerMessage(s Submission, sender string, rt route, seq int64, header, content, body string) *journal.Message {
+	now := b.now()
+	priority := s.Priority
+	if priority == "" {
+		priority = "normal"
+	}
+	tags := roles.Tags(body)
+	for _, t := range tags {
+		if t == roles.TagUrgent && priority == "normal" {
+			priority = "urgent"
+		}
+	}
+	channel := s.Channel
+	if channel == "" {
+		channel = ChannelWS
+	}
+	direction := s.Direction
+	if direction == "" {
+		direction = "outbound"
+	}
+	meta := "{}"
+	if len(s.Metadata) > 0 && json.Valid(s.Metadata) {
+		meta = string(s.Metadata)
+	}
+	sent := s.SentAt
+	if sent.IsZero() {
+		sent = now
+	}
+	m := &journal.Message{
+		MessageID:    s.MessageID,
+		SessionID:    b.cfg.SessionID,
+		SenderRole:   sender,
+		TargetRole:   rt.name,
+		Channel:      channel,
+		Direction:    direction,
+		Seq:          seq,
+		Header:       header,
+		Priority:     priority,
+		SentAtMs:     sent.UnixMilli(),
+		BrokeredAtMs: now.UnixMilli(),
+		RawBody:      content,
+		MetadataJSON: meta,
+		Refs:         roles.Refs(body),
+	}
+	for _, sg := range roles.Signals(body) {
+		m.Signals = append(m.Signals, journal.Signal{Kind: sg.Kind, Text: sg.Text})
+	}
+	if s.AckRequired || roles.HasTag(body, roles.TagAckRequired) {
+		if len(rt.members) == 1 {
+			m.Obligation = &journal.Obligation{
+				OwnerRole:     rt.members[0].Role,
+				RequesterRole: sender,
+				Ref:           roles.Header{Role: header, Seq: seq}.Ref(),
+			}
+		}
+	}
+	return m
+}
+
+// repeatAck answers a duplicate with the first copy's state.
+func (b *Broker) repeatAck(m journal.Message) proto.Ack {
+	st := ackStatusOf(m)
+	ack := proto.Ack{
+		MessageID: m.MessageID, OK: true, Accepted: true, Seq: m.Seq, Header: m.Header,
+		Status: st, Verified: st == proto.StatusDeliveredVerified, Dedupe: true, Warnings: []string{},
+	}
+	if m.Status == "failed" {
+		code := m.ErrorCode
+		ack.OK = false
+		ack.Status = code
+		ack.Error = &code
+	}
+	return ack
+}
+
+// ackStatusOf maps a ledger row to the ACK status vocabulary.
+func ackStatusOf(m journal.Message) string {
+	switch m.AckStatus {
+	case proto.StatusDeliveredVerified, proto.StatusDeliveredWebsocket:
+		return m.AckStatus
+	}
+	return proto.StatusAcceptedUnverified
+}
+
+// dispatch hands a committed message to its recipients. prefix is prepended
+// to the typed/sent content (used for delayed delivery). It reports whether
+// a listener took the message.
+func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
+	content := prefix + m.RawBody
+	urgent := roles.HasTag(bodyOf(m.RawBody), roles.TagUrgent) || m.Priority == "urgent"
+	handed := false
+	routedNoProof := false
+	for _, mem := range rt.members {
+		if b.toListeners(mem.Role, m, content) {
+			handed = true
+		}
+		if mem.Transport == roles.TransportPTY && b.deps.Panes != nil && b.deps.Panes.Hosted(mem.Role) {
+			id := m.MessageID
+			b.deps.Panes.Deliver(mem.Role, PaneDelivery{
+				MessageID: id,
+				Content:   content,
+				Urgent:    urgent,
+				Typed: func() {
+					b.advance(journal.Change{MessageID: id, Status: "routed", AckStatus: proto.StatusAcceptedUnverified, Event: "typed", Detail: map[string]any{"pane": mem.Role}})
+				},
+				Failed: func(err error) {
+					b.advance(journal.Change{MessageID: id, Status: "failed", ErrorCode: "pane_failed", Event: "failed", Detail: map[string]any{"pane": mem.Role, "error": err.Error()}})
+				},
+			})
+		}
+	}
+	switch rt.kind {
+	case roles.TargetUser:
+		b.log.Info("message for user", "from", m.SenderRole, "messageId", m.MessageID, "content", m.RawBody)
+		routedNoProof = true
+	case roles.TargetTelegram:
+	}
+	if rt.telegram != "" && b.deps.Telegram != nil {
+		b.sendTelegram(m, rt.telegram, routedNoProof)
+	} else if routedNoProof {
+		b.advance(journal.Change{MessageID: m.MessageID, Status: "routed", AckStatus: proto.StatusAcceptedUnverified, Event: "shown"})
+	}
+	return handed
+}
+
+func (b *Broker) sendTelegram(m journal.Message, chat string, alsoShown bool) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		err := b.deps.Telegram.Send(b.ctx, m.MessageID, chat, m.SenderRole, m.RawBody)
+		switch {
+		case err == nil:
+			b.advance(journal.Change{MessageID: m.MessageID, Status: "routed", AckStatus: proto.StatusDeliveredVerified, Event: "telegram_sent"})
+		case alsoShown:
+			b.advance(journal.Change{MessageID: m.MessageID, Status: "routed", AckStatus: proto.StatusAcceptedUnverified, Event: "telegram_failed", Detail: map[string]any{"error": err.Error()}})
+		default:
+			b.advance(journal.Change{MessageID: m.MessageID, Status: "failed", ErrorCode: "telegram_failed", Event: "failed", Detail: map[string]any{"error": err.Error()}})
+		}
+	}()
+}
+
+func bodyOf(content string) string {
+	_, body, _ := roles.ParseHeader(content)
+	return body
+}
+
+// advance commits a state change and wakes waiters. Errors are logged: the
+// message stays in its earlier state and is retried after restart.
+func (b *Broker) advance(c journal.Change) {
+	if _, err := b.deps.Ledger.Advance(b.ctx, c); err != nil {
+		b.log.Warn("ledger advance failed", "messageId", c.MessageID, "status", c.Status, "err", err)
+	}
+	b.wake(c.MessageID)
+}
+
+// Acknowledge marks a message delivered.verified (listener message-ack or a
+// prompt-submit receipt).
+func (b *Broker) Acknowledge(ctx context.Context, messageID, by string) error {
+	if _, err := b.deps.Ledger.Get(ctx, messageID); err != nil {
+		return fmt.Errorf("acknowledge %s: %w", messageID, err)
+	}
+	_, err := b.deps.Ledger.Advance(ctx, journal.Change{MessageID: messageID, Status: "acked", AckStatus: proto.StatusDeliveredVerified, Event: "acked", Detail: map[string]any{"by": by}})
+	b.wake(messageID)
+	if err != nil {
+		return fmt.Errorf("acknowledge %s: %w", messageID, err)
+	}
+	return nil
+}
+
+func (b *Broker) addWaiter(id string) chan struct{} {
+	ch := make(chan struct{}, 1)
+	b.mu.Lock()
+	b.waiters[id] = append(b.waiters[id], ch)
+	b.mu.Unlock()
+	return ch
+}
+
+func (b *Broker) removeWaiter(id string, ch chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ws := b.waiters[id]
+	for i, w := range ws {
+		if w == ch {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(b.waiters, id)
+	} else {
+		b.waiters[id] = ws
+	}
+}
+
+func (b *Broker) wake(id string) {
+	b.mu.Lock()
+	for _, ch := range b.waiters[id] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	b.mu.Unlock()
+}
+
+// waitDefinitive waits up to d for delivered.* or a failure.
+func (b *Broker) waitDefinitive(ctx context.Context, ack proto.Ack, d time.Duration, wake chan struct{}) proto.Ack {
+	if d > 30*time.Second {
+		d = 30 * time.Second
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		m, err := b.deps.Ledger.Get(ctx, ack.MessageID)
+		if err == nil {
+			if m.Status == "failed" {
+				code := m.ErrorCode
+				ack.OK = false
+				ack.Status = code
+				ack.Error = &code
+				return ack
+			}
+			if st := ackStatusOf(m); st == proto.StatusDeliveredVerified || st == proto.StatusDeliveredWebsocket {
+				ack.Status = st
+				ack.Verified = st == proto.StatusDeliveredVerified
+				if st == proto.StatusDeliveredVerified {
+					return ack
+				}
+			}
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			return ack
+		case <-ctx.Done():
+			return ack
+		case <-b.ctx.Done():
+			return ack
+		}
+	}
+}
+
+// routeFor rebuilds a route from a committed row (restart recovery and late
+// listeners).
+func (b *Broker) routeFor(m journal.Message) (route, bool) {
+	switch m.TargetRole {
+	case roles.RoleAll:
+		rt := route{name: m.TargetRole, kind: roles.TargetAll}
+		for _, mem := range b.team.Members() {
+			if mem.Role != m.SenderRole {
+				rt.members = append(rt.members, mem)
+			}
+		}
+		return rt, true
+	case roles.RoleUser:
+		return route{name: m.TargetRole, kind: roles.TargetUser}, true
+	case roles.RoleTelegram:
+		if b.deps.Telegram == nil || !b.deps.Telegram.Enabled() {
+			return route{}, false
+		}
+		return route{name: m.TargetRole, kind: roles.TargetTelegram, telegram: b.deps.Telegram.OwnerChat()}, true
+	}
+	if strings.HasPrefix(m.TargetRole, "others-") {
+		skip := strings.TrimPrefix(m.TargetRole, "others-")
+		rt := route{name: m.TargetRole, kind: roles.TargetMember}
+		for _, mem := range b.team.Members() {
+			if mem.Role != skip && mem.Role != m.SenderRole {
+				rt.members = append(rt.members, mem)
+			}
+		}
+		return rt, true
+	}
+	mem, ok := b.team.Lookup(m.TargetRole)
+	if !ok {
+		return route{}, false
+	}
+	return route{name: m.TargetRole, kind: roles.TargetMember, members: []roles.Member{mem}}, true
+}
+
+// Recover re-routes messages left pending by earlier sessions: under
+// DelayedMaxAge they are delivered with a "[delayed from session N]" prefix,
+// older ones fail with expired_session. Call once at start, after panes are
+// up. It returns how many were re-routed and expired.
+func (b *Broker) Recover(ctx context.Context) (delivered, expired int, err error) {
+	pending, err := b.deps.Ledger.Pending(ctx, "")
+	if err != nil {
+		return 0, 0, fmt.Errorf("recover pending: %w", err)
+	}
+	now := b.now()
+	for _, m := range pending {
+		if m.SessionID == b.cfg.SessionID {
+			continue
+		}
+		age := now.Sub(time.UnixMilli(m.BrokeredAtMs))
+		if age > b.cfg.DelayedMaxAge {
+			b.advance(journal.Change{MessageID: m.MessageID, Status: "failed", ErrorCode: string(proto.CodeExpiredSession), Event: "failed", Detail: map[string]any{"ageMs": age.Milliseconds()}})
+			expired++
+			continue
+		}
+		rt, ok := b.routeFor(m)
+		if !ok {
+			b.advance(journal.Change{MessageID: m.MessageID, Status: "failed", ErrorCode: string(proto.CodeNoRoute), Event: "failed"})
+			expired++
+			continue
+		}
+		b.dispatch(m, rt, delayedPrefix(m))
+		delivered++
+	}
+	return delivered, expired, nil
+}
+
+func delayedPrefix(m journal.Message) string {
+	n := strings.TrimPrefix(m.SessionID, "app-session-")
+	return "[delayed from session " + n + "] "
+}
+
+// RunReminders sends one reminder for each [ACK REQUIRED] obligation left
+// open for ReminderAfter, until ctx ends.
+func (b *Broker) RunReminders(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		b.remindOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (b *Broker) remindOnce(ctx context.Context) {
+	obs, err := b.deps.Ledger.OpenObligations(ctx, b.now().Add(-b.cfg.ReminderAfter).UnixMilli())
+	if err != nil {
+		b.log.Warn("list obligations", "err", err)
+		return
+	}
+	for _, o := range obs {
+		if o.RemindedAtMs != 0 {
+			continue
+		}
+		text := fmt.Sprintf("Reminder: %s asked for an acknowledgement %s ago. Reply with a message that references %s.",
+			o.Ref, b.now().Sub(time.UnixMilli(o.OpenedAtMs)).Round(time.Minute), o.Ref)
+		_, err := b.Submit(ctx, Submission{From: roles.RoleSystem, Target: o.OwnerRole, Content: text, Channel: ChannelSystem,
+			MessageID: "reminder-" + o.MessageID})
+		if err != nil && !errors.Is(err, proto.ErrNoRoute) {
+			b.log.Warn("send reminder", "obligation", o.MessageID, "err", err)
+			continue
+		}
+		if err := b.deps.Ledger.MarkReminded(ctx, o.MessageID); err != nil {
+			b.log.Warn("mark reminded", "obligation", o.MessageID, "err", err)
+		}
+	}
+}

@@ -1,0 +1,177 @@
+// Package cli implements hm's subcommands. The binaries in cmd/ are thin
+// mains over Main, Send and Bg.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Env is what a command may touch of the process: its streams, environment
+// and working directory. Tests pass their own.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+}
+
+// OSEnv is the real process environment.
+func OSEnv() Env {
+	return Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+}
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitFailed  = 1
+	ExitUsage   = 2
+	usageHeader = "usage: hm <command> [flags]\n"
+)
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env Env, args []string) int
+}
+
+func commands() []command {
+	return []command{
+		{"up", "run the hub in the foreground", runUp},
+		{"send", "send a message (same as hm-send)", runSend},
+		{"bg", "control background builder slots (same as hm-bg)", runBg},
+		{"status", "show hub, session, panes, slots and telegram", runStatus},
+		{"attach", "attach to a pane (detach with Ctrl-\\)", runAttach},
+		{"comms", "ledger rows: history, search, tail", runComms},
+		{"briefing", "print the startup briefing", runBriefing},
+		{"handoff", "write and print the session handoff", runHandoff},
+		{"journal", "journal verify: check the ledger's hash chain", runJournal},
+		{"receipt", "mark a message delivered.verified from a CLI hook payload on stdin", runReceipt},
+		{"doctor", "check root, port, permissions, ledger and configured commands", runDoctor},
+	}
+}
+
+// Main runs `hm <args>` and returns the exit code.
+func Main(args []string, env Env) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return MainContext(ctx, args, env)
+}
+
+// MainContext is Main with a caller-owned context.
+func MainContext(ctx context.Context, args []string, env Env) int {
+	if env.Getenv == nil {
+		env.Getenv = os.Getenv
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(env.Stderr)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, env, args[1:])
+		}
+	}
+	fmt.Fprintf(env.Stderr, "hm: unknown command %q\n", args[0])
+	usage(env.Stderr)
+	return ExitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, usageHeader+"\ncommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+}
+
+// Send runs hm-send.
+func Send(args []string, env Env) int { return Main(append([]string{"send"}, args...), env) }
+
+// Bg runs hm-bg.
+func Bg(args []string, env Env) int { return Main(append([]string{"bg"}, args...), env) }
+
+// parseArgs parses fs's flags wherever they appear among args (so
+// `hm send builder hello --json` works) and returns the positionals. Only
+// known flags are taken; "--" ends flag parsing.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		name := strings.TrimLeft(a, "-")
+		name, _, hasValue := strings.Cut(name, "=")
+		f := fs.Lookup(name)
+		if f == nil {
+			if name == "h" || name == "help" {
+				return nil, flag.ErrHelp
+			}
+			if strings.HasPrefix(a, "--") || len(a) == 2 {
+				return nil, fmt.Errorf("unknown flag %s", a)
+			}
+			pos = append(pos, a) // e.g. "-5" as message text
+			continue
+		}
+		flags = append(flags, a)
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() || hasValue {
+			continue
+		}
+		if i+1 >= len(args) {
+			return nil, fmt.Errorf("flag %s needs a value", a)
+		}
+		i++
+		flags = append(flags, args[i])
+	}
+	if err := fs.Parse(flags); err != nil {
+		return nil, err
+	}
+	return pos, nil
+}
+
+func newFlags(name string, env Env) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	return fs
+}
+
+// usageError prints err and fs's usage; exit code 2 (0 for -h).
+func usageError(env Env, fs *flag.FlagSet, synopsis string, err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(env.Stdout, "usage: "+synopsis)
+		fs.SetOutput(env.Stdout)
+		fs.PrintDefaults()
+		return ExitOK
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "hm %s: %v\n", fs.Name(), err)
+	}
+	fmt.Fprintln(env.Stderr, "usage: "+synopsis)
+	fs.PrintDefaults()
+	return ExitUsage
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

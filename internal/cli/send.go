@@ -1,0 +1,252 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"hm/broker"
+	"hm/broker/proto"
+	"hm/internal/client"
+	"hm/internal/layout"
+	"hm/roles"
+	"hm/triggers"
+)
+
+const sendSynopsis = "hm-send <target> <message...> [--role R] [--priority P] [--file F | --stdin] [--timeout D] [--wait D] [--no-fallback] [--json]"
+
+// clientConfig is what every client command discovers: root, port, token, role.
+type clientConfig struct {
+	layout layout.Layout
+	port   int
+	token  string
+	role   string
+}
+
+func (c clientConfig) url() string { return "ws://127.0.0.1:" + strconv.Itoa(c.port) + "/" }
+
+// discover applies SPEC §12: port from --port, $HM_PORT/$HM_SEND_PORT,
+// runtime/hub.json, else 9900; role from --role, $SQUIDRUN_ROLE, else user;
+// token from $HM_TOKEN, else runtime/hub-token.
+func discover(env Env, root string, port int, role string) (clientConfig, error) {
+	lay, err := layout.FindRoot(root, env.Getenv)
+	if err != nil {
+		return clientConfig{}, err
+	}
+	c := clientConfig{layout: lay, port: port, role: role}
+	if c.port <= 0 {
+		for _, k := range []string{"HM_PORT", "HM_SEND_PORT"} {
+			if v := env.Getenv(k); v != "" {
+				p, err := strconv.Atoi(v)
+				if err != nil || p <= 0 || p > 65535 {
+					return c, fmt.Errorf("$%s=%q is not a port", k, v)
+				}
+				c.port = p
+				break
+			}
+		}
+	}
+	if c.port <= 0 {
+		if info, err := lay.ReadHubInfo(); err == nil && info.Port > 0 {
+			c.port = info.Port
+		}
+	}
+	if c.port <= 0 {
+		c.port = 9900
+	}
+	if c.role == "" {
+		c.role = env.Getenv("SQUIDRUN_ROLE")
+	}
+	if c.role == "" {
+		c.role = roles.RoleUser
+	}
+	c.role = strings.ToLower(c.role)
+	c.token = env.Getenv("HM_TOKEN")
+	if c.token == "" {
+		c.token, _ = lay.ReadToken()
+	}
+	return c, nil
+}
+
+// connect dials and registers within timeout.
+func (c clientConfig) connect(ctx context.Context, listen bool) (*client.Client, error) {
+	cl, err := client.Dial(ctx, c.url())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cl.Register(ctx, c.role, c.token, listen); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return cl, nil
+}
+
+func runSend(ctx context.Context, env Env, args []string) int {
+	fs := newFlags("send", env)
+	root := fs.String("root", "", "coordination root")
+	port := fs.Int("port", 0, "hub port")
+	role := fs.String("role", "", "sender role (default $SQUIDRUN_ROLE, else user)")
+	priority := fs.String("priority", "normal", "priority: normal, high, urgent, low")
+	file := fs.String("file", "", "read the message from this file")
+	stdin := fs.Bool("stdin", false, "read the message from standard input")
+	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the hub's ACK before falling back")
+	wait := fs.Duration("wait", 0, "ask the hub to wait up to this long for delivery (max 30s)")
+	noFallback := fs.Bool("no-fallback", false, "fail instead of writing a trigger file")
+	asJSON := fs.Bool("json", false, "print the ACK as JSON")
+	messageID := fs.String("message-id", "", "message id (default: generated)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return usageError(env, fs, sendSynopsis, err)
+	}
+	if len(pos) < 1 {
+		return usageError(env, fs, sendSynopsis, errors.New("missing target"))
+	}
+	target := pos[0]
+	content := strings.Join(pos[1:], " ")
+	switch {
+	case *file != "" && *stdin:
+		return usageError(env, fs, sendSynopsis, errors.New("--file and --stdin exclude each other"))
+	case (*file != "" || *stdin) && content != "":
+		return usageError(env, fs, sendSynopsis, errors.New("give the message as words, --file or --stdin, not several"))
+	case *file != "":
+		data, err := os.ReadFile(*file)
+		if err != nil {
+			fmt.Fprintln(env.Stderr, "hm-send:", err)
+			return ExitFailed
+		}
+		content = string(data)
+	case *stdin:
+		data, err := io.ReadAll(io.LimitReader(env.Stdin, proto.MaxSocketFrame))
+		if err != nil {
+			fmt.Fprintln(env.Stderr, "hm-send: read stdin:", err)
+			return ExitFailed
+		}
+		content = string(data)
+	}
+	if *file != "" || *stdin {
+		content = strings.TrimRight(content, "\n")
+	}
+	if strings.TrimSpace(content) == "" {
+		return usageError(env, fs, sendSynopsis, errors.New("missing message"))
+	}
+	if *wait < 0 || *wait > 30*time.Second {
+		return usageError(env, fs, sendSynopsis, errors.New("--wait must be between 0 and 30s"))
+	}
+	if *timeout <= 0 {
+		return usageError(env, fs, sendSynopsis, errors.New("--timeout must be positive"))
+	}
+	cfg, err := discover(env, *root, *port, *role)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm-send:", err)
+		return ExitFailed
+	}
+	id := *messageID
+	if id == "" {
+		id = broker.NewMessageID(time.Now())
+	}
+	s := sender{env: env, cfg: cfg, target: target, content: content, id: id, json: *asJSON, noFallback: *noFallback}
+	return s.run(ctx, *priority, *timeout, *wait)
+}
+
+type sender struct {
+	env        Env
+	cfg        clientConfig
+	target     string
+	content    string
+	id         string
+	json       bool
+	noFallback bool
+}
+
+func (s sender) run(ctx context.Context, priority string, timeout, wait time.Duration) int {
+	dialCtx, cancel := context.WithTimeout(ctx, time.Second)
+	cl, err := client.Dial(dialCtx, s.cfg.url())
+	cancel()
+	if err != nil {
+		return s.fallback(fmt.Sprintf("hub unreachable at %s", s.cfg.url()))
+	}
+	defer cl.Close()
+	ackCtx, cancel := context.WithTimeout(ctx, timeout+wait)
+	defer cancel()
+	if _, err := cl.Register(ackCtx, s.cfg.role, s.cfg.token, false); err != nil {
+		var pe *proto.Error
+		if errors.As(err, &pe) {
+			return s.refused(string(pe.Code), pe.Message)
+		}
+		return s.fallback(fmt.Sprintf("no answer to register within %s", timeout))
+	}
+	ack, raw, err := cl.Send(ackCtx, proto.Frame{Type: proto.TypeSend, Target: s.target, Content: s.content, MessageID: s.id, Priority: priority, WaitMs: wait.Milliseconds()})
+	if err != nil {
+		var pe *proto.Error
+		if errors.As(err, &pe) {
+			return s.refused(string(pe.Code), pe.Message)
+		}
+		return s.fallback(fmt.Sprintf("no ACK within %s", timeout+wait))
+	}
+	if s.json {
+		fmt.Fprintln(s.env.Stdout, string(raw))
+	}
+	if !ack.OK {
+		if s.json {
+			return ExitFailed
+		}
+		return s.refused(ack.Status, ack.Reason)
+	}
+	if !s.json {
+		verb := "accepted for"
+		if strings.HasPrefix(ack.Status, "delivered.") {
+			verb = "delivered to"
+		}
+		fmt.Fprintf(s.env.Stdout, "%s %s (%s, seq %d)\n", verb, s.target, ack.Status, ack.Seq)
+	}
+	return ExitOK
+}
+
+func (s sender) refused(code, reason string) int {
+	if reason != "" {
+		fmt.Fprintf(s.env.Stderr, "hm-send: refused: %s: %s\n", code, reason)
+	} else {
+		fmt.Fprintf(s.env.Stderr, "hm-send: refused: %s\n", code)
+	}
+	return ExitFailed
+}
+
+// fallback writes the message to the trigger directory (SPEC §7).
+func (s sender) fallback(reason string) int {
+	if s.noFallback {
+		fmt.Fprintf(s.env.Stderr, "hm-send: %s (--no-fallback)\n", reason)
+		return ExitFailed
+	}
+	content := s.content
+	if _, _, ok := roles.ParseHeader(content); !ok && s.cfg.role != roles.RoleUser {
+		// The trigger file carries the sender in its header. #0 asks the
+		// hub to number it (the hub owns sequence numbers).
+		team, err := roles.Load(s.cfg.layout.Settings())
+		if err != nil {
+			team = roles.Default()
+		}
+		content = roles.Header{Role: team.HeaderFor(s.cfg.role), Seq: 0}.String() + content
+	}
+	if err := os.MkdirAll(s.cfg.layout.Triggers(), 0o700); err != nil {
+		fmt.Fprintln(s.env.Stderr, "hm-send: fallback:", err)
+		return ExitFailed
+	}
+	path, err := triggers.Write(s.cfg.layout.Triggers(), strings.ToLower(s.target), s.id, content)
+	if err != nil {
+		fmt.Fprintf(s.env.Stderr, "hm-send: refused: %s: fallback could not write a trigger file: %v\n", proto.CodeInvalidTarget, err)
+		return ExitFailed
+	}
+	fmt.Fprintf(s.env.Stderr, "fallback.triggered: %s; wrote %s\n", reason, path)
+	if s.json {
+		data, _ := json.Marshal(map[string]any{"type": proto.TypeSendAck, "messageId": s.id, "ok": true, "accepted": true, "verified": false,
+			"status": proto.StatusFallbackTriggered, "path": path, "reason": reason})
+		fmt.Fprintln(s.env.Stdout, string(data))
+	}
+	return ExitOK
+}

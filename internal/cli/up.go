@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"hm/internal/hub"
+	"hm/internal/layout"
+)
+
+const upSynopsis = "hm up [--root D] [--port N] [--no-panes] [--allow-anonymous] [--rate-limit N] [--durable]"
+
+func runUp(ctx context.Context, env Env, args []string) int {
+	fs := newFlags("up", env)
+	root := fs.String("root", "", "coordination root (default: $SQUIDRUN_ROOT, nearest .squidrun/, or the working directory)")
+	port := fs.Int("port", -1, "port on 127.0.0.1 (0 picks a free one; default: settings.json port or 9900)")
+	noPanes := fs.Bool("no-panes", false, "do not host agent panes")
+	anon := fs.Bool("allow-anonymous", false, "trust the declared role of clients that send no token")
+	rate := fs.Float64("rate-limit", 200, "frames per second per connection (0 turns the limit off)")
+	durable := fs.Bool("durable", false, "synchronous=FULL for the ledger")
+	verbose := fs.Bool("verbose", false, "debug logging")
+	pos, err := parseArgs(fs, args)
+	if err != nil || len(pos) > 0 {
+		if err == nil {
+			err = fmt.Errorf("unexpected argument %q", pos[0])
+		}
+		return usageError(env, fs, upSynopsis, err)
+	}
+	if *rate < 0 {
+		return usageError(env, fs, upSynopsis, fmt.Errorf("--rate-limit must be >= 0"))
+	}
+	lay, err := layout.FindRoot(*root, env.Getenv)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm up:", err)
+		return ExitFailed
+	}
+	if err := lay.Ensure(); err != nil {
+		fmt.Fprintln(env.Stderr, "hm up:", err)
+		return ExitFailed
+	}
+	logFile, err := os.OpenFile(lay.HubLog(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm up: open hub log:", err)
+		return ExitFailed
+	}
+	defer logFile.Close()
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewMultiHandler(
+		slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}),
+		slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: level}),
+	))
+	err = hub.Run(ctx, hub.Options{
+		Layout: lay, Port: *port, NoPanes: *noPanes, AllowAnonymous: *anon,
+		RateLimit: *rate, Durable: *durable, Logger: logger, Getenv: env.Getenv,
+		Ready: func(h *hub.Hub) {
+			fmt.Fprintf(env.Stderr, "hm: hub listening on %s (session %d, root %s); Ctrl-C stops it\n", h.URL(), h.Session, h.Layout.Root)
+		},
+	})
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm up:", err)
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+var _ io.Writer = (*os.File)(nil)

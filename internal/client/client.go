@@ -1,0 +1,175 @@
+// Package client is a small hm WebSocket client used by the CLI and tests.
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/coder/websocket"
+
+	"hm/broker/proto"
+)
+
+// Client is one connection to the hub. It is not safe for concurrent use:
+// the CLI issues one request at a time.
+type Client struct {
+	ws       *websocket.Conn
+	ClientID int64
+	// Unsolicited frames (messages, journal events) read while waiting for
+	// an answer are kept here in order.
+	backlog [][]byte
+}
+
+// Dial connects to url and reads the welcome frame.
+func Dial(ctx context.Context, url string) (*Client, error) {
+	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{}})
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", url, err)
+	}
+	ws.SetReadLimit(proto.MaxSocketFrame)
+	c := &Client{ws: ws}
+	var w proto.Welcome
+	raw, err := c.read(ctx)
+	if err != nil {
+		ws.CloseNow()
+		return nil, fmt.Errorf("read welcome: %w", err)
+	}
+	if err := json.Unmarshal(raw, &w); err != nil || w.Type != proto.TypeWelcome {
+		ws.CloseNow()
+		return nil, fmt.Errorf("unexpected first frame %q", clip(raw))
+	}
+	c.ClientID = w.ClientID
+	return c, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.ws.Close(websocket.StatusNormalClosure, "") }
+
+func (c *Client) read(ctx context.Context) ([]byte, error) {
+	_, data, err := c.ws.Read(ctx)
+	return data, err
+}
+
+// WriteJSON sends one frame.
+func (c *Client) WriteJSON(ctx context.Context, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("marshal frame: %w", err)
+	}
+	if err := c.ws.Write(ctx, websocket.MessageText, data); err != nil {
+		return fmt.Errorf("write frame: %w", err)
+	}
+	return nil
+}
+
+type header struct {
+	Type      string     `json:"type"`
+	RequestID string     `json:"requestId"`
+	MessageID string     `json:"messageId"`
+	Code      proto.Code `json:"code"`
+	Message   string     `json:"message"`
+}
+
+// Next returns the next frame: from the backlog first, then the socket.
+func (c *Client) Next(ctx context.Context) (typ string, raw []byte, err error) {
+	if len(c.backlog) > 0 {
+		raw = c.backlog[0]
+		c.backlog = c.backlog[1:]
+	} else if raw, err = c.read(ctx); err != nil {
+		return "", nil, err
+	}
+	var h header
+	_ = json.Unmarshal(raw, &h)
+	return h.Type, raw, nil
+}
+
+// Await reads frames until one of type want arrives (optionally matching
+// requestID or messageID) and returns it. An error frame answering the same
+// request is returned as a *proto.Error. Other frames go to the backlog.
+func (c *Client) Await(ctx context.Context, want, requestID, messageID string) ([]byte, error) {
+	for {
+		raw, err := c.read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var h header
+		if err := json.Unmarshal(raw, &h); err != nil {
+			return nil, fmt.Errorf("bad frame from hub: %w", err)
+		}
+		matches := (requestID == "" || h.RequestID == requestID) && (messageID == "" || h.MessageID == messageID || h.MessageID == "")
+		if h.Type == want && matches {
+			return raw, nil
+		}
+		if h.Type == proto.TypeError && (h.RequestID == requestID || h.RequestID == "") && (h.MessageID == "" || h.MessageID == messageID) {
+			return raw, &proto.Error{Code: h.Code, Message: h.Message}
+		}
+		c.backlog = append(c.backlog, raw)
+	}
+}
+
+// Register authenticates as role.
+func (c *Client) Register(ctx context.Context, role, token string, listen bool) (proto.Registered, error) {
+	var r proto.Registered
+	if err := c.WriteJSON(ctx, proto.Frame{Type: proto.TypeRegister, Role: role, Token: token, Listen: listen}); err != nil {
+		return r, err
+	}
+	raw, err := c.Await(ctx, proto.TypeRegistered, "", "")
+	if err != nil {
+		return r, fmt.Errorf("register as %s: %w", role, err)
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return r, fmt.Errorf("decode registered: %w", err)
+	}
+	return r, nil
+}
+
+// Send sends a send (or broadcast) frame and waits for its ACK.
+func (c *Client) Send(ctx context.Context, f proto.Frame) (proto.Ack, []byte, error) {
+	var ack proto.Ack
+	if f.Type == "" {
+		f.Type = proto.TypeSend
+	}
+	if err := c.WriteJSON(ctx, f); err != nil {
+		return ack, nil, err
+	}
+	raw, err := c.Await(ctx, proto.TypeSendAck, f.RequestID, f.MessageID)
+	if err != nil {
+		return ack, raw, err
+	}
+	if err := json.Unmarshal(raw, &ack); err != nil {
+		return ack, raw, fmt.Errorf("decode send-ack: %w", err)
+	}
+	return ack, raw, nil
+}
+
+// Request sends f and waits for a frame of type want with the same requestId.
+func (c *Client) Request(ctx context.Context, f proto.Frame, want string, out any) error {
+	if err := c.WriteJSON(ctx, f); err != nil {
+		return err
+	}
+	raw, err := c.Await(ctx, want, f.RequestID, "")
+	if err != nil {
+		return err
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("decode %s: %w", want, err)
+		}
+	}
+	return nil
+}
+
+// IsClosed reports whether err means the hub closed the connection.
+func IsClosed(err error) bool {
+	return websocket.CloseStatus(err) != -1 || errors.Is(err, context.Canceled)
+}
+
+func clip(b []byte) string {
+	if len(b) > 80 {
+		return string(b[:80])
+	}
+	return string(b)
+}

@@ -1,0 +1,227 @@
+// Package hub assembles a running hm hub: the coordination root, the
+// ledger, the broker and its WebSocket server, hosted panes, the trigger
+// watcher, the Telegram relay and the handoff writer, and stops them in
+// order.
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"hm/broker"
+	"hm/internal/layout"
+	"hm/journal"
+	"hm/roles"
+)
+
+// Version is the hm version written to app-status.json.
+const Version = "0.1.0"
+
+// Options are `hm up`'s flags.
+type Options struct {
+	Layout         layout.Layout
+	Port           int // -1: from settings (default 9900); 0: any free port
+	NoPanes        bool
+	AllowAnonymous bool
+	RateLimit      float64 // frames/s per connection; 0 = off
+	Durable        bool
+	Logger         *slog.Logger
+	// Ready, if set, is called once the hub is listening.
+	Ready func(h *Hub)
+	// Getenv overrides os.Getenv (tests).
+	Getenv func(string) string
+	// Tuning for tests; zero values take production defaults.
+	TriggerRescan   time.Duration
+	HandoffEvery    time.Duration
+	ReminderEvery   time.Duration
+	LedgerMaxBytes  int64
+	PaneMinBackoff  time.Duration
+	PaneMaxBackoff  time.Duration
+	TelegramPoll    time.Duration
+	BackgroundIdle  time.Duration
+	StopGracePeriod time.Duration
+}
+
+// Hub is a running hub.
+type Hub struct {
+	opts    Options
+	log     *slog.Logger
+	Layout  layout.Layout
+	Team    *roles.Team
+	Session int
+	Ledger  *journal.Ledger
+	Broker  *broker.Broker
+	Tokens  *broker.Tokens
+	Port    int
+	Started time.Time
+
+	extras []component // panes, triggers, telegram, ... in start order
+	mu     sync.Mutex
+}
+
+// component is an optional part of the hub with its own lifecycle.
+type component interface {
+	name() string
+	// stop is called in reverse start order at shutdown.
+	stop(ctx context.Context)
+}
+
+// Run starts the hub and serves until ctx is cancelled, then shuts down
+// cleanly. It returns nil after a clean shutdown.
+func Run(ctx context.Context, opts Options) error {
+	h, ln, err := start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	return h.serve(ctx, ln)
+}
+
+func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	lay := opts.Layout
+	if err := lay.Ensure(); err != nil {
+		return nil, nil, err
+	}
+	team, err := roles.Load(lay.Settings())
+	if err != nil {
+		return nil, nil, err
+	}
+	port := opts.Port
+	if port < 0 {
+		port = team.Port
+	}
+	// Bind first: a second hub on the same port must fail before it
+	// touches the session counter.
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on 127.0.0.1:%d: %w", port, err)
+	}
+	fail := func(err error) (*Hub, net.Listener, error) {
+		ln.Close()
+		return nil, nil, err
+	}
+	st, err := lay.NextSession(Version, time.Now())
+	if err != nil {
+		return fail(err)
+	}
+	tok, err := lay.EnsureToken()
+	if err != nil {
+		return fail(err)
+	}
+	ledger, err := journal.Open(ctx, lay.Ledger(), journal.Options{Durable: opts.Durable, Logger: opts.Logger.With("component", "journal"), MaxBytes: opts.LedgerMaxBytes})
+	if err != nil {
+		return fail(fmt.Errorf("open ledger: %w", err))
+	}
+	h := &Hub{
+		opts: opts, log: opts.Logger, Layout: lay, Team: team, Session: st.Session,
+		Ledger: ledger, Tokens: broker.NewTokens(tok), Port: ln.Addr().(*net.TCPAddr).Port, Started: time.Now(),
+	}
+	deps := broker.Deps{Ledger: ledger}
+	if err := h.startExtras(ctx, &deps); err != nil {
+		h.stopExtras(context.Background())
+		ledger.Close()
+		return fail(err)
+	}
+	burst := int(2 * opts.RateLimit)
+	h.Broker = broker.New(broker.Config{
+		Team: team, Session: st.Session, SessionID: h.SessionID(), Tokens: h.Tokens,
+		AllowAnonymous: opts.AllowAnonymous, RateLimit: opts.RateLimit, RateBurst: burst,
+		Logger: opts.Logger.With("component", "broker"),
+	}, deps)
+	st.Hub = &layout.HubRef{PID: os.Getpid(), Port: h.Port}
+	if err := lay.WriteAppStatus(st); err != nil {
+		h.Broker.Close()
+		h.stopExtras(context.Background())
+		ledger.Close()
+		return fail(err)
+	}
+	return h, ln, nil
+}
+
+// SessionID is "app-session-N".
+func (h *Hub) SessionID() string { return "app-session-" + strconv.Itoa(h.Session) }
+
+// URL is the hub's WebSocket URL.
+func (h *Hub) URL() string { return "ws://127.0.0.1:" + strconv.Itoa(h.Port) + "/" }
+
+func (h *Hub) serve(ctx context.Context, ln net.Listener) error {
+	baseCtx, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	mux := http.NewServeMux()
+	mux.Handle("/", h.Broker.Handler())
+	h.mountExtras(mux)
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	if err := h.Layout.WriteHubInfo(layout.HubInfo{PID: os.Getpid(), Port: h.Port, URL: h.URL(), Session: h.Session}); err != nil {
+		h.log.Error("write hub.json", "err", err)
+	}
+	runCtx, stopRun := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	h.runExtras(runCtx, &wg)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		every := h.opts.ReminderEvery
+		if every <= 0 {
+			every = 30 * time.Second
+		}
+		h.Broker.RunReminders(runCtx, every)
+	}()
+	h.log.Info("hub up", "url", h.URL(), "session", h.Session, "root", h.Layout.Root, "pid", os.Getpid())
+	if h.opts.Ready != nil {
+		h.opts.Ready(h)
+	}
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+		err = fmt.Errorf("serve: %w", err)
+	}
+	h.log.Info("hub stopping", "session", h.Session)
+	stopRun()
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Stop accepting, end hijacked WebSocket handlers, then drain.
+	srv.SetKeepAlivesEnabled(false)
+	ln.Close()
+	h.stopExtras(shutCtx)
+	h.Broker.Close()
+	cancelBase()
+	if serr := srv.Shutdown(shutCtx); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		h.log.Warn("http shutdown", "err", serr)
+	}
+	wg.Wait()
+	h.finalHandoff(shutCtx)
+	if cerr := h.Ledger.Close(); cerr != nil {
+		h.log.Error("close ledger", "err", cerr)
+	}
+	_ = os.Remove(h.Layout.HubJSON())
+	if st, rerr := h.Layout.ReadAppStatus(); rerr == nil {
+		st.LastUpdated = time.Now().UTC().Format(time.RFC3339)
+		st.Hub = nil
+		_ = h.Layout.WriteAppStatus(st)
+	}
+	h.log.Info("hub stopped", "session", h.Session)
+	return err
+}

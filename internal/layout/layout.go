@@ -1,0 +1,233 @@
+// Package layout knows where things live under the coordination root
+// (SPEC §1): finding the root, creating .squidrun/ with safe modes, and
+// reading and atomically writing the small JSON state files.
+package layout
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Dir is the name of the state directory under the root.
+const Dir = ".squidrun"
+
+// Layout names every path under one coordination root.
+type Layout struct {
+	Root string
+}
+
+// FindRoot applies SPEC §1: flag, else $SQUIDRUN_ROOT, else the nearest
+// ancestor of the working directory holding .squidrun/, else the working
+// directory.
+func FindRoot(flagRoot string, getenv func(string) string) (Layout, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	root := flagRoot
+	if root == "" {
+		root = getenv("SQUIDRUN_ROOT")
+	}
+	if root == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return Layout{}, fmt.Errorf("find root: %w", err)
+		}
+		root = wd
+		for d := wd; ; d = filepath.Dir(d) {
+			if st, err := os.Stat(filepath.Join(d, Dir)); err == nil && st.IsDir() {
+				root = d
+				break
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return Layout{}, fmt.Errorf("find root: %w", err)
+	}
+	return Layout{Root: abs}, nil
+}
+
+// Paths.
+func (l Layout) State() string       { return filepath.Join(l.Root, Dir) }
+func (l Layout) Settings() string    { return filepath.Join(l.State(), "settings.json") }
+func (l Layout) AppStatus() string   { return filepath.Join(l.State(), "app-status.json") }
+func (l Layout) Triggers() string    { return filepath.Join(l.State(), "triggers") }
+func (l Layout) Runtime() string     { return filepath.Join(l.State(), "runtime") }
+func (l Layout) Ledger() string      { return filepath.Join(l.Runtime(), "evidence-ledger.db") }
+func (l Layout) HubJSON() string     { return filepath.Join(l.Runtime(), "hub.json") }
+func (l Layout) Token() string       { return filepath.Join(l.Runtime(), "hub-token") }
+func (l Layout) HubLog() string      { return filepath.Join(l.Runtime(), "hub.log") }
+func (l Layout) PaneLogs() string    { return filepath.Join(l.Runtime(), "panes") }
+func (l Layout) Handoffs() string    { return filepath.Join(l.State(), "handoffs") }
+func (l Layout) Briefing() string    { return filepath.Join(l.Handoffs(), "briefing.md") }
+func (l Layout) Session() string     { return filepath.Join(l.Handoffs(), "session.md") }
+func (l Layout) LastSession() string { return filepath.Join(l.Handoffs(), "last-session.md") }
+func (l Layout) FullMessages() string {
+	return filepath.Join(l.State(), "coord", "full-agent-messages")
+}
+func (l Layout) EnvFile() string { return filepath.Join(l.Root, ".env") }
+
+// Ensure creates the directory tree with mode 0700 (and tightens modes of
+// directories that already exist).
+func (l Layout) Ensure() error {
+	for _, d := range []string{l.State(), l.Triggers(), filepath.Join(l.Triggers(), "rejected"), l.Runtime(), l.PaneLogs(), l.Handoffs(), filepath.Join(l.State(), "coord"), l.FullMessages()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+		if err := os.Chmod(d, 0o700); err != nil {
+			return fmt.Errorf("chmod %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// WriteFileAtomic writes data to a temp file in the same directory, syncs
+// it and renames it over path.
+func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s: %w", path, err)
+	}
+	return nil
+}
+
+// HubInfo is runtime/hub.json.
+type HubInfo struct {
+	PID     int    `json:"pid"`
+	Port    int    `json:"port"`
+	URL     string `json:"url"`
+	Session int    `json:"session"`
+}
+
+// HubRef is the hub part of app-status.json.
+type HubRef struct {
+	PID  int `json:"pid"`
+	Port int `json:"port"`
+}
+
+// AppStatus is app-status.json.
+type AppStatus struct {
+	Session     int     `json:"session"`
+	Started     string  `json:"started"`
+	LastUpdated string  `json:"lastUpdated"`
+	Version     string  `json:"version"`
+	Hub         *HubRef `json:"hub,omitempty"`
+}
+
+// ReadAppStatus reads app-status.json; a missing file is session 0.
+func (l Layout) ReadAppStatus() (AppStatus, error) {
+	var s AppStatus
+	data, err := os.ReadFile(l.AppStatus())
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("read app-status: %w", err)
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return s, fmt.Errorf("parse app-status: %w", err)
+	}
+	return s, nil
+}
+
+// WriteAppStatus writes app-status.json atomically.
+func (l Layout) WriteAppStatus(s AppStatus) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode app-status: %w", err)
+	}
+	return WriteFileAtomic(l.AppStatus(), append(data, '\n'), 0o600)
+}
+
+// NextSession increments the session counter and returns the new status.
+func (l Layout) NextSession(version string, now time.Time) (AppStatus, error) {
+	s, err := l.ReadAppStatus()
+	if err != nil {
+		return s, err
+	}
+	s.Session++
+	ts := now.UTC().Format(time.RFC3339)
+	s.Started, s.LastUpdated, s.Version, s.Hub = ts, ts, version, nil
+	return s, l.WriteAppStatus(s)
+}
+
+// ReadHubInfo reads runtime/hub.json.
+func (l Layout) ReadHubInfo() (HubInfo, error) {
+	var h HubInfo
+	data, err := os.ReadFile(l.HubJSON())
+	if err != nil {
+		return h, fmt.Errorf("read hub.json: %w", err)
+	}
+	if err := json.Unmarshal(data, &h); err != nil {
+		return h, fmt.Errorf("parse hub.json: %w", err)
+	}
+	return h, nil
+}
+
+// WriteHubInfo writes runtime/hub.json atomically.
+func (l Layout) WriteHubInfo(h HubInfo) error {
+	data, err := json.Marshal(h)
+	if err != nil {
+		return fmt.Errorf("encode hub.json: %w", err)
+	}
+	return WriteFileAtomic(l.HubJSON(), append(data, '\n'), 0o600)
+}
+
+// EnsureToken returns the operator secret, creating it (0600) if missing.
+func (l Layout) EnsureToken() (string, error) {
+	if tok, err := l.ReadToken(); err == nil && tok != "" {
+		if err := os.Chmod(l.Token(), 0o600); err != nil {
+			return "", fmt.Errorf("chmod token: %w", err)
+		}
+		return tok, nil
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("make token: %w", err)
+	}
+	tok := hex.EncodeToString(b)
+	if err := WriteFileAtomic(l.Token(), []byte(tok+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// ReadToken reads the operator secret.
+func (l Layout) ReadToken() (string, error) {
+	data, err := os.ReadFile(l.Token())
+	if err != nil {
+		return "", fmt.Errorf("read token: %w", err)
+	}
+	return strings.TrimSpace(string(data)), nil
+}

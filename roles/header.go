@@ -1,0 +1,233 @@
+// Package roles defines the team: who the agents are, how targets and aliases
+// resolve to them, and how the role header "(ROLE #N): body" that starts every
+// agent message is parsed.
+package roles
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Header is a parsed role header such as "(BUILDER-BG-2 #7):".
+type Header struct {
+	Role string // upper-cased header name, e.g. "BUILDER-BG-2"
+	Seq  int64  // the sender's sequence number N
+}
+
+// String renders the header as it is typed: "(ROLE #N): ".
+func (h Header) String() string {
+	return "(" + h.Role + " #" + strconv.FormatInt(h.Seq, 10) + "): "
+}
+
+// Ref renders the reference form "ROLE #N".
+func (h Header) Ref() string { return h.Role + " #" + strconv.FormatInt(h.Seq, 10) }
+
+// MaxSeq bounds sequence numbers so they fit comfortably in SQLite integers.
+const MaxSeq = 1 << 53
+
+// ParseHeader parses an optional "[AGENT MSG ...]" prefix, then "(", ROLE,
+// optional space, "#", N, "):", optional space. It returns the header, the body
+// after it, and whether a header was present. Without a header, body is s.
+func ParseHeader(s string) (Header, string, bool) {
+	rest := s
+	if strings.HasPrefix(rest, "[AGENT MSG") {
+		end := strings.IndexByte(rest, ']')
+		if end < 0 {
+			return Header{}, s, false
+		}
+		rest = strings.TrimLeft(rest[end+1:], " ")
+	}
+	if !strings.HasPrefix(rest, "(") {
+		return Header{}, s, false
+	}
+	rest = rest[1:]
+	n := nameLen(rest)
+	if n == 0 {
+		return Header{}, s, false
+	}
+	role := strings.ToUpper(rest[:n])
+	rest = rest[n:]
+	rest = strings.TrimPrefix(rest, " ")
+	if !strings.HasPrefix(rest, "#") {
+		return Header{}, s, false
+	}
+	rest = rest[1:]
+	d := 0
+	for d < len(rest) && rest[d] >= '0' && rest[d] <= '9' {
+		d++
+	}
+	if d == 0 || d > 16 {
+		return Header{}, s, false
+	}
+	seq, err := strconv.ParseInt(rest[:d], 10, 64)
+	if err != nil || seq > MaxSeq {
+		return Header{}, s, false
+	}
+	rest = rest[d:]
+	if !strings.HasPrefix(rest, "):") {
+		return Header{}, s, false
+	}
+	rest = strings.TrimPrefix(rest[2:], " ")
+	return Header{Role: role, Seq: seq}, rest, true
+}
+
+// ValidName reports whether s is a role or header name: ASCII letters and
+// digits with single hyphens between them.
+func ValidName(s string) bool { return s != "" && nameLen(s) == len(s) }
+
+// nameLen returns the length of the longest valid name prefix of s: letters,
+// digits and single inner hyphens. A trailing hyphen is not part of the name.
+func nameLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+			n = i + 1
+		case c == '-' && i > 0 && s[i-1] != '-':
+			// a hyphen is only kept if a letter or digit follows
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+// Priority tags that may follow the header.
+const (
+	TagAckRequired = "[ACK REQUIRED]"
+	TagUrgent      = "[URGENT]"
+	TagFYI         = "[FYI]"
+	TagTask        = "[TASK]"
+)
+
+var allTags = []string{TagAckRequired, TagUrgent, TagFYI, TagTask}
+
+// Tags returns the priority tags at the start of body (after the header), in
+// order of appearance. Matching is case-insensitive.
+func Tags(body string) []string {
+	var out []string
+	rest := strings.TrimLeft(body, " ")
+	for {
+		found := false
+		for _, t := range allTags {
+			if len(rest) >= len(t) && strings.EqualFold(rest[:len(t)], t) {
+				out = append(out, t)
+				rest = strings.TrimLeft(rest[len(t):], " ")
+				found = true
+				break
+			}
+		}
+		if !found {
+			return out
+		}
+	}
+}
+
+// HasTag reports whether body carries tag among its leading priority tags.
+func HasTag(body, tag string) bool {
+	for _, t := range Tags(body) {
+		if t == tag {
+			return true
+		}
+	}
+	return false
+}
+
+// Refs returns every "HEADER #N" reference in body, upper-cased and
+// de-duplicated, in order of first appearance.
+func Refs(body string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for i := 0; i < len(body); i++ {
+		if body[i] != '#' {
+			continue
+		}
+		// digits after '#'
+		j := i + 1
+		for j < len(body) && body[j] >= '0' && body[j] <= '9' {
+			j++
+		}
+		if j == i+1 || j-i-1 > 16 {
+			continue
+		}
+		// name before '#', with at most one space in between
+		k := i
+		if k > 0 && body[k-1] == ' ' {
+			k--
+		}
+		start := k
+		for start > 0 && isNameByte(body[start-1]) {
+			start--
+		}
+		for start < k && body[start] == '-' {
+			start++
+		}
+		name := body[start:k]
+		if name == "" || !ValidName(name) || !hasLetter(name) {
+			continue
+		}
+		ref := strings.ToUpper(name) + " #" + body[i+1:j]
+		if !seen[ref] {
+			seen[ref] = true
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
+func isNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-'
+}
+
+func hasLetter(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// Signal kinds recorded from tagged lines.
+var signalKinds = []string{"DECISION", "TASK", "FINDING", "BLOCKER"}
+
+// Signal is a tagged line such as "DECISION: use SQLite".
+type Signal struct {
+	Kind string // DECISION, TASK, FINDING or BLOCKER
+	Text string
+}
+
+// Signals returns the tagged lines of body: lines starting with DECISION:,
+// TASK:, FINDING: or BLOCKER: (leading spaces and priority tags allowed on
+// the first line).
+func Signals(body string) []Signal {
+	var out []Signal
+	for i, line := range strings.Split(body, "\n") {
+		line = strings.TrimSpace(line)
+		if i == 0 {
+			for {
+				trimmed := false
+				for _, t := range allTags {
+					if len(line) >= len(t) && strings.EqualFold(line[:len(t)], t) {
+						line = strings.TrimSpace(line[len(t):])
+						trimmed = true
+					}
+				}
+				if !trimmed {
+					break
+				}
+			}
+		}
+		for _, k := range signalKinds {
+			if len(line) > len(k) && strings.EqualFold(line[:len(k)], k) && line[len(k)] == ':' {
+				text := strings.TrimSpace(line[len(k)+1:])
+				if text != "" {
+					out = append(out, Signal{Kind: k, Text: text})
+				}
+				break
+			}
+		}
+	}
+	return out
+}

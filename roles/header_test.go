@@ -1,0 +1,131 @@
+package roles
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestParseHeader(t *testing.T) {
+	tests := []struct {
+		in   string
+		ok   bool
+		role string
+		seq  int64
+		body string
+	}{
+		{"(ARCH #1): hello", true, "ARCH", 1, "hello"},
+		{"(BUILDER-BG-2 #7): done", true, "BUILDER-BG-2", 7, "done"},
+		{"(builder#3):x", true, "BUILDER", 3, "x"},
+		{"[AGENT MSG - reply via hm-send] (ORACLE #12): found it", true, "ORACLE", 12, "found it"},
+		{"[AGENT MSG](ARCH #2): y", true, "ARCH", 2, "y"},
+		{"(ARCH #1):  two spaces", true, "ARCH", 1, " two spaces"},
+		{"(ARCH #1)", false, "", 0, ""},
+		{"(ARCH 1): no hash", false, "", 0, ""},
+		{"(ARCH #): no number", false, "", 0, ""},
+		{"(ARCH #-1): negative", false, "", 0, ""},
+		{"(AR--CH #1): double hyphen", false, "", 0, ""},
+		{"(-ARCH #1): leading hyphen", false, "", 0, ""},
+		{"(ARCH- #1): trailing hyphen", false, "", 0, ""},
+		{"( ARCH #1): leading space", false, "", 0, ""},
+		{"(ARCH  #1): two spaces", false, "", 0, ""},
+		{"hello (ARCH #1): later", false, "", 0, ""},
+		{"(ARCH #99999999999999999999): huge", false, "", 0, ""},
+		{"[AGENT MSG unterminated (ARCH #1): x", false, "", 0, ""},
+		{"", false, "", 0, ""},
+		{"(ÄRCH #1): unicode", false, "", 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			h, body, ok := ParseHeader(tt.in)
+			if ok != tt.ok {
+				t.Fatalf("ok = %v, want %v", ok, tt.ok)
+			}
+			if !ok {
+				if body != tt.in {
+					t.Fatalf("body without header = %q, want input back", body)
+				}
+				return
+			}
+			if h.Role != tt.role || h.Seq != tt.seq || body != tt.body {
+				t.Fatalf("got (%q,%d,%q), want (%q,%d,%q)", h.Role, h.Seq, body, tt.role, tt.seq, tt.body)
+			}
+		})
+	}
+}
+
+func FuzzParseHeader(f *testing.F) {
+	for _, s := range []string{"(ARCH #1): hi", "(BUILDER-BG-2 #7): x", "[AGENT MSG](A #1):", "(#1):", "((", "(A-#1):"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		h, body, ok := ParseHeader(s)
+		if !ok {
+			if body != s {
+				t.Fatalf("no header but body changed")
+			}
+			return
+		}
+		if !ValidName(h.Role) || h.Role != strings.ToUpper(h.Role) || h.Seq < 0 || h.Seq > MaxSeq {
+			t.Fatalf("bad header %+v from %q", h, s)
+		}
+		if !strings.HasSuffix(s, body) {
+			t.Fatalf("body %q is not a suffix of %q", body, s)
+		}
+		// Rendering and re-parsing is stable.
+		h2, body2, ok2 := ParseHeader(h.String() + body)
+		if !ok2 || h2 != h || body2 != strings.TrimPrefix(body, " ") && body2 != body {
+			t.Fatalf("round trip: %+v %q -> %+v %q", h, body, h2, body2)
+		}
+	})
+}
+
+func TestTagsRefsSignals(t *testing.T) {
+	if got := Tags("[ACK REQUIRED] [urgent] please"); !reflect.DeepEqual(got, []string{TagAckRequired, TagUrgent}) {
+		t.Errorf("Tags = %v", got)
+	}
+	if got := Tags("please [URGENT]"); got != nil {
+		t.Errorf("tags must lead the body, got %v", got)
+	}
+	if !HasTag("[FYI][TASK] x", TagTask) {
+		t.Error("HasTag missed [TASK]")
+	}
+	refTests := []struct {
+		in   string
+		want []string
+	}{
+		{"ACK ARCH #12", []string{"ARCH #12"}},
+		{"re builder-bg-2 #7 and ARCH#3, ARCH #12 again ARCH #12", []string{"BUILDER-BG-2 #7", "ARCH #3", "ARCH #12"}},
+		{"issue #5", []string{"ISSUE #5"}},
+		{"# heading", nil},
+		{"123 #4", nil},
+	}
+	for _, tt := range refTests {
+		if got := Refs(tt.in); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Refs(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+	sig := Signals("[URGENT] DECISION: use sqlite\nnoise\n  task: write tests\nBLOCKER:\nFINDING: EIO after exit")
+	want := []Signal{{"DECISION", "use sqlite"}, {"TASK", "write tests"}, {"FINDING", "EIO after exit"}}
+	if !reflect.DeepEqual(sig, want) {
+		t.Errorf("Signals = %v, want %v", sig, want)
+	}
+}
+
+func FuzzRefsSignals(f *testing.F) {
+	f.Add("ACK ARCH #1\nDECISION: x")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, r := range Refs(s) {
+			name, _, _ := strings.Cut(r, " #")
+			if !ValidName(name) {
+				t.Fatalf("bad ref %q", r)
+			}
+		}
+		for _, sg := range Signals(s) {
+			if sg.Text == "" || (utf8.ValidString(s) && !utf8.ValidString(sg.Text)) {
+				t.Fatalf("bad signal %+v", sg)
+			}
+		}
+	})
+}

@@ -1,0 +1,441 @@
+package roles
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Transports a team member can use.
+const (
+	TransportPTY = "pty" // hosted by the hub in a pseudo-terminal
+	TransportWS  = "ws"  // an external program that registers with listen:true
+)
+
+// Special identities that are not team members.
+const (
+	RoleUser     = "user"     // the human (operator CLI, trigger files without a header, Telegram)
+	RoleSystem   = "system"   // the hub itself (reminders, notices)
+	RoleTelegram = "telegram" // the Telegram chat as a target
+	RoleAll      = "all"      // broadcast target
+)
+
+// ErrInvalidTarget is returned for a target that names nobody.
+var ErrInvalidTarget = errors.New("invalid_target")
+
+// Member is one agent of the team.
+type Member struct {
+	Role      string // lower-case role name, e.g. "architect", "builder-bg-2"
+	PaneID    string // "1", "bg-2-1"
+	Header    string // upper-case header name, e.g. "ARCH"
+	Command   string // shell command line, run with /bin/sh -c
+	Profile   string // injection timing profile
+	Transport string // pty or ws
+	// Background members are the owner's on-demand slots.
+	Background bool
+	Owner      string // role of the owner, for background members
+	Slot       int    // 1-based slot number, for background members
+}
+
+// Background configures the owner-bound background slots.
+type Background struct {
+	Owner   string
+	Max     int
+	Command string
+	IdleTTL time.Duration
+}
+
+// Telegram is the settings.json telegram section.
+type Telegram struct {
+	ChatID    string   `json:"chatId"`
+	Allowlist []string `json:"allowlist"`
+}
+
+// Team is the resolved team definition.
+type Team struct {
+	Port       int
+	Background Background
+	Telegram   Telegram
+	main       []Member
+	bg         []Member
+	index      map[string]int // key -> position in all()
+}
+
+type paneSettings struct {
+	Role      string `json:"role"`
+	ID        string `json:"id"`
+	Header    string `json:"header"`
+	Command   string `json:"command"`
+	Profile   string `json:"profile"`
+	Transport string `json:"transport"`
+}
+
+type backgroundSettings struct {
+	Owner   string `json:"owner"`
+	Max     int    `json:"max"`
+	Command string `json:"command"`
+	IdleTTL string `json:"idleTTL"`
+}
+
+type settings struct {
+	Port       int                 `json:"port"`
+	Panes      []paneSettings      `json:"panes"`
+	Background *backgroundSettings `json:"background"`
+	Telegram   *Telegram           `json:"telegram"`
+}
+
+// Aliases maps alternative target names to roles.
+var Aliases = map[string]string{
+	"arch": "architect", "lead": "architect", "director": "architect",
+	"devops": "builder", "orchestrator": "builder", "infra": "builder", "infrastructure": "builder",
+	"backend": "builder", "back": "builder", "worker-b": "builder", "implementer-b": "builder",
+	"analyst": "oracle", "ana": "oracle", "investigator": "oracle",
+}
+
+// DefaultShell is the command used for panes with no configured command.
+func DefaultShell() string {
+	if sh := os.Getenv("SHELL"); sh != "" {
+		return sh
+	}
+	return "/bin/sh"
+}
+
+func defaultMembers() []Member {
+	sh := DefaultShell()
+	return []Member{
+		{Role: "architect", PaneID: "1", Header: "ARCH", Command: sh, Profile: "shell", Transport: TransportPTY},
+		{Role: "builder", PaneID: "2", Header: "BUILDER", Command: sh, Profile: "shell", Transport: TransportPTY},
+		{Role: "oracle", PaneID: "3", Header: "ORACLE", Command: sh, Profile: "shell", Transport: TransportPTY},
+	}
+}
+
+// Default returns the team of SPEC §3, used when settings.json is absent.
+func Default() *Team {
+	t, err := build(settings{})
+	if err != nil {
+		panic(err) // the default team is always valid
+	}
+	return t
+}
+
+// Load reads settings.json at path. A missing file gives the default team.
+func Load(path string) (*Team, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Default(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read settings: %w", err)
+	}
+	t, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("settings %s: %w", path, err)
+	}
+	return t, nil
+}
+
+// Parse builds a team from settings.json content. Pane entries override the
+// default member with the same role; new roles are added.
+func Parse(data []byte) (*Team, error) {
+	var s settings
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("parse settings: %w", err)
+	}
+	return build(s)
+}
+
+func build(s settings) (*Team, error) {
+	members := defaultMembers()
+	for _, p := range s.Panes {
+		role := strings.ToLower(strings.TrimSpace(p.Role))
+		if !ValidName(role) {
+			return nil, fmt.Errorf("pane role %q: letters, digits and single hyphens only", p.Role)
+		}
+		if isReserved(role) {
+			return nil, fmt.Errorf("pane role %q is reserved", role)
+		}
+		pos := -1
+		for i := range members {
+			if members[i].Role == role {
+				pos = i
+			}
+		}
+		if pos < 0 {
+			members = append(members, Member{Role: role, Transport: TransportPTY, Profile: "default", Command: DefaultShell()})
+			pos = len(members) - 1
+		}
+		m := &members[pos]
+		if p.ID != "" {
+			m.PaneID = p.ID
+		}
+		if p.Header != "" {
+			m.Header = strings.ToUpper(p.Header)
+		}
+		if p.Command != "" {
+			m.Command = p.Command
+			if p.Profile == "" {
+				m.Profile = guessProfile(p.Command)
+			}
+		}
+		if p.Profile != "" {
+			m.Profile = strings.ToLower(p.Profile)
+		}
+		if p.Transport != "" {
+			tr := strings.ToLower(p.Transport)
+			if tr != TransportPTY && tr != TransportWS {
+				return nil, fmt.Errorf("pane %q: transport %q is not pty or ws", role, p.Transport)
+			}
+			m.Transport = tr
+		}
+		if m.Header == "" {
+			m.Header = strings.ToUpper(role)
+		}
+		if m.PaneID == "" {
+			m.PaneID = strconv.Itoa(len(members))
+		}
+		if !ValidName(m.Header) {
+			return nil, fmt.Errorf("pane %q: header %q: letters, digits and single hyphens only", role, m.Header)
+		}
+	}
+	t := &Team{Port: s.Port, main: members}
+	if t.Port == 0 {
+		t.Port = 9900
+	}
+	bg := Background{Owner: "builder", Max: 3, IdleTTL: 20 * time.Minute}
+	if b := s.Background; b != nil {
+		if b.Owner != "" {
+			bg.Owner = strings.ToLower(b.Owner)
+		}
+		if b.Max != 0 {
+			bg.Max = b.Max
+		}
+		bg.Command = b.Command
+		if b.IdleTTL != "" {
+			d, err := time.ParseDuration(b.IdleTTL)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("background idleTTL %q: not a positive duration", b.IdleTTL)
+			}
+			bg.IdleTTL = d
+		}
+	}
+	if bg.Max < 0 || bg.Max > 9 {
+		return nil, fmt.Errorf("background max %d: must be 0..9", bg.Max)
+	}
+	owner, ok := t.findMain(bg.Owner)
+	if !ok {
+		return nil, fmt.Errorf("background owner %q is not a pane", bg.Owner)
+	}
+	if bg.Command == "" {
+		bg.Command = owner.Command
+	}
+	t.Background = bg
+	for i := 1; i <= bg.Max; i++ {
+		t.bg = append(t.bg, Member{
+			Role:       fmt.Sprintf("%s-bg-%d", owner.Role, i),
+			PaneID:     fmt.Sprintf("bg-%s-%d", owner.PaneID, i),
+			Header:     fmt.Sprintf("%s-BG-%d", owner.Header, i),
+			Command:    bg.Command,
+			Profile:    owner.Profile,
+			Transport:  TransportPTY,
+			Background: true,
+			Owner:      owner.Role,
+			Slot:       i,
+		})
+	}
+	if s.Telegram != nil {
+		t.Telegram = *s.Telegram
+	}
+	if err := t.buildIndex(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func guessProfile(command string) string {
+	f := strings.Fields(command)
+	for _, w := range f {
+		if strings.Contains(w, "=") {
+			continue
+		}
+		base := w[strings.LastIndexByte(w, '/')+1:]
+		switch base {
+		case "claude", "codex", "gemini":
+			return base
+		case "sh", "bash", "zsh", "fish", "dash":
+			return "shell"
+		}
+		break
+	}
+	return "default"
+}
+
+func isReserved(role string) bool {
+	switch role {
+	case RoleUser, RoleSystem, RoleTelegram, RoleAll, "workers":
+		return true
+	}
+	_, alias := Aliases[role]
+	return alias
+}
+
+func (t *Team) findMain(role string) (Member, bool) {
+	for _, m := range t.main {
+		if m.Role == role {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+func (t *Team) all() []Member {
+	out := make([]Member, 0, len(t.main)+len(t.bg))
+	out = append(out, t.main...)
+	return append(out, t.bg...)
+}
+
+func (t *Team) buildIndex() error {
+	t.index = map[string]int{}
+	for i, m := range t.all() {
+		for _, k := range []string{m.Role, strings.ToLower(m.PaneID), strings.ToLower(m.Header)} {
+			if j, dup := t.index[k]; dup && j != i {
+				return fmt.Errorf("team: name %q used by two members", k)
+			}
+			t.index[k] = i
+		}
+	}
+	return nil
+}
+
+// Members returns the main (non-background) members in pane order.
+func (t *Team) Members() []Member { return append([]Member(nil), t.main...) }
+
+// BackgroundMembers returns the background slots in slot order.
+func (t *Team) BackgroundMembers() []Member { return append([]Member(nil), t.bg...) }
+
+// Lookup finds a member by role name, pane id or header name (case-insensitive).
+// Aliases are not considered; use Resolve for targets.
+func (t *Team) Lookup(name string) (Member, bool) {
+	i, ok := t.index[strings.ToLower(strings.TrimSpace(name))]
+	if !ok {
+		return Member{}, false
+	}
+	return t.all()[i], true
+}
+
+// Roles returns every member's role name, main members first.
+func (t *Team) Roles() []string {
+	var out []string
+	for _, m := range t.all() {
+		out = append(out, m.Role)
+	}
+	return out
+}
+
+// TargetKind says what a resolved target addresses.
+type TargetKind int
+
+// Target kinds.
+const (
+	TargetMember   TargetKind = iota + 1 // one team member (Target.Member)
+	TargetAll                            // every main pane except the sender
+	TargetUser                           // the human
+	TargetTelegram                       // the configured Telegram chat
+)
+
+// Target is a resolved message target.
+type Target struct {
+	Kind   TargetKind
+	Member Member // for TargetMember
+}
+
+// Name is the canonical target name stored in the ledger.
+func (t Target) Name() string {
+	switch t.Kind {
+	case TargetAll:
+		return RoleAll
+	case TargetUser:
+		return RoleUser
+	case TargetTelegram:
+		return RoleTelegram
+	}
+	return t.Member.Role
+}
+
+// Resolve maps a target name (role, pane id, header, background alias or pane
+// id, alias, all, user, telegram), case-insensitively, to a Target.
+func (t *Team) Resolve(name string) (Target, error) {
+	key := strings.ToLower(strings.TrimSpace(name))
+	switch key {
+	case RoleAll:
+		return Target{Kind: TargetAll}, nil
+	case RoleUser:
+		return Target{Kind: TargetUser}, nil
+	case RoleTelegram:
+		return Target{Kind: TargetTelegram}, nil
+	}
+	if role, ok := Aliases[key]; ok {
+		if m, ok := t.Lookup(role); ok {
+			return Target{Kind: TargetMember, Member: m}, nil
+		}
+	}
+	if m, ok := t.Lookup(key); ok {
+		return Target{Kind: TargetMember, Member: m}, nil
+	}
+	return Target{}, fmt.Errorf("%w: %q", ErrInvalidTarget, clip(name, 64))
+}
+
+// HeaderFor returns the header name for a sender role: the member's header,
+// "USER" for the human and "SYSTEM" for the hub.
+func (t *Team) HeaderFor(role string) string {
+	if m, ok := t.Lookup(role); ok && m.Role == role {
+		return m.Header
+	}
+	return strings.ToUpper(role)
+}
+
+// RoleForHeader maps a header name to the sender role it stands for.
+func (t *Team) RoleForHeader(header string) (string, bool) {
+	h := strings.ToUpper(header)
+	switch h {
+	case "USER":
+		return RoleUser, true
+	case "SYSTEM":
+		return RoleSystem, true
+	}
+	for _, m := range t.all() {
+		if m.Header == h {
+			return m.Role, true
+		}
+	}
+	return "", false
+}
+
+// Others returns the main members other than role, in pane order.
+func (t *Team) Others(role string) []Member {
+	var out []Member
+	for _, m := range t.main {
+		if m.Role != role {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// SortedRoles returns all member roles sorted, for stable output.
+func (t *Team) SortedRoles() []string {
+	r := t.Roles()
+	sort.Strings(r)
+	return r
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

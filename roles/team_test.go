@@ -1,0 +1,121 @@
+package roles
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestResolveDefaultTeam(t *testing.T) {
+	team := Default()
+	tests := []struct {
+		in   string
+		kind TargetKind
+		role string
+	}{
+		{"architect", TargetMember, "architect"},
+		{"ARCH", TargetMember, "architect"},
+		{"1", TargetMember, "architect"},
+		{"Lead", TargetMember, "architect"},
+		{"director", TargetMember, "architect"},
+		{"builder", TargetMember, "builder"},
+		{"2", TargetMember, "builder"},
+		{"devops", TargetMember, "builder"},
+		{"implementer-b", TargetMember, "builder"},
+		{"worker-b", TargetMember, "builder"},
+		{"ana", TargetMember, "oracle"},
+		{"investigator", TargetMember, "oracle"},
+		{"3", TargetMember, "oracle"},
+		{"builder-bg-1", TargetMember, "builder-bg-1"},
+		{"BG-2-3", TargetMember, "builder-bg-3"},
+		{"BUILDER-BG-2", TargetMember, "builder-bg-2"},
+		{"all", TargetAll, ""},
+		{"USER", TargetUser, ""},
+		{"telegram", TargetTelegram, ""},
+	}
+	for _, tt := range tests {
+		got, err := team.Resolve(tt.in)
+		if err != nil {
+			t.Errorf("Resolve(%q): %v", tt.in, err)
+			continue
+		}
+		if got.Kind != tt.kind || got.Member.Role != tt.role {
+			t.Errorf("Resolve(%q) = %v/%q, want %v/%q", tt.in, got.Kind, got.Member.Role, tt.kind, tt.role)
+		}
+	}
+	for _, bad := range []string{"", "nobody", "../etc", "builder-bg-4", "bg-2-0", "all ", "a\x00b"} {
+		if _, err := team.Resolve(bad); !errors.Is(err, ErrInvalidTarget) && bad != "all " {
+			t.Errorf("Resolve(%q) err = %v, want invalid_target", bad, err)
+		}
+	}
+	bg, _ := team.Lookup("builder-bg-2")
+	if !bg.Background || bg.Owner != "builder" || bg.PaneID != "bg-2-2" || bg.Header != "BUILDER-BG-2" || bg.Slot != 2 {
+		t.Errorf("bg member = %+v", bg)
+	}
+	if r, ok := team.RoleForHeader("builder-bg-2"); !ok || r != "builder-bg-2" {
+		t.Errorf("RoleForHeader = %q %v", r, ok)
+	}
+	if team.HeaderFor("user") != "USER" || team.HeaderFor("architect") != "ARCH" {
+		t.Error("HeaderFor")
+	}
+}
+
+func TestParseSettings(t *testing.T) {
+	team, err := Parse([]byte(`{"port": 9911,
+	 "panes": [{"role": "architect", "id": "1", "header": "ARCH", "command": "claude --x", "transport": "pty"},
+	           {"role": "reviewer", "id": "4", "header": "REVIEW", "command": "gemini", "profile": "gemini", "transport": "ws"}],
+	 "background": {"owner": "builder", "max": 2, "command": "codex", "idleTTL": "5m"},
+	 "telegram": {"chatId": "42", "allowlist": ["42", "7"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if team.Port != 9911 || team.Background.Max != 2 || team.Background.IdleTTL != 5*time.Minute || team.Background.Command != "codex" {
+		t.Errorf("team = %+v", team)
+	}
+	a, _ := team.Lookup("architect")
+	if a.Command != "claude --x" || a.Profile != "claude" {
+		t.Errorf("architect = %+v", a)
+	}
+	r, err := team.Resolve("review")
+	if err != nil || r.Member.Role != "reviewer" || r.Member.Transport != TransportWS || r.Member.Profile != "gemini" {
+		t.Errorf("reviewer = %+v %v", r, err)
+	}
+	if len(team.Members()) != 4 || len(team.BackgroundMembers()) != 2 {
+		t.Errorf("members %d bg %d", len(team.Members()), len(team.BackgroundMembers()))
+	}
+	if team.Telegram.ChatID != "42" || len(team.Telegram.Allowlist) != 2 {
+		t.Errorf("telegram = %+v", team.Telegram)
+	}
+	bad := []string{
+		`{`,
+		`{"panes":[{"role":"all"}]}`,
+		`{"panes":[{"role":"bad role"}]}`,
+		`{"panes":[{"role":"x","transport":"carrier-pigeon"}]}`,
+		`{"panes":[{"role":"x","id":"1"}]}`,
+		`{"background":{"owner":"nobody"}}`,
+		`{"background":{"idleTTL":"soon"}}`,
+		`{"background":{"max":50}}`,
+	}
+	for _, b := range bad {
+		if _, err := Parse([]byte(b)); err == nil {
+			t.Errorf("Parse(%s) accepted", b)
+		}
+	}
+}
+
+func TestLoadMissingGivesDefault(t *testing.T) {
+	dir := t.TempDir()
+	team, err := Load(filepath.Join(dir, "settings.json"))
+	if err != nil || len(team.Members()) != 3 {
+		t.Fatalf("Load missing = %v, %v", team, err)
+	}
+	p := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(p, []byte("nope"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p); err == nil {
+		t.Fatal("bad settings accepted")
+	}
+}
