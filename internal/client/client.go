@@ -65,6 +65,14 @@ func (c *Client) WriteJSON(ctx context.Context, v any) error {
 	return nil
 }
 
+// WriteText sends data as one text frame, as is.
+func (c *Client) WriteText(ctx context.Context, data []byte) error {
+	if err := c.ws.Write(ctx, websocket.MessageText, data); err != nil {
+		return fmt.Errorf("write frame: %w", err)
+	}
+	return nil
+}
+
 type header struct {
 	Type      string     `json:"type"`
 	RequestID string     `json:"requestId"`

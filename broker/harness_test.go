@@ -1,0 +1,201 @@
+package broker_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"hm/broker"
+	"hm/broker/proto"
+	"hm/internal/client"
+	"hm/journal"
+	"hm/roles"
+)
+
+const operatorToken = "op-secret"
+
+type harness struct {
+	t      *testing.T
+	b      *broker.Broker
+	ledger *journal.Ledger
+	srv    *httptest.Server
+	url    string
+	dbPath string
+	tokens *broker.Tokens
+	panes  *fakePanes
+}
+
+type harnessOpt func(*broker.Config, *broker.Deps)
+
+func newHarness(t *testing.T, opts ...harnessOpt) *harness {
+	t.Helper()
+	return newHarnessAt(t, filepath.Join(t.TempDir(), "ledger.db"), 1, opts...)
+}
+
+func newHarnessAt(t *testing.T, dbPath string, session int, opts ...harnessOpt) *harness {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ledger, err := journal.Open(context.Background(), dbPath, journal.Options{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := broker.NewTokens(operatorToken)
+	cfg := broker.Config{
+		Team: roles.Default(), Session: session, SessionID: "app-session-" + itoa(session), Tokens: tokens,
+		Logger: logger,
+	}
+	deps := broker.Deps{Ledger: ledger}
+	for _, o := range opts {
+		o(&cfg, &deps)
+	}
+	b := broker.New(cfg, deps)
+	srv := httptest.NewServer(b.Handler())
+	h := &harness{t: t, b: b, ledger: ledger, srv: srv, url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/", dbPath: dbPath, tokens: tokens}
+	if p, ok := deps.Panes.(*fakePanes); ok {
+		h.panes = p
+	}
+	t.Cleanup(h.close)
+	return h
+}
+
+func (h *harness) close() {
+	h.b.Close()
+	h.srv.Close()
+	h.ledger.Close()
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// dial connects a raw client.
+func (h *harness) dial() *client.Client {
+	h.t.Helper()
+	c, err := client.Dial(ctxT(h.t), h.url)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// as connects and registers as role with its pane token (operator for "user").
+func (h *harness) as(role string, listen bool) *client.Client {
+	h.t.Helper()
+	c := h.dial()
+	tok := operatorToken
+	if role != "user" {
+		tok = h.tokens.Issue(role)
+	}
+	if _, err := c.Register(ctxT(h.t), role, tok, listen); err != nil {
+		h.t.Fatalf("register %s: %v", role, err)
+	}
+	return c
+}
+
+func send(t *testing.T, c *client.Client, f proto.Frame) proto.Ack {
+	t.Helper()
+	ack, _, err := c.Send(ctxT(t), f)
+	if err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	return ack
+}
+
+// nextOf reads frames until one of type typ arrives.
+func nextOf(t *testing.T, c *client.Client, typ string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		got, raw, err := c.Next(ctx)
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", typ, err)
+		}
+		if got == typ {
+			return raw
+		}
+	}
+}
+
+func decode[T any](t *testing.T, raw []byte) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("decode %s: %v", raw, err)
+	}
+	return v
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// checkGoroutines fails if goroutines started by the test outlive it.
+func checkGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(5 * time.Second)
+		for runtime.NumGoroutine() > before+2 {
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<16)
+				n := runtime.Stack(buf, true)
+				t.Errorf("goroutines leaked: %d > %d\n%s", runtime.NumGoroutine(), before, buf[:n])
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
+
+// fakePanes records deliveries and types them at once.
+type fakePanes struct {
+	mu     sync.Mutex
+	hosted map[string]bool
+	got    map[string][]broker.PaneDelivery
+}
+
+func withPanes(roles ...string) harnessOpt {
+	return func(_ *broker.Config, d *broker.Deps) {
+		p := &fakePanes{hosted: map[string]bool{}, got: map[string][]broker.PaneDelivery{}}
+		for _, r := range roles {
+			p.hosted[r] = true
+		}
+		d.Panes = p
+	}
+}
+
+func (p *fakePanes) Hosted(role string) bool { p.mu.Lock(); defer p.mu.Unlock(); return p.hosted[role] }
+func (p *fakePanes) Deliver(role string, d broker.PaneDelivery) {
+	p.mu.Lock()
+	p.got[role] = append(p.got[role], d)
+	p.mu.Unlock()
+	d.Typed()
+}
+func (p *fakePanes) Health(role string) (string, time.Time, bool) {
+	if p.Hosted(role) {
+		return "idle", time.Now(), true
+	}
+	return "", time.Time{}, false
+}
+func (p *fakePanes) count(role string) int { p.mu.Lock(); defer p.mu.Unlock(); return len(p.got[role]) }
