@@ -49,7 +49,10 @@ type Submission struct {
 	Metadata    json.RawMessage
 	Channel     string
 	Direction   string
-	SentAt      time.Time
+	// Raw system messages (session lines, briefings) are stored and typed
+	// without a role header; they are still numbered.
+	Raw    bool
+	SentAt time.Time
 	// Received is when the hub got the submission (for ackLatencyMs).
 	Received time.Time
 }
@@ -152,6 +155,11 @@ func (b *Broker) submit(ctx context.Context, s Submission) (proto.Ack, error) {
 	if sender == "" {
 		sender = roles.RoleUser
 	}
+	if hasHeader && h.Seq == 0 {
+		// "#0" names the sender but asks the hub to number the message
+		// (hm-send's trigger-file fallback cannot know the next number).
+		s.Content, hasHeader = body, false
+	}
 	ack.Header = b.team.HeaderFor(sender)
 
 	rt, err := b.resolve(sender, s)
@@ -182,7 +190,7 @@ func (b *Broker) submit(ctx context.Context, s Submission) (proto.Ack, error) {
 		return b.repeatAck(prev), nil
 	}
 	content := s.Content
-	if d.Prefix {
+	if d.Prefix && !(s.Raw && sender == roles.RoleSystem) {
 		content = roles.Header{Role: ack.Header, Seq: d.Seq}.String() + s.Content
 		body = s.Content
 	}

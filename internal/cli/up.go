@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 
@@ -68,5 +67,3 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	}
 	return ExitOK
 }
-
-var _ io.Writer = (*os.File)(nil)

@@ -48,6 +48,9 @@ func Dial(ctx context.Context, url string) (*Client, error) {
 // Close closes the connection.
 func (c *Client) Close() error { return c.ws.Close(websocket.StatusNormalClosure, "") }
 
+// CloseNow closes the connection without a close handshake.
+func (c *Client) CloseNow() error { return c.ws.CloseNow() }
+
 func (c *Client) read(ctx context.Context) ([]byte, error) {
 	_, data, err := c.ws.Read(ctx)
 	return data, err

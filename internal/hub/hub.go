@@ -17,9 +17,11 @@ import (
 	"time"
 
 	"hm/broker"
+	"hm/broker/telegram"
 	"hm/internal/layout"
 	"hm/journal"
 	"hm/roles"
+	"hm/triggers"
 )
 
 // Version is the hm version written to app-status.json.
@@ -63,8 +65,11 @@ type Hub struct {
 	Port    int
 	Started time.Time
 
-	extras []component // panes, triggers, telegram, ... in start order
-	mu     sync.Mutex
+	extras  []component // started components, in start order
+	panes   *paneSet
+	slots   *slotSet
+	relay   *telegram.Relay
+	watcher *triggers.Watcher
 }
 
 // component is an optional part of the hub with its own lifecycle.
@@ -162,7 +167,7 @@ func (h *Hub) serve(ctx context.Context, ln net.Listener) error {
 	defer cancelBase()
 	mux := http.NewServeMux()
 	mux.Handle("/", h.Broker.Handler())
-	h.mountExtras(mux)
+	h.mountExtras(baseCtx, mux)
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -176,6 +181,7 @@ func (h *Hub) serve(ctx context.Context, ln net.Listener) error {
 		h.log.Error("write hub.json", "err", err)
 	}
 	runCtx, stopRun := context.WithCancel(ctx)
+	h.startup(runCtx)
 	var wg sync.WaitGroup
 	h.runExtras(runCtx, &wg)
 	wg.Add(1)

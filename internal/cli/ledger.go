@@ -1,0 +1,355 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"hm/broker/proto"
+	"hm/internal/layout"
+	"hm/journal"
+	"hm/journal/report"
+	"hm/roles"
+)
+
+// openLedger opens the ledger read-only beside a possibly running hub.
+func openLedger(ctx context.Context, lay layout.Layout) (*journal.Ledger, error) {
+	return journal.Open(ctx, lay.Ledger(), journal.Options{ReadOnly: true})
+}
+
+func rootFlag(env Env, fsRoot string) (layout.Layout, error) {
+	return layout.FindRoot(fsRoot, env.Getenv)
+}
+
+const commsSynopsis = "hm comms history [--last N] [--session N|all] [--json] | hm comms search <query> [--limit N] [--json] | hm comms tail [-f]"
+
+func runComms(ctx context.Context, env Env, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(env.Stderr, "usage: "+commsSynopsis)
+		return ExitUsage
+	}
+	switch args[0] {
+	case "history":
+		return runHistory(ctx, env, args[1:])
+	case "search":
+		return runSearch(ctx, env, args[1:])
+	case "tail":
+		return runTail(ctx, env, args[1:])
+	}
+	fmt.Fprintf(env.Stderr, "hm comms: unknown subcommand %q\nusage: %s\n", args[0], commsSynopsis)
+	return ExitUsage
+}
+
+func printRows(w io.Writer, rows []journal.Message) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tSESSION\tFROM\tTO\tSEQ\tSTATUS\tACK\tMESSAGE")
+	for _, m := range rows {
+		ts := time.UnixMilli(m.BrokeredAtMs).UTC().Format("01-02 15:04:05")
+		body := strings.Join(strings.Fields(m.RawBody), " ")
+		if r := []rune(body); len(r) > 80 {
+			body = string(r[:79]) + "…"
+		}
+		status := m.Status
+		if m.ErrorCode != "" {
+			status += "(" + m.ErrorCode + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", ts, strings.TrimPrefix(m.SessionID, "app-session-"), m.SenderRole, m.TargetRole, m.Seq, status, m.AckStatus, body)
+	}
+	tw.Flush()
+}
+
+func printJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func runHistory(ctx context.Context, env Env, args []string) int {
+	fs := newFlags("comms history", env)
+	root := fs.String("root", "", "coordination root")
+	last := fs.Int("last", 20, "how many rows (newest last)")
+	session := fs.String("session", "", "session number or 'all' (default: the current session)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 || *last <= 0 {
+		if err == nil {
+			err = errors.New("unexpected arguments or --last <= 0")
+		}
+		return usageError(env, fs, commsSynopsis, err)
+	}
+	lay, err := rootFlag(env, *root)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm comms:", err)
+		return ExitFailed
+	}
+	q := journal.HistoryQuery{Last: *last}
+	switch *session {
+	case "all":
+	case "":
+		st, err := lay.ReadAppStatus()
+		if err == nil && st.Session > 0 {
+			q.SessionID = "app-session-" + strconv.Itoa(st.Session)
+		}
+	default:
+		n, err := strconv.Atoi(*session)
+		if err != nil || n <= 0 {
+			return usageError(env, fs, commsSynopsis, fmt.Errorf("--session %q: a number or all", *session))
+		}
+		q.SessionID = "app-session-" + strconv.Itoa(n)
+	}
+	l, err := openLedger(ctx, lay)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm comms:", err)
+		return ExitFailed
+	}
+	defer l.Close()
+	rows, err := l.History(ctx, q)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm comms:", err)
+		return ExitFailed
+	}
+	if *asJSON {
+		if rows == nil {
+			rows = []journal.Message{}
+		}
+		printJSON(env.Stdout, rows)
+		return ExitOK
+	}
+	printRows(env.Stdout, rows)
+	return ExitOK
+}
+
+func runSearch(ctx context.Context, env Env, args []string) int {
+	fs := newFlags("comms search", env)
+	root := fs.String("root", "", "coordination root")
+	limit := fs.Int("limit", 20, "most results")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil || len(pos) == 0 || *limit <= 0 {
+		if err == nil {
+			err = errors.New("missing query")
+		}
+		return usageError(env, fs, commsSynopsis, err)
+	}
+	lay, err := rootFlag(env, *root)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm comms:", err)
+		return ExitFailed
+	}
+	l, err := openLedger(ctx, lay)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm comms:", err)
+		return ExitFailed
+	}
+	defer l.Close()
+	hits, err := l.Search(ctx, strings.Join(pos, " "), *limit)
+	if errors.Is(err, journal.ErrBadQuery) {
+		fmt.Fprintln(env.Stderr, "hm comms search: malformed query:", err)
+		return ExitUsage
+	}
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm comms search:", err)
+		return ExitFailed
+	}
+	if *asJSON {
+		if hits == nil {
+			hits = []journal.Hit{}
+		}
+		printJSON(env.Stdout, hits)
+		return ExitOK
+	}
+	if len(hits) == 0 {
+		fmt.Fprintln(env.Stdout, "no matches")
+		return ExitOK
+	}
+	for _, h := range hits {
+		ts := time.UnixMilli(h.BrokeredAtMs).UTC().Format("2006-01-02 15:04:05")
+		fmt.Fprintf(env.Stdout, "%s  %s → %s  %s  %s\n    %s\n", ts, h.SenderRole, h.TargetRole, h.MessageID, h.Status, strings.Join(strings.Fields(h.Excerpt), " "))
+	}
+	return ExitOK
+}
+
+func runTail(ctx context.Context, env Env, args []string) int {
+	fs := newFlags("comms tail", env)
+	root := fs.String("root", "", "coordination root")
+	follow := fs.Bool("f", false, "follow: print ledger changes live")
+	last := fs.Int("last", 10, "rows to print first")
+	port := fs.Int("port", 0, "hub port")
+	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
+		return usageError(env, fs, commsSynopsis, err)
+	}
+	lay, err := rootFlag(env, *root)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm comms:", err)
+		return ExitFailed
+	}
+	if l, err := openLedger(ctx, lay); err == nil {
+		rows, err := l.History(ctx, journal.HistoryQuery{Last: *last})
+		l.Close()
+		if err == nil {
+			printRows(env.Stdout, rows)
+		}
+	}
+	if !*follow {
+		return ExitOK
+	}
+	cfg, err := discover(env, *root, *port, "")
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm comms tail:", err)
+		return ExitFailed
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	cl, err := cfg.connect(dctx, false)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm comms tail: hub not reachable:", err)
+		return ExitFailed
+	}
+	defer cl.Close()
+	if err := cl.WriteJSON(ctx, proto.Frame{Type: proto.TypeSubscribe, Topics: []string{"journal"}}); err != nil {
+		fmt.Fprintln(env.Stderr, "hm comms tail:", err)
+		return ExitFailed
+	}
+	for {
+		typ, raw, err := cl.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ExitOK
+			}
+			fmt.Fprintln(env.Stderr, "hm comms tail: connection ended:", err)
+			return ExitFailed
+		}
+		if typ != proto.TypeJournalEvent {
+			continue
+		}
+		var ev struct {
+			Row map[string]any `json:"row"`
+		}
+		if json.Unmarshal(raw, &ev) != nil {
+			continue
+		}
+		r := ev.Row
+		at, _ := r["at_ms"].(float64)
+		body := strings.Join(strings.Fields(fmt.Sprint(r["raw_body"])), " ")
+		if rs := []rune(body); len(rs) > 100 {
+			body = string(rs[:99]) + "…"
+		}
+		fmt.Fprintf(env.Stdout, "%s  %-10s %s → %s  %s  %s  %s\n", time.UnixMilli(int64(at)).UTC().Format("15:04:05.000"), r["event"], r["sender_role"], r["target_role"], r["status"], r["message_id"], body)
+	}
+}
+
+func reportOptions(lay layout.Layout) report.Options {
+	st, _ := lay.ReadAppStatus()
+	team, err := roles.Load(lay.Settings())
+	if err != nil {
+		team = roles.Default()
+	}
+	return report.Options{Session: st.Session, SessionID: "app-session-" + strconv.Itoa(st.Session), Now: time.Now(), Roles: report.RolesFromTeam(team)}
+}
+
+func runBriefing(ctx context.Context, env Env, args []string) int {
+	fs := newFlags("briefing", env)
+	root := fs.String("root", "", "coordination root")
+	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
+		return usageError(env, fs, "hm briefing [--root D]", err)
+	}
+	lay, err := rootFlag(env, *root)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm briefing:", err)
+		return ExitFailed
+	}
+	l, err := openLedger(ctx, lay)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm briefing:", err)
+		return ExitFailed
+	}
+	defer l.Close()
+	data, err := report.Briefing(ctx, l, reportOptions(lay))
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm briefing:", err)
+		return ExitFailed
+	}
+	_, _ = env.Stdout.Write(data)
+	return ExitOK
+}
+
+func runHandoff(ctx context.Context, env Env, args []string) int {
+	fs := newFlags("handoff", env)
+	root := fs.String("root", "", "coordination root")
+	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
+		return usageError(env, fs, "hm handoff [--root D]", err)
+	}
+	lay, err := rootFlag(env, *root)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm handoff:", err)
+		return ExitFailed
+	}
+	l, err := openLedger(ctx, lay)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm handoff:", err)
+		return ExitFailed
+	}
+	defer l.Close()
+	o := reportOptions(lay)
+	o.Now = time.Time{}
+	data, err := report.Handoff(ctx, l, o)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm handoff:", err)
+		return ExitFailed
+	}
+	if err := lay.Ensure(); err != nil {
+		fmt.Fprintln(env.Stderr, "hm handoff:", err)
+		return ExitFailed
+	}
+	if _, err := report.WriteHandoff(lay.Handoffs(), data); err != nil {
+		fmt.Fprintln(env.Stderr, "hm handoff:", err)
+		return ExitFailed
+	}
+	_, _ = env.Stdout.Write(data)
+	return ExitOK
+}
+
+func runJournal(ctx context.Context, env Env, args []string) int {
+	if len(args) == 0 || args[0] != "verify" {
+		fmt.Fprintln(env.Stderr, "usage: hm journal verify [--root D] [--json]")
+		return ExitUsage
+	}
+	fs := newFlags("journal verify", env)
+	root := fs.String("root", "", "coordination root")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if pos, err := parseArgs(fs, args[1:]); err != nil || len(pos) > 0 {
+		return usageError(env, fs, "hm journal verify [--root D] [--json]", err)
+	}
+	lay, err := rootFlag(env, *root)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm journal verify:", err)
+		return ExitFailed
+	}
+	l, err := openLedger(ctx, lay)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm journal verify:", err)
+		return ExitFailed
+	}
+	defer l.Close()
+	rep, err := l.Verify(ctx)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm journal verify:", err)
+		return ExitFailed
+	}
+	if *asJSON {
+		printJSON(env.Stdout, rep)
+	} else if rep.OK {
+		fmt.Fprintf(env.Stdout, "ok: %d events and %d messages verified\n", rep.Events, rep.Messages)
+	} else {
+		fmt.Fprintf(env.Stdout, "FAILED: %s (%d problems in %d events, %d messages)\n", rep.FirstBad, rep.Problems, rep.Events, rep.Messages)
+	}
+	if !rep.OK {
+		return ExitFailed
+	}
+	return ExitOK
+}

@@ -1,0 +1,446 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"hm/agent"
+	"hm/broker/proto"
+	"hm/internal/hub"
+	"hm/journal"
+	"hm/roles"
+)
+
+const bgSynopsis = "hm-bg spawn [N|alias] [--command C] [--task T] | list [--json] | kill <N|alias|paneId> | kill-all | map"
+
+func runBg(ctx context.Context, env Env, args []string) int {
+	fs := newFlags("bg", env)
+	root := fs.String("root", "", "coordination root")
+	port := fs.Int("port", 0, "hub port")
+	role := fs.String("role", "", "caller role (default $SQUIDRUN_ROLE, else user)")
+	command := fs.String("command", "", "spawn: the agent command (default: the configured one)")
+	task := fs.String("task", "", "spawn: the first work message")
+	asJSON := fs.Bool("json", false, "print the hub's answer as JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil || len(pos) == 0 {
+		if err == nil {
+			err = errors.New("missing action")
+		}
+		return usageError(env, fs, bgSynopsis, err)
+	}
+	action, rest := pos[0], pos[1:]
+	payload := map[string]any{}
+	switch action {
+	case "spawn":
+		if len(rest) > 1 {
+			return usageError(env, fs, bgSynopsis, errors.New("spawn takes at most one slot"))
+		}
+		if len(rest) == 1 {
+			payload["slot"] = rest[0]
+		}
+		if *command != "" {
+			payload["command"] = *command
+		}
+		if *task != "" {
+			payload["task"] = *task
+		}
+	case "kill":
+		if len(rest) != 1 {
+			return usageError(env, fs, bgSynopsis, errors.New("kill needs one target"))
+		}
+		payload["target"] = rest[0]
+	case "kill-all", "list":
+		if len(rest) > 0 {
+			return usageError(env, fs, bgSynopsis, fmt.Errorf("%s takes no arguments", action))
+		}
+	case "map", "target-map":
+		action = "target-map"
+	default:
+		return usageError(env, fs, bgSynopsis, fmt.Errorf("unknown action %q", action))
+	}
+	cfg, err := discover(env, *root, *port, *role)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm-bg:", err)
+		return ExitFailed
+	}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	cl, err := cfg.connect(cctx, false)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm-bg: hub not reachable:", err)
+		return ExitFailed
+	}
+	defer cl.Close()
+	raw, _ := json.Marshal(payload)
+	var resp struct {
+		OK     bool           `json:"ok"`
+		Result map[string]any `json:"result"`
+		Error  string         `json:"error"`
+	}
+	if err := cl.Request(cctx, proto.Frame{Type: proto.TypeBackgroundAgent, Action: action, Payload: raw, RequestID: "bg-1"}, proto.TypeResponse, &resp); err != nil {
+		fmt.Fprintln(env.Stderr, "hm-bg:", err)
+		return ExitFailed
+	}
+	if *asJSON {
+		printJSON(env.Stdout, resp.Result)
+	}
+	if !resp.OK {
+		status, _ := resp.Result["status"].(string)
+		msg, _ := resp.Result["error"].(string)
+		if status == "" {
+			status = resp.Error
+		}
+		fmt.Fprintf(env.Stderr, "hm-bg: %s: %s\n", status, msg)
+		return ExitFailed
+	}
+	if *asJSON {
+		return ExitOK
+	}
+	r := resp.Result
+	switch action {
+	case "spawn":
+		fmt.Fprintf(env.Stdout, "spawned %v (pane %v, owner pane %v): %v\n", r["alias"], r["paneId"], r["ownerPaneId"], r["status"])
+	case "kill":
+		fmt.Fprintf(env.Stdout, "killed %v\n", r["alias"])
+	case "kill-all":
+		fmt.Fprintf(env.Stdout, "killed %v\n", r["killed"])
+	case "list":
+		agents, _ := r["agents"].([]any)
+		if len(agents) == 0 {
+			fmt.Fprintln(env.Stdout, "no background agents running")
+			return ExitOK
+		}
+		tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ALIAS\tPANE\tSTATUS\tPID\tCOMMAND")
+		for _, a := range agents {
+			m, _ := a.(map[string]any)
+			fmt.Fprintf(tw, "%v\t%v\t%v\t%v\t%v\n", m["alias"], m["paneId"], m["status"], m["pid"], m["command"])
+		}
+		tw.Flush()
+	case "target-map":
+		fmt.Fprintf(env.Stdout, "owner pane %v, max %v: %v %v\n", r["ownerPaneId"], r["maxAgents"], r["aliases"], r["paneIds"])
+	}
+	return ExitOK
+}
+
+func runStatus(ctx context.Context, env Env, args []string) int {
+	fs := newFlags("status", env)
+	root := fs.String("root", "", "coordination root")
+	port := fs.Int("port", 0, "hub port")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
+		return usageError(env, fs, "hm status [--json]", err)
+	}
+	cfg, err := discover(env, *root, *port, "")
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm status:", err)
+		return ExitFailed
+	}
+	tok, _ := cfg.layout.ReadToken()
+	if t := env.Getenv("HM_TOKEN"); t != "" {
+		tok = t
+	}
+	st, err := fetchStatus(ctx, cfg.port, tok)
+	if err != nil {
+		app, _ := cfg.layout.ReadAppStatus()
+		if *asJSON {
+			printJSON(env.Stdout, map[string]any{"hub": map[string]any{"running": false, "port": cfg.port, "session": app.Session, "root": cfg.layout.Root}, "error": err.Error()})
+		} else {
+			fmt.Fprintf(env.Stdout, "hub: not running (port %d; last session %d; root %s)\n", cfg.port, app.Session, cfg.layout.Root)
+		}
+		fmt.Fprintln(env.Stderr, "hm status:", err)
+		return ExitFailed
+	}
+	if *asJSON {
+		printJSON(env.Stdout, st)
+		return ExitOK
+	}
+	fmt.Fprintf(env.Stdout, "hub: running pid %d on %s, session %d, up %s, root %s\n", st.Hub.PID, st.Hub.URL, st.Hub.Session, (time.Duration(st.Hub.UptimeMs) * time.Millisecond).Round(time.Second), st.Hub.Root)
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROLE\tPANE\tPID\tSTATE\tQUEUED\tLAST ACTIVITY\tCOMMAND")
+	for _, p := range st.Panes {
+		last := "-"
+		if p.LastActivityMs > 0 {
+			last = time.Since(time.UnixMilli(p.LastActivityMs)).Round(time.Second).String() + " ago"
+		}
+		state := p.State
+		if p.LastError != "" && p.State == "exited" {
+			state += " (" + p.LastError + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", p.Role, p.PaneID, p.PID, state, p.Queued, last, p.Command)
+	}
+	tw.Flush()
+	if len(st.Panes) == 0 {
+		fmt.Fprintln(env.Stdout, "(no hosted panes)")
+	}
+	fmt.Fprintf(env.Stdout, "slots: %d running\n", len(st.Slots))
+	for _, s := range st.Slots {
+		fmt.Fprintf(env.Stdout, "  %v (pane %v) %v pid %v\n", s["alias"], s["paneId"], s["status"], s["pid"])
+	}
+	fmt.Fprintf(env.Stdout, "listeners: %s; clients: %d\n", strings.Join(st.Listeners, ", "), st.Clients)
+	tg := st.Telegram.State
+	if st.Telegram.LastError != "" {
+		tg += ": " + st.Telegram.LastError
+	}
+	fmt.Fprintf(env.Stdout, "telegram: %s\n", tg)
+	return ExitOK
+}
+
+func fetchStatus(ctx context.Context, port int, token string) (hub.Status, error) {
+	var st hub.Status
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(port)+"/status", nil)
+	if err != nil {
+		return st, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return st, fmt.Errorf("hub not reachable on port %d: %w", port, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return st, fmt.Errorf("hub answered %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return st, fmt.Errorf("decode status: %w", err)
+	}
+	return st, nil
+}
+
+func runAttach(ctx context.Context, env Env, args []string) int {
+	fs := newFlags("attach", env)
+	root := fs.String("root", "", "coordination root")
+	port := fs.Int("port", 0, "hub port")
+	view := fs.Bool("view", false, "read-only: watch without typing")
+	pos, err := parseArgs(fs, args)
+	if err != nil || len(pos) != 1 {
+		if err == nil {
+			err = errors.New("name one pane")
+		}
+		return usageError(env, fs, "hm attach <pane> [--view]", err)
+	}
+	cfg, err := discover(env, *root, *port, "")
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm attach:", err)
+		return ExitFailed
+	}
+	tok := cfg.token
+	url := fmt.Sprintf("ws://127.0.0.1:%d/attach/%s", cfg.port, pos[0])
+	in, out := io.Reader(env.Stdin), env.Stdout
+	resize := make(chan [2]uint16, 1)
+	if f, ok := env.Stdin.(*os.File); ok && agent.IsTerminal(int(f.Fd())) {
+		restore, err := agent.RawMode(int(f.Fd()))
+		if err != nil {
+			fmt.Fprintln(env.Stderr, "hm attach:", err)
+			return ExitFailed
+		}
+		defer restore()
+		if c, r, err := agent.TerminalSize(int(f.Fd())); err == nil {
+			resize <- [2]uint16{c, r}
+		}
+		winch := make(chan os.Signal, 1)
+		signal.Notify(winch, syscall.SIGWINCH)
+		defer signal.Stop(winch)
+		go func() {
+			for range winch {
+				if c, r, err := agent.TerminalSize(int(f.Fd())); err == nil {
+					select {
+					case resize <- [2]uint16{c, r}:
+					default:
+					}
+				}
+			}
+		}()
+		fmt.Fprintf(env.Stderr, "hm: attached to %s (Ctrl-\\ detaches)\r\n", pos[0])
+	}
+	err = agent.AttachClient(ctx, url, tok, *view, in, out, resize)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(env.Stderr, "\r\nhm attach: %v\n", err)
+		return ExitFailed
+	}
+	fmt.Fprintln(env.Stderr, "\r\nhm: detached")
+	return ExitOK
+}
+
+var receiptMarker = regexp.MustCompile(`\[hm:([A-Za-z0-9_.:-]{1,128})\]`)
+
+func runReceipt(ctx context.Context, env Env, args []string) int {
+	fs := newFlags("receipt", env)
+	root := fs.String("root", "", "coordination root")
+	port := fs.Int("port", 0, "hub port")
+	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
+		return usageError(env, fs, "hm receipt < hook-payload", err)
+	}
+	data, err := io.ReadAll(io.LimitReader(env.Stdin, 4<<20))
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm receipt: read stdin:", err)
+		return ExitFailed
+	}
+	var ids []string
+	seen := map[string]bool{}
+	for _, m := range receiptMarker.FindAllSubmatch(data, -1) {
+		if id := string(m[1]); !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return ExitOK // a prompt typed by a human: nothing to prove
+	}
+	cfg, err := discover(env, *root, *port, "")
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm receipt:", err)
+		return ExitFailed
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cl, err := cfg.connect(cctx, false)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm receipt: hub not reachable:", err)
+		return ExitFailed
+	}
+	defer cl.Close()
+	failed := 0
+	for i, id := range ids {
+		if err := cl.WriteJSON(cctx, proto.Frame{Type: proto.TypeMessageAck, MessageID: id}); err != nil {
+			fmt.Fprintln(env.Stderr, "hm receipt:", err)
+			return ExitFailed
+		}
+		var dc proto.DeliveryResult
+		if err := cl.Request(cctx, proto.Frame{Type: proto.TypeDeliveryCheck, MessageID: id, RequestID: "rc-" + strconv.Itoa(i)}, proto.TypeDeliveryCheckResult, &dc); err != nil {
+			fmt.Fprintln(env.Stderr, "hm receipt:", err)
+			return ExitFailed
+		}
+		if !dc.Known || dc.AckStatus != proto.StatusDeliveredVerified {
+			fmt.Fprintf(env.Stderr, "hm receipt: %s: not a known message\n", id)
+			failed++
+			continue
+		}
+		fmt.Fprintf(env.Stdout, "%s %s\n", id, proto.StatusDeliveredVerified)
+	}
+	if failed > 0 {
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+func runDoctor(ctx context.Context, env Env, args []string) int {
+	fs := newFlags("doctor", env)
+	root := fs.String("root", "", "coordination root")
+	port := fs.Int("port", 0, "hub port")
+	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
+		return usageError(env, fs, "hm doctor [--root D]", err)
+	}
+	fails := 0
+	report := func(ok bool, warnOnly bool, what, detail string) {
+		mark := "ok  "
+		if !ok && warnOnly {
+			mark = "warn"
+		} else if !ok {
+			mark = "FAIL"
+			fails++
+		}
+		fmt.Fprintf(env.Stdout, "%s  %-12s %s\n", mark, what, detail)
+	}
+	cfg, err := discover(env, *root, *port, "")
+	if err != nil {
+		report(false, false, "root", err.Error())
+		return ExitFailed
+	}
+	lay := cfg.layout
+	report(true, false, "root", lay.Root)
+	checkMode := func(path string, want os.FileMode, what string) {
+		st, err := os.Stat(path)
+		if errors.Is(err, os.ErrNotExist) {
+			report(false, true, what, path+" does not exist yet (hm up creates it)")
+			return
+		}
+		if err != nil {
+			report(false, false, what, err.Error())
+			return
+		}
+		if st.Mode().Perm()&^want != 0 {
+			report(false, false, what, fmt.Sprintf("%s has mode %o; want %o (chmod %o %s)", path, st.Mode().Perm(), want, want, path))
+			return
+		}
+		report(true, false, what, fmt.Sprintf("%s (%o)", path, st.Mode().Perm()))
+	}
+	checkMode(lay.State(), 0o700, "state dir")
+	checkMode(lay.Triggers(), 0o700, "triggers")
+	checkMode(lay.Token(), 0o600, "token")
+	checkMode(lay.Ledger(), 0o600, "ledger file")
+	team, err := roles.Load(lay.Settings())
+	if err != nil {
+		report(false, false, "settings", err.Error())
+		team = roles.Default()
+	} else {
+		report(true, false, "settings", fmt.Sprintf("%d panes, %d background slots", len(team.Members()), team.Background.Max))
+	}
+	for _, m := range team.Members() {
+		if m.Transport != roles.TransportPTY {
+			continue
+		}
+		w := firstWord(m.Command)
+		if _, err := exec.LookPath(w); err != nil {
+			report(false, true, "command", fmt.Sprintf("%s: %q not found on PATH (the pane will show why and retry)", m.Role, w))
+		} else {
+			report(true, false, "command", fmt.Sprintf("%s: %s", m.Role, m.Command))
+		}
+	}
+	if _, err := os.Stat(lay.Ledger()); err == nil {
+		l, err := journal.Open(ctx, lay.Ledger(), journal.Options{ReadOnly: true})
+		if err != nil {
+			report(false, false, "ledger", err.Error())
+		} else {
+			rep, err := l.Verify(ctx)
+			l.Close()
+			switch {
+			case err != nil:
+				report(false, false, "ledger", err.Error())
+			case !rep.OK:
+				report(false, false, "ledger", "hash chain broken: "+rep.FirstBad)
+			default:
+				report(true, false, "ledger", fmt.Sprintf("%d messages, %d events, chain verified", rep.Messages, rep.Events))
+			}
+		}
+	}
+	tok, _ := lay.ReadToken()
+	if st, err := fetchStatus(ctx, cfg.port, tok); err == nil {
+		report(true, false, "hub", fmt.Sprintf("running pid %d on port %d, session %d", st.Hub.PID, st.Hub.Port, st.Hub.Session))
+	} else if ln, lerr := listenCheck(cfg.port); lerr == nil {
+		ln()
+		report(true, true, "port", fmt.Sprintf("127.0.0.1:%d is free (hub not running)", cfg.port))
+	} else {
+		report(false, false, "port", fmt.Sprintf("127.0.0.1:%d is taken by something that is not this hub: %v", cfg.port, lerr))
+	}
+	if fails > 0 {
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+func firstWord(command string) string {
+	for _, w := range strings.Fields(command) {
+		if strings.Contains(w, "=") {
+			continue
+		}
+		return w
+	}
+	return ""
+}

@@ -1,0 +1,244 @@
+package hub
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"hm/agent"
+	"hm/broker"
+	"hm/internal/layout"
+	"hm/roles"
+)
+
+// paneSet hosts the team's pty members and implements broker.Panes.
+type paneSet struct {
+	log    *slog.Logger
+	team   *roles.Team
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu    sync.RWMutex
+	panes map[string]*agent.Pane // role -> pane
+}
+
+func newPaneSet(log *slog.Logger, team *roles.Team) *paneSet {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &paneSet{log: log, team: team, ctx: ctx, cancel: cancel, panes: map[string]*agent.Pane{}}
+}
+
+func (s *paneSet) name() string { return "panes" }
+
+// Hosted implements broker.Panes.
+func (s *paneSet) Hosted(role string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, ok := s.panes[role]
+	return ok
+}
+
+// Deliver implements broker.Panes.
+func (s *paneSet) Deliver(role string, d broker.PaneDelivery) {
+	s.mu.RLock()
+	p, ok := s.panes[role]
+	s.mu.RUnlock()
+	if !ok {
+		if d.Failed != nil {
+			d.Failed(errNoPane(role))
+		}
+		return
+	}
+	p.Enqueue(agent.Delivery{MessageID: d.MessageID, Content: d.Content, Urgent: d.Urgent, Report: func(st agent.Stage) {
+		switch st.Kind {
+		case agent.StageTyped:
+			if d.Typed != nil {
+				d.Typed()
+			}
+		case agent.StageFailed:
+			if d.Failed != nil {
+				d.Failed(st.Err)
+			}
+		}
+	}})
+}
+
+type errNoPane string
+
+func (e errNoPane) Error() string { return "no pane hosts " + string(e) }
+
+// Health implements broker.Panes.
+func (s *paneSet) Health(role string) (string, time.Time, bool) {
+	s.mu.RLock()
+	p, ok := s.panes[role]
+	s.mu.RUnlock()
+	if !ok {
+		return "", time.Time{}, false
+	}
+	st := p.Status()
+	return st.State, st.LastActivity, true
+}
+
+// lookup finds a pane by role, pane id, header or alias.
+func (s *paneSet) lookup(name string) (*agent.Pane, bool) {
+	t, err := s.team.Resolve(name)
+	if err != nil || t.Kind != roles.TargetMember {
+		return nil, false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	p, ok := s.panes[t.Member.Role]
+	return p, ok
+}
+
+func (s *paneSet) add(role string, p *agent.Pane) {
+	s.mu.Lock()
+	s.panes[role] = p
+	s.mu.Unlock()
+}
+
+func (s *paneSet) remove(role string) *agent.Pane {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.panes[role]
+	delete(s.panes, role)
+	return p
+}
+
+// statuses returns every pane's status, main panes in team order first.
+func (s *paneSet) statuses() []agent.Status {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []agent.Status
+	for _, r := range s.team.Roles() {
+		if p, ok := s.panes[r]; ok {
+			out = append(out, p.Status())
+		}
+	}
+	return out
+}
+
+// stop stops every pane (SIGHUP to each process group, SIGKILL after the
+// grace period), in parallel.
+func (s *paneSet) stop(ctx context.Context) {
+	s.mu.Lock()
+	ps := make([]*agent.Pane, 0, len(s.panes))
+	for _, p := range s.panes {
+		ps = append(ps, p)
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Add(1)
+		go func(p *agent.Pane) {
+			defer wg.Done()
+			if err := p.Stop(ctx); err != nil {
+				s.log.Warn("stop pane", "role", p.Spec().Role, "err", err)
+			}
+		}(p)
+	}
+	wg.Wait()
+	s.cancel()
+}
+
+// paneEnv is the environment of a hosted program (SPEC §6).
+func paneEnv(lay layout.Layout, team *roles.Team, m roles.Member, port int, token string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "SQUIDRUN_ROLE", "SQUIDRUN_PANE_ID", "SQUIDRUN_ROOT", "SQUIDRUN_PARENT_PANE_ID", "HM_PORT", "HM_SEND_PORT", "HM_TOKEN", "PATH":
+			continue
+		}
+		env = append(env, kv)
+	}
+	path := os.Getenv("PATH")
+	if exe, err := os.Executable(); err == nil {
+		path = filepath.Dir(exe) + string(os.PathListSeparator) + path
+	}
+	env = append(env,
+		"SQUIDRUN_ROLE="+m.Role, "SQUIDRUN_PANE_ID="+m.PaneID, "SQUIDRUN_ROOT="+lay.Root,
+		"HM_PORT="+strconv.Itoa(port), "HM_TOKEN="+token, "PATH="+path)
+	if m.Background {
+		if owner, ok := team.Lookup(m.Owner); ok {
+			env = append(env, "SQUIDRUN_PARENT_PANE_ID="+owner.PaneID)
+		}
+	}
+	return env
+}
+
+// commandProblem explains why a configured command will not run, or "".
+func commandProblem(command string) string {
+	for _, w := range strings.Fields(command) {
+		if strings.Contains(w, "=") && !strings.HasPrefix(w, "=") {
+			continue // VAR=value prefix
+		}
+		if _, err := exec.LookPath(w); err != nil {
+			return "command " + strconv.Quote(w) + " not found on PATH"
+		}
+		return ""
+	}
+	return "empty command"
+}
+
+func (h *Hub) paneSpec(m roles.Member, restart bool) agent.Spec {
+	return agent.Spec{
+		Role: m.Role, PaneID: m.PaneID, Header: m.Header, Command: m.Command, Profile: m.Profile,
+		Dir: h.Layout.Root, Env: paneEnv(h.Layout, h.Team, m, h.Port, h.Tokens.Issue(m.Role)),
+		LogPath:    filepath.Join(h.Layout.PaneLogs(), m.Role+".log"),
+		PointerDir: h.Layout.FullMessages(),
+		Restart:    restart, MinBackoff: h.opts.PaneMinBackoff, MaxBackoff: h.opts.PaneMaxBackoff,
+		KillGrace: h.opts.StopGracePeriod,
+	}
+}
+
+// startPanes starts every pty member of the team.
+func (h *Hub) startPanes(ps *paneSet) {
+	for _, m := range h.Team.Members() {
+		if m.Transport != roles.TransportPTY {
+			continue
+		}
+		if why := commandProblem(m.Command); why != "" {
+			h.log.Warn("pane command will not start", "role", m.Role, "command", m.Command, "why", why)
+		}
+		role := m.Role
+		spec := h.paneSpec(m, true)
+		spec.OnExit = func(code int, err error) {
+			h.log.Info("pane program exited", "role", role, "code", code, "err", err)
+			if h.slots != nil && role == h.slots.owner.Role {
+				h.slots.endAllAsync(EndOwnerExited)
+			}
+		}
+		p, err := agent.Start(ps.ctx, spec, h.log.With("pane", role))
+		if err != nil {
+			h.log.Error("start pane", "role", role, "err", err)
+			continue
+		}
+		ps.add(role, p)
+	}
+}
+
+// authorizeAttach accepts the operator token, or a pane's own token for that
+// pane, as "Authorization: Bearer" or ?token=.
+func (h *Hub) authorizeAttach(r *http.Request) bool {
+	tok := r.URL.Query().Get("token")
+	if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
+		tok = strings.TrimPrefix(a, "Bearer ")
+	}
+	id, ok := h.Tokens.Check(tok)
+	if !ok {
+		return false
+	}
+	if id.Operator {
+		return true
+	}
+	name := strings.TrimPrefix(r.URL.Path, "/attach/")
+	t, err := h.Team.Resolve(name)
+	return err == nil && t.Kind == roles.TargetMember && t.Member.Role == id.Role
+}

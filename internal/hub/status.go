@@ -1,0 +1,119 @@
+package hub
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"hm/broker"
+	"hm/broker/telegram"
+)
+
+// PaneStatus is one pane in Status.
+type PaneStatus struct {
+	Role           string `json:"role"`
+	PaneID         string `json:"paneId"`
+	Header         string `json:"header"`
+	Command        string `json:"command"`
+	Profile        string `json:"profile"`
+	PID            int    `json:"pid"`
+	State          string `json:"state"`
+	Queued         int    `json:"queued"`
+	LastActivityMs int64  `json:"lastActivityMs"`
+	Restarts       int    `json:"restarts"`
+	LastError      string `json:"lastError,omitempty"`
+	BracketedPaste bool   `json:"bracketedPaste"`
+}
+
+// Status is what `hm status --json` prints (served at /status).
+type Status struct {
+	Hub struct {
+		PID       int    `json:"pid"`
+		Port      int    `json:"port"`
+		URL       string `json:"url"`
+		Root      string `json:"root"`
+		Session   int    `json:"session"`
+		SessionID string `json:"sessionId"`
+		StartedAt string `json:"startedAt"`
+		UptimeMs  int64  `json:"uptimeMs"`
+		Version   string `json:"version"`
+	} `json:"hub"`
+	Panes     []PaneStatus     `json:"panes"`
+	Slots     []map[string]any `json:"slots"`
+	Listeners []string         `json:"listeners"`
+	Clients   int              `json:"clients"`
+	Triggers  any              `json:"triggers,omitempty"`
+	Telegram  telegramStatus   `json:"telegram"`
+}
+
+type telegramStatus struct {
+	State      string `json:"state"`
+	LastError  string `json:"lastError,omitempty"`
+	LastPollMs int64  `json:"lastPollMs,omitempty"`
+	Inbound    int64  `json:"inbound"`
+	Outbound   int64  `json:"outbound"`
+	Refused    int64  `json:"refused"`
+}
+
+// Snapshot gathers the hub's status.
+func (h *Hub) Snapshot() Status {
+	var s Status
+	s.Hub.PID, s.Hub.Port, s.Hub.URL, s.Hub.Root = os.Getpid(), h.Port, h.URL(), h.Layout.Root
+	s.Hub.Session, s.Hub.SessionID, s.Hub.Version = h.Session, h.SessionID(), Version
+	s.Hub.StartedAt = h.Started.UTC().Format(time.RFC3339)
+	s.Hub.UptimeMs = time.Since(h.Started).Milliseconds()
+	s.Panes = []PaneStatus{}
+	if h.panes != nil {
+		for _, p := range h.panes.statuses() {
+			if strings.Contains(p.Role, "-bg-") {
+				continue
+			}
+			s.Panes = append(s.Panes, PaneStatus{Role: p.Role, PaneID: p.PaneID, Header: p.Header, Command: p.Command, Profile: p.Profile,
+				PID: p.PID, State: p.State, Queued: p.Queued, LastActivityMs: p.LastActivity.UnixMilli(), Restarts: p.Restarts,
+				LastError: p.LastError, BracketedPaste: p.BracketedPaste})
+		}
+	}
+	s.Slots = []map[string]any{}
+	if h.slots != nil {
+		s.Slots = h.slots.list()
+	}
+	s.Listeners = h.Broker.ListenerRoles()
+	if s.Listeners == nil {
+		s.Listeners = []string{}
+	}
+	s.Clients = h.Broker.ConnCount()
+	if h.watcher != nil {
+		s.Triggers = h.watcher.Stats()
+	}
+	s.Telegram = telegramStatus{State: "off"}
+	if h.relay != nil {
+		st := h.relay.Status()
+		s.Telegram = telegramFrom(st)
+	}
+	return s
+}
+
+func telegramFrom(st telegram.Status) telegramStatus {
+	out := telegramStatus{State: st.State, LastError: st.LastError, Inbound: st.Inbound, Outbound: st.Outbound, Refused: st.Refused}
+	if !st.LastPollAt.IsZero() {
+		out.LastPollMs = st.LastPollAt.UnixMilli()
+	}
+	return out
+}
+
+// serveStatus answers GET /status for the operator.
+func (h *Hub) serveStatus(w http.ResponseWriter, r *http.Request) {
+	tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !broker.LoopbackHost(r.Host) || r.Header.Get("Origin") != "" {
+		http.Error(w, "loopback only, no browsers", http.StatusForbidden)
+		return
+	}
+	if !h.Tokens.IsOperator(tok) {
+		http.Error(w, "operator token required", http.StatusUnauthorized)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(h.Snapshot())
+}
