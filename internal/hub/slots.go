@@ -312,6 +312,13 @@ func (s *slotSet) end(slotNo int, reason string) bool {
 	if err := sl.pane.Stop(ctx); err != nil {
 		s.h.log.Warn("stop background slot", "slot", sl.m.Role, "err", err)
 	}
+	// What was queued for the slot can no longer be typed: fail it rather
+	// than leave it pending for a slot that is gone.
+	for _, d := range sl.pane.Undelivered() {
+		if d.Report != nil {
+			d.Report(agent.Stage{Kind: agent.StageFailed, At: time.Now(), Err: fmt.Errorf("%s ended (%s) before the message was typed", sl.m.Role, reason)})
+		}
+	}
 	s.h.panes.remove(sl.m.Role)
 	s.h.Tokens.Revoke(sl.m.Role)
 	s.mu.Lock()

@@ -1,0 +1,157 @@
+package hub_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"hm/broker/proto"
+	"hm/internal/client"
+	"hm/internal/hub"
+	"hm/triggers"
+)
+
+func nextMessage(t *testing.T, c *client.Client) proto.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		typ, raw, err := c.Next(ctx)
+		if err != nil {
+			t.Fatalf("waiting for a message: %v", err)
+		}
+		if typ == "message" {
+			var m proto.Message
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+	}
+}
+
+func writeTrigger(t *testing.T, dir, name, content string) {
+	t.Helper()
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func noPanes(o *hub.Options) { o.NoPanes = true }
+
+func TestHubTriggerFiles(t *testing.T) {
+	th := startHub(t, hubConfig{opts: noPanes})
+	dir := th.h.Layout.Triggers()
+	builder := th.as("builder", true)
+	oracle := th.as("oracle", true)
+
+	// hm-send's fallback form: explicit id, sender header with #0.
+	if _, err := triggers.Write(dir, "builder", "t-1", "(ARCH #0): from a file"); err != nil {
+		t.Fatal(err)
+	}
+	m := nextMessage(t, builder)
+	if m.MessageID != "t-1" || m.From != "architect" || m.Content != "(ARCH #1): from a file" {
+		t.Fatalf("message = %+v", m)
+	}
+	eventually(t, "trigger row", func() bool { return row(t, th, "t-1").Channel == "trigger" })
+
+	// Older tools: <target>.txt, no id, no header → from user.
+	writeTrigger(t, dir, "oracle.txt", "plain note")
+	if m := nextMessage(t, oracle); m.From != "user" || !strings.HasSuffix(m.Content, "plain note") || !strings.HasPrefix(m.MessageID, "trg-") {
+		t.Fatalf("plain = %+v", m)
+	}
+	// Group files.
+	writeTrigger(t, dir, "all.txt", "(ARCH #5): everyone")
+	for _, c := range []*client.Client{builder, oracle} {
+		if m := nextMessage(t, c); !strings.Contains(m.Content, "everyone") {
+			t.Fatalf("all.txt = %+v", m)
+		}
+	}
+	writeTrigger(t, dir, "workers.x1.txt", "for the workers")
+	if m := nextMessage(t, builder); !strings.Contains(m.Content, "for the workers") {
+		t.Fatalf("workers = %+v", m)
+	}
+	writeTrigger(t, dir, "others-builder.txt", "(ARCH #0): not builder")
+	if m := nextMessage(t, oracle); !strings.Contains(m.Content, "not builder") {
+		t.Fatalf("others-builder = %+v", m)
+	}
+	// The same message id again is not delivered twice.
+	if _, err := triggers.Write(dir, "builder", "t-1x", "(ARCH #0): marker"); err != nil {
+		t.Fatal(err)
+	}
+	writeTrigger(t, dir, "builder.replay.txt", "[HM-MESSAGE-ID:t-1]\n(ARCH #0): from a file")
+	if m := nextMessage(t, builder); m.MessageID != "t-1x" {
+		t.Fatalf("expected marker, got %+v", m)
+	}
+	time.Sleep(0) // ordering above is the proof; nothing further is queued for builder
+	eventually(t, "replayed file consumed", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "builder.replay.txt"))
+		return os.IsNotExist(err)
+	})
+
+	// Every refusal lands in rejected/ with its reason.
+	cases := map[string]struct{ content, reason string }{
+		"nobody.txt":           {"hello", "invalid_target"},
+		"architect.bg.txt":     {"(BUILDER-BG-1 #1): hi boss", "owner_binding_violation"},
+		"builder.empty.txt":    {"  \n\x00\x01", "empty"},
+		"builder.big.txt":      {strings.Repeat("x", 300<<10), "too_large"},
+		"builder.forged.txt":   {"(NOBODY #1): who", "role_mismatch"},
+		"others-nobody.txt":    {"hi", "invalid_target"},
+		"builder-bg-2.now.txt": {"(BUILDER #0): are you there", "no_route"},
+	}
+	for name, c := range cases {
+		writeTrigger(t, dir, name, c.content)
+	}
+	for name, c := range cases {
+		reasonPath := filepath.Join(dir, "rejected", name+".reason")
+		eventually(t, name+" rejected", func() bool {
+			data, err := os.ReadFile(reasonPath)
+			return err == nil && strings.Contains(string(data), c.reason)
+		})
+		if _, err := os.Stat(filepath.Join(dir, "rejected", name)); err != nil {
+			t.Errorf("%s not kept in rejected/: %v", name, err)
+		}
+	}
+	// Binary garbage around text is cleaned, not refused.
+	writeTrigger(t, dir, "oracle.bin.txt", "\x00\x1b[31mred\x07 alert\x00")
+	if m := nextMessage(t, oracle); !strings.HasSuffix(m.Content, "[31mred alert") && !strings.Contains(m.Content, "red alert") {
+		t.Fatalf("garbage = %q", m.Content)
+	}
+}
+
+func TestHubDrainsTriggersWrittenWhileDown(t *testing.T) {
+	root := t.TempDir()
+	th := startHubAt(t, root, hubConfig{opts: noPanes})
+	dir := th.h.Layout.Triggers()
+	th.stop()
+	for i, id := range []string{"down-1", "down-2", "down-3"} {
+		if _, err := triggers.Write(dir, "oracle", id, "(BUILDER #0): queued while down "+string(rune('a'+i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	th2 := startHubAt(t, root, hubConfig{opts: noPanes})
+	o := th2.as("oracle", true)
+	for _, id := range []string{"down-1", "down-2", "down-3"} {
+		if m := nextMessage(t, o); m.MessageID != id {
+			t.Fatalf("got %s, want %s", m.MessageID, id)
+		}
+	}
+	// Replaying a delivered id is not delivered again.
+	if _, err := triggers.Write(dir, "oracle", "down-2", "(BUILDER #0): queued while down b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := triggers.Write(dir, "oracle", "after", "(BUILDER #0): after"); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextMessage(t, o); m.MessageID != "after" {
+		t.Fatalf("replayed id delivered again: %+v", m)
+	}
+}
