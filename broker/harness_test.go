@@ -23,7 +23,7 @@ import (
 const operatorToken = "op-secret"
 
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	b      *broker.Broker
 	ledger *journal.Ledger
 	srv    *httptest.Server
@@ -40,7 +40,7 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 	return newHarnessAt(t, filepath.Join(t.TempDir(), "ledger.db"), 1, opts...)
 }
 
-func newHarnessAt(t *testing.T, dbPath string, session int, opts ...harnessOpt) *harness {
+func newHarnessAt(t testing.TB, dbPath string, session int, opts ...harnessOpt) *harness {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ledger, err := journal.Open(context.Background(), dbPath, journal.Options{Logger: logger})
@@ -74,7 +74,7 @@ func (h *harness) close() {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx

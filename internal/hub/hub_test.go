@@ -234,4 +234,3 @@ func checkGoroutines(t *testing.T) {
 		}
 	})
 }
-
