@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 
 // hubProc is a running `hm up` subprocess.
 type hubProc struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	root string
 	port int
@@ -66,6 +66,11 @@ func cleanEnv(root string, extra ...string) []string {
 
 // startHub runs `hm up --port 0 args...` in root and waits for hub.json.
 func startHub(t *testing.T, root string, args ...string) *hubProc {
+	t.Helper()
+	return startHubTB(t, root, args...)
+}
+
+func startHubTB(t testing.TB, root string, args ...string) *hubProc {
 	t.Helper()
 	lay := layout.Layout{Root: root}
 	_ = os.Remove(lay.HubJSON())

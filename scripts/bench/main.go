@@ -1,0 +1,264 @@
+// Command bench runs every benchmark the issues ask for, prints one table
+// with each number beside its goal and the floors measured in the same run,
+// and saves it as docs/benchmarks.md. Run it with `make bench` from the
+// repository root.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// metric is one number in the table.
+type metric struct {
+	issue string
+	what  string
+	unit  string // the b.ReportMetric unit to read
+	goal  string // human-readable goal, "" for floors
+	// ok reports whether v meets the goal given the floors measured.
+	ok func(v float64, floors map[string]float64) bool
+	// floor names this value as a floor others refer to.
+	floor string
+}
+
+type bench struct {
+	pkg, name, benchtime string
+	count                int
+	metrics              []metric
+}
+
+func lt(limit float64) func(float64, map[string]float64) bool {
+	return func(v float64, _ map[string]float64) bool { return v < limit }
+}
+
+func ge(limit float64) func(float64, map[string]float64) bool {
+	return func(v float64, _ map[string]float64) bool { return v >= limit }
+}
+
+func benches(quick bool) []bench {
+	n := func(full, q string) string {
+		if quick {
+			return q
+		}
+		return full
+	}
+	return []bench{
+		{pkg: "./broker", name: "BenchmarkRawWebSocketRTT", benchtime: n("10000x", "2000x"), count: 3, metrics: []metric{
+			{issue: "floor", what: "raw coder/websocket echo RTT p50", unit: "p50-ms", floor: "rtt"},
+			{issue: "floor", what: "raw coder/websocket one-way rate", unit: "msgs/s"},
+		}},
+		{pkg: "./journal", name: "BenchmarkRawCommit$", benchtime: n("5000x", "1000x"), count: 3, metrics: []metric{
+			{issue: "floor", what: "raw SQLite commit rate (one INSERT per tx)", unit: "commits/s"},
+		}},
+		{pkg: "./broker", name: "BenchmarkSendAck", benchtime: n("10000x", "2000x"), count: 3, metrics: []metric{
+			{issue: "#2", what: "send→ACK to a listener, ledger on, p50", unit: "p50-ms", goal: "≤ 5× raw RTT",
+				ok: func(v float64, f map[string]float64) bool { return f["rtt"] > 0 && v <= 5*f["rtt"] }},
+			{issue: "#2", what: "send→ACK p99", unit: "p99-ms", goal: "< 1 ms", ok: lt(1)},
+		}},
+		{pkg: "./broker", name: "BenchmarkThroughput", benchtime: n("40000x", "8000x"), count: 3, metrics: []metric{
+			{issue: "#2", what: "sustained throughput, 4 senders → 2 listeners", unit: "msgs/s", goal: "≥ 20,000/s", ok: ge(20000)},
+			{issue: "#2", what: "messages lost", unit: "lost", goal: "0", ok: lt(0.5)},
+		}},
+		{pkg: "./internal/e2e", name: "BenchmarkHmSendWall", benchtime: n("40x", "10x"), count: 3, metrics: []metric{
+			{issue: "#2", what: "hm-send process wall time, one delivered message (median)", unit: "p50-ms", goal: "< 15 ms", ok: lt(15)},
+		}},
+		{pkg: "./agent", name: "BenchmarkInjectOverhead", benchtime: n("200x", "50x"), count: 3, metrics: []metric{
+			{issue: "#3", what: "commit → first byte typed (hub overhead) p99", unit: "p99-ms", goal: "< 5 ms", ok: lt(5)},
+		}},
+		{pkg: "./internal/e2e", name: "BenchmarkIdleHubRSS", benchtime: "1x", count: 3, metrics: []metric{
+			{issue: "#3", what: "idle hub with three panes, RSS", unit: "rss-MB", goal: "< 40 MB", ok: lt(40)},
+		}},
+		{pkg: "./internal/hub", name: "BenchmarkTriggerToCommit", benchtime: n("1000x", "300x"), count: 3, metrics: []metric{
+			{issue: "#4", what: "trigger rename → ledger commit p50", unit: "p50-ms", goal: "", ok: nil},
+			{issue: "#4", what: "trigger rename → ledger commit p99", unit: "p99-ms", goal: "< 50 ms", ok: lt(50)},
+			{issue: "#4", what: "burst of files lost", unit: "lost", goal: "0", ok: lt(0.5)},
+		}},
+		{pkg: "./journal/report", name: "BenchmarkHandoff1M", benchtime: n("10x", "3x"), count: 1, metrics: []metric{
+			{issue: "#5", what: "handoff build on 1M messages", unit: "ms/op", goal: "< 300 ms", ok: lt(300)},
+			{issue: "#5", what: "ledger size on disk per 1M messages", unit: "disk-MB"},
+		}},
+		{pkg: "./journal/report", name: "BenchmarkBriefing1M", benchtime: n("10x", "3x"), count: 1, metrics: []metric{
+			{issue: "#5", what: "briefing build on 1M messages", unit: "ms/op", goal: "< 300 ms", ok: lt(300)},
+		}},
+		{pkg: "./journal/report", name: "BenchmarkSearch1M", benchtime: n("200x", "50x"), count: 1, metrics: []metric{
+			{issue: "#5", what: "full-text search on 1M messages p50", unit: "p50-ms", goal: "< 10 ms", ok: lt(10)},
+		}},
+		{pkg: "./journal", name: "BenchmarkVerify", benchtime: n("3x", "1x"), count: 1, metrics: []metric{
+			{issue: "#5", what: "journal verify throughput", unit: "rows/s"},
+		}},
+		{pkg: "./internal/e2e", name: "BenchmarkHubPeakRSS", benchtime: "1x", count: 1, metrics: []metric{
+			{issue: "#8", what: "hub peak RSS after a 20,000-message burst", unit: "peak-MB", goal: "reported"},
+		}},
+	}
+}
+
+var lineRE = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
+
+// run executes one benchmark count times and returns each metric's values.
+func run(ctx context.Context, b bench) (map[string][]float64, string, error) {
+	args := []string{"test", "-run", "^$", "-bench", b.name, "-benchtime", b.benchtime, "-count", strconv.Itoa(b.count), "-timeout", "30m", b.pkg}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	vals := map[string][]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(out.Bytes()))
+	for sc.Scan() {
+		m := lineRE.FindStringSubmatch(strings.TrimSpace(sc.Text()))
+		if m == nil {
+			continue
+		}
+		f := strings.Fields(m[2])
+		for i := 0; i+1 < len(f); i += 2 {
+			v, perr := strconv.ParseFloat(f[i], 64)
+			if perr != nil {
+				continue
+			}
+			unit := f[i+1]
+			if unit == "ns/op" {
+				vals["ms/op"] = append(vals["ms/op"], v/1e6)
+			}
+			vals[unit] = append(vals[unit], v)
+		}
+	}
+	return vals, out.String(), err
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func format(v float64) string {
+	switch {
+	case v >= 1000:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
+}
+
+func machine() string {
+	cpu := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				cpu = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+				break
+			}
+		}
+	}
+	mem := ""
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		f := strings.Fields(strings.SplitN(string(data), "\n", 2)[0])
+		if len(f) >= 2 {
+			kb, _ := strconv.Atoi(f[1])
+			mem = fmt.Sprintf(", %.0f GiB RAM", float64(kb)/1024/1024)
+		}
+	}
+	load := ""
+	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = ", load average at start " + strings.Join(strings.Fields(string(data))[:3], " ")
+	}
+	return fmt.Sprintf("%s, %d cores%s, %s %s/%s%s", cpu, runtime.NumCPU(), mem, runtime.Version(), runtime.GOOS, runtime.GOARCH, load)
+}
+
+func main() {
+	quick := flag.Bool("quick", false, "fewer iterations")
+	only := flag.String("only", "", "run only benchmarks whose name contains this")
+	out := flag.String("out", "docs/benchmarks.md", "where to save the table (empty: don't)")
+	flag.Parse()
+	ctx := context.Background()
+	floors := map[string]float64{}
+	var rows []string
+	var failures []string
+	started := time.Now()
+	for _, b := range benches(*quick) {
+		if *only != "" && !strings.Contains(b.name, *only) {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "running %s %s (-benchtime %s, %d runs)...\n", b.pkg, b.name, b.benchtime, b.count)
+		vals, log, err := run(ctx, b)
+		for _, m := range b.metrics {
+			v, ok := vals[m.unit]
+			if !ok || len(v) == 0 {
+				reason := "not measured"
+				if err != nil {
+					reason = "failed: " + firstLine(log, err)
+				}
+				rows = append(rows, fmt.Sprintf("| %s | %s | — | %s | %s |", m.issue, m.what, m.goal, reason))
+				failures = append(failures, b.name)
+				continue
+			}
+			med := median(v)
+			if m.floor != "" {
+				floors[m.floor] = med
+			}
+			verdict := ""
+			switch {
+			case m.ok == nil && m.goal == "":
+				verdict = "floor / info"
+			case m.ok == nil:
+				verdict = "reported"
+			case m.ok(med, floors):
+				verdict = "met"
+			default:
+				verdict = "**missed**"
+			}
+			spread := ""
+			if len(v) > 1 {
+				s := append([]float64(nil), v...)
+				sort.Float64s(s)
+				spread = fmt.Sprintf(" (runs: %s…%s)", format(s[0]), format(s[len(s)-1]))
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s %s%s | %s | %s |", m.issue, m.what, format(med), m.unit, spread, m.goal, verdict))
+		}
+	}
+	var md strings.Builder
+	fmt.Fprintf(&md, "# hm benchmarks\n\nMeasured %s on %s.\nEach value is the median of the runs shown; `make bench` regenerates this file (took %s).\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), time.Since(started).Round(time.Second))
+	md.WriteString("| issue | benchmark | measured | goal | verdict |\n| --- | --- | --- | --- | --- |\n")
+	for _, r := range rows {
+		md.WriteString(r + "\n")
+	}
+	fmt.Print(md.String())
+	if *out != "" && *only == "" {
+		if err := os.WriteFile(*out, []byte(md.String()), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "save:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, "saved", *out)
+	}
+	if len(failures) > 0 {
+		fmt.Fprintln(os.Stderr, "benchmarks that did not report:", strings.Join(failures, ", "))
+	}
+}
+
+func firstLine(log string, err error) string {
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "FAIL") || strings.Contains(l, "panic") || strings.Contains(l, "Error") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return err.Error()
+}
