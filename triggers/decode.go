@@ -1,0 +1,184 @@
+package triggers
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"hm/roles"
+)
+
+// MaxTargetLen bounds the target part of a trigger file name.
+const MaxTargetLen = 64
+
+// MaxMessageIDLen bounds message ids accepted in files and by Write.
+const MaxMessageIDLen = 128
+
+const idLinePrefix = "[HM-MESSAGE-ID:"
+
+// ParseName reports whether name is a trigger file name and returns its
+// lower-cased target. Accepted: "<target>.txt" and "<target>.<anything>.txt"
+// (the extension matched case-insensitively, <anything> non-empty). Not
+// accepted: dotfiles, "*.tmp" and other extensions, names containing a path
+// separator or NUL, and targets that are not valid names (letters, digits and
+// single inner hyphens, at most MaxTargetLen bytes).
+func ParseName(name string) (target string, ok bool) {
+	if name == "" || name[0] == '.' || strings.ContainsAny(name, "/\\\x00") {
+		return "", false
+	}
+	const ext = ".txt"
+	if len(name) <= len(ext) || !strings.EqualFold(name[len(name)-len(ext):], ext) {
+		return "", false
+	}
+	stem := name[:len(name)-len(ext)]
+	target, rest, dotted := strings.Cut(stem, ".")
+	if dotted && rest == "" {
+		return "", false
+	}
+	if len(target) > MaxTargetLen || !roles.ValidName(target) {
+		return "", false
+	}
+	return strings.ToLower(target), true
+}
+
+// ValidMessageID reports whether id may be used as a message id in a trigger
+// file name: 1 to MaxMessageIDLen bytes, starting with an ASCII letter or
+// digit, then letters, digits, '-', '_', '.' or ':'.
+func ValidMessageID(id string) bool {
+	if id == "" || len(id) > MaxMessageIDLen || !isAlnum(id[0]) {
+		return false
+	}
+	for i := 1; i < len(id); i++ {
+		c := id[i]
+		if !isAlnum(c) && c != '-' && c != '_' && c != '.' && c != ':' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// DerivedID returns the deterministic message id "trg-<hex16>" used for a
+// trigger file without an explicit id: the first 8 bytes of the SHA-256 of the
+// file name and the decoded content.
+func DerivedID(name, content string) string {
+	h := sha256.New()
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write([]byte(content))
+	return "trg-" + hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// Decode turns the raw bytes of a trigger file into its message id (empty when
+// the file has no valid "[HM-MESSAGE-ID:<id>]" first line) and its cleaned
+// content. UTF-16 LE/BE is recognised by its BOM, a UTF-8 BOM is dropped,
+// invalid UTF-8 becomes U+FFFD, CRLF and lone CR become LF, NULs and all other
+// control characters except tab and newline are removed, and surrounding
+// whitespace is trimmed. A first line of the id form is removed even when the
+// id in it is malformed. Content with no printable character left returns
+// ErrEmpty.
+func Decode(raw []byte) (messageID, content string, err error) {
+	text := clean(toUTF8(raw))
+	first, rest, _ := strings.Cut(text, "\n")
+	line := strings.TrimSpace(first)
+	if len(line) >= len(idLinePrefix)+1 && strings.EqualFold(line[:len(idLinePrefix)], idLinePrefix) && line[len(line)-1] == ']' {
+		id := strings.TrimSpace(line[len(idLinePrefix) : len(line)-1])
+		if ValidMessageID(id) {
+			messageID = id
+		}
+		text = rest
+	}
+	content = strings.TrimSpace(text)
+	if blank(content) {
+		return messageID, "", ErrEmpty
+	}
+	return messageID, content, nil
+}
+
+// toUTF8 converts raw to a Go string according to its BOM. The result may
+// still hold invalid UTF-8; clean replaces it.
+func toUTF8(raw []byte) string {
+	switch {
+	case len(raw) >= 3 && raw[0] == 0xEF && raw[1] == 0xBB && raw[2] == 0xBF:
+		return string(raw[3:])
+	case len(raw) >= 2 && raw[0] == 0xFF && raw[1] == 0xFE:
+		return decodeUTF16(raw[2:], false)
+	case len(raw) >= 2 && raw[0] == 0xFE && raw[1] == 0xFF:
+		return decodeUTF16(raw[2:], true)
+	}
+	return string(raw)
+}
+
+func decodeUTF16(b []byte, bigEndian bool) string {
+	units := make([]uint16, len(b)/2)
+	for i := range units {
+		if bigEndian {
+			units[i] = uint16(b[2*i])<<8 | uint16(b[2*i+1])
+		} else {
+			units[i] = uint16(b[2*i]) | uint16(b[2*i+1])<<8
+		}
+	}
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for _, r := range utf16.Decode(units) {
+		sb.WriteRune(r)
+	}
+	if len(b)%2 == 1 {
+		sb.WriteRune(utf8.RuneError)
+	}
+	return sb.String()
+}
+
+// clean replaces invalid UTF-8 (one U+FFFD per run of bad bytes), normalises
+// line endings and removes control characters other than tab and newline, as
+// well as a leading U+FEFF.
+func clean(s string) string {
+	var sb strings.Builder
+	sb.Grow(len(s))
+	badRun := false
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if r == utf8.RuneError && size == 1 {
+			if !badRun {
+				sb.WriteRune(utf8.RuneError)
+			}
+			badRun = true
+			continue
+		}
+		badRun = false
+		switch {
+		case r == '\r':
+			if i < len(s) && s[i] == '\n' {
+				continue // the \n follows
+			}
+			sb.WriteByte('\n')
+		case r == '\t' || r == '\n':
+			sb.WriteRune(r)
+		case unicode.IsControl(r):
+			// dropped
+		case r == '\uFEFF' && sb.Len() == 0:
+			// a BOM that survived decoding
+		default:
+			sb.WriteRune(r)
+		}
+	}
+	return sb.String()
+}
+
+// blank reports whether s has nothing printable: only whitespace, replacement
+// characters and invisible format characters.
+func blank(s string) bool {
+	for _, r := range s {
+		if r != utf8.RuneError && unicode.IsGraphic(r) && !unicode.IsSpace(r) {
+			return false
+		}
+	}
+	return true
+}
