@@ -37,6 +37,8 @@ const (
 	TypeMessage             = "message"
 	TypeMessageAck          = "message-ack"
 	TypeError               = "error"
+	// TypeResize is the attach endpoint's text frame that resizes a pane.
+	TypeResize = "resize"
 )
 
 // Delivery statuses (SPEC §5.3).
