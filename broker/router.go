@@ -167,14 +167,10 @@ func (b *Broker) submit(ctx context.Context, s Submission) (proto.Ack, error) {
 		return ack, err
 	}
 
-	// A message id seen before is not delivered again.
-	if s.MessageID != "" {
-		if prev, err := b.deps.Ledger.Get(ctx, s.MessageID); err == nil {
-			return b.repeatAck(prev), nil
-		} else if !errors.Is(err, journal.ErrNotFound) {
-			return ack, refuse(proto.CodeJournalUnavailable, "look up message id: %v", err)
-		}
-	} else {
+	// A message id seen before is not delivered again: Append finds it
+	// atomically in the writer (ErrDuplicate) and the stored state is
+	// repeated; nothing below is committed for it.
+	if s.MessageID == "" {
 		s.MessageID = NewMessageID(b.now())
 	}
 	ack.MessageID = s.MessageID
@@ -625,7 +621,7 @@ func (b *Broker) RunReminders(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		b.remindOnce(ctx)
+		b.RemindOnce(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -636,8 +632,9 @@ func (b *Broker) RunReminders(ctx context.Context, every time.Duration) {
 	}
 }
 
-func (b *Broker) remindOnce(ctx context.Context) {
-	obs, err := b.deps.Ledger.OpenObligations(ctx, b.now().Add(-b.cfg.ReminderAfter).UnixMilli())
+// RemindOnce sends the due reminders now (RunReminders calls it on a tick).
+func (b *Broker) RemindOnce(ctx context.Context) {
+	obs, err := b.deps.Ledger.OpenObligations(ctx, b.cfg.ReminderAfter.Milliseconds())
 	if err != nil {
 		b.log.Warn("list obligations", "err", err)
 		return

@@ -1,0 +1,98 @@
+package broker_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"hm/broker"
+	"hm/broker/proto"
+)
+
+func TestRecoverDelaysRecentMessages(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarnessAt(t, dir+"/l.db", 1)
+	arch := h.as("architect", false)
+	send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: "fresh", MessageID: "fresh-1"})
+	send(t, arch, proto.Frame{Type: "send", Target: "builder", Content: "also fresh", MessageID: "fresh-2"})
+	h.close()
+
+	h2 := newHarnessAt(t, dir+"/l.db", 2, withPanes("builder", "oracle"))
+	delivered, expired, err := h2.b.Recover(context.Background())
+	if err != nil || delivered != 2 || expired != 0 {
+		t.Fatalf("Recover = %d, %d, %v", delivered, expired, err)
+	}
+	for role, want := range map[string]string{"oracle": "[delayed from session 1] (ARCH #1): fresh", "builder": "[delayed from session 1] (ARCH #2): also fresh"} {
+		got := h2.panes.got[role]
+		if len(got) != 1 || got[0].Content != want {
+			t.Fatalf("%s pane got %+v, want %q", role, got, want)
+		}
+	}
+	// Typed means routed; a second Recover finds nothing left.
+	if d, e, _ := h2.b.Recover(context.Background()); d+e != 0 {
+		t.Fatalf("second Recover re-routed %d", d+e)
+	}
+}
+
+func TestRecoverExpiresOldMessages(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarnessAt(t, dir+"/l.db", 1)
+	arch := h.as("architect", false)
+	send(t, arch, proto.Frame{Type: "send", Target: "builder", Content: "stale", MessageID: "stale-1"})
+	h.close()
+	later := time.Now().Add(11 * time.Minute)
+	h2 := newHarnessAt(t, dir+"/l.db", 2, withPanes("builder"), func(c *broker.Config, _ *broker.Deps) {
+		c.Now = func() time.Time { return later }
+	})
+	delivered, expired, err := h2.b.Recover(context.Background())
+	if err != nil || delivered != 0 || expired != 1 {
+		t.Fatalf("Recover = %d, %d, %v", delivered, expired, err)
+	}
+	m, err := h2.ledger.Get(context.Background(), "stale-1")
+	if err != nil || m.Status != "failed" || m.ErrorCode != "expired_session" {
+		t.Fatalf("row = %+v, %v", m, err)
+	}
+	if h2.panes.count("builder") != 0 {
+		t.Fatal("expired message was delivered")
+	}
+}
+
+func TestObligationReminderAndClose(t *testing.T) {
+	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.ReminderAfter = time.Millisecond })
+	builder := h.as("builder", true)
+	arch := h.as("architect", false)
+	ack := send(t, arch, proto.Frame{Type: "send", Target: "builder", Content: "[ACK REQUIRED] review the parser", MessageID: "ob-1"})
+	if !ack.OK {
+		t.Fatal(ack)
+	}
+	nextOf(t, builder, "message")
+	eventually(t, "obligation due", func() bool {
+		obs, _ := h.ledger.OpenObligations(context.Background(), 1)
+		return len(obs) == 1
+	})
+	for i := 0; i < 3; i++ {
+		h.b.RemindOnce(context.Background())
+	}
+	m := decode[proto.Message](t, nextOf(t, builder, "message"))
+	if m.From != "system" || !strings.Contains(m.Content, "ARCH #1") || !strings.Contains(m.Content, "Reminder") {
+		t.Fatalf("reminder = %+v", m)
+	}
+	// Exactly one reminder: a sentinel arrives next, not a second reminder.
+	send(t, arch, proto.Frame{Type: "send", Target: "builder", Content: "sentinel", MessageID: "sent-1"})
+	if m := decode[proto.Message](t, nextOf(t, builder, "message")); m.MessageID != "sent-1" {
+		t.Fatalf("second reminder: %+v", m)
+	}
+	obs, err := h.ledger.OpenObligations(context.Background(), 0)
+	if err != nil || len(obs) != 1 || obs[0].OwnerRole != "builder" || obs[0].Ref != "ARCH #1" {
+		t.Fatalf("open obligations = %+v, %v", obs, err)
+	}
+	// The owner's reply referencing ARCH #1 closes it.
+	if ack := send(t, builder, proto.Frame{Type: "send", Target: "architect", Content: "ACK ARCH #1: reviewed"}); !ack.OK {
+		t.Fatal(ack)
+	}
+	obs, err = h.ledger.OpenObligations(context.Background(), 0)
+	if err != nil || len(obs) != 0 {
+		t.Fatalf("still open after the reply: %+v, %v", obs, err)
+	}
+}

@@ -1,0 +1,578 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"hm/broker/telegram/telegramtest"
+)
+
+// TestInbound enqueues one update of each interesting kind and checks what
+// reaches the architect, what is refused, and that the offset ends past all.
+func TestInbound(t *testing.T) {
+	checkLeaks(t)
+	fake := newFake(t)
+	store := newMemStore()
+
+	type want struct {
+		text    string // delivered text; "" = not delivered
+		refused bool
+	}
+	old := time.Now().Add(-25*time.Minute - 10*time.Second)
+	huge := strings.Repeat("long line of text\n", 6000) + "end"
+	cases := []struct {
+		name string
+		add  func() int64
+		want want
+	}{
+		{"owner text", func() int64 {
+			return fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Ann", Text: "hello architect"})
+		}, want{text: "[Telegram from Ann]: hello architect"}},
+		{"allowlisted chat", func() int64 {
+			return fake.Enqueue(telegramtest.Message{ChatID: 43, FromName: "Bob", Text: "from 43"})
+		}, want{text: "[Telegram from Bob]: from 43"}},
+		{"allowlisted by @name", func() int64 {
+			return fake.Enqueue(telegramtest.Message{ChatID: -1009, ChatType: "supergroup", ChatUser: "TeamChan", ChatTitle: "Team", FromName: "Cy", Text: "group hi"})
+		}, want{text: "[Telegram from Cy]: group hi"}},
+		{"foreign chat refused", func() int64 {
+			return fake.Enqueue(telegramtest.Message{ChatID: 666, FromName: "Mallory", Text: "rm -rf /"})
+		}, want{refused: true}},
+		{"photo with caption", func() int64 {
+			return fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Ann", Photo: true, Caption: "the error"})
+		}, want{text: "[Telegram from Ann]: [Photo] the error"}},
+		{"document", func() int64 {
+			return fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Ann", Document: "trace.log", Caption: "see"})
+		}, want{text: "[Telegram from Ann]: [File: trace.log] see"}},
+		{"voice", func() int64 {
+			return fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Ann", Voice: true})
+		}, want{text: "[Telegram from Ann]: [Voice]"}},
+		{"sticker", func() int64 {
+			return fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Ann", Sticker: true, Emoji: "👍"})
+		}, want{text: "[Telegram from Ann]: [Sticker 👍]"}},
+		{"edited", func() int64 {
+			return fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Ann", Text: "typo fixed", Edited: true})
+		}, want{text: "[Telegram from Ann]: [edited] typo fixed"}},
+		{"bot command", func() int64 {
+			return fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Ann", Text: "/start"})
+		}, want{text: "[Telegram from Ann]: /start"}},
+		{"unknown kind skipped", func() int64 {
+			return fake.EnqueueRaw("some_future_kind", map[string]any{"x": 1})
+		}, want{}},
+		{"callback query skipped", func() int64 {
+			return fake.EnqueueRaw("callback_query", map[string]any{"id": "q", "data": "yes"})
+		}, want{}},
+		{"service message skipped", func() int64 {
+			return fake.EnqueueJSON(`"message":{"message_id":9,"date":1,"chat":{"id":42,"type":"private"},"new_chat_title":"x"}`)
+		}, want{}},
+		{"invalid UTF-8 and escapes cleaned", func() int64 {
+			return fake.EnqueueJSON("\"message\":{\"message_id\":10,\"date\":" + strconv.FormatInt(time.Now().Unix(), 10) +
+				",\"chat\":{\"id\":42,\"type\":\"private\"},\"from\":{\"id\":42,\"first_name\":\"Ann\"},\"text\":\"a\xffb\\u001b[2Jc\"}")
+		}, want{text: "[Telegram from Ann]: a\uFFFDb[2Jc"}},
+		{"old message marked delayed", func() int64 {
+			return fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Ann", Text: "sent a while ago", Date: old})
+		}, want{text: "[delayed: 25m old] [Telegram from Ann]: sent a while ago"}},
+		{"huge text", func() int64 {
+			return fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Ann", Text: huge})
+		}, want{text: "[Telegram from Ann]: " + huge}},
+	}
+	ids := make([]int64, len(cases))
+	for i, c := range cases {
+		ids[i] = c.add()
+	}
+	last := ids[len(ids)-1]
+
+	cfg := testConfig(t, fake)
+	ru := startRelay(t, cfg, store)
+	key := ru.relay.offsetKey
+	waitFor(t, 15*time.Second, "offset past the last update", func() bool {
+		return store.get(key) == strconv.FormatInt(last+1, 10)
+	})
+
+	delivered, refused, _ := store.snapshot()
+	byID := map[int64]delivery{}
+	for _, d := range delivered {
+		if _, dup := byID[d.In.UpdateID]; dup {
+			t.Errorf("update %d delivered twice", d.In.UpdateID)
+		}
+		byID[d.In.UpdateID] = d
+	}
+	refusedIDs := map[int64]Inbound{}
+	for _, in := range refused {
+		refusedIDs[in.UpdateID] = in
+	}
+	for i, c := range cases {
+		d, got := byID[ids[i]]
+		switch {
+		case c.want.text != "":
+			if !got {
+				t.Errorf("%s: not delivered", c.name)
+			} else if d.Text != c.want.text {
+				t.Errorf("%s: delivered %q, want %q", c.name, trim(d.Text), trim(c.want.text))
+			}
+		case got:
+			t.Errorf("%s: delivered %q, want nothing", c.name, trim(d.Text))
+		}
+		if _, r := refusedIDs[ids[i]]; r != c.want.refused {
+			t.Errorf("%s: refused = %v, want %v", c.name, r, c.want.refused)
+		}
+	}
+	if in := refusedIDs[ids[3]]; in.ChatID != "666" || in.Sender != "Mallory" || in.Text != "rm -rf /" {
+		t.Errorf("refused inbound = %+v", in)
+	}
+	// Delivery order follows update order.
+	prev := int64(0)
+	for _, d := range delivered {
+		if d.In.UpdateID <= prev {
+			t.Errorf("delivery order: %d after %d", d.In.UpdateID, prev)
+		}
+		prev = d.In.UpdateID
+	}
+	st := ru.relay.Status()
+	if st.State != StatePolling || st.Bot != "@"+telegramtest.Bot.Username || st.Offset != last+1 {
+		t.Errorf("status = %+v", st)
+	}
+	if st.Inbound != int64(len(delivered)) || st.Refused != 1 || st.Skipped != 3 {
+		t.Errorf("counters = inbound %d refused %d skipped %d, want %d 1 3", st.Inbound, st.Refused, st.Skipped, len(delivered))
+	}
+	chat, at := ru.relay.LastInbound()
+	if chat != "42" || time.Since(at) > time.Minute {
+		t.Errorf("LastInbound = %q %v", chat, at)
+	}
+	// getUpdates asked for the message kinds only, with the long-poll timeout.
+	ps := fake.Params("getUpdates")
+	if len(ps) == 0 || ps[0]["timeout"] != "1" || !strings.Contains(ps[0]["allowed_updates"], "edited_message") {
+		t.Errorf("getUpdates params = %v", ps)
+	}
+}
+
+func trim(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
+
+// TestRestart stops the relay between updates and starts a new one on the
+// same store, with a server that never forgets confirmed updates: every
+// update arrives exactly once, and the offset only moves after the commit.
+func TestRestart(t *testing.T) {
+	checkLeaks(t)
+	fake := newFake(t)
+	fake.RetainConfirmed(true)
+	store := newMemStore()
+	cfg := testConfig(t, fake)
+
+	const key = "telegram.offset.424242"
+	var offsetErr error
+	store.onDeliver = func(ctx context.Context, in Inbound) error {
+		// The offset must not have moved past this update before its commit.
+		if v := store.get(key); v != "" {
+			if n, _ := strconv.ParseInt(v, 10, 64); n > in.UpdateID {
+				offsetErr = errors.New("offset " + v + " saved before update " + strconv.FormatInt(in.UpdateID, 10) + " was committed")
+			}
+		}
+		return nil
+	}
+
+	var ids []int64
+	for i := range 3 {
+		ids = append(ids, fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "first run " + strconv.Itoa(i)}))
+	}
+	ru := startRelay(t, cfg, store)
+	waitFor(t, 10*time.Second, "3 deliveries", func() bool { d, _, _ := store.snapshot(); return len(d) == 3 })
+	waitFor(t, 10*time.Second, "offset saved", func() bool { return store.get(key) == strconv.FormatInt(ids[2]+1, 10) })
+	ru.stop(t)
+
+	// Updates arriving while the relay is down.
+	for i := range 2 {
+		ids = append(ids, fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "while down " + strconv.Itoa(i)}))
+	}
+	ru2 := startRelay(t, cfg, store)
+	waitFor(t, 10*time.Second, "5 deliveries", func() bool { d, _, _ := store.snapshot(); return len(d) >= 5 })
+	// Give a wrongly repeating relay the chance to show it.
+	waitFor(t, 10*time.Second, "another poll", func() bool { return fake.Offset() == ids[4]+1 })
+	polls := fake.Calls("getUpdates")
+	waitFor(t, 10*time.Second, "one more poll", func() bool { return fake.Calls("getUpdates") > polls+1 })
+	ru2.stop(t)
+
+	delivered, _, calls := store.snapshot()
+	if got := deliveredIDs(delivered); !reflect.DeepEqual(got, ids) {
+		t.Fatalf("delivered %v, want %v exactly once each", got, ids)
+	}
+	if !reflect.DeepEqual(calls, ids) {
+		t.Fatalf("Deliver called for %v, want %v", calls, ids)
+	}
+	if offsetErr != nil {
+		t.Fatal(offsetErr)
+	}
+}
+
+// TestStopDuringDelivery stops the relay while a delivery is in flight (and
+// fails because of it): the update is not lost, the next relay delivers it.
+func TestStopDuringDelivery(t *testing.T) {
+	checkLeaks(t)
+	fake := newFake(t)
+	fake.RetainConfirmed(true)
+	store := newMemStore()
+	cfg := testConfig(t, fake)
+
+	id1 := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "one"})
+	id2 := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "two"})
+	entered := make(chan struct{})
+	store.onDeliver = func(ctx context.Context, in Inbound) error {
+		if in.UpdateID != id2 {
+			return nil
+		}
+		close(entered)
+		<-ctx.Done() // the commit cannot finish before shutdown
+		return ctx.Err()
+	}
+	ru := startRelay(t, cfg, store)
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("second update never reached Deliver")
+	}
+	if took := ru.stop(t); took > 5*time.Second {
+		t.Errorf("Run took %v to stop", took)
+	}
+	if v := store.get(ru.relay.offsetKey); v != strconv.FormatInt(id2, 10) {
+		t.Fatalf("offset after stop = %q, want %d (update %d not committed)", v, id2, id2)
+	}
+
+	store.mu.Lock()
+	store.onDeliver = nil
+	store.mu.Unlock()
+	startRelay(t, cfg, store)
+	waitFor(t, 10*time.Second, "second update delivered", func() bool { d, _, _ := store.snapshot(); return len(d) == 2 })
+	delivered, _, _ := store.snapshot()
+	if got := deliveredIDs(delivered); !reflect.DeepEqual(got, []int64{id1, id2}) {
+		t.Fatalf("delivered %v, want [%d %d]", got, id1, id2)
+	}
+}
+
+// TestDeliverFailureRetried: journal_unavailable on Deliver keeps the offset
+// and retries the same update until it commits, then continues.
+func TestDeliverFailureRetried(t *testing.T) {
+	checkLeaks(t)
+	fake := newFake(t)
+	store := newMemStore()
+	store.failDeliver = 3
+	id1 := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "needs retries"})
+	id2 := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "after"})
+	ru := startRelay(t, testConfig(t, fake), store)
+	waitFor(t, 10*time.Second, "both delivered", func() bool { d, _, _ := store.snapshot(); return len(d) == 2 })
+	delivered, _, calls := store.snapshot()
+	if got := deliveredIDs(delivered); !reflect.DeepEqual(got, []int64{id1, id2}) {
+		t.Fatalf("delivered %v", got)
+	}
+	if want := []int64{id1, id1, id1, id1, id2}; !reflect.DeepEqual(calls, want) {
+		t.Fatalf("Deliver calls %v, want %v", calls, want)
+	}
+	waitFor(t, 5*time.Second, "offset saved", func() bool { return store.get(ru.relay.offsetKey) == strconv.FormatInt(id2+1, 10) })
+}
+
+// TestPollErrorsRecover: 5xx, malformed answers and slow answers on
+// getUpdates are retried with backoff and nothing is lost.
+func TestPollErrorsRecover(t *testing.T) {
+	tests := []struct {
+		name  string
+		fault telegramtest.Fault
+		n     int
+		cfg   func(*Config)
+	}{
+		{"500", telegramtest.ServerError(), 3, nil},
+		{"502", telegramtest.BadGateway(), 2, nil},
+		{"malformed", telegramtest.Malformed(), 2, nil},
+		{"429", telegramtest.RateLimited(1), 1, nil},
+		{"409 conflict", telegramtest.Fault{Status: 409}, 2, nil},
+		{"slower than the request timeout", telegramtest.Slow(time.Minute), 1, func(c *Config) {
+			c.RequestTimeout = 300 * time.Millisecond
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkLeaks(t)
+			fake := newFake(t)
+			store := newMemStore()
+			fake.Inject("getUpdates", tt.n, tt.fault)
+			id := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "survives"})
+			cfg := testConfig(t, fake)
+			if tt.cfg != nil {
+				tt.cfg(&cfg)
+			}
+			ru := startRelay(t, cfg, store)
+			waitFor(t, 15*time.Second, "delivery", func() bool { d, _, _ := store.snapshot(); return len(d) == 1 })
+			delivered, _, _ := store.snapshot()
+			if delivered[0].In.UpdateID != id {
+				t.Fatalf("delivered %d, want %d", delivered[0].In.UpdateID, id)
+			}
+			if calls := fake.Calls("getUpdates"); calls < tt.n+1 {
+				t.Fatalf("getUpdates calls = %d, want > %d", calls, tt.n)
+			}
+			waitFor(t, 5*time.Second, "state polling", func() bool { return ru.relay.Status().State == StatePolling })
+		})
+	}
+}
+
+// TestRejectedToken: a token the API rejects puts the relay in state error
+// with a clear message, and it does not hammer the API.
+func TestRejectedToken(t *testing.T) {
+	tests := []struct {
+		name   string
+		token  string
+		inject func(*telegramtest.Server)
+	}{
+		{"getMe 401 for an unknown token", "111:wrong", nil},
+		{"getUpdates 401 after a good getMe", testToken, func(s *telegramtest.Server) {
+			s.Inject("getUpdates", 1000, telegramtest.Unauthorized())
+		}},
+		{"getMe 404", testToken, func(s *telegramtest.Server) {
+			s.Inject("getMe", 1000, telegramtest.Fault{Status: 404})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkLeaks(t)
+			fake := newFake(t)
+			if tt.inject != nil {
+				tt.inject(fake)
+			}
+			cfg := testConfig(t, fake)
+			cfg.Token = tt.token
+			ru := startRelay(t, cfg, newMemStore())
+			waitFor(t, 10*time.Second, "state error", func() bool { return ru.relay.Status().State == StateError })
+			// Watch the API for a while: with the default 5-minute rejected
+			// backoff there must be no further attempt.
+			before := fake.Calls("getMe") + fake.Calls("getUpdates")
+			deadline := time.Now().Add(1500 * time.Millisecond)
+			for time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			after := fake.Calls("getMe") + fake.Calls("getUpdates")
+			if after != before || after > 2 {
+				t.Fatalf("API calls: %d before the window, %d after; want no retries", before, after)
+			}
+			st := ru.relay.Status()
+			if st.State != StateError || !strings.Contains(st.LastError, "token rejected") {
+				t.Fatalf("status = %+v", st)
+			}
+			if strings.Contains(st.LastError, strings.Split(tt.token, ":")[1]) {
+				t.Fatalf("status leaks the token: %q", st.LastError)
+			}
+			if took := ru.stop(t); took > 5*time.Second {
+				t.Fatalf("Run took %v to stop", took)
+			}
+		})
+	}
+}
+
+// TestRejectedTokenRetriesSlowly: with a short RejectedBackoff the relay tries
+// again, at that pace, and recovers when the token works again.
+func TestRejectedTokenRetriesSlowly(t *testing.T) {
+	checkLeaks(t)
+	fake := newFake(t)
+	fake.Inject("getMe", 3, telegramtest.Unauthorized())
+	cfg := testConfig(t, fake)
+	cfg.RejectedBackoff = 300 * time.Millisecond
+	store := newMemStore()
+	fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "eventually"})
+	start := time.Now()
+	ru := startRelay(t, cfg, store)
+	waitFor(t, 15*time.Second, "delivery after the token works", func() bool { d, _, _ := store.snapshot(); return len(d) == 1 })
+	if el := time.Since(start); el < 900*time.Millisecond {
+		t.Fatalf("recovered after %v; three rejections should take at least 900ms", el)
+	}
+	if got := fake.Calls("getMe"); got != 4 {
+		t.Fatalf("getMe calls = %d, want 4", got)
+	}
+	waitFor(t, 5*time.Second, "state polling", func() bool { return ru.relay.Status().State == StatePolling })
+}
+
+// TestRunStopsPromptly cancels Run in each phase: while long-polling, while
+// backing off, and while waiting for the store.
+func TestRunStopsPromptly(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(*telegramtest.Server, *memStore, *Config)
+		ready func(*telegramtest.Server, *Relay) bool
+	}{
+		{"long poll", func(s *telegramtest.Server, m *memStore, c *Config) {
+			c.PollTimeout = 30 * time.Second
+		}, func(s *telegramtest.Server, r *Relay) bool { return s.Calls("getUpdates") >= 1 }},
+		{"backoff", func(s *telegramtest.Server, m *memStore, c *Config) {
+			c.Backoff, c.MaxBackoff = time.Minute, time.Minute
+			s.Inject("getUpdates", 1, telegramtest.ServerError())
+		}, func(s *telegramtest.Server, r *Relay) bool { return r.Status().State == StateError }},
+		{"store unavailable", func(s *telegramtest.Server, m *memStore, c *Config) {
+			c.Backoff, c.MaxBackoff = time.Minute, time.Minute
+			m.failKVGet = 1000
+		}, func(s *telegramtest.Server, r *Relay) bool { return r.Status().State == StateError }},
+		{"slow getMe", func(s *telegramtest.Server, m *memStore, c *Config) {
+			s.Inject("getMe", 1, telegramtest.Slow(time.Minute))
+		}, func(s *telegramtest.Server, r *Relay) bool { return s.Calls("getMe") >= 1 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkLeaks(t)
+			fake := newFake(t)
+			store := newMemStore()
+			cfg := testConfig(t, fake)
+			tt.setup(fake, store, &cfg)
+			ru := startRelay(t, cfg, store)
+			waitFor(t, 10*time.Second, "phase reached", func() bool { return tt.ready(fake, ru.relay) })
+			time.Sleep(20 * time.Millisecond) // let it settle into the wait
+			if took := ru.stop(t); took > 3*time.Second {
+				t.Fatalf("Run took %v to return after cancel", took)
+			}
+			if st := ru.relay.Status(); st.State != StateOff {
+				t.Fatalf("state after Run = %q, want off", st.State)
+			}
+		})
+	}
+}
+
+func TestRunTwice(t *testing.T) {
+	checkLeaks(t)
+	fake := newFake(t)
+	ru := startRelay(t, testConfig(t, fake), newMemStore())
+	waitFor(t, 10*time.Second, "polling", func() bool { return fake.Calls("getUpdates") >= 1 })
+	if err := ru.relay.Run(context.Background()); !errors.Is(err, ErrRunning) {
+		t.Fatalf("second Run = %v, want ErrRunning", err)
+	}
+}
+
+func TestOffRelay(t *testing.T) {
+	checkLeaks(t)
+	r, err := New(Config{ChatID: "42"}, nil, nil)
+	if err != nil {
+		t.Fatalf("New without token: %v", err)
+	}
+	if r.Enabled() {
+		t.Fatal("relay without token is enabled")
+	}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	if err := r.Send(context.Background(), "m1", "", "architect", "hi"); !errors.Is(err, ErrUnconfigured) {
+		t.Fatalf("Send = %v, want ErrUnconfigured", err)
+	}
+	if ErrUnconfigured.Error() != "telegram_unconfigured" {
+		t.Fatalf("ErrUnconfigured text = %q", ErrUnconfigured.Error())
+	}
+	if st := r.Status(); st.State != StateOff || st.OwnerChat != "42" {
+		t.Fatalf("status = %+v", st)
+	}
+	js, err := json.Marshal(r.Status())
+	if err != nil || !strings.Contains(string(js), `"state":"off"`) || strings.Contains(string(js), "lastPollAt") {
+		t.Fatalf("status JSON = %s, %v", js, err)
+	}
+
+	var nilRelay *Relay
+	if err := nilRelay.Run(context.Background()); err != nil {
+		t.Fatalf("nil Run = %v", err)
+	}
+	if err := nilRelay.Send(context.Background(), "m", "", "", "x"); !errors.Is(err, ErrUnconfigured) {
+		t.Fatalf("nil Send = %v", err)
+	}
+	if st := nilRelay.Status(); st.State != StateOff {
+		t.Fatalf("nil Status = %+v", st)
+	}
+	if c, at := nilRelay.LastInbound(); c != "" || !at.IsZero() || nilRelay.OwnerChat() != "" {
+		t.Fatal("nil relay reports a chat")
+	}
+}
+
+func TestNewValidation(t *testing.T) {
+	store := newMemStore()
+	tests := []struct {
+		name    string
+		cfg     Config
+		store   Store
+		deliver DeliverFunc
+	}{
+		{"bad URL", Config{Token: testToken, APIURL: "ftp://x"}, store, store.Deliver},
+		{"URL without host", Config{Token: testToken, APIURL: "http://"}, store, store.Deliver},
+		{"token with slash", Config{Token: "1:a/b"}, store, store.Deliver},
+		{"no store", Config{Token: testToken}, nil, store.Deliver},
+		{"no deliver", Config{Token: testToken}, store, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New(tt.cfg, tt.store, tt.deliver); err == nil {
+				t.Fatal("New succeeded")
+			}
+		})
+	}
+}
+
+func TestOwnerChat(t *testing.T) {
+	tests := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{ChatID: "42", Allowlist: []string{"43"}}, "42"},
+		{Config{Allowlist: []string{" 43 ", "44"}}, "43"},
+		{Config{}, ""},
+	}
+	for _, tt := range tests {
+		r, err := New(tt.cfg, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.OwnerChat(); got != tt.want {
+			t.Errorf("OwnerChat(%+v) = %q, want %q", tt.cfg, got, tt.want)
+		}
+	}
+}
+
+// TestOffsetKeyPerBot: the offset is stored per bot id, and a corrupt stored
+// value does not stop the relay.
+func TestOffsetKeyPerBot(t *testing.T) {
+	checkLeaks(t)
+	fake := newFake(t)
+	store := newMemStore()
+	store.kv["telegram.offset.424242"] = "garbage"
+	id := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "x"})
+	ru := startRelay(t, testConfig(t, fake), store)
+	if ru.relay.offsetKey != "telegram.offset.424242" {
+		t.Fatalf("offset key = %q", ru.relay.offsetKey)
+	}
+	waitFor(t, 10*time.Second, "offset saved", func() bool { return store.get("telegram.offset.424242") == strconv.FormatInt(id+1, 10) })
+}
+
+// TestOffsetSaveFailure: a failed offset save (the update is committed) does
+// not stop the relay, loses nothing and repeats nothing.
+func TestOffsetSaveFailure(t *testing.T) {
+	checkLeaks(t)
+	fake := newFake(t)
+	store := newMemStore()
+	store.failKVSet = 1
+	id1 := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "one"})
+	id2 := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "two"})
+	ru := startRelay(t, testConfig(t, fake), store)
+	waitFor(t, 10*time.Second, "offset saved", func() bool { return store.get(ru.relay.offsetKey) == strconv.FormatInt(id2+1, 10) })
+	id3 := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "three"})
+	waitFor(t, 10*time.Second, "third delivered", func() bool { d, _, _ := store.snapshot(); return len(d) == 3 })
+	delivered, _, calls := store.snapshot()
+	if want := []int64{id1, id2, id3}; !reflect.DeepEqual(deliveredIDs(delivered), want) || !reflect.DeepEqual(calls, want) {
+		t.Fatalf("delivered %v (calls %v), want %v", deliveredIDs(delivered), calls, want)
+	}
+}
+
+func TestPollTimeoutFloor(t *testing.T) {
+	store := newMemStore()
+	r, err := New(Config{Token: testToken, PollTimeout: 10 * time.Millisecond}, store, store.Deliver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.cfg.PollTimeout != time.Second {
+		t.Fatalf("PollTimeout = %v, want the 1s floor", r.cfg.PollTimeout)
+	}
+}
