@@ -195,4 +195,3 @@ func (h *harness) benchClient(b *testing.B, role string, listen bool) *client.Cl
 	}
 	return c
 }
-
