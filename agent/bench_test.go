@@ -1,0 +1,67 @@
+package agent
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkInjectOverhead measures the delivery engine's own latency, from
+// Enqueue to the first byte written into the PTY, excluding the deliberate
+// idle wait and Enter delay (goal: p99 < 5 ms).
+func BenchmarkInjectOverhead(b *testing.B) {
+	spec, _ := fakeSpec(b, "FAKEAGENT_ENTER_MS=0")
+	spec.Timing = Profile{Idle: time.Millisecond, EnterDelay: time.Millisecond, Verify: time.Second}
+	spec.LogPath = ""
+	p := startPane(b, spec)
+	waitFor(b, 10*time.Second, "banner", func() bool { return strings.Contains(string(p.Replay()), "fakeagent ready") })
+	overheads := make([]time.Duration, 0, b.N)
+	stages := make(chan Stage, 4)
+	report := func(s Stage) { stages <- s }
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		p.Enqueue(Delivery{MessageID: fmt.Sprintf("bench-%d", i), Content: fmt.Sprintf("(ARCH #%d): benchmark message", i+1), Report: report})
+		for done := false; !done; {
+			s := <-stages
+			switch s.Kind {
+			case StageTyped:
+				overheads = append(overheads, s.CommitToFirstByte)
+			case StageSubmitted:
+				done = true
+			default:
+				b.Fatalf("stage %v: %v", s.Kind, s.Err)
+			}
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	slices.Sort(overheads)
+	pct := func(q float64) float64 {
+		return float64(overheads[int(q*float64(len(overheads)-1))]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+}
+
+// BenchmarkCompose measures rendering a typical multi-line message.
+func BenchmarkCompose(b *testing.B) {
+	o := composeOpts{ID: "hm-1700000000000-abcdef", Content: "(ARCH #12): [ACK REQUIRED] please review\n" + strings.Repeat("detail line with some text\n", 40), Bracketed: true}
+	b.SetBytes(int64(len(o.Content)))
+	for b.Loop() {
+		compose(o, "/tmp/x.txt")
+	}
+}
+
+// BenchmarkTermScanner measures output scanning with line splitting.
+func BenchmarkTermScanner(b *testing.B) {
+	chunk := []byte(strings.Repeat("\x1b[32mok\x1b[0m some build output line here\r\n", 500))
+	s := termScanner{emit: func(string) {}}
+	b.SetBytes(int64(len(chunk)))
+	for b.Loop() {
+		s.Write(chunk)
+	}
+}

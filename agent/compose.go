@@ -1,0 +1,126 @@
+package agent
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Typing format (SPEC §6).
+const (
+	// AgentPrefix starts every message typed into a pane.
+	AgentPrefix = "[AGENT MSG - reply via hm-send] "
+	// PasteStart and PasteEnd delimit a bracketed paste.
+	PasteStart = "\x1b[200~"
+	PasteEnd   = "\x1b[201~"
+	// MaxInlineBody is the largest body typed directly; longer bodies go
+	// to a pointer file.
+	MaxInlineBody = 4096
+	// maxShellLine keeps a shell-profile line below the 4095-byte limit of
+	// a canonical-mode terminal line.
+	maxShellLine = 4000
+	// previewRunes bounds the body preview on a pointer line.
+	previewRunes = 160
+)
+
+// composeOpts are the inputs that decide how a message is typed.
+type composeOpts struct {
+	ID        string // message id, shown in the trailer
+	Content   string // message content, role header included, not yet neutralised
+	Shell     bool   // shell profile: type a single comment line
+	Bracketed bool   // the program last enabled bracketed paste
+}
+
+// composition is the text to type for one message.
+type composition struct {
+	Text    string // bytes written before the separate Enter
+	Pointer bool   // the body must be stored in the pointer file named in Text
+	Body    string // neutralised content: the pointer-file content when Pointer is set
+}
+
+// Trailer returns the receipt trailer "[hm:<id>]" for a message id, or ""
+// for an empty id.
+func Trailer(messageID string) string {
+	if messageID == "" {
+		return ""
+	}
+	return "[hm:" + displayID(messageID) + "]"
+}
+
+// compose renders a message. pointerPath is the file the body would be
+// written to when it cannot be typed inline.
+func compose(o composeOpts, pointerPath string) composition {
+	full := Neutralize(o.Content)
+	body := strings.Trim(full, " \t\n")
+	trailer := Trailer(o.ID)
+	c := composition{Body: full}
+	multiLine := strings.Contains(body, "\n")
+	c.Pointer = len(body) > MaxInlineBody || multiLine && (o.Shell || !o.Bracketed)
+	if !c.Pointer && o.Shell && len(renderLine(o, body, trailer)) > maxShellLine {
+		c.Pointer = true
+	}
+	line := body
+	if c.Pointer {
+		line = pointerLine(body, len(full), pointerPath)
+	}
+	c.Text = renderLine(o, line, trailer)
+	return c
+}
+
+// renderLine wraps an already safe line (or, with bracketed paste outside
+// the shell profile, a multi-line body) into what is typed.
+func renderLine(o composeOpts, line, trailer string) string {
+	var s string
+	switch {
+	case o.Shell:
+		s = "# " + AgentPrefix + flatten(line) + sep(trailer, " ")
+	case o.Bracketed:
+		s = AgentPrefix + line + sep(trailer, "\n")
+	default:
+		s = AgentPrefix + flatten(line) + sep(trailer, " ")
+	}
+	if o.Bracketed {
+		s = PasteStart + s + PasteEnd
+	}
+	return s
+}
+
+// sep returns s prefixed with separator, or "" when s is empty.
+func sep(s, separator string) string {
+	if s == "" {
+		return ""
+	}
+	return separator + s
+}
+
+// flatten makes a line safe to type outside a paste: tabs (which trigger
+// completion in many line editors) become spaces and any newline becomes a
+// visible "⏎".
+func flatten(s string) string {
+	if !strings.ContainsAny(s, "\t\n") {
+		return s
+	}
+	return strings.NewReplacer("\t", " ", "\n", " ⏎ ").Replace(s)
+}
+
+// pointerLine is the single line typed instead of a body stored in a file.
+func pointerLine(body string, size int, path string) string {
+	first, _, more := strings.Cut(body, "\n")
+	preview := strings.TrimSpace(first)
+	cut := false
+	if utf8.RuneCountInString(preview) > previewRunes {
+		n := 0
+		for i := range preview {
+			if n == previewRunes {
+				preview = preview[:i]
+				break
+			}
+			n++
+		}
+		cut = true
+	}
+	if cut || more {
+		preview += " …"
+	}
+	return preview + " [full message (" + strconv.Itoa(size) + " bytes) in " + flatten(Neutralize(path)) + "]"
+}

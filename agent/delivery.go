@@ -1,0 +1,449 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// StageKind names a step of a delivery.
+type StageKind int
+
+// Delivery stages, reported in this order (Submitted or Unverified follow
+// Typed; Failed replaces them).
+const (
+	// StageTyped: the whole text was written into the pane.
+	StageTyped StageKind = iota + 1
+	// StageSubmitted: the program produced output after Enter.
+	StageSubmitted
+	// StageUnverified: no output after Enter, even after a second Enter,
+	// or the program ended or the pane stopped before output was seen.
+	StageUnverified
+	// StageFailed: the message could not be typed at all (Err says why).
+	StageFailed
+)
+
+// String returns the stage name.
+func (k StageKind) String() string {
+	switch k {
+	case StageTyped:
+		return "typed"
+	case StageSubmitted:
+		return "submitted"
+	case StageUnverified:
+		return "unverified"
+	case StageFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("StageKind(%d)", int(k))
+}
+
+// Stage reports progress of one delivery.
+type Stage struct {
+	Kind StageKind
+	// At is when the stage was reached.
+	At time.Time
+	// CommitToFirstByte is the engine's own latency: from Enqueue to the
+	// first byte written, minus the deliberate waits (messages ahead in the
+	// queue, a restarting program, the idle wait).
+	CommitToFirstByte time.Duration
+	// Pointer is the file holding the body when it was not typed inline.
+	Pointer string
+	// Err explains StageFailed and some StageUnverified reports.
+	Err error
+}
+
+// Delivery is one message to type into a pane.
+type Delivery struct {
+	// MessageID is shown in the "[hm:<id>]" trailer and names the pointer file.
+	MessageID string
+	// Content is the message, role header included.
+	Content string
+	// Urgent skips the wait for the pane to go idle. A content whose
+	// priority tags (after the role header) include "[URGENT]" is urgent
+	// too.
+	Urgent bool
+	// Report, if set, receives the stages in order, on a goroutine of the
+	// pane; it must not block for long.
+	Report func(Stage)
+}
+
+// item is a queued delivery.
+type item struct {
+	d          Delivery
+	enqueuedAt time.Time
+	headSeen   bool
+	waited     time.Duration // deliberate waiting, excluded from CommitToFirstByte
+	pointer    string        // pointer file written for this message
+}
+
+// Enqueue adds a message to the pane's FIFO queue. It never blocks and never
+// drops: messages wait while the pane is busy, exited or restarting.
+func (p *Pane) Enqueue(d Delivery) {
+	d.Urgent = d.Urgent || hasUrgentTag(d.Content)
+	it := &item{d: d, enqueuedAt: time.Now()}
+	p.qmu.Lock()
+	p.queue = append(p.queue, it)
+	p.qmu.Unlock()
+	select {
+	case p.qwake <- struct{}{}:
+	default:
+	}
+}
+
+// Undelivered returns the queued messages not yet delivered, in order (the
+// one being typed included). After Stop these will never be typed.
+func (p *Pane) Undelivered() []Delivery {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	out := make([]Delivery, len(p.queue))
+	for i, it := range p.queue {
+		out[i] = it.d
+	}
+	return out
+}
+
+// deliverLoop is the pane's delivery engine: it owns the head of the queue.
+func (p *Pane) deliverLoop() {
+	var prevDone time.Time // when the previous message finished
+	for {
+		it := p.head(prevDone)
+		if it == nil {
+			return
+		}
+		if p.deliver(it) {
+			p.qmu.Lock()
+			if len(p.queue) > 0 && p.queue[0] == it {
+				p.queue[0] = nil
+				p.queue = p.queue[1:]
+			}
+			p.qmu.Unlock()
+			prevDone = time.Now()
+		}
+	}
+}
+
+// head waits for a queued message; nil once the pane stops. Time a message
+// spent queued behind the previous one counts as deliberate waiting.
+func (p *Pane) head(prevDone time.Time) *item {
+	for {
+		select {
+		case <-p.stopCh:
+			return nil
+		default:
+		}
+		p.qmu.Lock()
+		var it *item
+		if len(p.queue) > 0 {
+			it = p.queue[0]
+		}
+		p.qmu.Unlock()
+		if it != nil {
+			if !it.headSeen {
+				it.headSeen = true
+				if prevDone.After(it.enqueuedAt) {
+					it.waited += prevDone.Sub(it.enqueuedAt)
+				}
+			}
+			return it
+		}
+		select {
+		case <-p.qwake:
+		case <-p.stopCh:
+			return nil
+		}
+	}
+}
+
+// deliver types one message. It returns false when the message must be tried
+// again (its text was not fully written, or the pane is stopping).
+func (p *Pane) deliver(it *item) bool {
+	pr := p.waitRunning(&it.waited)
+	if pr == nil {
+		return false
+	}
+	// Urgent messages skip the idle wait, except while a fresh program is
+	// still settling (it may not have switched bracketed paste on yet).
+	var idleUntil time.Time
+	if it.d.Urgent {
+		idleUntil = pr.startedAt.Add(p.spec.StartupWait)
+	}
+	if (!it.d.Urgent || time.Now().Before(idleUntil)) && !p.waitIdle(pr, idleUntil, &it.waited) {
+		return false
+	}
+
+	p.mu.Lock()
+	bracketed := p.bracketed
+	p.mu.Unlock()
+	c := compose(composeOpts{
+		ID:        it.d.MessageID,
+		Content:   it.d.Content,
+		Shell:     p.profile.Name == ProfileShell,
+		Bracketed: bracketed,
+	}, p.pointerPath(it))
+	if c.Pointer && it.pointer == "" {
+		path, err := p.writePointer(it, c.Body)
+		if err != nil {
+			p.log.Error("message not delivered", "id", it.d.MessageID, "err", err)
+			p.report(it, Stage{Kind: StageFailed, Err: err})
+			return true
+		}
+		it.pointer = path
+	}
+	text := []byte(c.Text)
+
+	p.inputMu.Lock()
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			p.inputMu.Unlock()
+		}
+	}
+	defer unlock()
+	n, err := p.writeTo(context.Background(), pr, text)
+	// The first byte is in the terminal once the write returns.
+	overhead := max(0, time.Since(it.enqueuedAt)-it.waited)
+	stage := func(k StageKind, err error) Stage {
+		s := Stage{Kind: k, CommitToFirstByte: overhead, Err: err}
+		if c.Pointer {
+			s.Pointer = it.pointer
+		}
+		return s
+	}
+	if err != nil && n < len(text) {
+		unlock()
+		p.log.Info("message text not fully typed; typing it again after restart", "id", it.d.MessageID, "written", n, "len", len(text), "err", err)
+		// Wait for the run to end so that the retry types into a new one.
+		p.pause(pr, time.Second, &it.waited)
+		return false
+	}
+	p.report(it, stage(StageTyped, nil))
+
+	// Enter is a separate write, EnterDelay after the last text byte.
+	if !p.pause(pr, p.profile.EnterDelay, nil) {
+		p.report(it, stage(StageUnverified, p.endReason(pr)))
+		return true
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		p.mu.Lock()
+		out := p.outChanged
+		p.mu.Unlock()
+		if _, err := p.writeTo(context.Background(), pr, []byte{'\r'}); err != nil {
+			p.report(it, stage(StageUnverified, fmt.Errorf("press enter: %w", err)))
+			return true
+		}
+		unlock()
+		t := time.NewTimer(p.profile.Verify)
+		select {
+		case <-out:
+			t.Stop()
+			p.report(it, stage(StageSubmitted, nil))
+			return true
+		case <-t.C:
+		case <-pr.exited:
+			t.Stop()
+			p.report(it, stage(StageUnverified, ErrPaneExited))
+			return true
+		case <-p.stopCh:
+			t.Stop()
+			p.report(it, stage(StageUnverified, ErrStopped))
+			return true
+		}
+		p.inputMu.Lock()
+		locked = true
+	}
+	unlock()
+	p.log.Warn("message typed but no reaction seen", "id", it.d.MessageID)
+	p.report(it, stage(StageUnverified, nil))
+	return true
+}
+
+// endReason tells why a run can no longer take input.
+func (p *Pane) endReason(pr *proc) error {
+	select {
+	case <-p.stopCh:
+		return ErrStopped
+	default:
+	}
+	if pr.isExited() {
+		return ErrPaneExited
+	}
+	return nil
+}
+
+// pause waits d unless the run ends or the pane stops first (false). The
+// time waited is added to *acc when acc is not nil.
+func (p *Pane) pause(pr *proc, d time.Duration, acc *time.Duration) bool {
+	if acc != nil {
+		defer addSince(acc, time.Now())
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-pr.exited:
+		return false
+	case <-p.stopCh:
+		return false
+	}
+}
+
+// addSince adds the time since t0 to *acc.
+func addSince(acc *time.Duration, t0 time.Time) { *acc += time.Since(t0) }
+
+// waitRunning waits for a running program that has written its first output
+// (or stayed silent for StartupWait); nil when the pane stops. Blocked time
+// is added to *acc.
+func (p *Pane) waitRunning(acc *time.Duration) *proc {
+	for {
+		p.mu.Lock()
+		pr, changed, out, saw := p.proc, p.procChanged, p.outChanged, p.sawOutput
+		p.mu.Unlock()
+		if pr != nil && !pr.isExited() {
+			left := p.spec.StartupWait - time.Since(pr.startedAt)
+			if saw || left <= 0 {
+				return pr
+			}
+			t0 := time.Now()
+			t := time.NewTimer(left)
+			select {
+			case <-t.C:
+			case <-out:
+			case <-changed:
+			case <-pr.exited:
+			case <-p.stopCh:
+				t.Stop()
+				return nil
+			}
+			t.Stop()
+			addSince(acc, t0)
+			continue
+		}
+		t0 := time.Now()
+		select {
+		case <-changed:
+		case <-p.stopCh:
+			return nil
+		}
+		addSince(acc, t0)
+	}
+}
+
+// waitIdle waits until the run has written nothing for the profile's Idle
+// time, or until a non-zero deadline; false when the run ends or the pane
+// stops first.
+func (p *Pane) waitIdle(pr *proc, deadline time.Time, acc *time.Duration) bool {
+	for {
+		p.mu.Lock()
+		last, cur := p.lastOutput, p.proc
+		p.mu.Unlock()
+		if cur != pr {
+			return false
+		}
+		now := time.Now()
+		quiet := now.Sub(last)
+		if quiet >= p.profile.Idle || !deadline.IsZero() && !now.Before(deadline) {
+			return true
+		}
+		wait := p.profile.Idle - quiet
+		if !deadline.IsZero() {
+			wait = min(wait, deadline.Sub(now))
+		}
+		if !p.pause(pr, wait, acc) {
+			return false
+		}
+	}
+}
+
+// report passes a stage to the delivery's Report callback.
+func (p *Pane) report(it *item, s Stage) {
+	s.At = time.Now()
+	p.log.Debug("delivery stage", "id", it.d.MessageID, "stage", s.Kind.String(), "overhead", s.CommitToFirstByte, "err", s.Err)
+	if fn := it.d.Report; fn != nil {
+		p.disp.post(func() { fn(s) }, false)
+	}
+}
+
+// pointerPath is the file a message body goes to when not typed inline.
+func (p *Pane) pointerPath(it *item) string {
+	if p.spec.PointerDir == "" {
+		return ""
+	}
+	id := it.d.MessageID
+	if id == "" {
+		sum := sha256.Sum256([]byte(it.d.Content))
+		id = "msg-" + hex.EncodeToString(sum[:8])
+	}
+	return filepath.Join(p.spec.PointerDir, fileID(id)+".txt")
+}
+
+// writePointer stores a body in its pointer file (0600, directory 0700),
+// atomically.
+func (p *Pane) writePointer(it *item, body string) (string, error) {
+	path := p.pointerPath(it)
+	if path == "" {
+		return "", fmt.Errorf("message %s: %w", it.d.MessageID, ErrNoPointerDir)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create pointer dir: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("create pointer file: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.WriteString(body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o600)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("write pointer file %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// hasUrgentTag reports whether the priority tags right after the optional
+// "[AGENT MSG ...]" prefix and "(ROLE #N):" header include "[URGENT]".
+func hasUrgentTag(content string) bool {
+	s := strings.TrimLeft(content, " ")
+	if strings.HasPrefix(s, "[AGENT MSG") {
+		if i := strings.IndexByte(s, ']'); i >= 0 {
+			s = strings.TrimLeft(s[i+1:], " ")
+		}
+	}
+	if strings.HasPrefix(s, "(") {
+		if i := strings.Index(s, "):"); i > 0 && i < 64 {
+			s = s[i+2:]
+		}
+	}
+	for range 8 {
+		s = strings.TrimLeft(s, " ")
+		if !strings.HasPrefix(s, "[") {
+			return false
+		}
+		i := strings.IndexByte(s, ']')
+		if i < 0 {
+			return false
+		}
+		if strings.EqualFold(s[:i+1], "[URGENT]") {
+			return true
+		}
+		s = s[i+1:]
+	}
+	return false
+}

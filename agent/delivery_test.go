@@ -1,0 +1,424 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// expectPrompt is what the fake agent should log for an inline message
+// typed with bracketed paste.
+func expectPrompt(id, content string) string {
+	return AgentPrefix + content + "\n[hm:" + id + "]"
+}
+
+// mixedMessage returns message i of a mixed-shape batch.
+func mixedMessage(i int) (content string, urgent bool) {
+	head := fmt.Sprintf("(ARCH #%d): ", i+1)
+	switch i % 5 {
+	case 0:
+		return head + fmt.Sprintf("one line message %d", i), false
+	case 1:
+		return head + fmt.Sprintf("multi-line %d\nsecond line\n\tindented third\n\nafter a blank", i), false
+	case 2:
+		return head + strings.Repeat(fmt.Sprintf("long body %d; ", i), 10*1024/14), false
+	case 3:
+		return head + fmt.Sprintf("unicode %d: héllo wörld ✓ 日本語 🚀 ½", i), false
+	default:
+		return head + fmt.Sprintf("[URGENT] fix it now %d", i), true
+	}
+}
+
+func TestDeliverMixedHundred(t *testing.T) {
+	checkLeaks(t)
+	spec, logPath := fakeSpec(t)
+	p := startPane(t, spec)
+	stages := newStageLog()
+	const n = 100
+	ids := make([]string, n)
+	contents := make([]string, n)
+	for i := range n {
+		ids[i] = fmt.Sprintf("hm-1700000000%03d-abc%03d", i, i)
+		var urgent bool
+		contents[i], urgent = mixedMessage(i)
+		p.Enqueue(Delivery{MessageID: ids[i], Content: contents[i], Urgent: urgent, Report: stages.reporter(ids[i])})
+	}
+	if q := p.Status().Queued; q == 0 {
+		t.Errorf("Status.Queued = 0 right after enqueueing %d messages", n)
+	}
+	waitFor(t, 90*time.Second, "all deliveries to finish", func() bool {
+		return stages.final(ids[n-1]) && p.Status().Queued == 0
+	})
+	prompts := readPrompts(t, logPath)
+	if len(prompts) != n {
+		t.Fatalf("fake agent got %d prompts, want %d", len(prompts), n)
+	}
+	for i, rec := range prompts {
+		// An Enter that the agent took for a newline (a loaded machine) is
+		// repaired by the second Enter; the prompt then ends in "\n".
+		got := strings.TrimRight(rec.Prompt, "\n")
+		if len(contents[i]) <= MaxInlineBody {
+			if want := expectPrompt(ids[i], contents[i]); got != want {
+				t.Errorf("prompt %d:\n got %q\nwant %q", i, got, want)
+			}
+			continue
+		}
+		// Pointer message: one line naming the file, then the trailer.
+		path := filepath.Join(spec.PointerDir, ids[i]+".txt")
+		wantStart := AgentPrefix + fmt.Sprintf("(ARCH #%d): long body", i+1)
+		if !strings.HasPrefix(got, wantStart) || !strings.HasSuffix(got, path+"]\n[hm:"+ids[i]+"]") || strings.Count(got, "\n") != 1 {
+			t.Errorf("pointer prompt %d = %q", i, got)
+		}
+		body, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("pointer file: %v", err)
+		}
+		if string(body) != contents[i] {
+			t.Errorf("pointer file %s holds %d bytes, want the %d-byte message", path, len(body), len(contents[i]))
+		}
+		if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("pointer file mode = %v, %v; want 0600", st.Mode(), err)
+		}
+	}
+	for i, id := range ids {
+		st := stages.get(id)
+		if len(st) != 2 || st[0].Kind != StageTyped || st[1].Kind != StageSubmitted {
+			t.Errorf("message %d stages = %+v, want typed then submitted", i, st)
+		}
+		if len(contents[i]) > MaxInlineBody && (len(st) == 0 || st[0].Pointer == "") {
+			t.Errorf("message %d: typed stage names no pointer file", i)
+		}
+	}
+	if info, err := os.Stat(spec.PointerDir); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("pointer dir mode = %v, %v; want 0700", info.Mode(), err)
+	}
+	if s := p.Status(); !s.BracketedPaste || s.PID == 0 || s.Restarts != 0 {
+		t.Errorf("status = %+v", s)
+	}
+}
+
+func TestDeliverWithoutBracketedPaste(t *testing.T) {
+	checkLeaks(t)
+	spec, logPath := fakeSpec(t, "FAKEAGENT_NO_PASTE=1")
+	p := startPane(t, spec)
+	stages := newStageLog()
+	msgs := []struct {
+		id, content string
+		pointer     bool
+		want        string
+	}{
+		{"m1", "(ARCH #1): single\tline", false, AgentPrefix + "(ARCH #1): single line [hm:m1]"},
+		{"m2", "(ARCH #2): first\nsecond", true, ""},
+		{"m3", "(ARCH #3): trailing newlines are trimmed\n\n", false, AgentPrefix + "(ARCH #3): trailing newlines are trimmed [hm:m3]"},
+	}
+	for _, m := range msgs {
+		p.Enqueue(Delivery{MessageID: m.id, Content: m.content, Report: stages.reporter(m.id)})
+	}
+	waitFor(t, 30*time.Second, "deliveries", func() bool { return stages.final("m3") })
+	prompts := readPrompts(t, logPath)
+	if len(prompts) != len(msgs) {
+		t.Fatalf("got %d prompts, want %d: %+v", len(prompts), len(msgs), prompts)
+	}
+	for i, m := range msgs {
+		got := strings.TrimRight(prompts[i].Prompt, "\n")
+		if strings.Contains(got, "\n") {
+			t.Errorf("prompt %d is not one line: %q", i, got)
+		}
+		if m.pointer {
+			path := filepath.Join(spec.PointerDir, m.id+".txt")
+			want := AgentPrefix + fmt.Sprintf("(ARCH #2): first … [full message (%d bytes) in ", len(m.content)) + path + "] [hm:m2]"
+			if got != want {
+				t.Errorf("pointer prompt:\n got %q\nwant %q", got, want)
+			}
+			if b, err := os.ReadFile(path); err != nil || string(b) != m.content {
+				t.Errorf("pointer file = %q, %v", b, err)
+			}
+			continue
+		}
+		if got != m.want {
+			t.Errorf("prompt %d:\n got %q\nwant %q", i, got, m.want)
+		}
+	}
+	if p.Status().BracketedPaste {
+		t.Error("BracketedPaste reported although the program never enabled it")
+	}
+}
+
+func TestBusyPaneWaits(t *testing.T) {
+	checkLeaks(t)
+	const busy = 1200 * time.Millisecond
+	spec, logPath := fakeSpec(t, fmt.Sprintf("FAKEAGENT_BUSY_MS=%d", busy.Milliseconds()))
+	spec.Timing.Idle = 150 * time.Millisecond
+	p := startPane(t, spec)
+	stages := newStageLog()
+	p.Enqueue(Delivery{MessageID: "b1", Content: "(ARCH #1): start working", Report: stages.reporter("b1")})
+	waitFor(t, 20*time.Second, "first message submitted", func() bool { return stages.final("b1") })
+	// The agent now prints for a while; the next message must wait.
+	p.Enqueue(Delivery{MessageID: "b2", Content: "(ARCH #2): next", Report: stages.reporter("b2")})
+	sawBusy := false
+	waitFor(t, 30*time.Second, "second message submitted", func() bool {
+		if s := p.Status(); s.State == StateBusy && s.Queued == 1 {
+			sawBusy = true
+		}
+		return stages.final("b2")
+	})
+	if !sawBusy {
+		t.Error("never saw state busy with the message queued")
+	}
+	prompts := readPrompts(t, logPath)
+	if len(prompts) != 2 {
+		t.Fatalf("got %d prompts, want 2", len(prompts))
+	}
+	if gap := time.Duration(prompts[1].At-prompts[0].At) * time.Millisecond; gap < busy {
+		t.Errorf("second prompt arrived %s after the first, inside the %s busy spell", gap, busy)
+	}
+	if got := strings.TrimRight(prompts[1].Prompt, "\n"); got != expectPrompt("b2", "(ARCH #2): next") {
+		t.Errorf("second prompt = %q", got)
+	}
+}
+
+func TestTimingUrgentSkipsIdleWait(t *testing.T) {
+	if raceEnabled {
+		t.Skip("relies on a shell ticker never pausing for 300 ms; runs in the un-raced Timing pass")
+	}
+	checkLeaks(t)
+	spec, logPath := fakeSpec(t)
+	// A ticker keeps the pane busy for a few seconds.
+	spec.Command = "(i=0; while [ $i -lt 60 ]; do echo tick $i; i=$((i+1)); sleep 0.05; done) & exec " + shellQuote(fakeAgent(t))
+	spec.Timing.Idle = 300 * time.Millisecond
+	spec.StartupWait = 200 * time.Millisecond
+	var mu sync.Mutex
+	var lastTick time.Time
+	spec.OnLine = func(line string) {
+		if strings.HasSuffix(line, "tick 59") {
+			mu.Lock()
+			lastTick = time.Now()
+			mu.Unlock()
+		}
+	}
+	p := startPane(t, spec)
+	stages := newStageLog()
+	waitFor(t, 10*time.Second, "ticker output", func() bool { return strings.Contains(string(p.Replay()), "tick 3") })
+	p.Enqueue(Delivery{MessageID: "u1", Content: "(ARCH #1): [URGENT] now", Urgent: true, Report: stages.reporter("u1")})
+	p.Enqueue(Delivery{MessageID: "n1", Content: "(ARCH #2): normal", Report: stages.reporter("n1")})
+	waitFor(t, 10*time.Second, "urgent message submitted", func() bool { return stages.final("u1") })
+	if strings.Contains(string(p.Replay()), "tick 59") {
+		t.Fatalf("urgent message was not delivered while the ticker ran")
+	}
+	waitFor(t, 30*time.Second, "normal message after the ticker", func() bool { return stages.final("n1") })
+	mu.Lock()
+	end := lastTick
+	mu.Unlock()
+	if typed := stages.get("n1")[0].At; end.IsZero() || typed.Before(end) {
+		t.Errorf("normal message typed at %v, ticker ended at %v: typed into a busy pane", typed, end)
+	}
+	prompts := readPrompts(t, logPath)
+	if len(prompts) != 2 || !strings.Contains(prompts[0].Prompt, "[URGENT] now") || !strings.Contains(prompts[1].Prompt, "normal") {
+		t.Errorf("prompts = %+v", prompts)
+	}
+}
+
+func TestRestartMidQueueDeliversRest(t *testing.T) {
+	checkLeaks(t)
+	spec, logPath := fakeSpec(t, "FAKEAGENT_EXIT_AFTER=3")
+	spec.Restart = true
+	var exits []int
+	exitCh := make(chan int, 16)
+	spec.OnExit = func(code int, err error) { exitCh <- code }
+	p := startPane(t, spec)
+	stages := newStageLog()
+	const n = 8
+	for i := range n {
+		id := fmt.Sprintf("r%d", i)
+		p.Enqueue(Delivery{MessageID: id, Content: fmt.Sprintf("(ARCH #%d): restart test %d", i+1, i), Report: stages.reporter(id)})
+	}
+	waitFor(t, 60*time.Second, "all messages", func() bool { return len(readPrompts(t, logPath)) >= n && stages.final(fmt.Sprintf("r%d", n-1)) })
+	prompts := readPrompts(t, logPath)
+	if len(prompts) != n {
+		t.Fatalf("got %d prompts, want %d", len(prompts), n)
+	}
+	pids := map[int]bool{}
+	for i, r := range prompts {
+		pids[r.PID] = true
+		if want := fmt.Sprintf("restart test %d", i); !strings.Contains(r.Prompt, want) {
+			t.Errorf("prompt %d = %q, want it to contain %q", i, r.Prompt, want)
+		}
+	}
+	if len(pids) < 3 {
+		t.Errorf("prompts came from %d processes, want at least 3 (exit after 3 prompts)", len(pids))
+	}
+	waitFor(t, 10*time.Second, "exit callbacks", func() bool {
+		for {
+			select {
+			case c := <-exitCh:
+				exits = append(exits, c)
+			default:
+				return len(exits) >= 2
+			}
+		}
+	})
+	for _, c := range exits {
+		if c != 3 {
+			t.Errorf("OnExit code = %d, want 3", c)
+		}
+	}
+	if st := p.Status(); st.Restarts < 2 || !strings.Contains(st.LastError, "exited with code 3") {
+		t.Errorf("status after restarts = %+v", st)
+	}
+}
+
+func TestKilledMidQueue(t *testing.T) {
+	checkLeaks(t)
+	spec, logPath := fakeSpec(t)
+	spec.Restart = true
+	p := startPane(t, spec)
+	stages := newStageLog()
+	const n = 12
+	for i := range n {
+		id := fmt.Sprintf("k%d", i)
+		p.Enqueue(Delivery{MessageID: id, Content: fmt.Sprintf("(ARCH #%d): kill test %02d", i+1, i), Report: stages.reporter(id)})
+	}
+	waitFor(t, 30*time.Second, "a few prompts", func() bool { return len(readPrompts(t, logPath)) >= 4 })
+	pid := p.Status().PID
+	if pid == 0 {
+		t.Fatal("no pid")
+	}
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the rest", func() bool { return stages.final(fmt.Sprintf("k%d", n-1)) })
+	prompts := readPrompts(t, logPath)
+	// The message in flight when the agent died may be lost (typed in full
+	// before the kill) but nothing repeats and order holds.
+	if len(prompts) < n-1 || len(prompts) > n {
+		t.Fatalf("got %d prompts, want %d or %d", len(prompts), n-1, n)
+	}
+	last := -1
+	for _, r := range prompts {
+		var k int
+		if _, err := fmt.Sscanf(r.Prompt[strings.Index(r.Prompt, "kill test"):], "kill test %d", &k); err != nil {
+			t.Fatalf("odd prompt %q", r.Prompt)
+		}
+		if k <= last {
+			t.Errorf("prompt %d after %d: order broken or repeated", k, last)
+		}
+		last = k
+	}
+	if p.Status().Restarts < 1 {
+		t.Error("pane did not restart")
+	}
+}
+
+func TestStartupWaitsForFirstOutput(t *testing.T) {
+	checkLeaks(t)
+	spec, logPath := fakeSpec(t, "FAKEAGENT_START_MS=700")
+	p := startPane(t, spec)
+	start := p.Status().StartedAt
+	stages := newStageLog()
+	p.Enqueue(Delivery{MessageID: "s1", Content: "(ARCH #1): early bird", Urgent: true, Report: stages.reporter("s1")})
+	waitFor(t, 20*time.Second, "delivery", func() bool { return stages.final("s1") })
+	st := stages.get("s1")
+	if st[0].Kind != StageTyped || st[0].At.Sub(start) < 700*time.Millisecond {
+		t.Errorf("typed %s after start, before the program's first output", st[0].At.Sub(start))
+	}
+	if pr := readPrompts(t, logPath); len(pr) != 1 || strings.TrimRight(pr[0].Prompt, "\n") != expectPrompt("s1", "(ARCH #1): early bird") {
+		t.Errorf("prompts = %+v", pr)
+	}
+}
+
+func TestEscapeSequencesNeutralised(t *testing.T) {
+	checkLeaks(t)
+	spec, logPath := fakeSpec(t)
+	p := startPane(t, spec)
+	stages := newStageLog()
+	evil := "(ARCH #1): red \x1b[31mRED\x1b[0m end-paste \x1b[201~ echo pwned\r submit? \x03 ctrl-c \x9b31m c1 \x1b]0;title\x07 osc \x7f del"
+	p.Enqueue(Delivery{MessageID: "e1", Content: evil, Report: stages.reporter("e1")})
+	p.Enqueue(Delivery{MessageID: "e2", Content: "(ARCH #2): after", Report: stages.reporter("e2")})
+	waitFor(t, 30*time.Second, "deliveries", func() bool { return stages.final("e2") })
+	prompts := readPrompts(t, logPath)
+	if len(prompts) != 2 {
+		t.Fatalf("got %d prompts, want 2 (an escape must not split or end the message): %+v", len(prompts), prompts)
+	}
+	got := prompts[0].Prompt
+	for _, bad := range []string{"\x1b", "\r", "\x03", "\x7f", "\u009b"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("prompt contains %q: %q", bad, got)
+		}
+	}
+	for _, want := range []string{"␛[31mRED", "␛[201~ echo pwned\n submit? ␃ ctrl-c", "[hm:e1]"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("prompt %q lacks %q", got, want)
+		}
+	}
+}
+
+func TestStopWhileQueued(t *testing.T) {
+	checkLeaks(t)
+	spec, _ := fakeSpec(t, "FAKEAGENT_BUSY_MS=60000")
+	p := startPane(t, spec)
+	stages := newStageLog()
+	p.Enqueue(Delivery{MessageID: "q1", Content: "(ARCH #1): go busy", Report: stages.reporter("q1")})
+	waitFor(t, 20*time.Second, "first delivery", func() bool { return stages.final("q1") })
+	p.Enqueue(Delivery{MessageID: "q2", Content: "(ARCH #2): waits", Report: stages.reporter("q2")})
+	p.Enqueue(Delivery{MessageID: "q3", Content: "(ARCH #3): waits too", Report: stages.reporter("q3")})
+	ctx, cancel := contextWithTimeout(20 * time.Second)
+	defer cancel()
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+	left := p.Undelivered()
+	if len(left) != 2 || left[0].MessageID != "q2" || left[1].MessageID != "q3" {
+		t.Errorf("Undelivered = %+v", left)
+	}
+	if len(stages.get("q2")) != 0 {
+		t.Errorf("queued message got stages %+v", stages.get("q2"))
+	}
+	if s := p.Status(); s.State != StateExited || s.PID != 0 {
+		t.Errorf("status after stop = %+v", s)
+	}
+	p.Enqueue(Delivery{MessageID: "late", Content: "x"}) // must not block or panic
+}
+
+func TestPartlyTypedMessageRetypedAfterRestart(t *testing.T) {
+	checkLeaks(t)
+	spec, logPath := fakeSpec(t)
+	// First run: raw mode, bracketed paste on, never reads its input.
+	// Later runs: the fake agent.
+	spec.Command = "if [ -e first-run ]; then exec " + shellQuote(fakeAgent(t)) + "; fi; touch first-run; stty raw -echo; printf '\\033[?2004hstuck\\r\\n'; exec sleep 300"
+	spec.Restart = true
+	p := startPane(t, spec)
+	waitFor(t, 10*time.Second, "first run", func() bool { return strings.Contains(string(p.Replay()), "stuck") })
+	// Fill the terminal's input buffer so that typing blocks.
+	ctx, cancel := contextWithTimeout(time.Second)
+	n, err := p.WriteContext(ctx, make([]byte, 1<<20))
+	cancel()
+	if err == nil || n == 0 || n >= 1<<20 {
+		t.Fatalf("filling the input buffer: wrote %d, err %v", n, err)
+	}
+	stages := newStageLog()
+	content := "(ARCH #1):" + strings.Repeat(" retyped in full", 200)
+	p.Enqueue(Delivery{MessageID: "p1", Content: content, Report: stages.reporter("p1")})
+	time.Sleep(500 * time.Millisecond) // give the engine time to block in its write
+	if len(stages.get("p1")) != 0 {
+		t.Fatalf("message typed into a full terminal: %+v", stages.get("p1"))
+	}
+	if err := syscall.Kill(-p.Status().PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "delivery after restart", func() bool { return stages.final("p1") })
+	prompts := readPrompts(t, logPath)
+	if len(prompts) != 1 || strings.TrimRight(prompts[0].Prompt, "\n") != expectPrompt("p1", content) {
+		t.Errorf("prompts = %+v", prompts)
+	}
+	if st := stages.get("p1"); len(st) != 2 || st[0].Kind != StageTyped || st[1].Kind != StageSubmitted {
+		t.Errorf("stages = %+v", st)
+	}
+}

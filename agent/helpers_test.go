@@ -1,0 +1,247 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	fakeOnce sync.Once
+	fakePath string
+	fakeErr  error
+	fakeDir  string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fakeDir != "" {
+		os.RemoveAll(fakeDir)
+	}
+	os.Exit(code)
+}
+
+// fakeAgent builds agent/internal/fakeagent once per test binary.
+func fakeAgent(t testing.TB) string {
+	t.Helper()
+	fakeOnce.Do(func() {
+		fakeDir, fakeErr = os.MkdirTemp("", "hm-agent-fake-")
+		if fakeErr != nil {
+			return
+		}
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		fakePath = filepath.Join(fakeDir, "fakeagent")
+		out, err := exec.Command(goTool, "build", "-o", fakePath, "hm/agent/internal/fakeagent").CombinedOutput()
+		if err != nil {
+			fakeErr = fmt.Errorf("build fakeagent: %v\n%s", err, out)
+		}
+	})
+	if fakeErr != nil {
+		t.Fatal(fakeErr)
+	}
+	return fakePath
+}
+
+// testLogger sends logs to the test output.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// checkLeaks fails the test when goroutines started during it outlive it.
+// Call it first so that its cleanup runs last.
+func checkLeaks(t testing.TB) {
+	t.Helper()
+	base := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			n := runtime.NumGoroutine()
+			if n <= base {
+				return
+			}
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<20)
+				buf = buf[:runtime.Stack(buf, true)]
+				t.Errorf("leaked goroutines: %d running, %d before the test\n%s", n, base, buf)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// startPane starts a pane and stops it at cleanup.
+func startPane(t testing.TB, spec Spec) *Pane {
+	t.Helper()
+	if spec.Role == "" {
+		spec.Role, spec.PaneID, spec.Header = "builder", "2", "BUILDER"
+	}
+	p, err := Start(context.Background(), spec, testLogger(t))
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := p.Stop(ctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+		select {
+		case <-p.Done():
+		case <-ctx.Done():
+			t.Errorf("Done not closed after Stop")
+		}
+	})
+	return p
+}
+
+// fakeSpec is a pane running the fake agent with fast test timings.
+func fakeSpec(t testing.TB, env ...string) (Spec, string) {
+	t.Helper()
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "prompts.jsonl")
+	base := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + dir,
+		"TERM=xterm-256color",
+		"FAKEAGENT_LOG=" + logPath,
+		"FAKEAGENT_ENTER_MS=20",
+		"FAKEAGENT_ECHO=0",
+	}
+	return Spec{
+		Command:    shellQuote(fakeAgent(t)),
+		Profile:    ProfileDefault,
+		Timing:     Profile{Idle: 30 * time.Millisecond, EnterDelay: 70 * time.Millisecond, Verify: 700 * time.Millisecond},
+		Dir:        dir,
+		Env:        append(base, env...),
+		PointerDir: filepath.Join(dir, "coord", "full-agent-messages"),
+		LogPath:    filepath.Join(dir, "logs", "pane.log"),
+		MinBackoff: 50 * time.Millisecond,
+		MaxBackoff: 200 * time.Millisecond,
+		KillGrace:  time.Second,
+	}, logPath
+}
+
+// shellQuote quotes s for /bin/sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// promptRec is one line of the fake agent's prompt log.
+type promptRec struct {
+	Prompt string `json:"prompt"`
+	At     int64  `json:"at"`
+	PID    int    `json:"pid"`
+}
+
+// readPrompts reads the fake agent's prompt log (missing file: none).
+func readPrompts(t testing.TB, path string) []promptRec {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("read prompt log: %v", err)
+	}
+	var out []promptRec
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var r promptRec
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("bad prompt log line %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// stageLog records delivery stages per message id.
+type stageLog struct {
+	mu     sync.Mutex
+	stages map[string][]Stage
+}
+
+func newStageLog() *stageLog { return &stageLog{stages: map[string][]Stage{}} }
+
+// reporter returns a Report callback for id.
+func (l *stageLog) reporter(id string) func(Stage) {
+	return func(s Stage) {
+		l.mu.Lock()
+		l.stages[id] = append(l.stages[id], s)
+		l.mu.Unlock()
+	}
+}
+
+// get returns the stages seen for id.
+func (l *stageLog) get(id string) []Stage {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Stage(nil), l.stages[id]...)
+}
+
+// final reports whether id reached a final stage.
+func (l *stageLog) final(id string) bool {
+	for _, s := range l.get(id) {
+		if s.Kind != StageTyped {
+			return true
+		}
+	}
+	return false
+}
+
+// syncBuffer is a goroutine-safe bytes.Buffer.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// processGone reports whether pid no longer runs (gone or a zombie).
+func processGone(pid int) bool {
+	state, _, ok := procStat(pid)
+	return !ok || state == 'Z' || state == 'X'
+}
+
+// contextWithTimeout is context.WithTimeout on the background context.
+func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}

@@ -1,0 +1,245 @@
+// Command fakeagent imitates an interactive agent CLI for the agent package's
+// tests, including the behaviour that makes typing into real CLIs hard:
+//
+//   - it switches its terminal to raw mode and turns bracketed paste on
+//     (prints ESC[?2004h) unless FAKEAGENT_NO_PASTE=1;
+//   - an Enter (CR) that arrives within FAKEAGENT_ENTER_MS (default 120) of
+//     other input is taken as a newline, not a submit; Enter inside a paste
+//     is a newline too;
+//   - after each submitted prompt it logs {"prompt":...,"at":unixms,"pid":N}
+//     as a JSON line to $FAKEAGENT_LOG, prints a receipt and a new prompt
+//     marker, and, with FAKEAGENT_BUSY_MS, prints continuously for that long
+//     (a busy spell) without reading input;
+//   - FAKEAGENT_EXIT_AFTER=N exits with code 3 after the Nth prompt;
+//   - FAKEAGENT_DONE_WORD=w prints FAKEAGENT_DONE_LINE (default
+//     __HM_BG_DONE__) on a line of its own after a prompt containing w;
+//   - FAKEAGENT_IGNORE_HUP=1 ignores SIGHUP;
+//   - FAKEAGENT_START_MS delays the banner and the paste switch;
+//   - FAKEAGENT_ECHO=0 turns off the echo of typed input, so that output
+//     appears only when a prompt is submitted.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	pasteStart = "\x1b[200~"
+	pasteEnd   = "\x1b[201~"
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func main() {
+	if os.Getenv("FAKEAGENT_IGNORE_HUP") == "1" {
+		signal.Ignore(syscall.SIGHUP)
+	}
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "fakeagent: %v\r\n", err)
+		os.Exit(1)
+	}
+}
+
+type agent struct {
+	out       *os.File
+	logPath   string
+	threshold time.Duration
+	busy      time.Duration
+	exitAfter int
+	doneWord  string
+	doneLine  string
+	echo      bool
+
+	prompts   int
+	buf       []byte
+	inPaste   bool
+	pending   []byte // possible start of a paste marker
+	lastInput time.Time
+}
+
+func run() error {
+	a := &agent{
+		out:       os.Stdout,
+		logPath:   os.Getenv("FAKEAGENT_LOG"),
+		threshold: time.Duration(envInt("FAKEAGENT_ENTER_MS", 120)) * time.Millisecond,
+		busy:      time.Duration(envInt("FAKEAGENT_BUSY_MS", 0)) * time.Millisecond,
+		exitAfter: envInt("FAKEAGENT_EXIT_AFTER", 0),
+		doneWord:  os.Getenv("FAKEAGENT_DONE_WORD"),
+		doneLine:  os.Getenv("FAKEAGENT_DONE_LINE"),
+		echo:      os.Getenv("FAKEAGENT_ECHO") != "0",
+	}
+	if a.doneLine == "" {
+		a.doneLine = "__HM_BG_DONE__"
+	}
+	if t, err := unix.IoctlGetTermios(0, unix.TCGETS); err == nil {
+		raw := *t
+		raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+		raw.Oflag &^= unix.OPOST
+		raw.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
+		raw.Cflag &^= unix.CSIZE | unix.PARENB
+		raw.Cflag |= unix.CS8
+		raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
+		if err := unix.IoctlSetTermios(0, unix.TCSETS, &raw); err != nil {
+			return fmt.Errorf("raw mode: %w", err)
+		}
+	}
+	if ms := envInt("FAKEAGENT_START_MS", 0); ms > 0 {
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+	}
+	a.printf("fakeagent ready (pid %d)\r\n", os.Getpid())
+	if os.Getenv("FAKEAGENT_NO_PASTE") != "1" {
+		a.printf("\x1b[?2004h")
+	}
+	a.printf("> ")
+	rb := make([]byte, 64*1024)
+	for {
+		n, err := os.Stdin.Read(rb)
+		if n > 0 {
+			if done := a.feed(rb[:n], time.Now()); done {
+				return nil
+			}
+		}
+		if err != nil {
+			return nil // terminal gone
+		}
+	}
+}
+
+func (a *agent) printf(format string, args ...any) {
+	fmt.Fprintf(a.out, format, args...)
+}
+
+// feed processes one read's worth of input; true means exit.
+func (a *agent) feed(chunk []byte, now time.Time) bool {
+	var echo []byte
+	for _, c := range chunk {
+		if len(a.pending) > 0 || c == 0x1b {
+			a.pending = append(a.pending, c)
+			p := string(a.pending)
+			switch {
+			case p == pasteStart:
+				a.inPaste, a.pending = true, a.pending[:0]
+				continue
+			case p == pasteEnd:
+				a.inPaste, a.pending = false, a.pending[:0]
+				a.lastInput = now
+				if a.echo {
+					a.printf("[pasted %d bytes]", len(a.buf))
+				}
+				continue
+			case strings.HasPrefix(pasteStart, p) || strings.HasPrefix(pasteEnd, p):
+				continue
+			}
+			// Not a paste marker: keep the bytes literally so that tests
+			// can see any escape that got through.
+			a.buf = append(a.buf, a.pending...)
+			a.pending = a.pending[:0]
+			a.lastInput = now
+			continue
+		}
+		switch {
+		case a.inPaste && (c == '\r' || c == '\n'):
+			a.buf = append(a.buf, '\n')
+		case a.inPaste:
+			a.buf = append(a.buf, c)
+		case c == '\r':
+			if now.Sub(a.lastInput) < a.threshold {
+				a.buf = append(a.buf, '\n') // too soon after typing: newline
+				echo = append(echo, '\r', '\n')
+				a.lastInput = now
+				continue
+			}
+			a.flushEcho(echo)
+			echo = echo[:0]
+			if a.submit() {
+				return true
+			}
+			continue
+		case c == '\n':
+			a.buf = append(a.buf, '\n')
+		case c == 0x7f || c == 0x08:
+			if len(a.buf) > 0 {
+				_, size := utf8.DecodeLastRune(a.buf)
+				a.buf = a.buf[:len(a.buf)-size]
+				echo = append(echo, '\b', ' ', '\b')
+			}
+		case c == 0x03: // Ctrl-C
+			if len(a.buf) == 0 {
+				os.Exit(130)
+			}
+			a.buf = a.buf[:0]
+			echo = append(echo, "^C\r\n> "...)
+		case c == 0x04 && len(a.buf) == 0: // Ctrl-D
+			a.printf("\r\nbye\r\n")
+			return true
+		default:
+			a.buf = append(a.buf, c)
+			echo = append(echo, c)
+		}
+		a.lastInput = now
+	}
+	a.flushEcho(echo)
+	return false
+}
+
+// flushEcho shows typed input, unless echo is off.
+func (a *agent) flushEcho(echo []byte) {
+	if a.echo && len(echo) > 0 {
+		a.out.Write(echo)
+	}
+}
+
+// submit handles a submitted prompt; true means exit.
+func (a *agent) submit() bool {
+	prompt := string(a.buf)
+	a.buf = a.buf[:0]
+	a.prompts++
+	if a.logPath != "" {
+		line, _ := json.Marshal(struct {
+			Prompt string `json:"prompt"`
+			At     int64  `json:"at"`
+			PID    int    `json:"pid"`
+		}{prompt, time.Now().UnixMilli(), os.Getpid()})
+		f, err := os.OpenFile(a.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err == nil {
+			f.Write(append(line, '\n'))
+			f.Close()
+		}
+	}
+	first, _, _ := strings.Cut(prompt, "\n")
+	if len(first) > 60 {
+		first = first[:60]
+	}
+	a.printf("\r\n● received %d bytes: %s\r\n", len(prompt), strings.ToValidUTF8(first, "?"))
+	if a.doneWord != "" && strings.Contains(prompt, a.doneWord) {
+		a.printf("%s\r\n", a.doneLine)
+	}
+	if a.busy > 0 {
+		end := time.Now().Add(a.busy)
+		for i := 0; time.Now().Before(end); i++ {
+			a.printf("working %d\r\n", i)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if a.exitAfter > 0 && a.prompts >= a.exitAfter {
+		a.printf("exiting after %d prompts\r\n", a.prompts)
+		os.Exit(3)
+	}
+	a.printf("> ")
+	return false
+}

@@ -1,0 +1,418 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestStartInvalidSpec(t *testing.T) {
+	for _, cmd := range []string{"", "   "} {
+		p, err := Start(context.Background(), Spec{Role: "x", Command: cmd}, testLogger(t))
+		if !errors.Is(err, ErrInvalidSpec) || p != nil {
+			t.Errorf("Start(command %q) = %v, %v; want ErrInvalidSpec", cmd, p, err)
+		}
+	}
+}
+
+func TestCannotStart(t *testing.T) {
+	tests := []struct {
+		name    string
+		spec    Spec
+		wantErr []string // LastError parts
+		wantOut string   // replay part
+	}{
+		{
+			name:    "command not found",
+			spec:    Spec{Command: "hm-no-such-agent-cli --flag"},
+			wantErr: []string{"code 127", "command not found", "not found"},
+			wantOut: "not found",
+		},
+		{
+			name:    "missing working directory",
+			spec:    Spec{Command: "true", Dir: "/nonexistent/hm-test-dir"},
+			wantErr: []string{"cannot start", "no such file or directory"},
+			wantOut: "cannot start",
+		},
+		{
+			name:    "not executable",
+			spec:    Spec{Command: "./not-executable.sh"},
+			wantErr: []string{"code 126", "not executable"},
+			wantOut: "Permission denied",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			spec := tc.spec
+			if spec.Dir == "" {
+				spec.Dir = t.TempDir()
+				if err := os.WriteFile(filepath.Join(spec.Dir, "not-executable.sh"), []byte("echo hi\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			spec.Restart = true
+			spec.MinBackoff = 100 * time.Millisecond
+			spec.MaxBackoff = 400 * time.Millisecond
+			var mu sync.Mutex
+			var exits int
+			spec.OnExit = func(int, error) { mu.Lock(); exits++; mu.Unlock() }
+			start := time.Now()
+			p := startPane(t, spec)
+			waitFor(t, 10*time.Second, "state exited with an explanation", func() bool {
+				s := p.Status()
+				return s.State == StateExited && s.LastError != ""
+			})
+			st := p.Status()
+			for _, w := range tc.wantErr {
+				if !strings.Contains(st.LastError, w) {
+					t.Errorf("LastError %q lacks %q", st.LastError, w)
+				}
+			}
+			waitFor(t, 10*time.Second, "reason in the replay", func() bool { return strings.Contains(string(p.Replay()), tc.wantOut) })
+			// A program failing in a loop restarts with backoff, no spin:
+			// 100+200+400+400... ms between attempts.
+			time.Sleep(1500 * time.Millisecond) // observation window, not a sync wait
+			elapsed := time.Since(start)
+			restarts := p.Status().Restarts
+			maxRestarts := int(elapsed/(100*time.Millisecond)) + 1
+			if restarts < 2 || restarts > 7 || restarts > maxRestarts {
+				t.Errorf("%d restarts in %s; want backoff-limited (2..7)", restarts, elapsed)
+			}
+			mu.Lock()
+			if exits < restarts {
+				t.Errorf("OnExit called %d times for %d restarts", exits, restarts)
+			}
+			mu.Unlock()
+			if !strings.Contains(string(p.Replay()), "[hm] restarting in") {
+				t.Errorf("replay shows no restart notice: %q", p.Replay())
+			}
+		})
+	}
+}
+
+func TestNoRestartStaysExited(t *testing.T) {
+	checkLeaks(t)
+	p := startPane(t, Spec{Command: "echo bye; exit 4"})
+	waitFor(t, 10*time.Second, "exit", func() bool { return p.Status().State == StateExited && p.Status().LastError != "" })
+	if s := p.Status(); !strings.Contains(s.LastError, "exited with code 4: bye") || s.Restarts != 0 || s.PID != 0 {
+		t.Errorf("status = %+v", s)
+	}
+	if _, err := p.Write([]byte("x")); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Write to exited pane = %v, want ErrNotRunning", err)
+	}
+	// Queued messages wait (nothing to type into) and are kept.
+	p.Enqueue(Delivery{MessageID: "w1", Content: "hello"})
+	if s := p.Status(); s.Queued != 1 {
+		t.Errorf("Queued = %d, want 1", s.Queued)
+	}
+}
+
+func TestOutputFloodBounded(t *testing.T) {
+	checkLeaks(t)
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "logs", "sub", "pane.log")
+	const total = 3_000_000
+	p := startPane(t, Spec{
+		Command:   fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x; echo; echo flood-done", total),
+		RingBytes: 8192,
+		LogPath:   logPath,
+	})
+	maxSeen := 0
+	waitFor(t, 60*time.Second, "the end of the flood in the replay", func() bool {
+		r := p.Replay()
+		maxSeen = max(maxSeen, len(r))
+		return strings.Contains(string(r), "flood-done")
+	})
+	if n := len(p.Replay()); n > 8192 || n == 0 || maxSeen > 8192 {
+		t.Errorf("replay holds %d bytes (at most %d seen), want 1..8192", n, maxSeen)
+	}
+	ctx, cancel := contextWithTimeout(10 * time.Second)
+	defer cancel()
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() < total || st.Mode().Perm() != 0o600 {
+		t.Errorf("log file: %d bytes, mode %v; want >= %d bytes, 0600", st.Size(), st.Mode().Perm(), total)
+	}
+	if dst, err := os.Stat(filepath.Dir(logPath)); err != nil || dst.Mode().Perm() != 0o700 {
+		t.Errorf("log dir mode = %v, %v; want 0700", dst.Mode().Perm(), err)
+	}
+}
+
+func TestLogRotation(t *testing.T) {
+	checkLeaks(t)
+	logPath := filepath.Join(t.TempDir(), "pane.log")
+	p := startPane(t, Spec{Command: "head -c 50000 /dev/zero | tr '\\0' y", LogPath: logPath, LogMaxBytes: 20000})
+	waitFor(t, 20*time.Second, "exit", func() bool { return p.Status().State == StateExited })
+	ctx, cancel := contextWithTimeout(10 * time.Second)
+	defer cancel()
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a, errA := os.Stat(logPath)
+	b, errB := os.Stat(logPath + ".1")
+	if errA != nil || errB != nil || a.Size() > 20000 || b.Size() > 20000 || b.Size() == 0 {
+		t.Errorf("rotated logs: %v %v / %v %v", a, errA, b, errB)
+	}
+}
+
+func TestStopKillsProcessGroup(t *testing.T) {
+	tests := []struct {
+		name    string
+		command string
+		grace   time.Duration
+		maxStop time.Duration
+	}{
+		{"grandchild dies with the group", "sleep 300 & echo $! > pid; exec sleep 301", time.Second, 15 * time.Second},
+		{"SIGHUP ignored escalates to SIGKILL", "trap '' HUP; sleep 300 & echo $! > pid; exec sleep 301", 300 * time.Millisecond, 15 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			dir := t.TempDir()
+			p := startPane(t, Spec{Command: tc.command, Dir: dir, KillGrace: tc.grace})
+			var grandchild int
+			waitFor(t, 10*time.Second, "grandchild pid", func() bool {
+				b, err := os.ReadFile(filepath.Join(dir, "pid"))
+				if err != nil {
+					return false
+				}
+				grandchild, err = strconv.Atoi(strings.TrimSpace(string(b)))
+				return err == nil
+			})
+			leader := p.Status().PID
+			if processGone(grandchild) || processGone(leader) {
+				t.Fatal("processes not running before Stop")
+			}
+			ctx, cancel := contextWithTimeout(tc.maxStop)
+			defer cancel()
+			start := time.Now()
+			if err := p.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			waitFor(t, 5*time.Second, "grandchild gone", func() bool { return processGone(grandchild) })
+			if !processGone(leader) {
+				t.Errorf("leader %d still running", leader)
+			}
+			if took < tc.grace/2 && strings.Contains(tc.name, "ignored") {
+				t.Errorf("Stop took %s: SIGKILL came before the grace period", took)
+			}
+			if s := p.Status(); s.State != StateExited {
+				t.Errorf("state after Stop = %q", s.State)
+			}
+		})
+	}
+}
+
+func TestContextCancelStopsPane(t *testing.T) {
+	checkLeaks(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := Start(ctx, Spec{Role: "oracle", PaneID: "3", Command: "exec sleep 300"}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := p.Status().PID
+	cancel()
+	select {
+	case <-p.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("Done not closed after the context was cancelled")
+	}
+	if !processGone(pid) {
+		t.Errorf("program %d still running", pid)
+	}
+	if err := p.Stop(context.Background()); err != nil {
+		t.Errorf("Stop after cancel: %v", err)
+	}
+}
+
+func TestStopFromCallbacks(t *testing.T) {
+	checkLeaks(t)
+	spec, _ := fakeSpec(t, "FAKEAGENT_DONE_WORD=finish")
+	var once sync.Once
+	var p *Pane
+	ready := make(chan struct{})
+	stopErr := make(chan error, 1)
+	var mu sync.Mutex
+	var lines []string
+	spec.OnLine = func(line string) {
+		mu.Lock()
+		lines = append(lines, line)
+		mu.Unlock()
+		if line == "__HM_BG_DONE__" {
+			once.Do(func() {
+				<-ready
+				// Stopping from inside a callback must not deadlock.
+				stopErr <- p.Stop(context.Background())
+			})
+		}
+	}
+	exitCodes := make(chan int, 4)
+	spec.OnExit = func(code int, err error) { exitCodes <- code }
+	var err error
+	p, err = Start(context.Background(), spec, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(ready)
+	p.Enqueue(Delivery{MessageID: "d1", Content: "(BUILDER #1): please finish"})
+	select {
+	case err := <-stopErr:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("done line not seen or Stop deadlocked")
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed")
+	}
+	select {
+	case <-exitCodes:
+	default:
+		t.Error("OnExit not called before Done")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var sawReady bool
+	for _, l := range lines {
+		if strings.Contains(l, "\x1b") {
+			t.Errorf("OnLine line not ANSI-stripped: %q", l)
+		}
+		sawReady = sawReady || strings.HasPrefix(l, "fakeagent ready")
+	}
+	if !sawReady {
+		t.Errorf("OnLine lines %q lack the banner", lines)
+	}
+}
+
+func TestResizeReachesProgram(t *testing.T) {
+	checkLeaks(t)
+	p := startPane(t, Spec{Command: "exec /bin/sh", Env: []string{"PATH=" + os.Getenv("PATH"), "PS1=$ ", "HOME=" + t.TempDir()}, Cols: 90, Rows: 20})
+	waitFor(t, 10*time.Second, "prompt", func() bool { return strings.Contains(string(p.Replay()), "$ ") })
+	if _, err := p.Write([]byte("stty size\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "initial size", func() bool { return strings.Contains(string(p.Replay()), "20 90") })
+	if err := p.Resize(100, 30); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Resize(0, 10); err == nil {
+		t.Error("Resize(0, 10) accepted")
+	}
+	if _, err := p.Write([]byte("stty size\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "new size", func() bool { return strings.Contains(string(p.Replay()), "30 100") })
+	if s := p.Status(); s.Profile != ProfileShell {
+		t.Errorf("profile for /bin/sh = %q, want shell", s.Profile)
+	}
+}
+
+func TestShellProfileNeverExecutes(t *testing.T) {
+	shells := []struct {
+		name, command string
+	}{
+		{"dash", "exec /bin/sh"},
+	}
+	if bash, err := exec.LookPath("bash"); err == nil {
+		shells = append(shells, struct{ name, command string }{"bash with bracketed paste", "exec " + bash + " --norc --noprofile -i"})
+	}
+	for _, sh := range shells {
+		t.Run(sh.name, func(t *testing.T) {
+			checkLeaks(t)
+			dir := t.TempDir()
+			marker := func(i int) string { return filepath.Join(dir, fmt.Sprintf("pwned-%d", i)) }
+			contents := []string{
+				"(ARCH #1): $(touch " + marker(1) + ")",
+				"(ARCH #2): `touch " + marker(2) + "`",
+				"(ARCH #3): ; touch " + marker(3) + " && touch " + marker(3),
+				"(ARCH #4): line one\ntouch " + marker(4) + "\n",
+				"(ARCH #5): \r touch " + marker(5) + " \x1b[201~\ntouch " + marker(5),
+				"(ARCH #6): " + strings.Repeat("x", 3990) + " $(touch " + marker(6) + ")",
+				"(ARCH #7): \\\ntouch " + marker(7),
+				"(ARCH #8): ' \" $(touch " + marker(8) + ")",
+			}
+			stages := newStageLog()
+			p := startPane(t, Spec{
+				Command:    sh.command,
+				Profile:    ProfileShell,
+				Timing:     Profile{Idle: 100 * time.Millisecond},
+				Dir:        dir,
+				Env:        []string{"PATH=" + os.Getenv("PATH"), "PS1=$ ", "HOME=" + dir, "TERM=xterm"},
+				PointerDir: filepath.Join(dir, "ptr"),
+			})
+			for i, c := range contents {
+				id := fmt.Sprintf("sh-%d", i+1)
+				p.Enqueue(Delivery{MessageID: id, Content: c, Report: stages.reporter(id)})
+			}
+			waitFor(t, 60*time.Second, "deliveries", func() bool { return stages.final(fmt.Sprintf("sh-%d", len(contents))) })
+			// The shell still executes what the user types.
+			okFile := filepath.Join(dir, "alive")
+			if _, err := p.Write([]byte("touch " + okFile + "\r")); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 10*time.Second, "the shell to run a typed command", func() bool {
+				_, err := os.Stat(okFile)
+				return err == nil
+			})
+			for i := range contents {
+				if _, err := os.Stat(marker(i + 1)); err == nil {
+					t.Errorf("message %d was executed by the shell", i+1)
+				}
+				st := stages.get(fmt.Sprintf("sh-%d", i+1))
+				if len(st) == 0 || st[0].Kind != StageTyped {
+					t.Errorf("message %d stages = %+v", i+1, st)
+				}
+			}
+			for _, i := range []int{4, 5, 6, 7} {
+				if st := stages.get(fmt.Sprintf("sh-%d", i)); len(st) == 0 || st[0].Pointer == "" {
+					t.Errorf("message %d (multi-line or too long for a shell line) did not go to a pointer file", i)
+				}
+			}
+			if !strings.Contains(string(p.Replay()), "# "+AgentPrefix) {
+				t.Errorf("replay shows no comment line")
+			}
+		})
+	}
+}
+
+func TestProfileSelection(t *testing.T) {
+	tests := []struct {
+		command, profile, want string
+	}{
+		{"exec /bin/sh", "", ProfileShell},
+		{"exec /bin/sh", "default", ProfileShell}, // never type commands into a shell
+		{"exec sleep 30", "", ProfileDefault},
+		{"exec sleep 30", "Codex", ProfileCodex},
+		{"exec sleep 30", "nonsense", ProfileDefault},
+	}
+	for _, tc := range tests {
+		t.Run(tc.command+"/"+tc.profile, func(t *testing.T) {
+			checkLeaks(t)
+			p := startPane(t, Spec{Command: tc.command, Profile: tc.profile, Timing: Profile{Verify: 42 * time.Millisecond}})
+			if got := p.Status().Profile; got != tc.want {
+				t.Errorf("profile = %q, want %q", got, tc.want)
+			}
+			if pr := p.Profile(); pr.Verify != 42*time.Millisecond || pr.EnterDelay != ProfileFor(tc.want).EnterDelay {
+				t.Errorf("timing = %+v", pr)
+			}
+		})
+	}
+}

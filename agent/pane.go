@@ -1,0 +1,809 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Errors reported by panes.
+var (
+	// ErrInvalidSpec is returned by Start for a Spec that cannot describe a pane.
+	ErrInvalidSpec = errors.New("invalid pane spec")
+	// ErrNotRunning is returned by Write and WriteContext while no program runs.
+	ErrNotRunning = errors.New("pane program not running")
+	// ErrPaneExited is carried by a Stage when the program exited after the
+	// message text was typed but before its submission was seen.
+	ErrPaneExited = errors.New("pane program exited")
+	// ErrStopped is carried by a Stage when the pane was stopped after the
+	// message text was typed.
+	ErrStopped = errors.New("pane stopped")
+	// ErrNoPointerDir is carried by a StageFailed when a message must go to a
+	// pointer file but the pane has no PointerDir.
+	ErrNoPointerDir = errors.New("message needs a pointer file but the pane has no pointer directory")
+)
+
+// Pane states reported in Status.State.
+const (
+	// StateStarting: the program was just started and has not written yet.
+	StateStarting = "starting"
+	// StateIdle: the program runs and wrote nothing within the Idle window.
+	StateIdle = "idle"
+	// StateBusy: the program wrote output within the Idle window.
+	StateBusy = "busy"
+	// StateExited: no program runs (ended, failed to start, or waiting to
+	// restart).
+	StateExited = "exited"
+)
+
+// Defaults applied by Start to zero Spec fields.
+const (
+	// DefaultMinBackoff is the first restart delay.
+	DefaultMinBackoff = time.Second
+	// DefaultMaxBackoff caps the doubling restart delay.
+	DefaultMaxBackoff = 30 * time.Second
+	// DefaultKillGrace is the time between SIGHUP and SIGKILL on Stop.
+	DefaultKillGrace = 3 * time.Second
+	// DefaultStartupWait bounds the wait for a fresh program's first output.
+	DefaultStartupWait = 3 * time.Second
+	// DefaultRingBytes is the replay buffer size.
+	DefaultRingBytes = 64 * 1024
+	// DefaultCols and DefaultRows are the initial terminal size.
+	DefaultCols = 120
+	DefaultRows = 40
+	// DefaultLogMaxBytes is the pane log size that triggers rotation.
+	DefaultLogMaxBytes = 32 << 20
+	// MaxReplay is the most output an attach replays.
+	MaxReplay = 64 * 1024
+)
+
+const (
+	drainTimeout   = 500 * time.Millisecond // output drain after the program exited
+	writeSlice     = 100 * time.Millisecond // write deadline between exit/stop checks
+	subscriberBuf  = 256                    // output chunks buffered per subscriber
+	readBufferSize = 32 * 1024
+)
+
+// Spec describes a pane and the program it hosts.
+type Spec struct {
+	// Role, PaneID and Header identify the pane (e.g. "architect", "1", "ARCH").
+	Role, PaneID, Header string
+	// Command runs as "/bin/sh -c Command" in Dir, in its own session and
+	// process group, with the pane's PTY as controlling terminal.
+	Command string
+	// Profile names the timing profile (see ProfileFor). Empty: inferred from
+	// Command by InferProfile, so a shell gets the "shell" profile.
+	Profile string
+	// Timing overrides the profile's durations field by field (zero fields
+	// keep the profile's value).
+	Timing Profile
+	// Dir is the working directory ("" = the hub's).
+	Dir string
+	// Env is the complete environment of the program (nil = the hub's).
+	// TERM=xterm-256color is added when missing.
+	Env []string
+	// LogPath, when set, receives all pane output (appended; directory
+	// created 0700, file 0600). LogMaxBytes rotates it to LogPath+".1"
+	// (default 32 MiB; negative = never).
+	LogPath     string
+	LogMaxBytes int64
+	// PointerDir receives bodies that are not typed inline, as
+	// <PointerDir>/<messageId>.txt (0600).
+	PointerDir string
+	// Restart restarts the program whenever it exits, after a backoff that
+	// starts at MinBackoff and doubles up to MaxBackoff (defaults 1 s, 30 s);
+	// a run that lasted at least MaxBackoff resets the backoff.
+	Restart                bool
+	MinBackoff, MaxBackoff time.Duration
+	// KillGrace is the time between SIGHUP and SIGKILL on Stop (default 3 s).
+	KillGrace time.Duration
+	// StartupWait bounds how long a fresh program may stay silent before
+	// messages are typed anyway (default 3 s). Within it, urgent messages too
+	// wait for the program to go idle once, so that it can finish starting
+	// (e.g. switch bracketed paste on).
+	StartupWait time.Duration
+	// RingBytes is the size of the replay buffer (default 64 KiB).
+	RingBytes int
+	// Cols and Rows are the initial terminal size (default 120x40).
+	Cols, Rows uint16
+	// OnLine is called with each output line, ANSI-stripped and without
+	// trailing blanks. Calls are made in order on a goroutine of the pane
+	// (not the PTY reader); they must not block for long.
+	OnLine func(line string)
+	// OnExit is called each time the program ends (or fails to start, with
+	// code -1), on the same goroutine as OnLine. code is -1 for a signal.
+	OnExit func(code int, err error)
+}
+
+// Status is a snapshot of a pane.
+type Status struct {
+	Role, PaneID, Header string
+	Command              string
+	Profile              string
+	// PID of the program's process group leader; 0 while not running.
+	PID int
+	// State is "starting", "idle", "busy" (output within the profile's Idle
+	// window) or "exited" (not running, e.g. waiting to restart).
+	State string
+	// Queued counts messages not yet finished, the one being typed included.
+	Queued int
+	// LastActivity is the time of the last output or input.
+	LastActivity time.Time
+	// StartedAt is when the current (or last) run started.
+	StartedAt time.Time
+	// Restarts counts restarts since Start.
+	Restarts int
+	// LastError explains the last exit or start failure ("" if none yet).
+	LastError string
+	// BracketedPaste reports whether the program has bracketed paste on.
+	BracketedPaste bool
+}
+
+// Pane hosts one program in a PTY and delivers messages into it.
+type Pane struct {
+	spec    Spec
+	profile Profile
+	log     *slog.Logger
+	disp    *dispatcher
+
+	stopCh     chan struct{} // closed by requestStop
+	stopOnce   sync.Once
+	stopped    chan struct{} // closed once the program is gone and the pane's goroutines ended
+	done       chan struct{} // closed after stopped, once callbacks have drained
+	releaseCtx func() bool
+
+	inputMu sync.Mutex // serialises writes into the PTY
+
+	mu          sync.Mutex
+	proc        *proc
+	procChanged chan struct{} // closed and replaced whenever proc changes
+	stopping    bool
+	lastOutput  time.Time
+	lastInput   time.Time
+	startedAt   time.Time
+	outChanged  chan struct{} // closed and replaced on every output chunk
+	sawOutput   bool          // the current run has written something
+	bracketed   bool
+	restarts    int
+	lastError   string
+	cols, rows  uint16
+	ring        *ring
+	subs        map[*subscription]struct{}
+	subsClosed  bool
+
+	qmu   sync.Mutex
+	queue []*item
+	qwake chan struct{}
+
+	logMu   sync.Mutex
+	logFile *os.File
+	logSize int64
+}
+
+// Start launches the pane's program and its delivery engine. A program that
+// cannot start does not make Start fail: the pane reports state "exited" with
+// LastError explaining why, shows the reason in its output, and, with
+// Restart, keeps retrying with backoff. Start fails only for an invalid Spec.
+// Cancelling ctx stops the pane as Stop does.
+func Start(ctx context.Context, spec Spec, logger *slog.Logger) (*Pane, error) {
+	if strings.TrimSpace(spec.Command) == "" {
+		return nil, fmt.Errorf("start pane %q: empty command: %w", spec.Role, ErrInvalidSpec)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	applyDefaults(&spec)
+	profName := spec.Profile
+	inferred := InferProfile(spec.Command)
+	switch {
+	case profName == "":
+		profName = inferred
+	case strings.EqualFold(profName, ProfileDefault) && inferred == ProfileShell:
+		// Never type message text into an interactive shell as a command.
+		logger.Info("pane runs an interactive shell: using the shell profile", "pane", spec.PaneID, "command", spec.Command)
+		profName = ProfileShell
+	}
+	p := &Pane{
+		spec:        spec,
+		profile:     ProfileFor(profName).withOverrides(spec.Timing),
+		log:         logger.With("pane", spec.PaneID, "role", spec.Role),
+		stopCh:      make(chan struct{}),
+		stopped:     make(chan struct{}),
+		done:        make(chan struct{}),
+		procChanged: make(chan struct{}),
+		outChanged:  make(chan struct{}),
+		cols:        spec.Cols,
+		rows:        spec.Rows,
+		ring:        newRing(spec.RingBytes),
+		subs:        make(map[*subscription]struct{}),
+		qwake:       make(chan struct{}, 1),
+	}
+	p.disp = newDispatcher(p.log)
+	p.openLog()
+
+	p.releaseCtx = context.AfterFunc(ctx, p.requestStop)
+	pr, err := p.spawn()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go p.disp.run()
+	go func() { defer wg.Done(); p.supervise(pr, err) }()
+	go func() { defer wg.Done(); p.deliverLoop() }()
+	go func() {
+		wg.Wait()
+		p.mu.Lock()
+		p.subsClosed = true
+		for s := range p.subs {
+			s.close("pane stopped")
+			delete(p.subs, s)
+		}
+		p.mu.Unlock()
+		p.closeLog()
+		close(p.stopped)
+		p.disp.close()
+		<-p.disp.done
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// applyDefaults fills zero fields of spec.
+func applyDefaults(s *Spec) {
+	if s.MinBackoff <= 0 {
+		s.MinBackoff = DefaultMinBackoff
+	}
+	if s.MaxBackoff <= 0 {
+		s.MaxBackoff = DefaultMaxBackoff
+	}
+	if s.MaxBackoff < s.MinBackoff {
+		s.MaxBackoff = s.MinBackoff
+	}
+	if s.KillGrace <= 0 {
+		s.KillGrace = DefaultKillGrace
+	}
+	if s.StartupWait <= 0 {
+		s.StartupWait = DefaultStartupWait
+	}
+	if s.RingBytes <= 0 {
+		s.RingBytes = DefaultRingBytes
+	}
+	if s.Cols == 0 {
+		s.Cols = DefaultCols
+	}
+	if s.Rows == 0 {
+		s.Rows = DefaultRows
+	}
+	if s.LogMaxBytes == 0 {
+		s.LogMaxBytes = DefaultLogMaxBytes
+	}
+	if s.PointerDir != "" {
+		if abs, err := filepath.Abs(s.PointerDir); err == nil {
+			s.PointerDir = abs
+		}
+	}
+}
+
+// name identifies the pane in errors.
+func (p *Pane) name() string {
+	if p.spec.Role != "" {
+		return p.spec.Role
+	}
+	return p.spec.PaneID
+}
+
+// Profile returns the timing the pane uses.
+func (p *Pane) Profile() Profile { return p.profile }
+
+// Spec returns the spec the pane was started with, defaults applied.
+func (p *Pane) Spec() Spec { return p.spec }
+
+// Done is closed once the pane has stopped (after Stop or the Start context
+// was cancelled) and its callbacks have run; a callback must therefore not
+// wait for Done itself.
+func (p *Pane) Done() <-chan struct{} { return p.done }
+
+// requestStop begins stopping the pane; it does not wait.
+func (p *Pane) requestStop() {
+	p.stopOnce.Do(func() {
+		p.mu.Lock()
+		p.stopping = true
+		p.mu.Unlock()
+		close(p.stopCh)
+	})
+}
+
+// Stop ends the program (SIGHUP to its process group, SIGKILL after
+// KillGrace, default 3 s), waits until it and the pane's goroutines are gone,
+// and closes all subscriptions. Messages still queued stay undelivered (see
+// Undelivered). Stop is idempotent and safe to call from the pane's
+// callbacks; it returns ctx's error if ctx ends first (the pane keeps
+// stopping in the background).
+func (p *Pane) Stop(ctx context.Context) error {
+	p.requestStop()
+	select {
+	case <-p.stopped:
+		if p.releaseCtx != nil {
+			p.releaseCtx()
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop pane %s: %w", p.name(), ctx.Err())
+	}
+}
+
+// Status returns a snapshot of the pane.
+func (p *Pane) Status() Status {
+	p.qmu.Lock()
+	queued := len(p.queue)
+	p.qmu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := Status{
+		Role:           p.spec.Role,
+		PaneID:         p.spec.PaneID,
+		Header:         p.spec.Header,
+		Command:        p.spec.Command,
+		Profile:        p.profile.Name,
+		Queued:         queued,
+		StartedAt:      p.startedAt,
+		Restarts:       p.restarts,
+		LastError:      p.lastError,
+		BracketedPaste: p.bracketed,
+		LastActivity:   p.lastOutput,
+	}
+	if p.lastInput.After(st.LastActivity) {
+		st.LastActivity = p.lastInput
+	}
+	now := time.Now()
+	switch pr := p.proc; {
+	case pr == nil || pr.isExited():
+		st.State = StateExited
+		if pr == nil && p.startedAt.IsZero() {
+			st.State = StateStarting
+		}
+	case !p.sawOutput && now.Sub(pr.startedAt) < p.spec.StartupWait:
+		st.State, st.PID = StateStarting, pr.pid
+	case now.Sub(p.lastOutput) < p.profile.Idle:
+		st.State, st.PID = StateBusy, pr.pid
+	default:
+		st.State, st.PID = StateIdle, pr.pid
+	}
+	if p.stopping && p.proc == nil {
+		st.State = StateExited
+	}
+	return st
+}
+
+// Replay returns the recent output held in the replay buffer.
+func (p *Pane) Replay() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ring.Tail(-1)
+}
+
+// Write types b into the pane as if from the keyboard. It blocks while the
+// program does not read its input and fails with ErrNotRunning when no
+// program runs.
+func (p *Pane) Write(b []byte) (int, error) {
+	return p.WriteContext(context.Background(), b)
+}
+
+// WriteContext is Write with a context that can abandon a blocked write.
+func (p *Pane) WriteContext(ctx context.Context, b []byte) (int, error) {
+	p.mu.Lock()
+	pr := p.proc
+	p.mu.Unlock()
+	if pr == nil || pr.isExited() {
+		return 0, fmt.Errorf("write to pane %s: %w", p.name(), ErrNotRunning)
+	}
+	p.inputMu.Lock()
+	defer p.inputMu.Unlock()
+	n, err := p.writeTo(ctx, pr, b)
+	if err != nil {
+		return n, fmt.Errorf("write to pane %s: %w", p.name(), err)
+	}
+	return n, nil
+}
+
+// writeTo writes all of b to the program's terminal, giving up when the
+// program exits, the pane stops or ctx ends. The caller holds inputMu.
+func (p *Pane) writeTo(ctx context.Context, pr *proc, b []byte) (int, error) {
+	written := 0
+	for written < len(b) {
+		_ = pr.master.SetWriteDeadline(time.Now().Add(writeSlice))
+		n, err := pr.master.Write(b[written:])
+		written += n
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			select {
+			case <-pr.exited:
+				return written, ErrPaneExited
+			case <-p.stopCh:
+				return written, ErrStopped
+			case <-ctx.Done():
+				return written, ctx.Err()
+			default:
+				continue
+			}
+		}
+		if pr.isExited() || errors.Is(err, fs.ErrClosed) || errors.Is(err, syscall.EIO) {
+			return written, fmt.Errorf("%w: %w", ErrPaneExited, err)
+		}
+		return written, err
+	}
+	if written > 0 {
+		p.mu.Lock()
+		p.lastInput = time.Now()
+		p.mu.Unlock()
+	}
+	return written, nil
+}
+
+// Resize changes the terminal size of the running program (it receives
+// SIGWINCH) and of later runs.
+func (p *Pane) Resize(cols, rows uint16) error {
+	if cols == 0 || rows == 0 {
+		return fmt.Errorf("resize pane %s to %dx%d: size must be positive", p.name(), cols, rows)
+	}
+	p.mu.Lock()
+	p.cols, p.rows = cols, rows
+	pr := p.proc
+	p.mu.Unlock()
+	if pr == nil {
+		return nil
+	}
+	if err := setWinsize(pr.master, cols, rows); err != nil && !errors.Is(err, fs.ErrClosed) {
+		return fmt.Errorf("pane %s: %w", p.name(), err)
+	}
+	return nil
+}
+
+// spawn starts one run of the program and records it as current.
+func (p *Pane) spawn() (*proc, error) {
+	p.mu.Lock()
+	cols, rows := p.cols, p.rows
+	p.mu.Unlock()
+	pr, err := startProc(&p.spec, cols, rows)
+	if err != nil {
+		return nil, err
+	}
+	if p.spec.OnLine != nil {
+		pr.scan.emit = func(line string) {
+			on := p.spec.OnLine
+			p.disp.post(func() { on(line) }, true)
+		}
+	}
+	p.mu.Lock()
+	p.proc = pr
+	p.startedAt = pr.startedAt
+	p.lastOutput = pr.startedAt
+	p.sawOutput = false
+	p.bracketed = false
+	close(p.procChanged)
+	p.procChanged = make(chan struct{})
+	p.mu.Unlock()
+	p.log.Info("pane program started", "pid", pr.pid, "command", p.spec.Command, "profile", p.profile.Name)
+	return pr, nil
+}
+
+// supervise owns the program's lifecycle: it waits for each run to end,
+// reports it, and restarts with backoff until the pane stops.
+func (p *Pane) supervise(pr *proc, startErr error) {
+	backoff := p.spec.MinBackoff
+	for {
+		if startErr != nil {
+			msg := "cannot start: " + startErr.Error()
+			p.mu.Lock()
+			p.lastError = msg
+			if p.startedAt.IsZero() {
+				p.startedAt = time.Now()
+			}
+			p.mu.Unlock()
+			p.log.Warn("pane program cannot start", "err", startErr)
+			p.notice(msg)
+			p.postExit(-1, startErr)
+		} else {
+			ran := p.runProc(pr)
+			if ran >= p.spec.MaxBackoff {
+				backoff = p.spec.MinBackoff
+			}
+		}
+		select {
+		case <-p.stopCh:
+			return
+		default:
+		}
+		if !p.spec.Restart {
+			p.notice("program ended; not restarting")
+			<-p.stopCh
+			return
+		}
+		p.notice(fmt.Sprintf("restarting in %s", backoff))
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-p.stopCh:
+			t.Stop()
+			return
+		}
+		backoff = min(backoff*2, p.spec.MaxBackoff)
+		p.mu.Lock()
+		p.restarts++
+		p.mu.Unlock()
+		pr, startErr = p.spawn()
+	}
+}
+
+// runProc watches one run until it ends (stopping it when the pane stops)
+// and returns how long it ran.
+func (p *Pane) runProc(pr *proc) time.Duration {
+	go p.readLoop(pr)
+	go func() {
+		pr.waitErr = pr.cmd.Wait()
+		close(pr.exited)
+	}()
+	select {
+	case <-pr.exited:
+		// Hang up what the program left behind, as a closing terminal does.
+		_ = signalGroup(pr.pid, syscall.SIGHUP)
+	case <-p.stopCh:
+		p.killGroup(pr)
+	}
+	ran := time.Since(pr.startedAt)
+	t := time.NewTimer(drainTimeout)
+	select {
+	case <-pr.readerDone:
+	case <-t.C:
+		p.log.Debug("pane output still open after exit; closing it", "pid", pr.pid)
+	}
+	t.Stop()
+	pr.master.Close()
+	<-pr.readerDone
+
+	p.mu.Lock()
+	last := lastLine(p.ring.Tail(2048))
+	p.mu.Unlock()
+	code, msg := describeExit(pr.waitErr, last)
+	p.mu.Lock()
+	p.proc = nil
+	p.lastError = msg
+	p.bracketed = false
+	close(p.procChanged)
+	p.procChanged = make(chan struct{})
+	p.mu.Unlock()
+	p.log.Info("pane program ended", "pid", pr.pid, "code", code, "ran", ran.Round(time.Millisecond), "detail", msg)
+	p.notice("program " + msg)
+	p.postExit(code, pr.waitErr)
+	return ran
+}
+
+// killGroup stops a run: SIGHUP to the process group, SIGKILL once
+// KillGrace passed and anything of the group still runs.
+func (p *Pane) killGroup(pr *proc) {
+	deadline := time.Now().Add(p.spec.KillGrace)
+	if err := signalGroup(pr.pid, syscall.SIGHUP); err != nil {
+		p.log.Warn("hang up pane program", "err", err)
+	}
+	t := time.NewTimer(p.spec.KillGrace)
+	select {
+	case <-pr.exited:
+	case <-t.C:
+	}
+	t.Stop()
+	for groupAlive(pr.pid) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if groupAlive(pr.pid) {
+		p.log.Warn("pane program ignored SIGHUP; killing its process group", "pid", pr.pid)
+		if err := signalGroup(pr.pid, syscall.SIGKILL); err != nil {
+			p.log.Warn("kill pane program", "err", err)
+		}
+	}
+	<-pr.exited
+}
+
+// postExit queues the OnExit callback.
+func (p *Pane) postExit(code int, err error) {
+	if on := p.spec.OnExit; on != nil {
+		p.disp.post(func() { on(code, err) }, false)
+	}
+}
+
+// readLoop copies program output into the pane until the PTY closes.
+func (p *Pane) readLoop(pr *proc) {
+	defer close(pr.readerDone)
+	buf := make([]byte, readBufferSize)
+	for {
+		n, err := pr.master.Read(buf)
+		if n > 0 {
+			p.handleOutput(pr, buf[:n])
+		}
+		if err != nil {
+			if !errors.Is(err, syscall.EIO) && !errors.Is(err, fs.ErrClosed) {
+				p.log.Debug("pane output read ended", "err", err)
+			}
+			return
+		}
+	}
+}
+
+// handleOutput records one chunk of program output.
+func (p *Pane) handleOutput(pr *proc, data []byte) {
+	now := time.Now()
+	pr.scan.Write(data) // may queue OnLine calls
+	chunk := bytes.Clone(data)
+	p.mu.Lock()
+	if p.proc == pr {
+		p.lastOutput = now
+		p.sawOutput = true
+		p.bracketed = pr.scan.Bracketed()
+		close(p.outChanged)
+		p.outChanged = make(chan struct{})
+	}
+	p.ring.Write(chunk)
+	p.fanout(chunk)
+	p.mu.Unlock()
+	p.appendLog(chunk)
+}
+
+// notice shows an hm message in the pane's output (replay, viewers, log)
+// without counting as program activity.
+func (p *Pane) notice(msg string) {
+	b := []byte("\r\n[hm] " + Neutralize(msg) + "\r\n")
+	p.mu.Lock()
+	p.ring.Write(b)
+	p.fanout(b)
+	p.mu.Unlock()
+	p.appendLog(b)
+}
+
+// lastLine returns the last non-empty ANSI-stripped line of out, shortened.
+func lastLine(out []byte) string {
+	var last string
+	s := termScanner{emit: func(l string) {
+		if strings.TrimSpace(l) != "" && !strings.HasPrefix(l, "[hm] ") {
+			last = strings.TrimSpace(l)
+		}
+	}}
+	s.Write(out)
+	s.endLine(false)
+	if r := []rune(last); len(r) > 200 {
+		last = string(r[:200]) + "…"
+	}
+	return last
+}
+
+// openLog opens the pane log, if configured; failures are logged, not fatal.
+func (p *Pane) openLog() {
+	if p.spec.LogPath == "" {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(p.spec.LogPath), 0o700); err != nil {
+		p.log.Warn("pane log disabled", "err", fmt.Errorf("create log dir: %w", err))
+		return
+	}
+	f, err := os.OpenFile(p.spec.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		p.log.Warn("pane log disabled", "err", fmt.Errorf("open pane log: %w", err))
+		return
+	}
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	p.logMu.Lock()
+	p.logFile, p.logSize = f, size
+	p.logMu.Unlock()
+}
+
+// appendLog appends output to the pane log, rotating it when too large.
+func (p *Pane) appendLog(b []byte) {
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	if p.logFile == nil {
+		return
+	}
+	if p.spec.LogMaxBytes > 0 && p.logSize+int64(len(b)) > p.spec.LogMaxBytes {
+		p.logFile.Close()
+		p.logFile = nil
+		if err := os.Rename(p.spec.LogPath, p.spec.LogPath+".1"); err != nil {
+			p.log.Warn("rotate pane log", "err", err)
+		}
+		f, err := os.OpenFile(p.spec.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			p.log.Warn("pane log disabled", "err", fmt.Errorf("reopen pane log: %w", err))
+			return
+		}
+		p.logFile, p.logSize = f, 0
+	}
+	n, err := p.logFile.Write(b)
+	p.logSize += int64(n)
+	if err != nil {
+		p.log.Warn("pane log disabled", "err", fmt.Errorf("write pane log: %w", err))
+		p.logFile.Close()
+		p.logFile = nil
+	}
+}
+
+// closeLog closes the pane log.
+func (p *Pane) closeLog() {
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	if p.logFile != nil {
+		if err := p.logFile.Close(); err != nil {
+			p.log.Warn("close pane log", "err", err)
+		}
+		p.logFile = nil
+	}
+}
+
+// subscription is one live-output listener.
+type subscription struct {
+	ch     chan []byte
+	reason string // why the pane closed ch; set before the close
+}
+
+// close ends the subscription; the caller holds p.mu.
+func (s *subscription) close(reason string) {
+	s.reason = reason
+	close(s.ch)
+}
+
+// fanout passes a chunk to every subscriber; one that cannot keep up is
+// dropped. The caller holds p.mu.
+func (p *Pane) fanout(chunk []byte) {
+	for s := range p.subs {
+		select {
+		case s.ch <- chunk:
+		default:
+			delete(p.subs, s)
+			s.close("viewer too slow for the output rate; attach again")
+		}
+	}
+}
+
+// Subscribe returns a channel of live output chunks (shared, read-only) and
+// a function that ends the subscription. The channel is closed when the
+// subscriber falls too far behind or the pane stops.
+func (p *Pane) Subscribe() (<-chan []byte, func()) {
+	_, s, cancel := p.subscribe(0)
+	return s.ch, cancel
+}
+
+// SubscribeReplay is Subscribe that also returns the last max bytes of
+// output, with no gap or overlap between the two.
+func (p *Pane) SubscribeReplay(max int) ([]byte, <-chan []byte, func()) {
+	replay, s, cancel := p.subscribe(max)
+	return replay, s.ch, cancel
+}
+
+func (p *Pane) subscribe(max int) ([]byte, *subscription, func()) {
+	s := &subscription{ch: make(chan []byte, subscriberBuf)}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	replay := p.ring.Tail(max)
+	if p.subsClosed {
+		s.close("pane stopped")
+		return replay, s, func() {}
+	}
+	p.subs[s] = struct{}{}
+	cancel := func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if _, ok := p.subs[s]; ok {
+			delete(p.subs, s)
+			s.close("unsubscribed")
+		}
+	}
+	return replay, s, cancel
+}

@@ -1,0 +1,231 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+)
+
+// proc is one run of a pane's program.
+type proc struct {
+	cmd       *exec.Cmd
+	master    *os.File // PTY master, non-blocking and registered with the runtime poller
+	pid       int      // also the process group id (the child is a session leader)
+	startedAt time.Time
+
+	exited     chan struct{} // closed once cmd.Wait returned
+	waitErr    error         // valid after exited is closed
+	readerDone chan struct{} // closed when the output reader stopped
+	scan       termScanner   // owned by the reader goroutine
+}
+
+// openPTY opens a PTY pair sized cols x rows. The master is returned in
+// non-blocking mode so that reads and writes go through the runtime poller:
+// Close then interrupts a blocked Read and write deadlines work.
+func openPTY(cols, rows uint16) (master, tty *os.File, err error) {
+	m, t, err := pty.Open()
+	if err != nil {
+		return nil, nil, fmt.Errorf("open pty: %w", err)
+	}
+	// pty.Open used m.Fd(), which put the descriptor in blocking mode; a
+	// fresh non-blocking duplicate is pollable again.
+	fd, err := unix.FcntlInt(m.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	m.Close()
+	if err != nil {
+		t.Close()
+		return nil, nil, fmt.Errorf("dup pty master: %w", err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		t.Close()
+		return nil, nil, fmt.Errorf("pty master non-blocking: %w", err)
+	}
+	master = os.NewFile(uintptr(fd), "/dev/ptmx")
+	if err := setWinsize(master, cols, rows); err != nil {
+		master.Close()
+		t.Close()
+		return nil, nil, err
+	}
+	return master, t, nil
+}
+
+// setWinsize sets the terminal size without switching f to blocking mode.
+func setWinsize(f *os.File, cols, rows uint16) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("resize pty: %w", err)
+	}
+	var ioErr error
+	err = rc.Control(func(fd uintptr) {
+		ioErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols})
+	})
+	if err == nil {
+		err = ioErr
+	}
+	if err != nil {
+		return fmt.Errorf("resize pty to %dx%d: %w", cols, rows, err)
+	}
+	return nil
+}
+
+// startProc runs "/bin/sh -c command" in its own session and process group
+// with a fresh PTY as controlling terminal.
+func startProc(spec *Spec, cols, rows uint16) (*proc, error) {
+	if spec.Dir != "" {
+		if st, err := os.Stat(spec.Dir); err != nil {
+			return nil, fmt.Errorf("working directory: %w", err)
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("working directory %s: not a directory", spec.Dir)
+		}
+	}
+	master, tty, err := openPTY(cols, rows)
+	if err != nil {
+		return nil, err
+	}
+	defer tty.Close()
+	cmd := exec.Command(shellPath, "-c", spec.Command)
+	cmd.Dir = spec.Dir
+	cmd.Env = childEnv(spec.Env)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		master.Close()
+		return nil, fmt.Errorf("start %s -c %q: %w", shellPath, spec.Command, err)
+	}
+	return &proc{
+		cmd:        cmd,
+		master:     master,
+		pid:        cmd.Process.Pid,
+		startedAt:  time.Now(),
+		exited:     make(chan struct{}),
+		readerDone: make(chan struct{}),
+	}, nil
+}
+
+// shellPath runs pane commands.
+const shellPath = "/bin/sh"
+
+// childEnv returns env (or the hub's environment when nil) with TERM set
+// when missing, so full-screen programs can draw.
+func childEnv(env []string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "TERM=") {
+			return env
+		}
+	}
+	return append(env[:len(env):len(env)], "TERM=xterm-256color")
+}
+
+// isExited reports whether the process has been reaped.
+func (pr *proc) isExited() bool {
+	select {
+	case <-pr.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// signalGroup sends sig to the process group; a group that is gone is not an
+// error.
+func signalGroup(pgid int, sig syscall.Signal) error {
+	if pgid <= 1 {
+		return fmt.Errorf("signal group %d: invalid process group", pgid)
+	}
+	if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal group %d with %v: %w", pgid, sig, err)
+	}
+	return nil
+}
+
+// groupAlive reports whether any process of the group is still running.
+// Zombies do not count: an orphaned zombie may never be reaped when the init
+// process does not reap.
+func groupAlive(pgid int) bool {
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // cannot tell: assume alive
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		state, pg, ok := procStat(pid)
+		if ok && pg == pgid && state != 'Z' && state != 'X' {
+			return true
+		}
+	}
+	return false
+}
+
+// procStat reads the state and process group of pid from /proc.
+func procStat(pid int) (state byte, pgrp int, ok bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, 0, false
+	}
+	// pid (comm) state ppid pgrp ...; comm may contain spaces and ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 3 {
+		return 0, 0, false
+	}
+	pg, err := strconv.Atoi(f[2])
+	if err != nil || len(f[0]) != 1 {
+		return 0, 0, false
+	}
+	return f[0][0], pg, true
+}
+
+// describeExit explains how a program ended, for Status.LastError.
+func describeExit(err error, lastLine string) (code int, msg string) {
+	code = 0
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		msg = "exited with code 0"
+	case errors.As(err, &ee):
+		ws, _ := ee.Sys().(syscall.WaitStatus)
+		switch {
+		case ws.Signaled():
+			code = -1
+			msg = fmt.Sprintf("killed by signal %v", ws.Signal())
+		default:
+			code = ee.ExitCode()
+			msg = fmt.Sprintf("exited with code %d", code)
+			switch code {
+			case 127:
+				msg += " (command not found)"
+			case 126:
+				msg += " (command not executable)"
+			}
+		}
+	default:
+		code = -1
+		msg = "wait: " + err.Error()
+	}
+	if lastLine != "" {
+		msg += ": " + lastLine
+	}
+	return code, msg
+}
