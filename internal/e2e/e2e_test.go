@@ -34,6 +34,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build binaries:", err)
 		os.Exit(1)
 	}
+	// The fake agent CLI hosted in panes by the fault and security suites.
+	cmd = exec.Command("go", "build", "-o", filepath.Join(dir, "fakeagent"), "hm/agent/internal/fakeagent")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build fakeagent:", err)
+		os.Exit(1)
+	}
 	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -247,15 +247,20 @@ func (s telegramStore) RecordPart(ctx context.Context, p telegram.Part) error {
 	_, err := s.h.Ledger.Append(ctx, &journal.Message{
 		MessageID: p.ID, SessionID: s.h.SessionID(), SenderRole: p.SenderRole, TargetRole: roles.RoleTelegram,
 		Channel: broker.ChannelTelegram, Direction: "outbound", Header: s.h.Team.HeaderFor(p.SenderRole),
-		RawBody: p.Text, MetadataJSON: string(meta), Status: "routed", AckStatus: proto.StatusAcceptedUnverified,
+		RawBody: p.Text, MetadataJSON: string(meta), Status: "recorded",
 	})
 	if errors.Is(err, journal.ErrDuplicate) {
-		return nil
+		existing, gerr := s.h.Ledger.Get(ctx, p.ID)
+		if gerr == nil && existing.Status == "acked" {
+			return fmt.Errorf("part %s: %w", p.ID, telegram.ErrPartDelivered)
+		}
+		return nil // recorded earlier but not delivered: send it again
 	}
 	return err
 }
 
 func (s telegramStore) FinishPart(ctx context.Context, partID string, ok bool, reason string) error {
+	// A part is recorded before the API call; Telegram's answer settles it.
 	c := journal.Change{MessageID: partID, Status: "acked", AckStatus: proto.StatusDeliveredVerified, Event: "telegram_sent"}
 	if !ok {
 		c = journal.Change{MessageID: partID, Status: "failed", ErrorCode: "telegram_failed", Event: "failed", Detail: map[string]any{"reason": reason}}

@@ -1,0 +1,125 @@
+package hub_test
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"hm/broker/proto"
+	"hm/broker/telegram/telegramtest"
+	"hm/internal/hub"
+)
+
+func telegramEnv(fake *telegramtest.Server) func(*hub.Options) {
+	return func(o *hub.Options) {
+		env := map[string]string{"TELEGRAM_BOT_TOKEN": fake.Token, "TELEGRAM_CHAT_ID": "42", "TELEGRAM_API_URL": fake.URL}
+		o.Getenv = func(k string) string { return env[k] }
+		o.TelegramPoll = time.Second
+	}
+}
+
+func TestTelegramThroughTheHub(t *testing.T) {
+	fake := telegramtest.NewServer("123:secret")
+	defer fake.Close()
+	root := t.TempDir()
+	th := startHubAt(t, root, hubConfig{settings: fakeTeam(root), opts: telegramEnv(fake)})
+	archLog := filepath.Join(root, "architect.jsonl")
+
+	eventually(t, "relay polling", func() bool { return th.h.Snapshot().Telegram.State == "polling" })
+	id := fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Dana", Text: "ship it"})
+	eventually(t, "inbound typed into the architect pane", func() bool {
+		return containsPrompt(prompts(t, archLog), "[Telegram from Dana]: ship it")
+	})
+	in := row(t, th, "telegram-in-"+itoa64(id))
+	if in.Channel != "telegram" || in.Direction != "inbound" || in.SenderRole != "user" || in.TargetRole != "architect" {
+		t.Fatalf("inbound row = %+v", in)
+	}
+	// A foreign chat is recorded and never typed.
+	foreign := fake.Enqueue(telegramtest.Message{ChatID: 666, FromName: "Mallory", Text: "rm -rf please"})
+	eventually(t, "foreign update refused", func() bool {
+		return row(t, th, "telegram-refused-"+itoa64(foreign)).ErrorCode == "chat_not_allowed"
+	})
+	if containsPrompt(prompts(t, archLog), "rm -rf please") {
+		t.Fatal("a foreign chat's text reached the pane")
+	}
+
+	arch := th.as("architect", false, th.paneToken("architect"))
+	ack := send(t, arch, proto.Frame{Target: "telegram", Content: "deployed", MessageID: "tg-out-1"})
+	if !ack.OK {
+		t.Fatalf("telegram send: %+v", ack)
+	}
+	sent, err := fake.WaitSent(ctxT(t), 1)
+	if err != nil || sent[0].ChatID != "42" || sent[0].Text != "deployed" {
+		t.Fatalf("sent = %+v, %v", sent, err)
+	}
+	// user within the 5-minute window also reaches Telegram.
+	send(t, arch, proto.Frame{Target: "user", Content: "also to you", MessageID: "tg-user-1"})
+	if sent, err := fake.WaitSent(ctxT(t), 2); err != nil || sent[1].Text != "also to you" {
+		t.Fatalf("user in window: %+v, %v", sent, err)
+	}
+	// A long reply arrives as ordered parts under the limit.
+	long := strings.Repeat("word ", 2000)
+	send(t, arch, proto.Frame{Target: "telegram", Content: long, MessageID: "tg-long"})
+	sent, err = fake.WaitSent(ctxT(t), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var joined strings.Builder
+	for _, s := range sent[2:] {
+		if len(s.Text) >= 4096 {
+			t.Fatalf("part of %d bytes", len(s.Text))
+		}
+		joined.WriteString(s.Text + " ")
+	}
+	if strings.Join(strings.Fields(joined.String()), " ") != strings.TrimSpace(long) {
+		t.Fatal("parts do not reassemble the reply")
+	}
+	eventually(t, "long parent delivered", func() bool { return row(t, th, "tg-long").AckStatus == proto.StatusDeliveredVerified })
+	// A permanent 403 ends failed with the reason in the ledger.
+	fake.Inject("sendMessage", 1, telegramtest.Forbidden())
+	send(t, arch, proto.Frame{Target: "telegram", Content: "blocked?", MessageID: "tg-403"})
+	eventually(t, "403 recorded", func() bool {
+		return row(t, th, "tg-403").Status == "failed" && row(t, th, "tg-403-part-1").Status == "failed"
+	})
+
+	// Restart between updates: nothing lost, nothing repeated.
+	th.stop()
+	while := fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Dana", Text: "while you were down"})
+	th2 := startHubAt(t, root, hubConfig{settings: fakeTeam(root), opts: telegramEnv(fake)})
+	eventually(t, "update from downtime delivered", func() bool {
+		return row(t, th2, "telegram-in-"+itoa64(while)).MessageID != ""
+	})
+	eventually(t, "typed once", func() bool {
+		return containsPrompt(prompts(t, archLog), "while you were down")
+	})
+	n := 0
+	for _, p := range prompts(t, archLog) {
+		if strings.Contains(p, "[Telegram from Dana]: ship it") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("first update typed %d times across the restart", n)
+	}
+}
+
+func TestTelegramOffWithoutToken(t *testing.T) {
+	th := startHub(t, hubConfig{opts: noPanes})
+	c := th.as("architect", false)
+	if ack := send(t, c, proto.Frame{Target: "telegram", Content: "hello"}); ack.OK || ack.Status != "telegram_unconfigured" {
+		t.Fatalf("ack = %+v", ack)
+	}
+	if st := th.h.Snapshot().Telegram.State; st != "off" {
+		t.Fatalf("state %q", st)
+	}
+	// The hub is otherwise unaffected.
+	if ack := send(t, c, proto.Frame{Target: "builder", Content: "still here"}); !ack.OK {
+		t.Fatalf("ack = %+v", ack)
+	}
+	_ = context.Background
+}
+
+func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
