@@ -1,0 +1,189 @@
+package report
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+
+	"hm/journal"
+	"hm/journal/journaltest"
+)
+
+var benchRows = flag.Int("bench-rows", 1_000_000, "messages in the generated benchmark ledger")
+
+// benchLedger is the generated ledger shared by the benchmarks of one test
+// process; it is built on first use only, so plain `go test` never
+// generates it.
+var benchLedger struct {
+	once    sync.Once
+	dir     string
+	path    string
+	bytes   int64  // database size on disk (db + wal)
+	files   string // the sizes of the files, for the log
+	latest  string // the highest session in it
+	genTime time.Duration
+	err     error
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if benchLedger.dir != "" {
+		_ = os.RemoveAll(benchLedger.dir)
+	}
+	os.Exit(code)
+}
+
+// openBenchLedger returns the shared generated ledger, opened for the
+// caller (closed at cleanup), and its latest session id.
+func openBenchLedger(b *testing.B) (*journal.Ledger, string) {
+	b.Helper()
+	if testing.Short() {
+		b.Skip("the benchmark ledger is too large for -short")
+	}
+	bl := &benchLedger
+	bl.once.Do(func() { bl.err = generateBenchLedger(*benchRows) })
+	if bl.err != nil {
+		b.Fatal(bl.err)
+	}
+	b.Logf("ledger: %d messages, %d bytes on disk (%s), generated in %v", *benchRows, bl.bytes, bl.files, bl.genTime.Round(time.Second))
+	l, err := journal.Open(context.Background(), bl.path, journal.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = l.Close() })
+	return l, bl.latest
+}
+
+func generateBenchLedger(n int) error {
+	bl := &benchLedger
+	dir, err := os.MkdirTemp("", "hm-report-bench-")
+	if err != nil {
+		return err
+	}
+	bl.dir = dir
+	bl.path = filepath.Join(dir, "evidence-ledger.db")
+	start := time.Now()
+	ctx := context.Background()
+	l, err := journal.Open(ctx, bl.path, journal.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return err
+	}
+	if err := journaltest.Generate(ctx, l, n, 1); err != nil {
+		_ = l.Close()
+		return err
+	}
+	err = l.Read(ctx, func(conn *sqlite.Conn) error {
+		ids, err := sessionIDs(conn)
+		bl.latest = latestSession(ids, "", 0)
+		return err
+	})
+	if cerr := l.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	bl.genTime = time.Since(start)
+	for _, suffix := range []string{"", "-wal"} {
+		if fi, err := os.Stat(bl.path + suffix); err == nil {
+			bl.bytes += fi.Size()
+			bl.files += fmt.Sprintf(" %s%s=%d", filepath.Base(bl.path), suffix, fi.Size())
+		}
+	}
+	return nil
+}
+
+// nextSession returns the id of the session after id.
+func nextSession(id string) string {
+	n, _ := SessionNumber(id)
+	return fmt.Sprintf("%s%d", SessionPrefix, n+1)
+}
+
+// runTimed runs fn b.N times and reports ms/op, p50-ms, p99-ms, the output
+// size and, for the shared generated ledger, its size on disk per million
+// messages.
+func runTimed(b *testing.B, diskBytes int64, fn func() ([]byte, error)) {
+	b.Helper()
+	var lat []time.Duration
+	var size int
+	for b.Loop() {
+		start := time.Now()
+		out, err := fn()
+		lat = append(lat, time.Since(start))
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(out)
+	}
+	slices.Sort(lat)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(ms(b.Elapsed())/float64(b.N), "ms/op")
+	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
+	b.ReportMetric(ms(lat[min(len(lat)-1, len(lat)*99/100)]), "p99-ms")
+	if diskBytes > 0 {
+		b.ReportMetric(float64(diskBytes)*1e6/float64(*benchRows), "disk-bytes")
+	}
+	b.ReportMetric(float64(size), "out-bytes")
+}
+
+func BenchmarkHandoff1M(b *testing.B) {
+	l, latest := openBenchLedger(b)
+	ctx := context.Background()
+	o := Options{SessionID: latest, Roles: fixtureRoles}
+	runTimed(b, benchLedger.bytes, func() ([]byte, error) { return Handoff(ctx, l, o) })
+}
+
+func BenchmarkBriefing1M(b *testing.B) {
+	l, latest := openBenchLedger(b)
+	ctx := context.Background()
+	o := Options{SessionID: nextSession(latest), Now: time.Now(), Roles: fixtureRoles}
+	runTimed(b, benchLedger.bytes, func() ([]byte, error) { return Briefing(ctx, l, o) })
+}
+
+var bigSessionRows = flag.Int("bench-session-rows", 100_000, "messages in the single session of BenchmarkOneBigSession")
+
+// BenchmarkOneBigSession measures the worst case for the session-scoped
+// queries: a ledger whose messages all belong to one session, handed off
+// (and briefed as the previous session). Per-session counts are linear in
+// the session's size; see the package's index notes.
+func BenchmarkOneBigSession(b *testing.B) {
+	if testing.Short() {
+		b.Skip("too large for -short")
+	}
+	ctx := context.Background()
+	l, err := journal.Open(ctx, filepath.Join(b.TempDir(), "evidence-ledger.db"), journal.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = l.Close() })
+	ms := journaltest.Messages(*bigSessionRows, 2)
+	for _, m := range ms {
+		m.SessionID = SessionPrefix + "1"
+	}
+	for len(ms) > 0 {
+		k := min(len(ms), 1000)
+		if err := l.AppendBatch(ctx, ms[:k]); err != nil {
+			b.Fatal(err)
+		}
+		ms = ms[k:]
+	}
+	b.Run("handoff", func(b *testing.B) {
+		runTimed(b, 0, func() ([]byte, error) { return Handoff(ctx, l, Options{Session: 1, Roles: fixtureRoles}) })
+	})
+	b.Run("briefing", func(b *testing.B) {
+		runTimed(b, 0, func() ([]byte, error) {
+			return Briefing(ctx, l, Options{Session: 2, Now: time.Now(), Roles: fixtureRoles})
+		})
+	})
+}

@@ -1,0 +1,256 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+
+	"hm/journal"
+)
+
+// Briefing builds the startup briefing (handoffs/briefing.md) for the
+// session that is starting (o.SessionID). It reports, in order: the team
+// (when o.Roles is set); the previous session's counts (messages, by status,
+// by sender); failed deliveries since the previous session began (including
+// expired_session ones); messages still pending; open obligations and
+// unresolved TASK/BLOCKER signals and recent DECISIONs of the previous and
+// current session; and the last BriefingRecentLimit messages of the ledger.
+//
+// The previous session is the highest-numbered session in the ledger other
+// than the current one. o.Now gives the date line and ages.
+func Briefing(ctx context.Context, l *journal.Ledger, o Options) ([]byte, error) {
+	if l == nil {
+		return nil, fmt.Errorf("report briefing: %w", ErrNoLedger)
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	var out []byte
+	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+		b, err := loadBriefing(conn, o)
+		if err != nil {
+			return err
+		}
+		out = renderBriefing(b, o)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("report briefing: %w", err)
+	}
+	return out, nil
+}
+
+// briefingData is everything the briefing shows.
+type briefingData struct {
+	current, previous string
+	prev              sessionStats
+	failedFrom        int64 // failed deliveries are listed from this row id on
+	failed            []journal.Message
+	moreFailed        bool
+	pending           []journal.Message
+	morePending       bool
+	obligations       []obligationRow
+	moreObl           bool
+	openSignals       []signalRow
+	moreOpenSig       bool
+	decisions         []signalRow
+	moreDecisions     bool
+	recent            []journal.Message
+	moreRecent        bool
+	rolePending       map[string]int64 // per role: messages pending for it (capped)
+	roleObligations   map[string]int64 // per role: open obligations it owns (capped)
+}
+
+func loadBriefing(conn *sqlite.Conn, o Options) (briefingData, error) {
+	b := briefingData{current: o.sessionID()}
+	ids, err := sessionIDs(conn)
+	if err != nil {
+		return b, err
+	}
+	b.previous = latestSession(ids, b.current, o.sessionNumber())
+	if b.previous != "" {
+		if b.prev, err = loadSessionStats(conn, b.previous); err != nil {
+			return b, err
+		}
+		b.failedFrom = b.prev.firstRow
+	}
+	// The sessions whose obligations and signals are still actionable:
+	// both are closed only by messages of their own session.
+	s1, s2 := b.previous, b.current
+	if s1 == "" {
+		s1 = s2
+	}
+	if s2 == "" {
+		s2 = s1
+	}
+
+	if b.failed, b.moreFailed, err = loadMessages(conn, qFailed, BriefingListLimit, b.failedFrom, int64(allRows), ""); err != nil {
+		return b, fmt.Errorf("failed deliveries: %w", err)
+	}
+	if b.pending, b.morePending, err = loadMessages(conn, qPending, BriefingListLimit); err != nil {
+		return b, fmt.Errorf("pending deliveries: %w", err)
+	}
+	if b.obligations, b.moreObl, err = loadOpenObligations(conn, s1, s2, BriefingListLimit); err != nil {
+		return b, err
+	}
+	if b.openSignals, b.moreOpenSig, err = loadSignals(conn, qOpenSignals, BriefingListLimit, s1, s2); err != nil {
+		return b, err
+	}
+	if b.decisions, b.moreDecisions, err = loadSignals(conn, qDecisions, BriefingDecisionLimit, s1, s2); err != nil {
+		return b, err
+	}
+	if b.recent, b.moreRecent, err = loadMessages(conn, qRecent, BriefingRecentLimit); err != nil {
+		return b, fmt.Errorf("recent messages: %w", err)
+	}
+	if len(o.Roles) > 0 {
+		b.rolePending = map[string]int64{}
+		b.roleObligations = map[string]int64{}
+		for _, r := range o.Roles {
+			k := strings.ToLower(r.Role)
+			n, err := count(conn, qRolePending, r.Role, countCap)
+			if err != nil {
+				return b, fmt.Errorf("pending for %s: %w", r.Role, err)
+			}
+			b.rolePending[k] = n
+			if n, err = count(conn, qRoleObligations, s1, s2, r.Role, countCap); err != nil {
+				return b, fmt.Errorf("obligations of %s: %w", r.Role, err)
+			}
+			b.roleObligations[k] = n
+		}
+	}
+	return b, nil
+}
+
+func renderBriefing(b briefingData, o Options) []byte {
+	now := o.Now
+	var d doc
+	d.title("Startup Briefing: " + dash(b.current))
+	intro := "Built from the evidence ledger on " + now.UTC().Format("2006-01-02 15:04") + " UTC. Times are UTC; ages are relative to that moment."
+	if b.previous != "" {
+		intro += " Previous session: " + Cell(b.previous) + "."
+	} else {
+		intro += " No previous session is recorded."
+	}
+	d.para(intro)
+
+	if len(o.Roles) > 0 {
+		d.section("Team")
+		senders := b.prev.bySender()
+		rows := make([][]string, 0, len(o.Roles))
+		for _, r := range roleLines(o.Roles, nil) {
+			k := strings.ToLower(r.role)
+			st := senders[k]
+			rows = append(rows, []string{r.role, dash(r.header), dash(r.pane), itoa(st.n), lastSeq(st), capped(b.rolePending[k]), capped(b.roleObligations[k])})
+		}
+		d.table([]string{"role", "header", "pane", "sent last session", "last seq", "pending for it", "open obligations"}, rows, 3, 5, 6)
+	}
+
+	d.section("Previous Session")
+	switch {
+	case b.previous == "":
+		d.none("No previous session in the ledger.")
+	case b.prev.total == 0:
+		d.bullet("Session: " + Cell(b.previous))
+		d.bullet("Messages: 0")
+	default:
+		p := b.prev
+		d.bullet("Session: " + Cell(p.id))
+		d.bullet(fmt.Sprintf("Messages: %d, row ids %d to %d", p.total, p.firstRow, p.lastRow))
+		d.bullet(fmt.Sprintf("First message: %s UTC", fmtTime(p.firstMs)))
+		d.bullet(fmt.Sprintf("Last message: %s UTC (%s ago)", fmtTime(p.lastMs), fmtAge(now, p.lastMs)))
+		writeCountTable(&d, "status", p.byStatus())
+		writeRoleTable(&d, nil, p.bySender(), "messages")
+	}
+
+	d.section("Failed Deliveries")
+	if len(b.failed) == 0 {
+		d.none("No failed deliveries.")
+	} else {
+		if b.previous != "" {
+			d.para("Messages that could not be delivered, since " + Cell(b.previous) + " began. `expired_session`: still undelivered when a session ended and too old to deliver after the restart.")
+		} else {
+			d.para("Messages that could not be delivered.")
+		}
+		rows := make([][]string, 0, len(b.failed))
+		for _, m := range b.failed {
+			rows = append(rows, []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(m.ErrorCode), m.RawBody})
+		}
+		d.table([]string{"row", "session", "time", "from", "to", "ref", "error", "body"}, rows, 0)
+		if b.moreFailed {
+			d.para(moreNote(BriefingListLimit, "failed deliveries"))
+		}
+	}
+
+	d.section("Pending Deliveries")
+	if len(b.pending) == 0 {
+		d.none("No messages pending delivery.")
+	} else {
+		d.para("Messages still pending: committed but not yet handed to a pane or listener (status brokered).")
+		rows := make([][]string, 0, len(b.pending))
+		for _, m := range b.pending {
+			rows = append(rows, []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), fmtAge(now, msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), m.RawBody})
+		}
+		d.table([]string{"row", "session", "time", "age", "from", "to", "ref", "body"}, rows, 0)
+		if b.morePending {
+			d.para(moreNote(BriefingListLimit, "pending messages"))
+		}
+	}
+
+	d.section("Open Obligations")
+	if len(b.obligations) == 0 {
+		d.none("No open obligations.")
+	} else {
+		d.para("[ACK REQUIRED] messages whose target has not answered with a reference to them.")
+		rows := make([][]string, 0, len(b.obligations))
+		for _, ob := range b.obligations {
+			rows = append(rows, []string{dash(ob.Ref), dash(ob.OwnerRole), dash(ob.RequesterRole), dash(ob.SessionID), fmtTime(ob.OpenedAtMs), fmtAge(now, ob.OpenedAtMs), ob.body})
+		}
+		d.table([]string{"ref", "owner (must answer)", "requester", "session", "opened", "age", "message"}, rows)
+		if b.moreObl {
+			d.para(moreNote(BriefingListLimit, "open obligations"))
+		}
+	}
+
+	d.section("Unresolved Tasks and Blockers")
+	if len(b.openSignals) == 0 {
+		d.none("No unresolved TASK or BLOCKER signals.")
+	} else {
+		rows := make([][]string, 0, len(b.openSignals))
+		for _, s := range b.openSignals {
+			rows = append(rows, []string{dash(s.Ref), s.Kind, dash(s.SenderRole), dash(s.SessionID), fmtTime(s.AtMs), fmtAge(now, s.AtMs), s.Text})
+		}
+		d.table([]string{"ref", "kind", "from", "session", "time", "age", "text"}, rows)
+		if b.moreOpenSig {
+			d.para(moreNote(BriefingListLimit, "unresolved signals"))
+		}
+	}
+
+	d.section("Recent Decisions")
+	if len(b.decisions) == 0 {
+		d.none("No DECISION signals.")
+	} else {
+		rows := make([][]string, 0, len(b.decisions))
+		for _, s := range b.decisions {
+			rows = append(rows, []string{dash(s.Ref), dash(s.SenderRole), dash(s.SessionID), fmtTime(s.AtMs), s.Text})
+		}
+		d.table([]string{"ref", "from", "session", "time", "text"}, rows)
+		if b.moreDecisions {
+			d.para(moreNote(BriefingDecisionLimit, "decisions"))
+		}
+	}
+
+	d.section(fmt.Sprintf("Last %d Messages", BriefingRecentLimit))
+	if len(b.recent) == 0 {
+		d.none("The ledger is empty.")
+	} else {
+		rows := make([][]string, 0, len(b.recent))
+		for _, m := range b.recent {
+			rows = append(rows, []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), statusCell(m), m.RawBody})
+		}
+		d.table([]string{"row", "session", "time", "from", "to", "ref", "status", "body"}, rows, 0)
+	}
+	return d.bytes()
+}

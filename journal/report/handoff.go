@@ -1,0 +1,238 @@
+package report
+
+import (
+	"context"
+	"fmt"
+
+	"zombiezen.com/go/sqlite"
+
+	"hm/journal"
+)
+
+// Handoff builds the session handoff (handoffs/session.md) for the session
+// named by o (see Options.SessionID). Its sections, in order: Coverage,
+// Open Obligations, Tagged Signals, Failed Deliveries, Pending Deliveries,
+// Recent Messages (the last HandoffRecentLimit messages of the session).
+//
+// The output depends only on the ledger's contents, o.SessionID/Session
+// and o.Roles: it never reads the clock, renders times from the ledger in
+// UTC and orders rows by id, so the same ledger gives byte-identical output.
+// All queries run in one read transaction.
+func Handoff(ctx context.Context, l *journal.Ledger, o Options) ([]byte, error) {
+	if l == nil {
+		return nil, fmt.Errorf("report handoff: %w", ErrNoLedger)
+	}
+	var out []byte
+	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+		var err error
+		out, err = buildHandoff(conn, o)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("report handoff: %w", err)
+	}
+	return out, nil
+}
+
+// handoffData is everything the handoff shows.
+type handoffData struct {
+	session     string
+	stats       sessionStats
+	obligations []obligationRow
+	moreObl     bool
+	signals     []signalRow
+	moreSig     bool
+	failed      []journal.Message
+	moreFailed  bool
+	pending     []journal.Message
+	morePending bool
+	recent      []journal.Message
+	moreRecent  bool
+}
+
+func loadHandoff(conn *sqlite.Conn, o Options) (handoffData, error) {
+	var h handoffData
+	h.session = o.sessionID()
+	if h.session == "" {
+		ids, err := sessionIDs(conn)
+		if err != nil {
+			return h, err
+		}
+		h.session = latestSession(ids, "", 0)
+	}
+	var err error
+	if h.stats, err = loadSessionStats(conn, h.session); err != nil {
+		return h, err
+	}
+	if h.obligations, h.moreObl, err = loadOpenObligations(conn, h.session, h.session, HandoffListLimit); err != nil {
+		return h, err
+	}
+	if h.signals, h.moreSig, err = loadSignals(conn, qSignals, HandoffListLimit, h.session); err != nil {
+		return h, err
+	}
+	if h.stats.total > 0 {
+		h.failed, h.moreFailed, err = loadMessages(conn, qFailed, HandoffListLimit, h.stats.firstRow, h.stats.lastRow, h.session)
+		if err != nil {
+			return h, fmt.Errorf("failed deliveries: %w", err)
+		}
+	}
+	if h.pending, h.morePending, err = loadMessages(conn, qPending, HandoffListLimit); err != nil {
+		return h, fmt.Errorf("pending deliveries: %w", err)
+	}
+	if h.recent, h.moreRecent, err = loadMessages(conn, qRecentSession, HandoffRecentLimit, h.session); err != nil {
+		return h, fmt.Errorf("recent messages: %w", err)
+	}
+	return h, nil
+}
+
+func buildHandoff(conn *sqlite.Conn, o Options) ([]byte, error) {
+	h, err := loadHandoff(conn, o)
+	if err != nil {
+		return nil, err
+	}
+	var d doc
+	name := dash(h.session)
+	d.title("Session Handoff: " + name)
+	d.para("Built from the evidence ledger. Times are UTC; rows are in ledger order, oldest first.")
+
+	d.section("Coverage")
+	writeCoverage(&d, h.stats, o.Roles)
+
+	d.section("Open Obligations")
+	if len(h.obligations) == 0 {
+		d.none("No open obligations in this session.")
+	} else {
+		d.para("[ACK REQUIRED] messages whose target has not answered with a reference to them.")
+		rows := make([][]string, 0, len(h.obligations))
+		for _, ob := range h.obligations {
+			rows = append(rows, []string{dash(ob.Ref), dash(ob.OwnerRole), dash(ob.RequesterRole), fmtTime(ob.OpenedAtMs), fmtTime(ob.RemindedAtMs), ob.body})
+		}
+		d.table([]string{"ref", "owner (must answer)", "requester", "opened", "reminded", "message"}, rows)
+		if h.moreObl {
+			d.para(moreNote(HandoffListLimit, "open obligations"))
+		}
+	}
+
+	d.section("Tagged Signals")
+	if len(h.signals) == 0 {
+		d.none("No tagged signals in this session.")
+	} else {
+		rows := make([][]string, 0, len(h.signals))
+		for _, s := range h.signals {
+			rows = append(rows, []string{dash(s.Ref), s.Kind, dash(s.SenderRole), fmtTime(s.AtMs), signalState(s), s.Text})
+		}
+		d.table([]string{"ref", "kind", "from", "time", "state", "text"}, rows)
+		if h.moreSig {
+			d.para(moreNote(HandoffListLimit, "signals"))
+		}
+	}
+
+	d.section("Failed Deliveries")
+	if len(h.failed) == 0 {
+		d.none("No failed deliveries in this session.")
+	} else {
+		rows := make([][]string, 0, len(h.failed))
+		for _, m := range h.failed {
+			rows = append(rows, []string{itoa(m.RowID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(m.ErrorCode), itoa(m.Attempt), m.RawBody})
+		}
+		d.table([]string{"row", "time", "from", "to", "ref", "error", "attempts", "body"}, rows, 0, 6)
+		if h.moreFailed {
+			d.para(moreNote(HandoffListLimit, "failed deliveries"))
+		}
+	}
+
+	d.section("Pending Deliveries")
+	if len(h.pending) == 0 {
+		d.none("No messages pending delivery.")
+	} else {
+		d.para("Committed but not yet handed to a pane or listener (status brokered), in any session.")
+		rows := make([][]string, 0, len(h.pending))
+		for _, m := range h.pending {
+			rows = append(rows, []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(m.Channel), m.RawBody})
+		}
+		d.table([]string{"row", "session", "time", "from", "to", "ref", "channel", "body"}, rows, 0)
+		if h.morePending {
+			d.para(moreNote(HandoffListLimit, "pending deliveries"))
+		}
+	}
+
+	d.section("Recent Messages")
+	if len(h.recent) == 0 {
+		d.none("No messages in this session.")
+	} else {
+		d.para(fmt.Sprintf("The last %d messages of the session.", HandoffRecentLimit))
+		rows := make([][]string, 0, len(h.recent))
+		for _, m := range h.recent {
+			rows = append(rows, []string{itoa(m.RowID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(m.Channel), statusCell(m), m.RawBody})
+		}
+		d.table([]string{"row", "time", "from", "to", "ref", "channel", "status", "body"}, rows, 0)
+		if h.moreRecent {
+			d.para(moreNote(HandoffRecentLimit, "messages"))
+		}
+	}
+	return d.bytes(), nil
+}
+
+// writeCoverage writes the Coverage section body: what the session holds.
+func writeCoverage(d *doc, s sessionStats, team []RoleInfo) {
+	d.bullet("Session: " + Cell(dash(s.id)))
+	if s.total == 0 {
+		d.bullet("Messages: 0")
+		if len(team) > 0 {
+			writeRoleTable(d, team, nil, "sent")
+		}
+		return
+	}
+	d.bullet(fmt.Sprintf("Messages: %d, row ids %d to %d", s.total, s.firstRow, s.lastRow))
+	d.bullet(fmt.Sprintf("First message: %s UTC (row %d)", fmtTime(s.firstMs), s.firstRow))
+	d.bullet(fmt.Sprintf("Last message: %s UTC (row %d)", fmtTime(s.lastMs), s.lastRow))
+	writeCountTable(d, "status", s.byStatus())
+	writeCountTable(d, "channel", s.byChannel())
+	writeRoleTable(d, team, s.bySender(), "sent")
+}
+
+// writeCountTable writes a two-column "<what> | messages" table.
+func writeCountTable(d *doc, what string, counts []named) {
+	rows := make([][]string, 0, len(counts))
+	for _, c := range counts {
+		rows = append(rows, []string{dash(c.name), itoa(c.n)})
+	}
+	d.table([]string{what, "messages"}, rows, 1)
+}
+
+// writeRoleTable writes the per-sender table of a session. With a team it
+// lists every member (role, header, pane) and then other senders; without
+// one only the senders. sent titles the message-count column.
+func writeRoleTable(d *doc, team []RoleInfo, senders map[string]senderStat, sent string) {
+	lines := roleLines(team, senders)
+	if len(lines) == 0 {
+		return
+	}
+	rows := make([][]string, 0, len(lines))
+	if len(team) == 0 {
+		for _, r := range lines {
+			rows = append(rows, []string{r.role, itoa(r.stat.n), lastSeq(r.stat)})
+		}
+		d.table([]string{"sender", sent, "last seq"}, rows, 1)
+		return
+	}
+	for _, r := range lines {
+		rows = append(rows, []string{r.role, dash(r.header), dash(r.pane), itoa(r.stat.n), lastSeq(r.stat)})
+	}
+	d.table([]string{"role", "header", "pane", sent, "last seq"}, rows, 3)
+}
+
+// signalState describes whether a signal still needs attention: TASK and
+// BLOCKER signals are open until a message references them.
+func signalState(s signalRow) string {
+	if s.Kind != journal.SignalTask && s.Kind != journal.SignalBlocker {
+		return "—"
+	}
+	if s.ResolvedBy == "" {
+		return "open"
+	}
+	if s.resolvedRef != "" {
+		return "resolved by " + s.resolvedRef
+	}
+	return "resolved by " + s.ResolvedBy
+}

@@ -1,0 +1,216 @@
+package report
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"hm/journal"
+)
+
+// doc accumulates a markdown document. Blocks (paragraphs, headings,
+// lists, tables) are separated by exactly one blank line.
+type doc struct {
+	b      bytes.Buffer
+	inList bool // the last block written is a bullet list
+}
+
+// block starts a new block: one blank line after whatever came before.
+func (d *doc) block() {
+	d.inList = false
+	if d.b.Len() > 0 && !bytes.HasSuffix(d.b.Bytes(), []byte("\n\n")) {
+		d.b.WriteString("\n")
+	}
+}
+
+// title writes the "# " title.
+func (d *doc) title(s string) {
+	d.block()
+	d.b.WriteString("# " + Cell(s) + "\n")
+}
+
+// section writes a "## " heading.
+func (d *doc) section(s string) {
+	d.block()
+	d.b.WriteString("## " + s + "\n")
+}
+
+// para writes one paragraph.
+func (d *doc) para(s string) {
+	d.block()
+	d.b.WriteString(s + "\n")
+}
+
+// bullet writes one "- " list item; consecutive items form one list.
+func (d *doc) bullet(s string) {
+	if !d.inList {
+		d.block()
+	}
+	d.inList = true
+	d.b.WriteString("- " + s + "\n")
+}
+
+// table writes a markdown table; every cell goes through Cell. Columns
+// whose index is in right are right-aligned.
+func (d *doc) table(head []string, rows [][]string, right ...int) {
+	d.block()
+	d.row(head)
+	d.b.WriteString("|")
+	for i := range head {
+		if slices.Contains(right, i) {
+			d.b.WriteString(" ---: |")
+		} else {
+			d.b.WriteString(" --- |")
+		}
+	}
+	d.b.WriteString("\n")
+	for _, r := range rows {
+		d.row(r)
+	}
+}
+
+func (d *doc) row(cells []string) {
+	d.b.WriteString("|")
+	for _, c := range cells {
+		d.b.WriteString(" ")
+		d.b.WriteString(Cell(c))
+		d.b.WriteString(" |")
+	}
+	d.b.WriteString("\n")
+}
+
+// none writes the placeholder for an empty section.
+func (d *doc) none(s string) { d.para("_" + s + "_") }
+
+// bytes returns the document, ending in exactly one newline.
+func (d *doc) bytes() []byte {
+	out := bytes.TrimRight(d.b.Bytes(), "\n")
+	return append(out, '\n')
+}
+
+// fmtTime renders unix milliseconds as UTC "2006-01-02 15:04:05"; "—" for
+// unknown (0 or negative) times.
+func fmtTime(ms int64) string {
+	if ms <= 0 {
+		return "—"
+	}
+	return time.UnixMilli(ms).UTC().Format(time.DateTime)
+}
+
+// msgTime is when a message was sent, or brokered when the send time is
+// unknown.
+func msgTime(m journal.Message) int64 {
+	if m.SentAtMs > 0 {
+		return m.SentAtMs
+	}
+	return m.BrokeredAtMs
+}
+
+// fmtAge renders the time between ms and now compactly ("45s", "12m",
+// "3h5m", "2d4h"); "—" when unknown.
+func fmtAge(now time.Time, ms int64) string {
+	if ms <= 0 {
+		return "—"
+	}
+	d := now.Sub(time.UnixMilli(ms))
+	if d < 0 {
+		d = 0
+	}
+	s := int64(d / time.Second)
+	switch {
+	case s < 60:
+		return strconv.FormatInt(s, 10) + "s"
+	case s < 3600:
+		return strconv.FormatInt(s/60, 10) + "m"
+	case s < 86400:
+		h, m := s/3600, s%3600/60
+		if m == 0 {
+			return strconv.FormatInt(h, 10) + "h"
+		}
+		return strconv.FormatInt(h, 10) + "h" + strconv.FormatInt(m, 10) + "m"
+	default:
+		dd, h := s/86400, s%86400/3600
+		if h == 0 {
+			return strconv.FormatInt(dd, 10) + "d"
+		}
+		return strconv.FormatInt(dd, 10) + "d" + strconv.FormatInt(h, 10) + "h"
+	}
+}
+
+// dash returns s, or "—" when s is empty.
+func dash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "—"
+	}
+	return s
+}
+
+// itoa formats an int64.
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// capped formats a count from a capped count query.
+func capped(n int64) string {
+	if n >= countCap {
+		return itoa(countCap) + "+"
+	}
+	return itoa(n)
+}
+
+// ref renders a message's "HEADER #N", or "—".
+func ref(m journal.Message) string { return dash(m.Ref()) }
+
+// statusCell renders a message's status with its acknowledgement stage.
+func statusCell(m journal.Message) string {
+	if m.AckStatus == "" {
+		return m.Status
+	}
+	return m.Status + " (" + m.AckStatus + ")"
+}
+
+// moreNote is the note under a table that was cut at limit rows.
+func moreNote(limit int, what string) string {
+	return "_Only the newest " + strconv.Itoa(limit) + " " + what + " are shown._"
+}
+
+// roleLine is one row of a per-role table.
+type roleLine struct {
+	role, header, pane string
+	stat               senderStat
+}
+
+// roleLines merges the configured team with the senders found in a
+// session: configured roles first, in the given order, then other senders
+// by name.
+func roleLines(team []RoleInfo, senders map[string]senderStat) []roleLine {
+	var out []roleLine
+	seen := map[string]bool{}
+	for _, r := range team {
+		k := strings.ToLower(r.Role)
+		if k == "" || seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, roleLine{role: r.Role, header: r.Header, pane: r.PaneID, stat: senders[k]})
+	}
+	var rest []string
+	for k := range senders {
+		if !seen[k] {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	for _, k := range rest {
+		out = append(out, roleLine{role: dash(k), stat: senders[k]})
+	}
+	return out
+}
+
+// lastSeq renders a sender's highest sequence number, or "—".
+func lastSeq(st senderStat) string {
+	if st.maxSeq <= 0 {
+		return "—"
+	}
+	return "#" + itoa(st.maxSeq)
+}

@@ -1,0 +1,350 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+
+	"hm/journal"
+)
+
+// The report's SQL. Every statement is bounded: a LIMIT, or an equality on
+// an indexed session id (comms_journal_session, comms_obligations_open,
+// comms_signals_session_ref), or a row-id range on comms_journal_status.
+// TestQueryPlans checks each one with EXPLAIN QUERY PLAN.
+const (
+	// qNextSession steps through the distinct session ids with one index
+	// seek each (a skip scan over comms_journal_session).
+	qNextSession = `SELECT session_id FROM comms_journal WHERE session_id > ?1 ORDER BY session_id LIMIT 1`
+
+	// qSessionCounts aggregates one session's rows.
+	qSessionCounts = `SELECT status, channel, sender_role, count(*), coalesce(max(seq), 0)
+ FROM comms_journal WHERE session_id = ?1 GROUP BY status, channel, sender_role`
+
+	// qSessionFirst and qSessionLast give a session's row-id range and the
+	// time of its first and last message.
+	qSessionFirst = `SELECT row_id, coalesce(sent_at_ms, brokered_at_ms, 0) FROM comms_journal WHERE session_id = ?1 ORDER BY row_id ASC LIMIT 1`
+	qSessionLast  = `SELECT row_id, coalesce(sent_at_ms, brokered_at_ms, 0) FROM comms_journal WHERE session_id = ?1 ORDER BY row_id DESC LIMIT 1`
+
+	// qFailed lists failed messages in a row-id range (?1..?2), optionally
+	// of one session (?3, "" = any), newest first.
+	qFailed = `SELECT ` + journal.MessageColumns + ` FROM comms_journal
+ WHERE status = 'failed' AND row_id BETWEEN ?1 AND ?2 AND (?3 = '' OR session_id = ?3)
+ ORDER BY row_id DESC LIMIT ?4`
+
+	// qPending lists messages still pending (status brokered), newest
+	// first.
+	qPending = `SELECT ` + journal.MessageColumns + ` FROM comms_journal WHERE status = 'brokered' ORDER BY row_id DESC LIMIT ?1`
+
+	// qRecent lists the newest messages of the whole ledger.
+	qRecent = `SELECT ` + journal.MessageColumns + ` FROM comms_journal ORDER BY row_id DESC LIMIT ?1`
+
+	// qRecentSession lists the newest messages of one session.
+	qRecentSession = `SELECT ` + journal.MessageColumns + ` FROM comms_journal WHERE session_id = ?1 ORDER BY row_id DESC LIMIT ?2`
+
+	// qOpenObligations lists open obligations of up to two sessions,
+	// newest first, with the body of the message that opened them.
+	qOpenObligations = `SELECT o.obligation_id, o.message_id, o.session_id, o.owner_role, o.requester_role, o.ref,
+ o.opened_at_ms, coalesce(o.reminded_at_ms, 0), coalesce(j.raw_body, ''), coalesce(j.target_role, '')
+ FROM comms_obligations o LEFT JOIN comms_journal j ON j.message_id = o.message_id
+ WHERE o.session_id IN (?1, ?2) AND o.closed_by IS NULL
+ ORDER BY o.obligation_id DESC LIMIT ?3`
+
+	// signalSelect reads a signal and the ref of the message that
+	// resolved it.
+	signalSelect = `SELECT s.signal_id, s.message_id, s.session_id, s.sender_role, s.ref, s.kind, s.text, s.at_ms,
+ coalesce(s.resolved_by, ''), coalesce(r.header, ''), coalesce(r.seq, 0)
+ FROM comms_signals s LEFT JOIN comms_journal r ON r.message_id = s.resolved_by`
+
+	// qSignals lists all signals of one session, newest first.
+	qSignals = signalSelect + `
+ WHERE s.session_id = ?1 ORDER BY s.signal_id DESC LIMIT ?2`
+
+	// qOpenSignals lists unresolved TASK and BLOCKER signals of up to two
+	// sessions, newest first.
+	qOpenSignals = signalSelect + `
+ WHERE s.session_id IN (?1, ?2) AND s.kind IN ('TASK', 'BLOCKER') AND s.resolved_by IS NULL
+ ORDER BY s.signal_id DESC LIMIT ?3`
+
+	// qDecisions lists DECISION signals of up to two sessions, newest
+	// first.
+	qDecisions = signalSelect + `
+ WHERE s.session_id IN (?1, ?2) AND s.kind = 'DECISION'
+ ORDER BY s.signal_id DESC LIMIT ?3`
+
+	// qRolePending counts (up to ?2) messages pending for one role.
+	qRolePending = `SELECT count(*) FROM (SELECT 1 FROM comms_journal WHERE target_role = ?1 AND status = 'brokered' LIMIT ?2)`
+
+	// qRoleObligations counts (up to ?4) open obligations a role owns in
+	// up to two sessions.
+	qRoleObligations = `SELECT count(*) FROM (SELECT 1 FROM comms_obligations
+ WHERE session_id IN (?1, ?2) AND owner_role = ?3 AND closed_by IS NULL LIMIT ?4)`
+)
+
+// allRows is the upper end of a row-id range covering the whole ledger.
+const allRows = math.MaxInt64
+
+// exec runs query with positional args, calling fn for every row.
+func exec(conn *sqlite.Conn, query string, fn func(*sqlite.Stmt) error, args ...any) error {
+	return sqlitex.Execute(conn, query, &sqlitex.ExecOptions{Args: args, ResultFunc: fn})
+}
+
+// sessionIDs returns the distinct non-empty session ids, in byte order.
+func sessionIDs(conn *sqlite.Conn) ([]string, error) {
+	var out []string
+	last := ""
+	for range maxSessions {
+		next, found := "", false
+		err := exec(conn, qNextSession, func(stmt *sqlite.Stmt) error {
+			next, found = stmt.ColumnText(0), true
+			return nil
+		}, last)
+		if err != nil {
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		if !found {
+			break
+		}
+		out = append(out, next)
+		last = next
+	}
+	return out, nil
+}
+
+// latestSession returns the highest-numbered "app-session-N" id among ids
+// other than skipID and other than number skipN (when skipN > 0). Without
+// any numbered id it falls back to the greatest other id in byte order.
+func latestSession(ids []string, skipID string, skipN int) string {
+	best, bestN := "", -1
+	fallback := ""
+	for _, id := range ids {
+		if id == skipID {
+			continue
+		}
+		n, ok := SessionNumber(id)
+		if !ok {
+			fallback = max(fallback, id)
+			continue
+		}
+		if skipN > 0 && n == skipN {
+			continue
+		}
+		if n > bestN || (n == bestN && id > best) {
+			best, bestN = id, n
+		}
+	}
+	if best == "" {
+		return fallback
+	}
+	return best
+}
+
+// countRow is one group of qSessionCounts.
+type countRow struct {
+	status, channel, sender string
+	n, maxSeq               int64
+}
+
+// sessionStats summarises one session.
+type sessionStats struct {
+	id                string
+	total             int64
+	firstRow, lastRow int64
+	firstMs, lastMs   int64
+	groups            []countRow
+}
+
+// named is a label with a count, for the count tables.
+type named struct {
+	name string
+	n    int64
+}
+
+// senderStat is what one sender did in a session.
+type senderStat struct {
+	n, maxSeq int64
+}
+
+func loadSessionStats(conn *sqlite.Conn, id string) (sessionStats, error) {
+	s := sessionStats{id: id}
+	err := exec(conn, qSessionCounts, func(stmt *sqlite.Stmt) error {
+		r := countRow{
+			status:  stmt.ColumnText(0),
+			channel: stmt.ColumnText(1),
+			sender:  stmt.ColumnText(2),
+			n:       stmt.ColumnInt64(3),
+			maxSeq:  stmt.ColumnInt64(4),
+		}
+		s.total += r.n
+		s.groups = append(s.groups, r)
+		return nil
+	}, id)
+	if err != nil {
+		return s, fmt.Errorf("count session %s: %w", id, err)
+	}
+	if s.total == 0 {
+		return s, nil
+	}
+	err = exec(conn, qSessionFirst, func(stmt *sqlite.Stmt) error {
+		s.firstRow, s.firstMs = stmt.ColumnInt64(0), stmt.ColumnInt64(1)
+		return nil
+	}, id)
+	if err != nil {
+		return s, fmt.Errorf("first row of session %s: %w", id, err)
+	}
+	err = exec(conn, qSessionLast, func(stmt *sqlite.Stmt) error {
+		s.lastRow, s.lastMs = stmt.ColumnInt64(0), stmt.ColumnInt64(1)
+		return nil
+	}, id)
+	if err != nil {
+		return s, fmt.Errorf("last row of session %s: %w", id, err)
+	}
+	return s, nil
+}
+
+// byStatus returns the session's counts per status, in status rank order
+// (unknown statuses last, by name).
+func (s sessionStats) byStatus() []named {
+	return s.sum(func(r countRow) string { return r.status }, func(a, b string) int {
+		ra, rb := journal.StatusRank(a), journal.StatusRank(b)
+		if ra < 0 {
+			ra = 99
+		}
+		if rb < 0 {
+			rb = 99
+		}
+		return cmp.Or(cmp.Compare(ra, rb), strings.Compare(a, b))
+	})
+}
+
+// byChannel returns the session's counts per channel, by name.
+func (s sessionStats) byChannel() []named {
+	return s.sum(func(r countRow) string { return r.channel }, strings.Compare)
+}
+
+func (s sessionStats) sum(key func(countRow) string, order func(a, b string) int) []named {
+	m := map[string]int64{}
+	for _, r := range s.groups {
+		m[key(r)] += r.n
+	}
+	out := make([]named, 0, len(m))
+	for k, n := range m {
+		out = append(out, named{k, n})
+	}
+	slices.SortFunc(out, func(a, b named) int { return order(a.name, b.name) })
+	return out
+}
+
+// bySender returns what each sender (lower-cased role) did.
+func (s sessionStats) bySender() map[string]senderStat {
+	m := map[string]senderStat{}
+	for _, r := range s.groups {
+		k := strings.ToLower(r.sender)
+		st := m[k]
+		st.n += r.n
+		st.maxSeq = max(st.maxSeq, r.maxSeq)
+		m[k] = st
+	}
+	return m
+}
+
+// loadMessages runs a message query that asks for limit+1 rows, newest
+// first, and returns at most limit of them oldest first, with more set when
+// there were more.
+func loadMessages(conn *sqlite.Conn, query string, limit int, args ...any) (msgs []journal.Message, more bool, err error) {
+	err = exec(conn, query, func(stmt *sqlite.Stmt) error {
+		msgs = append(msgs, journal.ScanMessage(stmt, 0))
+		return nil
+	}, append(args, limit+1)...)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(msgs) > limit {
+		msgs, more = msgs[:limit], true
+	}
+	slices.Reverse(msgs)
+	return msgs, more, nil
+}
+
+// obligationRow is an open obligation with the message that opened it.
+type obligationRow struct {
+	journal.Obligation
+	body   string
+	target string
+}
+
+func loadOpenObligations(conn *sqlite.Conn, s1, s2 string, limit int) (out []obligationRow, more bool, err error) {
+	err = exec(conn, qOpenObligations, func(stmt *sqlite.Stmt) error {
+		out = append(out, obligationRow{
+			Obligation: journal.Obligation{
+				ObligationID:  stmt.ColumnInt64(0),
+				MessageID:     stmt.ColumnText(1),
+				SessionID:     stmt.ColumnText(2),
+				OwnerRole:     stmt.ColumnText(3),
+				RequesterRole: stmt.ColumnText(4),
+				Ref:           stmt.ColumnText(5),
+				OpenedAtMs:    stmt.ColumnInt64(6),
+				RemindedAtMs:  stmt.ColumnInt64(7),
+			},
+			body:   stmt.ColumnText(8),
+			target: stmt.ColumnText(9),
+		})
+		return nil
+	}, s1, s2, limit+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("open obligations: %w", err)
+	}
+	if len(out) > limit {
+		out, more = out[:limit], true
+	}
+	slices.Reverse(out)
+	return out, more, nil
+}
+
+// signalRow is a signal with the ref of the message that resolved it.
+type signalRow struct {
+	journal.Signal
+	resolvedRef string // "HEADER #N" of the resolving message, or ""
+}
+
+func loadSignals(conn *sqlite.Conn, query string, limit int, args ...any) (out []signalRow, more bool, err error) {
+	err = exec(conn, query, func(stmt *sqlite.Stmt) error {
+		r := signalRow{Signal: journal.Signal{
+			SignalID:   stmt.ColumnInt64(0),
+			MessageID:  stmt.ColumnText(1),
+			SessionID:  stmt.ColumnText(2),
+			SenderRole: stmt.ColumnText(3),
+			Ref:        stmt.ColumnText(4),
+			Kind:       stmt.ColumnText(5),
+			Text:       stmt.ColumnText(6),
+			AtMs:       stmt.ColumnInt64(7),
+			ResolvedBy: stmt.ColumnText(8),
+		}}
+		r.resolvedRef = journal.Message{Header: stmt.ColumnText(9), Seq: stmt.ColumnInt64(10)}.Ref()
+		out = append(out, r)
+		return nil
+	}, append(args, limit+1)...)
+	if err != nil {
+		return nil, false, fmt.Errorf("signals: %w", err)
+	}
+	if len(out) > limit {
+		out, more = out[:limit], true
+	}
+	slices.Reverse(out)
+	return out, more, nil
+}
+
+// count runs a single-value count query.
+func count(conn *sqlite.Conn, query string, args ...any) (int64, error) {
+	var n int64
+	err := exec(conn, query, func(stmt *sqlite.Stmt) error {
+		n = stmt.ColumnInt64(0)
+		return nil
+	}, args...)
+	return n, err
+}
