@@ -1,0 +1,399 @@
+package journal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+
+	"zombiezen.com/go/sqlite"
+)
+
+// Append commits one message and returns the committed row. It fills
+// BodyHash (sha256 hex of RawBody), BodyBytes, Status ("brokered" when
+// empty), Direction ("outbound"), Priority ("normal"), MetadataJSON ("{}"),
+// UpdatedAtMs and BrokeredAtMs (now, when 0), and writes a "brokered" event
+// whose detail_json records the body hash. Signals, Obligation and Refs are
+// processed in the same transaction (see Message). m is not modified.
+//
+// If message_id is already present nothing is written and the existing row
+// is returned with ErrDuplicate. If the ledger cannot commit the error wraps
+// ErrUnavailable. Append returns after the commit (group commit: concurrent
+// Appends share transactions).
+func (l *Ledger) Append(ctx context.Context, m *Message) (Message, error) {
+	if m == nil {
+		return Message{}, fmt.Errorf("journal append: %w: nil message", ErrInvalid)
+	}
+	msg := *m
+	if err := l.prepareMessage(&msg); err != nil {
+		return Message{}, err
+	}
+	var out Message
+	finished, err := l.do(ctx, &op{kind: opTx, name: "append", apply: func(tx *txn) error {
+		r, err := tx.appendMessage(msg)
+		out = r
+		return err
+	}})
+	if !finished {
+		return Message{}, err
+	}
+	return out, err
+}
+
+// AppendBatch commits all messages in one transaction (bulk loading). Each
+// *Message is updated in place with its committed row (RowID, BodyHash,
+// defaults). Any duplicate or invalid message fails the whole batch and
+// nothing is written.
+func (l *Ledger) AppendBatch(ctx context.Context, ms []*Message) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	prepared := make([]Message, len(ms))
+	for i, m := range ms {
+		if m == nil {
+			return fmt.Errorf("journal append batch: item %d: %w: nil message", i, ErrInvalid)
+		}
+		prepared[i] = *m
+		if err := l.prepareMessage(&prepared[i]); err != nil {
+			return fmt.Errorf("journal append batch: item %d: %w", i, err)
+		}
+	}
+	out := make([]Message, len(ms))
+	finished, err := l.do(ctx, &op{kind: opSolo, name: "append batch", apply: func(tx *txn) error {
+		for i, m := range prepared {
+			r, err := tx.appendMessage(m)
+			if err != nil {
+				if le, ok := err.(logicalError); ok {
+					return logical(fmt.Errorf("item %d: %w", i, le.err))
+				}
+				return err
+			}
+			out[i] = r
+		}
+		return nil
+	}})
+	if err != nil || !finished {
+		return err
+	}
+	for i, m := range ms {
+		r := out[i]
+		r.Signals, r.Obligation, r.Refs = m.Signals, m.Obligation, m.Refs
+		*m = r
+	}
+	return nil
+}
+
+// prepareMessage validates m and fills defaults; it runs on the caller's
+// goroutine so hashing stays off the writer.
+func (l *Ledger) prepareMessage(m *Message) error {
+	if m.MessageID == "" {
+		return fmt.Errorf("journal append: %w: empty message_id", ErrInvalid)
+	}
+	if m.Status == "" {
+		m.Status = StatusBrokered
+	}
+	if StatusRank(m.Status) < 0 {
+		return fmt.Errorf("journal append %s: %w: unknown status %q", m.MessageID, ErrInvalid, m.Status)
+	}
+	if AckRank(m.AckStatus) < 0 {
+		return fmt.Errorf("journal append %s: %w: unknown ack status %q", m.MessageID, ErrInvalid, m.AckStatus)
+	}
+	if m.MetadataJSON == "" {
+		m.MetadataJSON = "{}"
+	} else if !json.Valid([]byte(m.MetadataJSON)) {
+		return fmt.Errorf("journal append %s: %w: metadata_json is not JSON", m.MessageID, ErrInvalid)
+	}
+	if m.Direction == "" {
+		m.Direction = DirectionOutbound
+	}
+	if m.Priority == "" {
+		m.Priority = "normal"
+	}
+	sum := sha256.Sum256([]byte(m.RawBody))
+	m.BodyHash = hex.EncodeToString(sum[:])
+	m.BodyBytes = int64(len(m.RawBody))
+	now := l.now().UnixMilli()
+	if m.UpdatedAtMs == 0 {
+		m.UpdatedAtMs = now
+	}
+	if m.BrokeredAtMs == 0 {
+		m.BrokeredAtMs = m.UpdatedAtMs
+	}
+	m.RowID = 0
+	for i := range m.Signals {
+		s := &m.Signals[i]
+		s.Kind = strings.ToUpper(strings.TrimSpace(s.Kind))
+		if s.Kind == "" {
+			return fmt.Errorf("journal append %s: %w: signal without kind", m.MessageID, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+func nullableInt(stmt *sqlite.Stmt, param int, v int64) {
+	if v == 0 {
+		stmt.BindNull(param)
+		return
+	}
+	stmt.BindInt64(param, v)
+}
+
+// appendMessage inserts a prepared message with its event and side rows.
+// Logical failures (duplicate) happen before any write.
+func (tx *txn) appendMessage(m Message) (Message, error) {
+	existing, found, err := tx.get(m.MessageID)
+	if err != nil {
+		return Message{}, err
+	}
+	if found {
+		return existing, logical(fmt.Errorf("append %s: %w", m.MessageID, ErrDuplicate))
+	}
+	stmt, err := tx.conn.Prepare(`INSERT INTO comms_journal(message_id, session_id, sender_role, target_role, channel, direction, seq, header, priority,
+ sent_at_ms, brokered_at_ms, raw_body, body_hash, body_bytes, status, ack_status, error_code, attempt, metadata_json, updated_at_ms)
+ VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	if err != nil {
+		return Message{}, fmt.Errorf("prepare insert: %w", err)
+	}
+	stmt.BindText(1, m.MessageID)
+	stmt.BindText(2, m.SessionID)
+	stmt.BindText(3, m.SenderRole)
+	stmt.BindText(4, m.TargetRole)
+	stmt.BindText(5, m.Channel)
+	stmt.BindText(6, m.Direction)
+	nullableInt(stmt, 7, m.Seq)
+	stmt.BindText(8, m.Header)
+	stmt.BindText(9, m.Priority)
+	nullableInt(stmt, 10, m.SentAtMs)
+	stmt.BindInt64(11, m.BrokeredAtMs)
+	stmt.BindText(12, m.RawBody)
+	stmt.BindText(13, m.BodyHash)
+	stmt.BindInt64(14, m.BodyBytes)
+	stmt.BindText(15, m.Status)
+	stmt.BindText(16, m.AckStatus)
+	stmt.BindText(17, m.ErrorCode)
+	stmt.BindInt64(18, m.Attempt)
+	stmt.BindText(19, m.MetadataJSON)
+	stmt.BindInt64(20, m.UpdatedAtMs)
+	_, err = stmt.Step()
+	if rerr := stmt.Reset(); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return Message{}, fmt.Errorf("insert message %s: %w", m.MessageID, err)
+	}
+	m.RowID = tx.conn.LastInsertRowID()
+	tx.maxRowID = max(tx.maxRowID, m.RowID)
+
+	detail := brokeredDetail(m)
+	if err := tx.addEvent(m.MessageID, EventBrokered, m.UpdatedAtMs, detail, m); err != nil {
+		return Message{}, err
+	}
+	ref := m.Ref()
+	for _, s := range m.Signals {
+		if err := tx.exec("INSERT INTO comms_signals(message_id, session_id, sender_role, ref, kind, text, at_ms) VALUES (?,?,?,?,?,?,?)",
+			m.MessageID, m.SessionID, m.SenderRole, ref, s.Kind, strings.TrimSpace(s.Text), m.BrokeredAtMs); err != nil {
+			return Message{}, fmt.Errorf("insert signal: %w", err)
+		}
+	}
+	if o := m.Obligation; o != nil {
+		oref := ref
+		if o.Ref != "" {
+			oref = NormalizeRef(o.Ref)
+		}
+		requester := o.RequesterRole
+		if requester == "" {
+			requester = m.SenderRole
+		}
+		if err := tx.exec("INSERT INTO comms_obligations(message_id, session_id, owner_role, requester_role, ref, opened_at_ms) VALUES (?,?,?,?,?,?)",
+			m.MessageID, m.SessionID, o.OwnerRole, requester, oref, m.BrokeredAtMs); err != nil {
+			return Message{}, fmt.Errorf("insert obligation: %w", err)
+		}
+	}
+	if err := tx.applyRefs(m); err != nil {
+		return Message{}, err
+	}
+	return m.row(), nil
+}
+
+// applyRefs closes obligations owned by the sender and resolves TASK and
+// BLOCKER signals that m references, within m's session.
+func (tx *txn) applyRefs(m Message) error {
+	seen := make(map[string]bool, len(m.Refs))
+	for _, r := range m.Refs {
+		ref := NormalizeRef(r)
+		if ref == "" || seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		var closed []string
+		err := tx.query(`UPDATE comms_obligations SET closed_by = ?, closed_at_ms = ?
+ WHERE session_id = ? AND owner_role = ? COLLATE NOCASE AND ref = ? AND closed_by IS NULL AND message_id <> ?
+ RETURNING message_id`, func(stmt *sqlite.Stmt) error {
+			closed = append(closed, stmt.ColumnText(0))
+			return nil
+		}, m.MessageID, m.BrokeredAtMs, m.SessionID, m.SenderRole, ref, m.MessageID)
+		if err != nil {
+			return fmt.Errorf("close obligations: %w", err)
+		}
+		for _, id := range closed {
+			row, _, err := tx.get(id)
+			if err != nil {
+				return err
+			}
+			detail := `{"closed_by":` + string(appendJSONString(nil, m.MessageID)) + `,"ref":` + string(appendJSONString(nil, ref)) + `}`
+			if err := tx.addEvent(id, EventObligationClosed, m.BrokeredAtMs, detail, row); err != nil {
+				return err
+			}
+		}
+		if err := tx.exec(`UPDATE comms_signals SET resolved_by = ?
+ WHERE session_id = ? AND ref = ? AND kind IN ('TASK','BLOCKER') AND resolved_by IS NULL AND message_id <> ?`,
+			m.MessageID, m.SessionID, ref, m.MessageID); err != nil {
+			return fmt.Errorf("resolve signals: %w", err)
+		}
+	}
+	return nil
+}
+
+func brokeredDetail(m Message) string {
+	b := make([]byte, 0, 160)
+	b = append(b, '{')
+	if m.AckStatus != "" {
+		b = append(b, `"ack_status":`...)
+		b = appendJSONString(b, m.AckStatus)
+		b = append(b, ',')
+	}
+	b = append(b, `"body_bytes":`...)
+	b = strconv.AppendInt(b, m.BodyBytes, 10)
+	b = append(b, `,"body_hash":`...)
+	b = appendJSONString(b, m.BodyHash)
+	b = append(b, `,"status":`...)
+	b = appendJSONString(b, m.Status)
+	return string(append(b, '}'))
+}
+
+// Advance applies c to its message monotonically (see Merge) and waits for
+// the commit. An event row is written only when the row changed, or when
+// c.Event is set. It returns the row after the change; ErrNotFound if the
+// message is unknown.
+func (l *Ledger) Advance(ctx context.Context, c Change) (Message, error) {
+	if c.MessageID == "" {
+		return Message{}, fmt.Errorf("journal advance: %w: empty message_id", ErrInvalid)
+	}
+	var out Message
+	finished, err := l.do(ctx, l.advanceOp(c, &out))
+	if !finished {
+		return Message{}, err
+	}
+	return out, err
+}
+
+// AdvanceAsync queues c behind every write submitted before it and returns
+// without waiting (it blocks only while the queue is full). Failures are
+// logged. c.Detail is copied shallowly; do not mutate nested values.
+func (l *Ledger) AdvanceAsync(c Change) {
+	if c.MessageID == "" {
+		l.log.Error("journal: advance without message_id dropped")
+		return
+	}
+	if err := l.submit(context.Background(), l.advanceOp(c, nil)); err != nil {
+		l.log.Error("journal: async advance dropped", "message_id", c.MessageID, "err", err)
+	}
+}
+
+func (l *Ledger) advanceOp(c Change, out *Message) *op {
+	c.Detail = maps.Clone(c.Detail)
+	return &op{kind: opTx, name: "advance", apply: func(tx *txn) error {
+		r, err := tx.advance(c)
+		if out != nil {
+			*out = r
+		}
+		return err
+	}}
+}
+
+func (tx *txn) advance(c Change) (Message, error) {
+	cur, found, err := tx.get(c.MessageID)
+	if err != nil {
+		return Message{}, err
+	}
+	if !found {
+		return Message{}, logical(fmt.Errorf("advance %s: %w", c.MessageID, ErrNotFound))
+	}
+	if c.AtMs == 0 {
+		c.AtMs = tx.nowMs
+	}
+	next, changed := Merge(cur, c)
+	if !changed && c.Event == "" {
+		return cur, nil
+	}
+	detail := make(map[string]any, len(c.Detail)+4)
+	maps.Copy(detail, c.Detail)
+	detail["status"] = next.Status
+	detail["ack_status"] = next.AckStatus
+	if next.Status != cur.Status && next.Status == StatusFailed && next.ErrorCode != "" {
+		detail["error_code"] = next.ErrorCode
+	}
+	if c.IncAttempt {
+		detail["attempt"] = next.Attempt
+	}
+	dj, err := json.Marshal(detail)
+	if err != nil {
+		return Message{}, logical(fmt.Errorf("advance %s: %w: detail: %w", c.MessageID, ErrInvalid, err))
+	}
+	name := c.Event
+	switch {
+	case name != "":
+	case next.Status != cur.Status:
+		name = next.Status
+	case next.AckStatus != cur.AckStatus:
+		name = next.AckStatus
+	default:
+		name = "attempt"
+	}
+	if changed {
+		if err := tx.exec("UPDATE comms_journal SET status = ?, ack_status = ?, error_code = ?, attempt = ?, updated_at_ms = ? WHERE row_id = ?",
+			next.Status, next.AckStatus, next.ErrorCode, next.Attempt, next.UpdatedAtMs, next.RowID); err != nil {
+			return Message{}, fmt.Errorf("update message %s: %w", c.MessageID, err)
+		}
+	}
+	if err := tx.addEvent(c.MessageID, name, c.AtMs, string(dj), next); err != nil {
+		return Message{}, err
+	}
+	return next, nil
+}
+
+// MarkReminded records that the open obligation of messageID got its
+// reminder (and writes an obligation_reminded event). ErrNotFound when the
+// message has no open obligation.
+func (l *Ledger) MarkReminded(ctx context.Context, messageID string) error {
+	return l.run(ctx, &op{kind: opTx, name: "mark reminded", apply: func(tx *txn) error {
+		if err := tx.exec("UPDATE comms_obligations SET reminded_at_ms = ? WHERE message_id = ? AND closed_by IS NULL", tx.nowMs, messageID); err != nil {
+			return fmt.Errorf("mark reminded %s: %w", messageID, err)
+		}
+		if tx.conn.Changes() == 0 {
+			return logical(fmt.Errorf("mark reminded %s: %w", messageID, ErrNotFound))
+		}
+		row, _, err := tx.get(messageID)
+		if err != nil {
+			return err
+		}
+		return tx.addEvent(messageID, EventObligationReminded, tx.nowMs, `{"reminded_at_ms":`+strconv.FormatInt(tx.nowMs, 10)+`}`, row)
+	}})
+}
+
+// get loads a message by id on the writer connection.
+func (tx *txn) get(messageID string) (Message, bool, error) {
+	return getMessage(tx.conn, messageID)
+}
+
+func (tx *txn) exec(query string, args ...any) error {
+	return execArgs(tx.conn, query, nil, args...)
+}
+
+func (tx *txn) query(query string, fn func(*sqlite.Stmt) error, args ...any) error {
+	return execArgs(tx.conn, query, fn, args...)
+}

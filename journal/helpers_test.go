@@ -1,0 +1,109 @@
+package journal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// testLogger sends ledger logs to the test output.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// openTest opens a ledger in a fresh temp dir and closes it at cleanup.
+func openTest(t testing.TB, opts Options) *Ledger {
+	t.Helper()
+	return openAt(t, filepath.Join(t.TempDir(), "runtime", "evidence-ledger.db"), opts)
+}
+
+func openAt(t testing.TB, path string, opts Options) *Ledger {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = testLogger(t)
+	}
+	l, err := Open(context.Background(), path, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// checkLeaks records the goroutine count and, at cleanup, waits (with a
+// deadline) for it to come back down.
+func checkLeaks(t *testing.T) {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n := runtime.NumGoroutine()
+			if n <= before {
+				return
+			}
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<20)
+				buf = buf[:runtime.Stack(buf, true)]
+				t.Errorf("goroutines leaked: %d before, %d after\n%s", before, n, buf)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// msg builds a typical message.
+func msg(id, sender, target string, seq int64, body string) *Message {
+	return &Message{
+		MessageID:  id,
+		SessionID:  "app-session-1",
+		SenderRole: sender,
+		TargetRole: target,
+		Channel:    "ws",
+		Header:     headerOf(sender),
+		Seq:        seq,
+		RawBody:    fmt.Sprintf("(%s #%d): %s", headerOf(sender), seq, body),
+	}
+}
+
+func headerOf(role string) string {
+	switch role {
+	case "architect":
+		return "ARCH"
+	case "builder":
+		return "BUILDER"
+	case "oracle":
+		return "ORACLE"
+	}
+	return "USER"
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}

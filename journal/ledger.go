@@ -1,0 +1,417 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// Sentinel errors. Errors returned by the Ledger wrap one of these (test
+// with errors.Is) together with the underlying cause.
+var (
+	// ErrUnavailable means the ledger cannot commit: the disk is full
+	// (or MaxBytes is reached), the file is read-only, an I/O error
+	// occurred, or the ledger is closed. Its text is the SPEC status.
+	ErrUnavailable = errors.New("journal_unavailable")
+	// ErrDuplicate means the message_id is already in the ledger; Append
+	// returns the existing row along with it.
+	ErrDuplicate = errors.New("journal: duplicate message_id")
+	// ErrNotFound means no such message (or open obligation).
+	ErrNotFound = errors.New("journal: not found")
+	// ErrBadQuery means a full-text search query is malformed.
+	ErrBadQuery = errors.New("journal: bad search query")
+	// ErrClosed is returned for any call on a closed Ledger; it wraps
+	// ErrUnavailable.
+	ErrClosed = fmt.Errorf("journal: ledger closed: %w", ErrUnavailable)
+	// ErrInvalid means an argument was rejected before anything was written.
+	ErrInvalid = errors.New("journal: invalid argument")
+)
+
+// Options configures Open. The zero value is usable.
+type Options struct {
+	// Durable selects synchronous=FULL instead of NORMAL.
+	Durable bool
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+	// MaxBytes caps the database size (0 = unlimited), enforced with
+	// PRAGMA max_page_count: once reached, commits fail with
+	// ErrUnavailable until SetMaxBytes raises the cap. The WAL file is
+	// not counted.
+	MaxBytes int64
+	// FTSInterval is how often committed bodies are indexed for Search
+	// (default 500ms).
+	FTSInterval time.Duration
+	// MaxBatch caps how many queued operations share one transaction
+	// (default 256).
+	MaxBatch int
+	// ReadOnly opens an existing ledger for queries only (CLI readers
+	// beside a running hub): no writer, no indexing; every write returns
+	// ErrUnavailable.
+	ReadOnly bool
+	// Readers is the size of the read-connection pool (default 3).
+	Readers int
+	// Now is the clock (default time.Now); tests inject a fixed one.
+	Now func() time.Time
+}
+
+// Ledger is the evidence ledger: an SQLite database with one writer
+// goroutine that group-commits every write, and a small pool of read-only
+// connections. All methods are safe for concurrent use.
+type Ledger struct {
+	path string
+	opts Options
+	log  *slog.Logger
+	now  func() time.Time
+
+	ops chan *op // to the writer goroutine
+
+	mu      sync.RWMutex // guards closed against submissions
+	closed  bool
+	closing chan struct{} // closed when Close starts
+
+	stop       chan struct{} // tells the writer to drain and exit
+	writerDone chan struct{}
+	writerErr  error // set by the writer before writerDone closes
+
+	ftsCancel context.CancelFunc
+	ftsDone   chan struct{}
+	ftsQueued atomic.Bool // an FTS tick op is waiting in ops
+
+	committedRowID atomic.Int64 // highest committed row_id (writer publishes)
+	indexedRowID   atomic.Int64 // highest row_id in comms_fts (writer publishes)
+
+	readers  chan *sqlite.Conn
+	nReaders int
+
+	subsMu  sync.Mutex
+	subs    map[*subscription]struct{}
+	dropped atomic.Uint64
+
+	commits atomic.Int64 // committed write transactions
+	opsDone atomic.Int64 // operations committed in them
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating if needed, mode 0600) the ledger at path, applies
+// migrations and starts the writer and indexing goroutines, which Close
+// stops. ctx bounds the opening only.
+func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.FTSInterval <= 0 {
+		opts.FTSInterval = 500 * time.Millisecond
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.Readers <= 0 {
+		opts.Readers = 3
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	l := &Ledger{
+		path:       path,
+		opts:       opts,
+		log:        opts.Logger.With("component", "journal"),
+		now:        opts.Now,
+		ops:        make(chan *op, 4096),
+		closing:    make(chan struct{}),
+		stop:       make(chan struct{}),
+		writerDone: make(chan struct{}),
+		ftsDone:    make(chan struct{}),
+		subs:       make(map[*subscription]struct{}),
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if opts.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("open ledger %s: %w", path, err)
+		}
+	} else if err := createFile(path); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+
+	var w *writer
+	if !opts.ReadOnly {
+		conn, err := openWriterConn(ctx, path, opts)
+		if err != nil {
+			return nil, fmt.Errorf("open ledger %s: %w", path, classify(err))
+		}
+		w, err = newWriter(l, conn)
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("open ledger %s: %w", path, err)
+		}
+		chmodSidecars(path)
+	}
+
+	l.readers = make(chan *sqlite.Conn, opts.Readers)
+	for range opts.Readers {
+		conn, err := openReaderConn(path)
+		if err == nil && opts.ReadOnly && l.nReaders == 0 {
+			err = checkSchema(conn)
+		}
+		if err != nil {
+			if conn != nil {
+				conn.Close()
+			}
+			l.closeReaders()
+			if w != nil {
+				w.conn.Close()
+			}
+			return nil, fmt.Errorf("open ledger %s: reader: %w", path, err)
+		}
+		l.readers <- conn
+		l.nReaders++
+	}
+
+	if opts.ReadOnly {
+		close(l.writerDone)
+		close(l.ftsDone)
+		l.ftsCancel = func() {}
+		return l, nil
+	}
+	go w.run()
+	ftsCtx, cancel := context.WithCancel(context.Background())
+	l.ftsCancel = cancel
+	go l.ftsLoop(ftsCtx)
+	return l, nil
+}
+
+// Stats are counters of the writer since Open.
+type Stats struct {
+	Commits int64 // write transactions committed
+	Ops     int64 // operations applied in them (Ops/Commits = mean batch)
+	Dropped uint64
+}
+
+// Stats returns the writer's counters.
+func (l *Ledger) Stats() Stats {
+	return Stats{Commits: l.commits.Load(), Ops: l.opsDone.Load(), Dropped: l.dropped.Load()}
+}
+
+// Path returns the database file path.
+func (l *Ledger) Path() string { return l.path }
+
+// createFile makes the parent directory (0700) and the database file (0600)
+// if they do not exist yet.
+func createFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("create directory: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// chmodSidecars narrows -wal and -shm to 0600 when present (best effort;
+// SQLite normally copies the database file's mode already).
+func chmodSidecars(path string) {
+	for _, s := range []string{"-wal", "-shm"} {
+		_ = os.Chmod(path+s, 0o600)
+	}
+}
+
+func openWriterConn(ctx context.Context, path string, opts Options) (conn *sqlite.Conn, err error) {
+	conn, err = sqlite.OpenConn(path, sqlite.OpenReadWrite|sqlite.OpenCreate)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			conn.Close()
+			conn = nil
+		}
+	}()
+	conn.SetBusyTimeout(5 * time.Second)
+	if ctx.Done() != nil {
+		conn.SetInterrupt(ctx.Done())
+		defer conn.SetInterrupt(nil)
+	}
+	// Pragmas run outside any transaction.
+	mode := ""
+	if err := sqlitex.ExecuteTransient(conn, "PRAGMA journal_mode=WAL", &sqlitex.ExecOptions{
+		ResultFunc: func(stmt *sqlite.Stmt) error { mode = stmt.ColumnText(0); return nil },
+	}); err != nil {
+		return nil, fmt.Errorf("journal_mode: %w", err)
+	}
+	if mode != "wal" {
+		opts.Logger.Warn("journal: WAL mode not available", "journal_mode", mode, "path", path)
+	}
+	sync := "NORMAL"
+	if opts.Durable {
+		sync = "FULL"
+	}
+	for _, p := range []string{"PRAGMA synchronous=" + sync, "PRAGMA busy_timeout=5000", "PRAGMA temp_store=MEMORY",
+		"PRAGMA wal_autocheckpoint=0" /* the writer checkpoints itself */} {
+		if err := sqlitex.ExecuteTransient(conn, p, nil); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	if err := migrate(conn); err != nil {
+		return nil, err
+	}
+	if err := setMaxPages(conn, opts.MaxBytes); err != nil {
+		return nil, err
+	}
+	return conn, nil
+}
+
+// maxPageCountUnlimited is SQLite's default (and largest) max_page_count.
+const maxPageCountUnlimited = 4294967294
+
+func setMaxPages(conn *sqlite.Conn, maxBytes int64) error {
+	pageSize := int64(4096)
+	if err := sqlitex.ExecuteTransient(conn, "PRAGMA page_size", &sqlitex.ExecOptions{
+		ResultFunc: func(stmt *sqlite.Stmt) error { pageSize = stmt.ColumnInt64(0); return nil },
+	}); err != nil {
+		return fmt.Errorf("page_size: %w", err)
+	}
+	pages := int64(maxPageCountUnlimited)
+	if maxBytes > 0 {
+		pages = max(1, maxBytes/pageSize)
+	}
+	if err := sqlitex.ExecuteTransient(conn, fmt.Sprintf("PRAGMA max_page_count=%d", pages), nil); err != nil {
+		return fmt.Errorf("max_page_count: %w", err)
+	}
+	return nil
+}
+
+func openReaderConn(path string) (*sqlite.Conn, error) {
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
+	if err != nil {
+		return nil, err
+	}
+	conn.SetBusyTimeout(5 * time.Second)
+	for _, p := range []string{"PRAGMA query_only=ON", "PRAGMA busy_timeout=5000", "PRAGMA temp_store=MEMORY"} {
+		if err := sqlitex.ExecuteTransient(conn, p, nil); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	return conn, nil
+}
+
+func checkSchema(conn *sqlite.Conn) error {
+	v, err := schemaVersion(conn)
+	if err != nil {
+		return fmt.Errorf("not a ledger: %w", err)
+	}
+	if v != SchemaVersion {
+		return fmt.Errorf("ledger schema version %d, want %d", v, SchemaVersion)
+	}
+	return nil
+}
+
+// Close drains queued writes, indexes everything for Search, stops the
+// goroutines and closes every connection (waiting for reads in progress).
+// Subscription channels are closed. Close is idempotent; calls after the
+// first return the first result.
+func (l *Ledger) Close() error {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.closed = true
+		close(l.closing)
+		l.mu.Unlock()
+
+		l.ftsCancel()
+		<-l.ftsDone
+		if !l.opts.ReadOnly {
+			close(l.stop)
+		}
+		<-l.writerDone
+		l.closeErr = l.writerErr
+		if err := l.closeReaders(); err != nil && l.closeErr == nil {
+			l.closeErr = err
+		}
+		l.closeSubscribers()
+	})
+	return l.closeErr
+}
+
+func (l *Ledger) closeReaders() error {
+	var first error
+	for ; l.nReaders > 0; l.nReaders-- {
+		conn := <-l.readers
+		if err := conn.Close(); err != nil && first == nil {
+			first = fmt.Errorf("close reader: %w", err)
+		}
+	}
+	return first
+}
+
+// Read runs fn on a pooled read-only connection inside one read
+// transaction, so every query in fn sees the same snapshot. fn must not
+// BEGIN/COMMIT itself and must reset any statement it leaves unfinished.
+// ctx cancellation interrupts running queries.
+func (l *Ledger) Read(ctx context.Context, fn func(conn *sqlite.Conn) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("journal read: %w", err)
+	}
+	var conn *sqlite.Conn
+	select {
+	case <-l.closing:
+		return ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("journal read: %w", ctx.Err())
+	case conn = <-l.readers:
+	}
+	defer func() {
+		conn.SetInterrupt(nil) // also resets statements fn left mid-result
+		if !conn.AutocommitEnabled() {
+			if rerr := sqlitex.Execute(conn, "ROLLBACK", nil); rerr != nil && err == nil {
+				err = fmt.Errorf("journal read: end: %w", rerr)
+			}
+		}
+		l.readers <- conn
+		if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w: %w", ctx.Err(), err)
+		}
+	}()
+	select {
+	case <-l.closing:
+		return ErrClosed
+	default:
+	}
+	if ctx.Done() != nil {
+		conn.SetInterrupt(ctx.Done())
+	}
+	if err := sqlitex.Execute(conn, "BEGIN DEFERRED", nil); err != nil {
+		return fmt.Errorf("journal read: begin: %w", err)
+	}
+	return fn(conn)
+}
+
+// classify wraps SQLite errors that mean "cannot write" in ErrUnavailable.
+func classify(err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	switch sqlite.ErrCode(err).ToPrimary() {
+	case sqlite.ResultFull, sqlite.ResultReadOnly, sqlite.ResultIOErr, sqlite.ResultCantOpen,
+		sqlite.ResultNotADB, sqlite.ResultCorrupt, sqlite.ResultNoMem, sqlite.ResultBusy,
+		sqlite.ResultLocked, sqlite.ResultPerm, sqlite.ResultProtocol, sqlite.ResultAuth:
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}

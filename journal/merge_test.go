@@ -1,0 +1,205 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+func TestStatusAndAckRank(t *testing.T) {
+	order := []string{StatusRecorded, StatusBrokered, StatusFailed, StatusRouted, StatusAcked}
+	for i, s := range order {
+		if got := StatusRank(s); got != i {
+			t.Errorf("StatusRank(%q) = %d, want %d", s, got, i)
+		}
+	}
+	acks := []string{AckNone, AckAcceptedUnverified, AckDeliveredWebSocket, AckDeliveredVerified}
+	for i, s := range acks {
+		if got := AckRank(s); got != i {
+			t.Errorf("AckRank(%q) = %d, want %d", s, got, i)
+		}
+	}
+	for _, s := range []string{"bogus", "ROUTED", " acked"} {
+		if StatusRank(s) != -1 || AckRank(s) != -1 {
+			t.Errorf("rank of unknown %q should be -1", s)
+		}
+	}
+}
+
+func TestMerge(t *testing.T) {
+	base := Message{MessageID: "m", Status: StatusBrokered, UpdatedAtMs: 100}
+	with := func(f func(*Message)) Message { m := base; f(&m); return m }
+	tests := []struct {
+		name    string
+		cur     Message
+		change  Change
+		want    Message
+		changed bool
+	}{
+		{"empty change", base, Change{AtMs: 200}, base, false},
+		{"brokered to routed", base, Change{Status: StatusRouted, AtMs: 200},
+			with(func(m *Message) { m.Status = StatusRouted; m.UpdatedAtMs = 200 }), true},
+		{"routed never back to brokered", with(func(m *Message) { m.Status = StatusRouted }), Change{Status: StatusBrokered, AtMs: 200},
+			with(func(m *Message) { m.Status = StatusRouted }), false},
+		{"failure sets error code", base, Change{Status: StatusFailed, ErrorCode: "no_route", AtMs: 200},
+			with(func(m *Message) { m.Status = StatusFailed; m.ErrorCode = "no_route"; m.UpdatedAtMs = 200 }), true},
+		{"failure never overwrites routed", with(func(m *Message) { m.Status = StatusRouted }), Change{Status: StatusFailed, ErrorCode: "pane_exited", AtMs: 200},
+			with(func(m *Message) { m.Status = StatusRouted }), false},
+		{"failure never overwrites acked", with(func(m *Message) { m.Status = StatusAcked }), Change{Status: StatusFailed, ErrorCode: "x", AtMs: 200},
+			with(func(m *Message) { m.Status = StatusAcked }), false},
+		{"second failure keeps first code", with(func(m *Message) { m.Status = StatusFailed; m.ErrorCode = "a" }), Change{Status: StatusFailed, ErrorCode: "b", AtMs: 200},
+			with(func(m *Message) { m.Status = StatusFailed; m.ErrorCode = "a" }), false},
+		{"proof of delivery overwrites failed", with(func(m *Message) { m.Status = StatusFailed; m.ErrorCode = "a" }), Change{Status: StatusAcked, AtMs: 200},
+			with(func(m *Message) { m.Status = StatusAcked; m.ErrorCode = "a"; m.UpdatedAtMs = 200 }), true},
+		{"error code ignored without failure", base, Change{Status: StatusRouted, ErrorCode: "zzz", AtMs: 200},
+			with(func(m *Message) { m.Status = StatusRouted; m.UpdatedAtMs = 200 }), true},
+		{"unknown status ignored", base, Change{Status: "teleported", AtMs: 200}, base, false},
+		{"ack rises", base, Change{AckStatus: AckAcceptedUnverified, AtMs: 200},
+			with(func(m *Message) { m.AckStatus = AckAcceptedUnverified; m.UpdatedAtMs = 200 }), true},
+		{"ack never falls", with(func(m *Message) { m.AckStatus = AckDeliveredVerified }), Change{AckStatus: AckDeliveredWebSocket, AtMs: 200},
+			with(func(m *Message) { m.AckStatus = AckDeliveredVerified }), false},
+		{"ack websocket to verified", with(func(m *Message) { m.AckStatus = AckDeliveredWebSocket }), Change{AckStatus: AckDeliveredVerified, AtMs: 200},
+			with(func(m *Message) { m.AckStatus = AckDeliveredVerified; m.UpdatedAtMs = 200 }), true},
+		{"attempt increments", base, Change{IncAttempt: true, AtMs: 200},
+			with(func(m *Message) { m.Attempt = 1; m.UpdatedAtMs = 200 }), true},
+		{"zero AtMs keeps updated", base, Change{Status: StatusRouted},
+			with(func(m *Message) { m.Status = StatusRouted }), true},
+		{"status and ack together", base, Change{Status: StatusRouted, AckStatus: AckDeliveredWebSocket, IncAttempt: true, AtMs: 300},
+			with(func(m *Message) {
+				m.Status, m.AckStatus, m.Attempt, m.UpdatedAtMs = StatusRouted, AckDeliveredWebSocket, 1, 300
+			}), true},
+		{"from unknown current status", with(func(m *Message) { m.Status = "weird" }), Change{Status: StatusRecorded, AtMs: 200},
+			with(func(m *Message) { m.Status = StatusRecorded; m.UpdatedAtMs = 200 }), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, changed := Merge(tt.cur, tt.change)
+			if changed != tt.changed {
+				t.Errorf("changed = %v, want %v", changed, tt.changed)
+			}
+			if got.Status != tt.want.Status || got.AckStatus != tt.want.AckStatus || got.ErrorCode != tt.want.ErrorCode ||
+				got.Attempt != tt.want.Attempt || got.UpdatedAtMs != tt.want.UpdatedAtMs {
+				t.Errorf("Merge = %+v\nwant   %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNormalizeRef(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"ARCH #12", "ARCH #12"},
+		{"arch #12", "ARCH #12"},
+		{" arch#12 ", "ARCH #12"},
+		{"Builder-BG-2   #007", "BUILDER-BG-2 #7"},
+		{"no ref", "NO REF"},
+		{"", ""},
+		{"X #abc", "X #abc"},
+	}
+	for _, tt := range tests {
+		if got := NormalizeRef(tt.in); got != tt.want {
+			t.Errorf("NormalizeRef(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	if got := (Message{Header: "arch", Seq: 3}).Ref(); got != "ARCH #3" {
+		t.Errorf("Ref() = %q", got)
+	}
+	if got := (Message{Header: "ARCH"}).Ref(); got != "" {
+		t.Errorf("Ref() without seq = %q", got)
+	}
+}
+
+func FuzzNormalizeRef(f *testing.F) {
+	for _, s := range []string{"ARCH #1", "arch#01", " x # 2 ", "##", "#", "BUILDER-BG-3 #99999999999999999999", "\xff #1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n := NormalizeRef(s)
+		if again := NormalizeRef(n); again != n {
+			t.Fatalf("not idempotent: %q -> %q -> %q", s, n, again)
+		}
+	})
+}
+
+// encodingJSON is the reference: encoding/json without HTML escaping.
+func encodingJSON(s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+func TestAppendJSONString(t *testing.T) {
+	tests := []string{"", "plain", `q"uote\back`, "tab\tnl\nret\r\b\f", "\x00\x1f\x7f", "<html>&amp;", "ünï 🚀", "\xff\xfe bad", "\u2028\u2029"}
+	for _, s := range tests {
+		got := appendJSONString(nil, s)
+		if want := encodingJSON(s); !bytes.Equal(got, want) {
+			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
+		}
+	}
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "a\"b", "\x00", "\u2028", "\xc3", "é", "<>&", "{\"k\":1}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := appendJSONString(nil, s)
+		if want := encodingJSON(s); !bytes.Equal(got, want) {
+			t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
+
+func TestCanonicalEvent(t *testing.T) {
+	got := string(AppendCanonicalEvent(nil, 17, "hm-1", "routed", 1700000000000, `{"status":"routed"}`))
+	want := `{"at_ms":1700000000000,"detail_json":"{\"status\":\"routed\"}","event":"routed","event_id":17,"message_id":"hm-1"}`
+	if got != want {
+		t.Fatalf("canonical = %s\nwant        %s", got, want)
+	}
+	// Same as encoding/json of a map (sorted keys).
+	ref, _ := json.Marshal(map[string]any{"at_ms": 1700000000000, "detail_json": `{"status":"routed"}`, "event": "routed", "event_id": 17, "message_id": "hm-1"})
+	if got != string(ref) {
+		t.Fatalf("canonical differs from encoding/json: %s vs %s", got, ref)
+	}
+	h1 := HashEvent(GenesisHash, 1, "a", "brokered", 1, "{}")
+	h2 := HashEvent(GenesisHash, 1, "a", "brokered", 2, "{}")
+	if len(h1) != 64 || h1 == h2 {
+		t.Fatalf("hashes %s %s", h1, h2)
+	}
+}
+
+func TestDetailBodyHash(t *testing.T) {
+	h := "57335a613cd7e01aea300ed1f1d652d65f0fa1bb60b96df2206b842d8016a134"
+	tests := []struct {
+		detail string
+		want   string
+		ok     bool
+	}{
+		{`{"body_bytes":3,"body_hash":"` + h + `","status":"brokered"}`, h, true},
+		{`{"status":"brokered", "body_hash" : "` + h + `"}`, h, true},
+		{`{"body_hash":"short"}`, "short", true},
+		{`{"status":"x"}`, "", false},
+		{`not json`, "", false},
+		{``, "", false},
+	}
+	for _, tt := range tests {
+		got, ok := detailBodyHash(tt.detail)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("detailBodyHash(%q) = %q, %v; want %q, %v", tt.detail, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func FuzzDetailBodyHash(f *testing.F) {
+	f.Add(`{"body_hash":"abc"}`)
+	f.Add(`{"body_hash":"` + GenesisHash + `"}`)
+	f.Add(`{"body_hash":"` + GenesisHash + `x"}`)
+	f.Add(`{`)
+	f.Fuzz(func(t *testing.T, s string) {
+		h, ok := detailBodyHash(s)
+		if !ok && h != "" {
+			t.Fatalf("not ok but hash %q", h)
+		}
+	})
+}

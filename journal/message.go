@@ -1,0 +1,245 @@
+package journal
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// Message statuses (comms_journal.status), in rank order. A status only moves
+// to a higher rank; see StatusRank.
+const (
+	StatusRecorded = "recorded"
+	StatusBrokered = "brokered"
+	StatusFailed   = "failed"
+	StatusRouted   = "routed"
+	StatusAcked    = "acked"
+)
+
+// Acknowledgement stages (comms_journal.ack_status), in rank order. The empty
+// string means "no acknowledgement yet"; see AckRank.
+const (
+	AckNone               = ""
+	AckAcceptedUnverified = "accepted.unverified"
+	AckDeliveredWebSocket = "delivered.websocket"
+	AckDeliveredVerified  = "delivered.verified"
+)
+
+// Directions (comms_journal.direction).
+const (
+	DirectionInbound  = "inbound"
+	DirectionOutbound = "outbound"
+)
+
+// Signal kinds (comms_signals.kind).
+const (
+	SignalDecision = "DECISION"
+	SignalTask     = "TASK"
+	SignalFinding  = "FINDING"
+	SignalBlocker  = "BLOCKER"
+)
+
+// Event names written by the ledger itself (comms_events.event). Advance may
+// write other names chosen by the caller.
+const (
+	EventBrokered           = "brokered"
+	EventObligationClosed   = "obligation_closed"
+	EventObligationReminded = "obligation_reminded"
+)
+
+// Message is one comms_journal row: a message and its current state.
+//
+// Signals, Obligation and Refs are write-only inputs for Append: they are
+// processed inside the same transaction as the row itself and are never
+// filled when a row is read back.
+type Message struct {
+	RowID        int64  `json:"rowId"`
+	MessageID    string `json:"messageId"`
+	SessionID    string `json:"sessionId"`
+	SenderRole   string `json:"senderRole"`
+	TargetRole   string `json:"targetRole"`
+	Channel      string `json:"channel"`
+	Direction    string `json:"direction"`
+	Seq          int64  `json:"seq"` // 0 = none (stored as NULL)
+	Header       string `json:"header"`
+	Priority     string `json:"priority"`
+	SentAtMs     int64  `json:"sentAtMs"` // 0 = unknown (stored as NULL)
+	BrokeredAtMs int64  `json:"brokeredAtMs"`
+	RawBody      string `json:"rawBody"`
+	BodyHash     string `json:"bodyHash"`
+	BodyBytes    int64  `json:"bodyBytes"`
+	Status       string `json:"status"`
+	AckStatus    string `json:"ackStatus"`
+	ErrorCode    string `json:"errorCode"`
+	Attempt      int64  `json:"attempt"`
+	MetadataJSON string `json:"metadataJson"`
+	UpdatedAtMs  int64  `json:"updatedAtMs"`
+
+	// Signals become comms_signals rows with ref = Header+" #"+Seq.
+	Signals []Signal `json:"-"`
+	// Obligation, when set, opens a comms_obligations row for this message.
+	Obligation *Obligation `json:"-"`
+	// Refs are the "HEADER #N" references made by this message. In the same
+	// session they close open obligations owned by SenderRole with that ref,
+	// and resolve TASK and BLOCKER signals with that ref.
+	Refs []string `json:"-"`
+}
+
+// Ref returns the message's own reference, "HEADER #N" (upper-case header),
+// or "" when it has no header or sequence number.
+func (m Message) Ref() string {
+	if m.Header == "" || m.Seq == 0 {
+		return ""
+	}
+	return strings.ToUpper(m.Header) + " #" + strconv.FormatInt(m.Seq, 10)
+}
+
+// row returns a copy without the write-only extras.
+func (m Message) row() Message {
+	m.Signals, m.Obligation, m.Refs = nil, nil, nil
+	return m
+}
+
+// Signal is one comms_signals row: a tagged line (DECISION:, TASK:, FINDING:,
+// BLOCKER:) of a message. Only Kind and Text are read by Append.
+type Signal struct {
+	SignalID   int64  `json:"signalId"`
+	MessageID  string `json:"messageId"`
+	SessionID  string `json:"sessionId"`
+	SenderRole string `json:"senderRole"`
+	Ref        string `json:"ref"`
+	Kind       string `json:"kind"`
+	Text       string `json:"text"`
+	AtMs       int64  `json:"atMs"`
+	ResolvedBy string `json:"resolvedBy"` // message_id of the resolving message, "" = open
+}
+
+// Obligation is one comms_obligations row: an [ACK REQUIRED] message that its
+// target (OwnerRole) must answer by referencing Ref. Only OwnerRole,
+// RequesterRole and Ref are read by Append (Ref defaults to the message's own
+// "HEADER #N").
+type Obligation struct {
+	ObligationID  int64  `json:"obligationId"`
+	MessageID     string `json:"messageId"`
+	SessionID     string `json:"sessionId"`
+	OwnerRole     string `json:"ownerRole"`
+	RequesterRole string `json:"requesterRole"`
+	Ref           string `json:"ref"`
+	OpenedAtMs    int64  `json:"openedAtMs"`
+	RemindedAtMs  int64  `json:"remindedAtMs"` // 0 = never reminded
+	ClosedBy      string `json:"closedBy"`     // message_id that closed it, "" = open
+	ClosedAtMs    int64  `json:"closedAtMs"`
+}
+
+// Change is a requested state change for Advance. Empty fields request
+// nothing; see Merge for how it combines with the current row.
+type Change struct {
+	MessageID string
+	Status    string
+	AckStatus string
+	// ErrorCode is stored only when this change moves the status to failed.
+	ErrorCode string
+	// Event names the event row; when set, an event is written even if the
+	// row does not change. When empty a name is derived from what changed.
+	Event string
+	// Detail is merged into the event's detail_json.
+	Detail     map[string]any
+	IncAttempt bool
+	// AtMs is the time of the change; 0 = now.
+	AtMs int64
+}
+
+// Event is a committed comms_events row as delivered to subscribers, with
+// the message row as it stood after the event.
+type Event struct {
+	EventID   int64           `json:"eventId"`
+	MessageID string          `json:"messageId"`
+	Event     string          `json:"event"`
+	AtMs      int64           `json:"atMs"`
+	Detail    json.RawMessage `json:"detail"`
+	Row       Message         `json:"row"`
+}
+
+// StatusRank orders message statuses: recorded 0, brokered 1, failed 2,
+// routed 3, acked 4. Unknown statuses (including "") rank -1.
+func StatusRank(s string) int {
+	switch s {
+	case StatusRecorded:
+		return 0
+	case StatusBrokered:
+		return 1
+	case StatusFailed:
+		return 2
+	case StatusRouted:
+		return 3
+	case StatusAcked:
+		return 4
+	}
+	return -1
+}
+
+// AckRank orders acknowledgement stages: "" 0, accepted.unverified 1,
+// delivered.websocket 2, delivered.verified 3. Unknown values rank -1.
+func AckRank(s string) int {
+	switch s {
+	case AckNone:
+		return 0
+	case AckAcceptedUnverified:
+		return 1
+	case AckDeliveredWebSocket:
+		return 2
+	case AckDeliveredVerified:
+		return 3
+	}
+	return -1
+}
+
+// Merge applies c to cur monotonically and reports whether anything changed.
+//
+// The status changes only to a higher StatusRank, so a later failure never
+// overwrites routed or acked while proof of delivery may overwrite failed.
+// ErrorCode is taken from c only when the change to failed is applied (it is
+// kept afterwards as the last failure reason). AckStatus changes only to a
+// higher AckRank. IncAttempt adds one to Attempt. When something changed,
+// UpdatedAtMs becomes c.AtMs (if non-zero). Merge is pure.
+func Merge(cur Message, c Change) (Message, bool) {
+	out := cur
+	changed := false
+	if c.Status != "" && StatusRank(c.Status) > StatusRank(cur.Status) {
+		out.Status = c.Status
+		changed = true
+		if c.Status == StatusFailed && c.ErrorCode != "" {
+			out.ErrorCode = c.ErrorCode
+		}
+	}
+	if c.AckStatus != "" && AckRank(c.AckStatus) > AckRank(cur.AckStatus) {
+		out.AckStatus = c.AckStatus
+		changed = true
+	}
+	if c.IncAttempt {
+		out.Attempt++
+		changed = true
+	}
+	if changed && c.AtMs != 0 {
+		out.UpdatedAtMs = c.AtMs
+	}
+	return out, changed
+}
+
+// NormalizeRef canonicalises a "HEADER #N" reference: the header is
+// upper-cased and trimmed, exactly one space precedes '#', and N loses
+// leading zeros. Strings that are not references are returned upper-cased
+// and trimmed.
+func NormalizeRef(ref string) string {
+	ref = strings.TrimSpace(ref)
+	i := strings.LastIndexByte(ref, '#')
+	if i < 0 {
+		return strings.ToUpper(ref)
+	}
+	head := strings.ToUpper(strings.TrimSpace(ref[:i]))
+	num := strings.TrimSpace(ref[i+1:])
+	if n, err := strconv.ParseInt(num, 10, 64); err == nil && n >= 0 {
+		num = strconv.FormatInt(n, 10)
+	}
+	return head + " #" + num
+}

@@ -1,0 +1,330 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// MessageColumns lists the comms_journal columns in the order ScanMessage
+// reads them.
+const MessageColumns = "row_id, message_id, session_id, sender_role, target_role, channel, direction, seq, header, priority, sent_at_ms, brokered_at_ms, raw_body, body_hash, body_bytes, status, ack_status, error_code, attempt, metadata_json, updated_at_ms"
+
+// messageColumnCount is the number of columns in MessageColumns.
+const messageColumnCount = 21
+
+// MessageColumnsAs returns MessageColumns with every column qualified by
+// alias ("j" gives "j.row_id, j.message_id, ...") for joins.
+func MessageColumnsAs(alias string) string {
+	cols := strings.Split(MessageColumns, ", ")
+	for i, c := range cols {
+		cols[i] = alias + "." + c
+	}
+	return strings.Join(cols, ", ")
+}
+
+// ScanMessage reads a Message from stmt, whose columns first..first+20 are
+// MessageColumns in order. NULL seq and sent_at_ms read as 0.
+func ScanMessage(stmt *sqlite.Stmt, first int) Message {
+	c := first
+	return Message{
+		RowID:        stmt.ColumnInt64(c + 0),
+		MessageID:    stmt.ColumnText(c + 1),
+		SessionID:    stmt.ColumnText(c + 2),
+		SenderRole:   stmt.ColumnText(c + 3),
+		TargetRole:   stmt.ColumnText(c + 4),
+		Channel:      stmt.ColumnText(c + 5),
+		Direction:    stmt.ColumnText(c + 6),
+		Seq:          stmt.ColumnInt64(c + 7),
+		Header:       stmt.ColumnText(c + 8),
+		Priority:     stmt.ColumnText(c + 9),
+		SentAtMs:     stmt.ColumnInt64(c + 10),
+		BrokeredAtMs: stmt.ColumnInt64(c + 11),
+		RawBody:      stmt.ColumnText(c + 12),
+		BodyHash:     stmt.ColumnText(c + 13),
+		BodyBytes:    stmt.ColumnInt64(c + 14),
+		Status:       stmt.ColumnText(c + 15),
+		AckStatus:    stmt.ColumnText(c + 16),
+		ErrorCode:    stmt.ColumnText(c + 17),
+		Attempt:      stmt.ColumnInt64(c + 18),
+		MetadataJSON: stmt.ColumnText(c + 19),
+		UpdatedAtMs:  stmt.ColumnInt64(c + 20),
+	}
+}
+
+// execArgs runs a cached statement with positional args, calling fn per row.
+func execArgs(conn *sqlite.Conn, query string, fn func(*sqlite.Stmt) error, args ...any) error {
+	return sqlitex.Execute(conn, query, &sqlitex.ExecOptions{Args: args, ResultFunc: fn})
+}
+
+func getMessage(conn *sqlite.Conn, messageID string) (m Message, found bool, err error) {
+	err = execArgs(conn, "SELECT "+MessageColumns+" FROM comms_journal WHERE message_id = ?", func(stmt *sqlite.Stmt) error {
+		m = ScanMessage(stmt, 0)
+		found = true
+		return nil
+	}, messageID)
+	if err != nil {
+		return Message{}, false, fmt.Errorf("get %s: %w", messageID, err)
+	}
+	return m, found, nil
+}
+
+// Get returns the current row of a message, or ErrNotFound.
+func (l *Ledger) Get(ctx context.Context, messageID string) (Message, error) {
+	var m Message
+	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+		var found bool
+		var err error
+		m, found, err = getMessage(conn, messageID)
+		if err == nil && !found {
+			err = fmt.Errorf("get %s: %w", messageID, ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return Message{}, fmt.Errorf("journal: %w", err)
+	}
+	return m, nil
+}
+
+func (l *Ledger) queryMessages(ctx context.Context, query string, args ...any) ([]Message, error) {
+	var out []Message
+	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+		return execArgs(conn, query, func(stmt *sqlite.Stmt) error {
+			out = append(out, ScanMessage(stmt, 0))
+			return nil
+		}, args...)
+	})
+	return out, err
+}
+
+// Pending returns messages still in status brokered (committed, not yet
+// handed to a pane or listener), in row order; targetRole "" means all.
+func (l *Ledger) Pending(ctx context.Context, targetRole string) ([]Message, error) {
+	var out []Message
+	var err error
+	if targetRole == "" {
+		out, err = l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal WHERE status = 'brokered' ORDER BY row_id")
+	} else {
+		out, err = l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal WHERE target_role = ? AND status = 'brokered' ORDER BY row_id", targetRole)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal pending: %w", err)
+	}
+	return out, nil
+}
+
+// HistoryQuery selects rows for History.
+type HistoryQuery struct {
+	// Last keeps only the newest Last rows (<= 0: no limit).
+	Last int
+	// SessionID restricts to one session ("" = all sessions).
+	SessionID string
+	// AfterRowID keeps only rows with row_id > AfterRowID (for tailing).
+	AfterRowID int64
+}
+
+// History returns ledger rows, oldest first (newest last).
+func (l *Ledger) History(ctx context.Context, q HistoryQuery) ([]Message, error) {
+	limit := int64(q.Last)
+	if limit <= 0 {
+		limit = -1
+	}
+	var out []Message
+	var err error
+	if q.SessionID == "" {
+		out, err = l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal WHERE row_id > ? ORDER BY row_id DESC LIMIT ?", q.AfterRowID, limit)
+	} else {
+		out, err = l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal WHERE session_id = ? AND row_id > ? ORDER BY row_id DESC LIMIT ?", q.SessionID, q.AfterRowID, limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal history: %w", err)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+// FindSeq returns the messages of senderRole in sessionID carrying sequence
+// number seq, in row order (normally zero or one; more after seq_reused).
+func (l *Ledger) FindSeq(ctx context.Context, sessionID, senderRole string, seq int64) ([]Message, error) {
+	out, err := l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal WHERE sender_role = ? AND session_id = ? AND seq = ? ORDER BY row_id", senderRole, sessionID, seq)
+	if err != nil {
+		return nil, fmt.Errorf("journal find seq: %w", err)
+	}
+	return out, nil
+}
+
+// LastSeq returns the highest sequence number senderRole used in sessionID
+// (0 if none).
+func (l *Ledger) LastSeq(ctx context.Context, sessionID, senderRole string) (int64, error) {
+	var n int64
+	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+		return execArgs(conn, "SELECT coalesce(max(seq), 0) FROM comms_journal WHERE sender_role = ? AND session_id = ?", func(stmt *sqlite.Stmt) error {
+			n = stmt.ColumnInt64(0)
+			return nil
+		}, senderRole, sessionID)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("journal last seq: %w", err)
+	}
+	return n, nil
+}
+
+// Hit is one Search result: the message and a snippet of its body around
+// the match, with matches wrapped in [ and ].
+type Hit struct {
+	Message
+	Excerpt string `json:"excerpt"`
+}
+
+// Search runs an FTS5 MATCH query over message bodies, newest first, at most
+// limit hits (limit <= 0: 20). Rows committed within the last FTSInterval
+// may not be indexed yet (FlushFTS forces it). A malformed query returns
+// ErrBadQuery wrapped with SQLite's message.
+func (l *Ledger) Search(ctx context.Context, q string, limit int) ([]Hit, error) {
+	if strings.TrimSpace(q) == "" {
+		return nil, fmt.Errorf("journal search: %w: empty query", ErrBadQuery)
+	}
+	if limit <= 0 {
+		limit = 20
+	}
+	var out []Hit
+	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+		return execArgs(conn, "SELECT "+MessageColumnsAs("j")+`, snippet(comms_fts, 0, '[', ']', '…', 16)
+ FROM comms_fts JOIN comms_journal j ON j.row_id = comms_fts.rowid
+ WHERE comms_fts MATCH ? ORDER BY comms_fts.rowid DESC LIMIT ?`, func(stmt *sqlite.Stmt) error {
+			out = append(out, Hit{Message: ScanMessage(stmt, 0), Excerpt: stmt.ColumnText(messageColumnCount)})
+			return nil
+		}, q, limit)
+	})
+	if err != nil {
+		if sqlite.ErrCode(err).ToPrimary() == sqlite.ResultError && !errors.Is(err, ErrUnavailable) {
+			return nil, fmt.Errorf("journal search %q: %w: %w", q, ErrBadQuery, err)
+		}
+		return nil, fmt.Errorf("journal search %q: %w", q, err)
+	}
+	return out, nil
+}
+
+const obligationColumns = "obligation_id, message_id, session_id, owner_role, requester_role, ref, opened_at_ms, coalesce(reminded_at_ms, 0), coalesce(closed_by, ''), coalesce(closed_at_ms, 0)"
+
+func scanObligation(stmt *sqlite.Stmt) Obligation {
+	return Obligation{
+		ObligationID:  stmt.ColumnInt64(0),
+		MessageID:     stmt.ColumnText(1),
+		SessionID:     stmt.ColumnText(2),
+		OwnerRole:     stmt.ColumnText(3),
+		RequesterRole: stmt.ColumnText(4),
+		Ref:           stmt.ColumnText(5),
+		OpenedAtMs:    stmt.ColumnInt64(6),
+		RemindedAtMs:  stmt.ColumnInt64(7),
+		ClosedBy:      stmt.ColumnText(8),
+		ClosedAtMs:    stmt.ColumnInt64(9),
+	}
+}
+
+// OpenObligations returns obligations not closed yet that have been open
+// for at least olderThanMs milliseconds (0 = all open ones), oldest first.
+// Reminded ones are included (RemindedAtMs != 0) so the caller can send
+// exactly one reminder.
+func (l *Ledger) OpenObligations(ctx context.Context, olderThanMs int64) ([]Obligation, error) {
+	cutoff := int64(1<<63 - 1)
+	if olderThanMs > 0 {
+		cutoff = l.now().UnixMilli() - olderThanMs
+	}
+	var out []Obligation
+	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+		return execArgs(conn, "SELECT "+obligationColumns+" FROM comms_obligations WHERE closed_by IS NULL AND opened_at_ms <= ? ORDER BY obligation_id", func(stmt *sqlite.Stmt) error {
+			out = append(out, scanObligation(stmt))
+			return nil
+		}, cutoff)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal open obligations: %w", err)
+	}
+	return out, nil
+}
+
+// Obligations returns every obligation of a session ("" = all), open or
+// closed, oldest first.
+func (l *Ledger) Obligations(ctx context.Context, sessionID string) ([]Obligation, error) {
+	var out []Obligation
+	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+		return execArgs(conn, "SELECT "+obligationColumns+" FROM comms_obligations WHERE ?1 = '' OR session_id = ?1 ORDER BY obligation_id", func(stmt *sqlite.Stmt) error {
+			out = append(out, scanObligation(stmt))
+			return nil
+		}, sessionID)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal obligations: %w", err)
+	}
+	return out, nil
+}
+
+// Signals returns the tagged signals of a session ("" = all), oldest first.
+func (l *Ledger) Signals(ctx context.Context, sessionID string) ([]Signal, error) {
+	var out []Signal
+	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+		return execArgs(conn, `SELECT signal_id, message_id, session_id, sender_role, ref, kind, text, at_ms, coalesce(resolved_by, '')
+ FROM comms_signals WHERE ?1 = '' OR session_id = ?1 ORDER BY signal_id`, func(stmt *sqlite.Stmt) error {
+			out = append(out, Signal{
+				SignalID:   stmt.ColumnInt64(0),
+				MessageID:  stmt.ColumnText(1),
+				SessionID:  stmt.ColumnText(2),
+				SenderRole: stmt.ColumnText(3),
+				Ref:        stmt.ColumnText(4),
+				Kind:       stmt.ColumnText(5),
+				Text:       stmt.ColumnText(6),
+				AtMs:       stmt.ColumnInt64(7),
+				ResolvedBy: stmt.ColumnText(8),
+			})
+			return nil
+		}, sessionID)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal signals: %w", err)
+	}
+	return out, nil
+}
+
+// Events returns the event rows of one message, oldest first (Row is left
+// empty; Get returns the current row).
+func (l *Ledger) Events(ctx context.Context, messageID string) ([]Event, error) {
+	var out []Event
+	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+		return execArgs(conn, "SELECT event_id, message_id, event, at_ms, detail_json FROM comms_events WHERE message_id = ? ORDER BY event_id", func(stmt *sqlite.Stmt) error {
+			out = append(out, Event{
+				EventID:   stmt.ColumnInt64(0),
+				MessageID: stmt.ColumnText(1),
+				Event:     stmt.ColumnText(2),
+				AtMs:      stmt.ColumnInt64(3),
+				Detail:    []byte(stmt.ColumnText(4)),
+			})
+			return nil
+		}, messageID)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal events: %w", err)
+	}
+	return out, nil
+}
+
+// KVGet reads a small stored value; ok is false when the key is absent.
+func (l *Ledger) KVGet(ctx context.Context, key string) (value string, ok bool, err error) {
+	err = l.Read(ctx, func(conn *sqlite.Conn) error {
+		return execArgs(conn, "SELECT value FROM kv WHERE key = ?", func(stmt *sqlite.Stmt) error {
+			value, ok = stmt.ColumnText(0), true
+			return nil
+		}, key)
+	})
+	if err != nil {
+		return "", false, fmt.Errorf("journal kv get %q: %w", key, err)
+	}
+	return value, ok, nil
+}

@@ -1,0 +1,158 @@
+package journal
+
+import (
+	"fmt"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// migrations are applied in order; migrations[i] brings the schema to
+// version i+1. Never edit a released entry: append a new one.
+var migrations = []string{
+	// 1: the ledger.
+	`
+CREATE TABLE comms_journal (
+  row_id INTEGER PRIMARY KEY,
+  message_id TEXT UNIQUE NOT NULL,
+  session_id TEXT NOT NULL DEFAULT '',
+  sender_role TEXT NOT NULL DEFAULT '',
+  target_role TEXT NOT NULL DEFAULT '',
+  channel TEXT NOT NULL DEFAULT '',
+  direction TEXT NOT NULL DEFAULT 'outbound',
+  seq INTEGER,
+  header TEXT NOT NULL DEFAULT '',
+  priority TEXT NOT NULL DEFAULT 'normal',
+  sent_at_ms INTEGER,
+  brokered_at_ms INTEGER,
+  raw_body TEXT NOT NULL DEFAULT '',
+  body_hash TEXT NOT NULL DEFAULT '',
+  body_bytes INTEGER NOT NULL DEFAULT 0,
+  status TEXT NOT NULL,
+  ack_status TEXT NOT NULL DEFAULT '',
+  error_code TEXT NOT NULL DEFAULT '',
+  attempt INTEGER NOT NULL DEFAULT 0,
+  metadata_json TEXT NOT NULL DEFAULT '{}',
+  updated_at_ms INTEGER NOT NULL
+);
+CREATE INDEX comms_journal_session ON comms_journal(session_id, row_id);
+CREATE INDEX comms_journal_target_status ON comms_journal(target_role, status);
+CREATE INDEX comms_journal_status ON comms_journal(status, row_id);
+CREATE INDEX comms_journal_sender_seq ON comms_journal(sender_role, session_id, seq);
+
+CREATE TABLE comms_events (
+  event_id INTEGER PRIMARY KEY,
+  message_id TEXT NOT NULL,
+  event TEXT NOT NULL,
+  at_ms INTEGER NOT NULL,
+  detail_json TEXT NOT NULL DEFAULT '{}',
+  prev_hash TEXT NOT NULL,
+  hash TEXT NOT NULL
+);
+CREATE INDEX comms_events_message ON comms_events(message_id);
+
+CREATE TABLE comms_signals (
+  signal_id INTEGER PRIMARY KEY,
+  message_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  sender_role TEXT NOT NULL,
+  ref TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  text TEXT NOT NULL,
+  at_ms INTEGER NOT NULL,
+  resolved_by TEXT
+);
+CREATE INDEX comms_signals_session_ref ON comms_signals(session_id, ref);
+CREATE INDEX comms_signals_message ON comms_signals(message_id);
+
+CREATE TABLE comms_obligations (
+  obligation_id INTEGER PRIMARY KEY,
+  message_id TEXT UNIQUE NOT NULL,
+  session_id TEXT NOT NULL,
+  owner_role TEXT NOT NULL,
+  requester_role TEXT NOT NULL,
+  ref TEXT NOT NULL,
+  opened_at_ms INTEGER NOT NULL,
+  reminded_at_ms INTEGER,
+  closed_by TEXT,
+  closed_at_ms INTEGER
+);
+CREATE INDEX comms_obligations_open ON comms_obligations(session_id, owner_role, ref) WHERE closed_by IS NULL;
+
+CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+CREATE VIRTUAL TABLE comms_fts USING fts5(raw_body, content='comms_journal', content_rowid='row_id');
+`,
+}
+
+// SchemaVersion is the schema version this package writes and expects.
+var SchemaVersion = len(migrations)
+
+// migrate brings the database on conn up to SchemaVersion, one IMMEDIATE
+// transaction per migration.
+func migrate(conn *sqlite.Conn) error {
+	if err := sqlitex.ExecuteTransient(conn, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`, nil); err != nil {
+		return fmt.Errorf("create schema_version: %w", err)
+	}
+	for {
+		v, err := schemaVersion(conn)
+		if err != nil {
+			return err
+		}
+		if v > len(migrations) {
+			return fmt.Errorf("schema version %d is newer than this program (%d)", v, len(migrations))
+		}
+		if v == len(migrations) {
+			return nil
+		}
+		if err := applyMigration(conn, v); err != nil {
+			return err
+		}
+	}
+}
+
+func applyMigration(conn *sqlite.Conn, from int) (err error) {
+	if err := sqlitex.ExecuteTransient(conn, "BEGIN IMMEDIATE", nil); err != nil {
+		return fmt.Errorf("migrate to %d: begin: %w", from+1, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = sqlitex.ExecuteTransient(conn, "ROLLBACK", nil)
+		}
+	}()
+	// Re-check inside the write lock: another process may have migrated.
+	v, err := schemaVersion(conn)
+	if err != nil {
+		return err
+	}
+	if v != from {
+		return sqlitex.ExecuteTransient(conn, "COMMIT", nil)
+	}
+	if err := sqlitex.ExecuteScript(conn, migrations[from], nil); err != nil {
+		return fmt.Errorf("migrate to %d: %w", from+1, err)
+	}
+	if err := sqlitex.ExecuteTransient(conn, "DELETE FROM schema_version", nil); err != nil {
+		return fmt.Errorf("migrate to %d: %w", from+1, err)
+	}
+	if err := sqlitex.ExecuteTransient(conn, "INSERT INTO schema_version(version) VALUES (?)", &sqlitex.ExecOptions{Args: []any{from + 1}}); err != nil {
+		return fmt.Errorf("migrate to %d: %w", from+1, err)
+	}
+	if err := sqlitex.ExecuteTransient(conn, "COMMIT", nil); err != nil {
+		return fmt.Errorf("migrate to %d: commit: %w", from+1, err)
+	}
+	return nil
+}
+
+func schemaVersion(conn *sqlite.Conn) (int, error) {
+	v := 0
+	err := sqlitex.ExecuteTransient(conn, "SELECT max(version) FROM schema_version", &sqlitex.ExecOptions{
+		ResultFunc: func(stmt *sqlite.Stmt) error {
+			v = stmt.ColumnInt(0)
+			return nil
+		},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}
