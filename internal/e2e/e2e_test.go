@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -272,9 +273,10 @@ func TestAckedMessagesSurviveKill9(t *testing.T) {
 	}
 	// Send until the hub is killed mid-burst; keep every id that was ACKed.
 	var acked []string
+	var nAcked atomic.Int64
 	killed := make(chan struct{})
 	go func() {
-		for len(acked) < 200 {
+		for nAcked.Load() < 200 {
 			time.Sleep(time.Millisecond)
 		}
 		_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
@@ -288,6 +290,7 @@ func TestAckedMessagesSurviveKill9(t *testing.T) {
 		}
 		if ack.OK {
 			acked = append(acked, id)
+			nAcked.Add(1)
 		}
 	}
 	<-killed
