@@ -131,17 +131,21 @@ func (h *hubProc) stop() {
 	h.done <- nil
 }
 
-// kill9 kills the hub's process group with SIGKILL.
+// kill kills the hub's process group with SIGKILL. h.done holds the exit
+// result once the hub has exited; readers put it back for the next reader.
 func (h *hubProc) kill() {
-	if h.cmd.ProcessState != nil {
+	select {
+	case err := <-h.done:
+		h.done <- err
 		return
+	default:
 	}
 	_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
 	select {
-	case <-h.done:
+	case err := <-h.done:
+		h.done <- err
 	case <-time.After(10 * time.Second):
 	}
-	h.done <- nil
 }
 
 type result struct {
