@@ -187,3 +187,31 @@ func BenchmarkOneBigSession(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkSearch1M measures full-text search on the shared 1M-message
+// ledger with a mix of query shapes (a common word, a rare phrase, AND/OR,
+// a prefix), newest 20 hits each.
+func BenchmarkSearch1M(b *testing.B) {
+	l, _ := openBenchLedger(b)
+	ctx := context.Background()
+	if err := l.FlushFTS(ctx); err != nil {
+		b.Fatal(err)
+	}
+	queries := []string{`checkpoint`, `"bracketed paste"`, `telegram AND relay`, `fuzz OR golden`, `bench*`, `detector`}
+	var lat []time.Duration
+	i := 0
+	for b.Loop() {
+		q := queries[i%len(queries)]
+		i++
+		start := time.Now()
+		hits, err := l.Search(ctx, q, 20)
+		lat = append(lat, time.Since(start))
+		if err != nil || len(hits) == 0 {
+			b.Fatalf("search %q: %d hits, %v", q, len(hits), err)
+		}
+	}
+	slices.Sort(lat)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
+	b.ReportMetric(ms(lat[min(len(lat)-1, len(lat)*99/100)]), "p99-ms")
+}
