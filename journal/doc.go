@@ -13,7 +13,13 @@
 // small pool of query_only connections (WAL lets them run beside the
 // writer). A second goroutine asks the writer every Options.FTSInterval to
 // index new bodies into the external-content FTS5 table comms_fts; indexing
-// is never done inside Append.
+// is never done inside Append, and a backlog is worked off in small chunks
+// while the writer is idle. SQLite's auto-checkpoint is off on the writer:
+// it checkpoints the WAL after 50ms without work (or every 500 commits under
+// sustained load), so WAL copying does not stall a random Append.
+//
+// Options.ReadOnly opens an existing ledger for queries only (for CLI
+// commands beside a running hub).
 //
 // # Hash chain
 //

@@ -36,7 +36,7 @@ func (l *Ledger) ftsLoop(ctx context.Context) {
 		o := &op{kind: opTx, name: "fts index", apply: func(tx *txn) error {
 			l.ftsQueued.Store(false)
 			return tx.indexFTS(ftsTickChunk)
-		}}
+		}, onErr: l.ftsError}
 		if !l.trySubmit(o) {
 			l.ftsQueued.Store(false)
 		}
@@ -113,11 +113,14 @@ func (w *writer) indexFTS(limit int) {
 	}}})
 	if err != nil {
 		w.ftsWanted = false
-		if !w.ftsFailing {
-			w.l.log.Warn("journal: full-text indexing failed", "err", err)
-		}
-		w.ftsFailing = true
-		return
+		w.l.ftsError(err)
 	}
-	w.ftsFailing = false
+}
+
+// ftsError logs the first failure of a streak of indexing failures (a full
+// disk would otherwise log every tick).
+func (l *Ledger) ftsError(err error) {
+	if !l.ftsFailing.Swap(true) {
+		l.log.Warn("journal: full-text indexing failed; retrying every interval", "err", err)
+	}
 }

@@ -83,9 +83,10 @@ type Ledger struct {
 	writerDone chan struct{}
 	writerErr  error // set by the writer before writerDone closes
 
-	ftsCancel context.CancelFunc
-	ftsDone   chan struct{}
-	ftsQueued atomic.Bool // an FTS tick op is waiting in ops
+	ftsCancel  context.CancelFunc
+	ftsDone    chan struct{}
+	ftsQueued  atomic.Bool // an FTS tick op is waiting in ops
+	ftsFailing atomic.Bool // indexing is failing (logged once per streak)
 
 	committedRowID atomic.Int64 // highest committed row_id (writer publishes)
 	indexedRowID   atomic.Int64 // highest row_id in comms_fts (writer publishes)
@@ -317,8 +318,8 @@ func checkSchema(conn *sqlite.Conn) error {
 	if err != nil {
 		return fmt.Errorf("not a ledger: %w", err)
 	}
-	if v != SchemaVersion {
-		return fmt.Errorf("ledger schema version %d, want %d", v, SchemaVersion)
+	if v != latestSchema {
+		return fmt.Errorf("ledger schema version %d, want %d", v, latestSchema)
 	}
 	return nil
 }

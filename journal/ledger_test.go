@@ -305,6 +305,12 @@ func TestVerifyTampering(t *testing.T) {
 			"comms_events event_id 100: event_ids 8..99 missing"},
 		{"prev_hash rewritten", "UPDATE comms_events SET prev_hash = '" + GenesisHash + "' WHERE event_id = 6",
 			"comms_events event_id 6: prev_hash does not match event_id 5"},
+		{"message row deleted", "DELETE FROM comms_journal WHERE row_id = 2",
+			"comms_events event_id 3 (message_id m1): message row deleted"},
+		{"status changed", "UPDATE comms_journal SET status = 'acked' WHERE row_id = 4",
+			"comms_journal row_id 4 (message_id m3): state changed (row says acked/, events say routed/)"},
+		{"ack status changed", "UPDATE comms_journal SET ack_status = 'delivered.verified' WHERE row_id = 1",
+			"comms_journal row_id 1 (message_id m0): state changed"},
 		{"brokered event renamed", "UPDATE comms_events SET event = 'other' WHERE event_id = 1",
 			"comms_events event_id 1: hash mismatch"},
 	}

@@ -3,6 +3,7 @@ package journal
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -169,37 +170,76 @@ func TestCanonicalEvent(t *testing.T) {
 	}
 }
 
-func TestDetailBodyHash(t *testing.T) {
+func TestParseDetail(t *testing.T) {
 	h := "57335a613cd7e01aea300ed1f1d652d65f0fa1bb60b96df2206b842d8016a134"
 	tests := []struct {
 		detail string
-		want   string
-		ok     bool
+		want   detailInfo
 	}{
-		{`{"body_bytes":3,"body_hash":"` + h + `","status":"brokered"}`, h, true},
-		{`{"status":"brokered", "body_hash" : "` + h + `"}`, h, true},
-		{`{"body_hash":"short"}`, "short", true},
-		{`{"status":"x"}`, "", false},
-		{`not json`, "", false},
-		{``, "", false},
+		{`{"body_bytes":3,"body_hash":"` + h + `","status":"brokered"}`, detailInfo{bodyHash: h, hasBodyHash: true, status: "brokered", hasStatus: true}},
+		{`{"ack_status":"delivered.verified","status":"acked"}`, detailInfo{status: "acked", hasStatus: true, ack: "delivered.verified"}},
+		{`{"status": "routed", "body_hash" : "x"}`, detailInfo{bodyHash: "x", hasBodyHash: true, status: "routed", hasStatus: true}},
+		{`{"meta":{"status":"nested"},"status":"routed"}`, detailInfo{status: "routed", hasStatus: true}},
+		{`{"meta":{"status":"nested"}}`, detailInfo{}},
+		{`{"note":"say \"status\":\"x\"","status":"failed"}`, detailInfo{status: "failed", hasStatus: true}},
+		{`{"k":"status"}`, detailInfo{}},
+		{`{"status":3}`, detailInfo{}},
+		{`{"closed_by":"m2","ref":"ARCH #1"}`, detailInfo{}},
+		{`not json`, detailInfo{}},
+		{``, detailInfo{}},
 	}
 	for _, tt := range tests {
-		got, ok := detailBodyHash(tt.detail)
-		if got != tt.want || ok != tt.ok {
-			t.Errorf("detailBodyHash(%q) = %q, %v; want %q, %v", tt.detail, got, ok, tt.want, tt.ok)
+		if got := parseDetail(tt.detail); got != tt.want {
+			t.Errorf("parseDetail(%s) = %+v, want %+v", tt.detail, got, tt.want)
 		}
 	}
 }
 
-func FuzzDetailBodyHash(f *testing.F) {
-	f.Add(`{"body_hash":"abc"}`)
-	f.Add(`{"body_hash":"` + GenesisHash + `"}`)
-	f.Add(`{"body_hash":"` + GenesisHash + `x"}`)
-	f.Add(`{`)
+// slowDetail is the reference decoder for parseDetail.
+func slowDetail(detail string) detailInfo {
+	var m map[string]any
+	if json.Unmarshal([]byte(detail), &m) != nil {
+		return detailInfo{}
+	}
+	var d detailInfo
+	d.bodyHash, d.hasBodyHash = m["body_hash"].(string)
+	d.status, d.hasStatus = m["status"].(string)
+	d.ack, _ = m["ack_status"].(string)
+	return d
+}
+
+func FuzzParseDetail(f *testing.F) {
+	for _, s := range []string{`{"body_hash":"abc","status":"brokered"}`, `{"status":"a","status":"b"}`, `{"x":{"status":"y"}}`,
+		`{"ack_status":"z"}`, `{"status":"\u0041"}`, `{`, `[]`, `{"status":null}`, `{"status" :"q"}`} {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
-		h, ok := detailBodyHash(s)
-		if !ok && h != "" {
-			t.Fatalf("not ok but hash %q", h)
+		got, want := parseDetail(s), slowDetail(s)
+		if strings.Count(s, `"status"`) > 1 || strings.Count(s, `"body_hash"`) > 1 || strings.Count(s, `"ack_status"`) > 1 {
+			return // duplicate keys: encoding/json keeps the last, any answer is fine
+		}
+		if got != want {
+			t.Fatalf("parseDetail(%q) = %+v, reference %+v", s, got, want)
 		}
 	})
+}
+
+func TestMessageJSONUsesColumnNames(t *testing.T) {
+	b, err := json.Marshal(Message{MessageID: "m", Signals: []Signal{{Kind: "TASK"}}, Refs: []string{"A #1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(b, &fields); err != nil {
+		t.Fatal(err)
+	}
+	cols := strings.Split(MessageColumns, ", ")
+	if len(fields) != len(cols) || len(cols) != messageColumnCount {
+		t.Fatalf("%d JSON fields, %d columns: %s", len(fields), len(cols), b)
+	}
+	for _, c := range cols {
+		if _, ok := fields[c]; !ok {
+			t.Errorf("JSON lacks column %q: %s", c, b)
+		}
+	}
 }

@@ -47,33 +47,34 @@ const (
 	EventObligationReminded = "obligation_reminded"
 )
 
-// Message is one comms_journal row: a message and its current state.
+// Message is one comms_journal row: a message and its current state. Its
+// JSON field names are the column names.
 //
 // Signals, Obligation and Refs are write-only inputs for Append: they are
 // processed inside the same transaction as the row itself and are never
 // filled when a row is read back.
 type Message struct {
-	RowID        int64  `json:"rowId"`
-	MessageID    string `json:"messageId"`
-	SessionID    string `json:"sessionId"`
-	SenderRole   string `json:"senderRole"`
-	TargetRole   string `json:"targetRole"`
+	RowID        int64  `json:"row_id"`
+	MessageID    string `json:"message_id"`
+	SessionID    string `json:"session_id"`
+	SenderRole   string `json:"sender_role"`
+	TargetRole   string `json:"target_role"`
 	Channel      string `json:"channel"`
 	Direction    string `json:"direction"`
 	Seq          int64  `json:"seq"` // 0 = none (stored as NULL)
 	Header       string `json:"header"`
 	Priority     string `json:"priority"`
-	SentAtMs     int64  `json:"sentAtMs"` // 0 = unknown (stored as NULL)
-	BrokeredAtMs int64  `json:"brokeredAtMs"`
-	RawBody      string `json:"rawBody"`
-	BodyHash     string `json:"bodyHash"`
-	BodyBytes    int64  `json:"bodyBytes"`
+	SentAtMs     int64  `json:"sent_at_ms"` // 0 = unknown (stored as NULL)
+	BrokeredAtMs int64  `json:"brokered_at_ms"`
+	RawBody      string `json:"raw_body"`
+	BodyHash     string `json:"body_hash"`
+	BodyBytes    int64  `json:"body_bytes"`
 	Status       string `json:"status"`
-	AckStatus    string `json:"ackStatus"`
-	ErrorCode    string `json:"errorCode"`
+	AckStatus    string `json:"ack_status"`
+	ErrorCode    string `json:"error_code"`
 	Attempt      int64  `json:"attempt"`
-	MetadataJSON string `json:"metadataJson"`
-	UpdatedAtMs  int64  `json:"updatedAtMs"`
+	MetadataJSON string `json:"metadata_json"`
+	UpdatedAtMs  int64  `json:"updated_at_ms"`
 
 	// Signals become comms_signals rows with ref = Header+" #"+Seq.
 	Signals []Signal `json:"-"`
@@ -103,15 +104,15 @@ func (m Message) row() Message {
 // Signal is one comms_signals row: a tagged line (DECISION:, TASK:, FINDING:,
 // BLOCKER:) of a message. Only Kind and Text are read by Append.
 type Signal struct {
-	SignalID   int64  `json:"signalId"`
-	MessageID  string `json:"messageId"`
-	SessionID  string `json:"sessionId"`
-	SenderRole string `json:"senderRole"`
+	SignalID   int64  `json:"signal_id"`
+	MessageID  string `json:"message_id"`
+	SessionID  string `json:"session_id"`
+	SenderRole string `json:"sender_role"`
 	Ref        string `json:"ref"`
 	Kind       string `json:"kind"`
 	Text       string `json:"text"`
-	AtMs       int64  `json:"atMs"`
-	ResolvedBy string `json:"resolvedBy"` // message_id of the resolving message, "" = open
+	AtMs       int64  `json:"at_ms"`
+	ResolvedBy string `json:"resolved_by"` // message_id of the resolving message, "" = open
 }
 
 // Obligation is one comms_obligations row: an [ACK REQUIRED] message that its
@@ -119,16 +120,16 @@ type Signal struct {
 // RequesterRole and Ref are read by Append (Ref defaults to the message's own
 // "HEADER #N").
 type Obligation struct {
-	ObligationID  int64  `json:"obligationId"`
-	MessageID     string `json:"messageId"`
-	SessionID     string `json:"sessionId"`
-	OwnerRole     string `json:"ownerRole"`
-	RequesterRole string `json:"requesterRole"`
+	ObligationID  int64  `json:"obligation_id"`
+	MessageID     string `json:"message_id"`
+	SessionID     string `json:"session_id"`
+	OwnerRole     string `json:"owner_role"`
+	RequesterRole string `json:"requester_role"`
 	Ref           string `json:"ref"`
-	OpenedAtMs    int64  `json:"openedAtMs"`
-	RemindedAtMs  int64  `json:"remindedAtMs"` // 0 = never reminded
-	ClosedBy      string `json:"closedBy"`     // message_id that closed it, "" = open
-	ClosedAtMs    int64  `json:"closedAtMs"`
+	OpenedAtMs    int64  `json:"opened_at_ms"`
+	RemindedAtMs  int64  `json:"reminded_at_ms"` // 0 = never reminded
+	ClosedBy      string `json:"closed_by"`      // message_id that closed it, "" = open
+	ClosedAtMs    int64  `json:"closed_at_ms"`
 }
 
 // Change is a requested state change for Advance. Empty fields request
@@ -152,10 +153,10 @@ type Change struct {
 // Event is a committed comms_events row as delivered to subscribers, with
 // the message row as it stood after the event.
 type Event struct {
-	EventID   int64           `json:"eventId"`
-	MessageID string          `json:"messageId"`
+	EventID   int64           `json:"event_id"`
+	MessageID string          `json:"message_id"`
 	Event     string          `json:"event"`
-	AtMs      int64           `json:"atMs"`
+	AtMs      int64           `json:"at_ms"`
 	Detail    json.RawMessage `json:"detail"`
 	Row       Message         `json:"row"`
 }

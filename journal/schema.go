@@ -85,10 +85,10 @@ CREATE VIRTUAL TABLE comms_fts USING fts5(raw_body, content='comms_journal', con
 `,
 }
 
-// SchemaVersion is the schema version this package writes and expects.
-var SchemaVersion = len(migrations)
+// latestSchema is the schema version this package writes and expects.
+var latestSchema = len(migrations)
 
-// migrate brings the database on conn up to SchemaVersion, one IMMEDIATE
+// migrate brings the database on conn up to latestSchema, one IMMEDIATE
 // transaction per migration.
 func migrate(conn *sqlite.Conn) error {
 	if err := sqlitex.ExecuteTransient(conn, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`, nil); err != nil {

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"zombiezen.com/go/sqlite"
 )
@@ -20,7 +22,7 @@ type VerifyReport struct {
 	// FirstBad names the first problem found, e.g.
 	// "comms_events event_id 17: hash mismatch" or
 	// "comms_journal row_id 5 (message_id x): body changed".
-	FirstBad string `json:"firstBad,omitempty"`
+	FirstBad string `json:"first_bad,omitempty"`
 	// Problems counts every problem found.
 	Problems int64 `json:"problems"`
 }
@@ -34,17 +36,20 @@ func (r *VerifyReport) bad(format string, args ...any) {
 
 // Verify recomputes the event hash chain (including the recorded chain head,
 // which catches events removed from the end) and checks every current
-// raw_body against the body_hash recorded in its "brokered" event. It reads
-// one consistent snapshot. A non-nil error means the check could not run;
+// raw_body against the body_hash recorded in its "brokered" event. It also
+// checks that every brokered message still has its row, and that each row's
+// status and ack_status match the latest event recording them. It reads one
+// consistent snapshot. A non-nil error means the check could not run;
 // tampering is reported through OK and FirstBad.
 func (l *Ledger) Verify(ctx context.Context) (VerifyReport, error) {
 	var r VerifyReport
 	err := l.Read(ctx, func(conn *sqlite.Conn) error {
 		r = VerifyReport{}
-		if err := verifyChain(conn, &r); err != nil {
+		states := make(map[string]*verifyState)
+		if err := verifyChain(conn, &r, states); err != nil {
 			return err
 		}
-		return verifyBodies(conn, &r)
+		return verifyMessages(conn, &r, states)
 	})
 	if err != nil {
 		return VerifyReport{}, fmt.Errorf("journal verify: %w", err)
@@ -53,13 +58,25 @@ func (l *Ledger) Verify(ctx context.Context) (VerifyReport, error) {
 	return r, nil
 }
 
-func verifyChain(conn *sqlite.Conn, r *VerifyReport) error {
+// verifyState is what the event chain says about one message.
+type verifyState struct {
+	brokeredID int64    // event_id of its first brokered event (0: none)
+	bodyHash   [32]byte // body_hash recorded there
+	hashOK     bool     // body_hash present and well-formed
+	status     string   // from the latest event recording a status
+	ack        string
+	hasState   bool
+	seen       bool // its comms_journal row exists
+}
+
+func verifyChain(conn *sqlite.Conn, r *VerifyReport, states map[string]*verifyState) error {
 	expectPrev := GenesisHash
 	var lastID int64
 	buf := make([]byte, 0, 1024)
 	err := execArgs(conn, "SELECT event_id, message_id, event, at_ms, detail_json, prev_hash, hash FROM comms_events ORDER BY event_id", func(stmt *sqlite.Stmt) error {
 		r.Events++
 		id := stmt.ColumnInt64(0)
+		msgID, event, detail := stmt.ColumnText(1), stmt.ColumnText(2), stmt.ColumnText(4)
 		prev, hash := stmt.ColumnText(5), stmt.ColumnText(6)
 		switch {
 		case id == lastID+2:
@@ -70,12 +87,29 @@ func verifyChain(conn *sqlite.Conn, r *VerifyReport) error {
 			r.bad("comms_events event_id %d: prev_hash does not match event_id %d", id, lastID)
 		}
 		buf = append(buf[:0], prev...)
-		buf = AppendCanonicalEvent(buf, id, stmt.ColumnText(1), stmt.ColumnText(2), stmt.ColumnInt64(3), stmt.ColumnText(4))
+		buf = AppendCanonicalEvent(buf, id, msgID, event, stmt.ColumnInt64(3), detail)
 		sum := sha256.Sum256(buf)
 		if hex.EncodeToString(sum[:]) != hash {
 			r.bad("comms_events event_id %d: hash mismatch", id)
 		}
 		expectPrev, lastID = hash, id
+
+		st := states[msgID]
+		if st == nil {
+			st = &verifyState{}
+			states[msgID] = st
+		}
+		d := parseDetail(detail)
+		if event == EventBrokered && st.brokeredID == 0 {
+			st.brokeredID = id
+			if d.hasBodyHash && len(d.bodyHash) == 64 {
+				_, err := hex.Decode(st.bodyHash[:], []byte(d.bodyHash))
+				st.hashOK = err == nil
+			}
+		}
+		if d.hasStatus {
+			st.status, st.ack, st.hasState = d.status, d.ack, true
+		}
 		return nil
 	})
 	if err != nil {
@@ -102,19 +136,19 @@ func verifyChain(conn *sqlite.Conn, r *VerifyReport) error {
 	return nil
 }
 
-func verifyBodies(conn *sqlite.Conn, r *VerifyReport) error {
+func verifyMessages(conn *sqlite.Conn, r *VerifyReport, states map[string]*verifyState) error {
 	var body []byte
-	err := execArgs(conn, `SELECT j.row_id, j.message_id, j.raw_body, j.body_hash,
- (SELECT e.detail_json FROM comms_events e WHERE e.message_id = j.message_id AND e.event = 'brokered' ORDER BY e.event_id LIMIT 1)
- FROM comms_journal j ORDER BY j.row_id`, func(stmt *sqlite.Stmt) error {
+	var column [32]byte
+	err := execArgs(conn, "SELECT row_id, message_id, raw_body, body_hash, status, ack_status FROM comms_journal ORDER BY row_id", func(stmt *sqlite.Stmt) error {
 		r.Messages++
 		rowID, msgID := stmt.ColumnInt64(0), stmt.ColumnText(1)
-		if stmt.ColumnIsNull(4) {
+		st := states[msgID]
+		if st == nil || st.brokeredID == 0 {
 			r.bad("comms_journal row_id %d (message_id %s): no brokered event", rowID, msgID)
 			return nil
 		}
-		recorded, ok := detailBodyHash(stmt.ColumnText(4))
-		if !ok {
+		st.seen = true
+		if !st.hashOK {
 			r.bad("comms_journal row_id %d (message_id %s): brokered event has no body_hash", rowID, msgID)
 			return nil
 		}
@@ -123,35 +157,116 @@ func verifyBodies(conn *sqlite.Conn, r *VerifyReport) error {
 			body = make([]byte, n)
 		}
 		body = body[:stmt.ColumnBytes(2, body[:n])]
-		sum := sha256.Sum256(body)
+		colHash := stmt.ColumnText(3)
+		_, colErr := hex.Decode(column[:], []byte(colHash))
 		switch {
-		case hex.EncodeToString(sum[:]) != recorded:
+		case sha256.Sum256(body) != st.bodyHash:
 			r.bad("comms_journal row_id %d (message_id %s): body changed", rowID, msgID)
-		case stmt.ColumnText(3) != recorded:
+		case len(colHash) != 64 || colErr != nil || column != st.bodyHash:
 			r.bad("comms_journal row_id %d (message_id %s): body_hash column changed", rowID, msgID)
+		}
+		if status, ack := stmt.ColumnText(4), stmt.ColumnText(5); st.hasState && (status != st.status || ack != st.ack) {
+			r.bad("comms_journal row_id %d (message_id %s): state changed (row says %s/%s, events say %s/%s)",
+				rowID, msgID, status, ack, st.status, st.ack)
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("read messages: %w", err)
 	}
+	// Rows deleted outright leave their brokered event behind.
+	var deleted []int64
+	ids := make(map[int64]string)
+	for id, st := range states {
+		if st.brokeredID != 0 && !st.seen {
+			deleted = append(deleted, st.brokeredID)
+			ids[st.brokeredID] = id
+		}
+	}
+	slices.Sort(deleted)
+	for _, ev := range deleted {
+		r.bad("comms_events event_id %d (message_id %s): message row deleted", ev, ids[ev])
+	}
 	return nil
 }
 
-// detailBodyHash extracts body_hash from a brokered event's detail_json.
-func detailBodyHash(detail string) (string, bool) {
-	const key = `"body_hash":"`
-	if i := strings.Index(detail, key); i >= 0 {
-		rest := detail[i+len(key):]
-		if len(rest) > 64 && rest[64] == '"' {
-			return rest[:64], true
+// detailInfo is what Verify reads from an event's detail_json.
+type detailInfo struct {
+	bodyHash    string
+	hasBodyHash bool
+	status      string
+	hasStatus   bool
+	ack         string
+}
+
+// parseDetail extracts the top-level body_hash, status and ack_status
+// string values of detail_json. Flat objects without escapes (everything
+// the ledger writes) take a fast path; anything else is decoded fully.
+func parseDetail(detail string) detailInfo {
+	if d, ok := parseDetailFast(detail); ok {
+		return d
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(detail), &m); err != nil {
+		return detailInfo{}
+	}
+	str := func(key string) (string, bool) {
+		raw, ok := m[key]
+		if !ok || len(raw) == 0 || raw[0] != '"' {
+			return "", false
 		}
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", false
+		}
+		return s, true
 	}
-	var d struct {
-		BodyHash *string `json:"body_hash"`
+	var d detailInfo
+	d.bodyHash, d.hasBodyHash = str("body_hash")
+	d.status, d.hasStatus = str("status")
+	d.ack, _ = str("ack_status")
+	return d
+}
+
+func parseDetailFast(detail string) (detailInfo, bool) {
+	if len(detail) < 2 || detail[0] != '{' || detail[len(detail)-1] != '}' ||
+		strings.ContainsAny(detail[1:], "{[\\") || !utf8.ValidString(detail) || !json.Valid([]byte(detail)) {
+		return detailInfo{}, false
 	}
-	if err := json.Unmarshal([]byte(detail), &d); err != nil || d.BodyHash == nil {
-		return "", false
+	var d detailInfo
+	var ok bool
+	if d.bodyHash, d.hasBodyHash, ok = flatString(detail, `"body_hash":`); !ok {
+		return detailInfo{}, false
 	}
-	return *d.BodyHash, true
+	if d.status, d.hasStatus, ok = flatString(detail, `"status":`); !ok {
+		return detailInfo{}, false
+	}
+	if d.ack, _, ok = flatString(detail, `"ack_status":`); !ok {
+		return detailInfo{}, false
+	}
+	return d, true
+}
+
+// flatString finds key in a flat, escape-free, valid JSON object. ok is
+// false when the fast path cannot decide (key repeated, spaced, or its value
+// is not a string).
+func flatString(detail, key string) (val string, found, ok bool) {
+	i := strings.Index(detail, key)
+	if i < 0 {
+		// A spaced-out `"key" :` would be missed: only trust absence when
+		// the bare quoted name is absent too.
+		return "", false, !strings.Contains(detail, key[:len(key)-1])
+	}
+	if strings.Contains(detail[i+len(key):], key) {
+		return "", false, false
+	}
+	rest := detail[i+len(key):]
+	if len(rest) == 0 || rest[0] != '"' {
+		return "", false, false
+	}
+	end := strings.IndexByte(rest[1:], '"')
+	if end < 0 {
+		return "", false, false
+	}
+	return rest[1 : 1+end], true, true
 }

@@ -29,6 +29,9 @@ type op struct {
 	apply  func(tx *txn) error
 	direct func(conn *sqlite.Conn) error
 	done   chan error
+	// onErr, if set, handles the failure of a fire-and-forget op instead
+	// of the default error log.
+	onErr func(error)
 }
 
 // logicalError marks an op failure that happened before the op wrote
@@ -46,10 +49,9 @@ type writer struct {
 	l    *Ledger
 	conn *sqlite.Conn
 
-	lastRowID  int64 // highest committed comms_journal.row_id
-	ftsRowID   int64 // highest row_id indexed in comms_fts
-	ftsWanted  bool  // an FTS pass is in progress; continue when idle
-	ftsFailing bool  // last FTS pass failed (log once)
+	lastRowID int64 // highest committed comms_journal.row_id
+	ftsRowID  int64 // highest row_id indexed in comms_fts
+	ftsWanted bool  // an FTS pass is in progress; continue when idle
 
 	// Auto-checkpointing is off on the writer connection: the writer
 	// checkpoints when it has been idle for idleCheckpointDelay, or after
@@ -301,7 +303,9 @@ func (w *writer) finish(o *op, err error) {
 		o.done <- err
 		return
 	}
-	if err != nil {
+	if err != nil && o.onErr != nil {
+		o.onErr(err)
+	} else if err != nil {
 		w.l.log.Error("journal: async write failed", "op", o.name, "err", err)
 	}
 }
@@ -364,6 +368,7 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 	w.l.indexedRowID.Store(w.ftsRowID)
 	if tx.ftsRan {
 		w.ftsWanted = tx.ftsMore && w.lastRowID > w.ftsRowID
+		w.l.ftsFailing.Store(false)
 	}
 	w.l.publish(tx.events)
 	return errs, nil
