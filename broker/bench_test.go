@@ -2,12 +2,14 @@ package broker_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,20 +100,29 @@ func BenchmarkSendAck(b *testing.B) {
 	b.ReportMetric(ms(percentile(lat, 0.99)), "p99-ms")
 }
 
-// BenchmarkThroughput: 4 concurrent senders, 2 listeners, zero loss.
-func BenchmarkThroughput(b *testing.B) {
+// BenchmarkThroughput: 4 concurrent senders streaming with up to 64
+// messages in flight each (ACKs read by a second goroutine), 2 listeners;
+// every message must be ACKed ok and received exactly once.
+func BenchmarkThroughput(b *testing.B) { benchThroughput(b, 64) }
+
+// BenchmarkThroughputSerial is the same with senders that wait for each ACK
+// before sending the next message (like hm-send).
+func BenchmarkThroughputSerial(b *testing.B) { benchThroughput(b, 1) }
+
+func benchThroughput(b *testing.B, window int) {
 	h := newBenchHarness(b)
 	ctx := context.Background()
 	const senders = 4
 	targets := []string{"builder", "oracle"}
-	var received sync.WaitGroup
-	counts := make([]int, len(targets))
 	per := b.N/senders + 1
 	total := per * senders
 	want := make([]int, len(targets))
 	for i := 0; i < total; i++ {
 		want[i%len(targets)]++
 	}
+	var received sync.WaitGroup
+	counts := make([]int, len(targets))
+	dups := make([]int, len(targets))
 	for i, role := range targets {
 		l := h.benchClient(b, role, true)
 		received.Add(1)
@@ -124,7 +135,13 @@ func BenchmarkThroughput(b *testing.B) {
 					return
 				}
 				if typ == "message" {
-					seen[string(raw[strings.Index(string(raw), `"messageId"`):][:40])] = true
+					var m proto.Message
+					if json.Unmarshal(raw, &m) == nil {
+						if seen[m.MessageID] {
+							dups[i]++
+						}
+						seen[m.MessageID] = true
+					}
 				}
 			}
 			counts[i] = len(seen)
@@ -135,32 +152,56 @@ func BenchmarkThroughput(b *testing.B) {
 	for s := range clients {
 		clients[s] = h.benchClient(b, senderRoles[s], false)
 	}
+	var failed atomic.Int64
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
-	var failed sync.Map
 	for s := 0; s < senders; s++ {
-		wg.Add(1)
-		go func(s int) {
+		slots := make(chan struct{}, window)
+		acked := make(chan struct{})
+		c := clients[s]
+		wg.Add(2)
+		go func() { // ACK reader
+			defer wg.Done()
+			defer close(acked)
+			for n := 0; n < per; {
+				typ, raw, err := c.Next(ctx)
+				if err != nil {
+					failed.Add(int64(per - n))
+					return
+				}
+				if typ != "send-ack" {
+					continue
+				}
+				n++
+				var a proto.Ack
+				if json.Unmarshal(raw, &a) != nil || !a.OK {
+					failed.Add(1)
+				}
+				<-slots
+			}
+		}()
+		go func(s int) { // sender
 			defer wg.Done()
 			for i := 0; i < per; i++ {
+				slots <- struct{}{}
 				n := s*per + i
-				ack, _, err := clients[s].Send(ctx, proto.Frame{Type: "send", Target: targets[n%len(targets)], Content: "load", MessageID: fmt.Sprintf("tp-%08d", n)})
-				if err != nil || !ack.OK {
-					failed.Store(n, err)
+				if err := c.WriteJSON(ctx, proto.Frame{Type: "send", Target: targets[n%len(targets)], Content: "load", MessageID: fmt.Sprintf("tp-%08d", n)}); err != nil {
+					failed.Add(int64(per - i))
+					return
 				}
 			}
+			<-acked
 		}(s)
 	}
 	wg.Wait()
 	received.Wait()
 	el := time.Since(start)
 	b.StopTimer()
-	lost := 0
+	lost := failed.Load()
 	for i := range targets {
-		lost += want[i] - counts[i]
+		lost += int64(want[i]-counts[i]) + int64(dups[i])
 	}
-	failed.Range(func(_, _ any) bool { lost++; return true })
 	b.ReportMetric(float64(total)/el.Seconds(), "msgs/s")
 	b.ReportMetric(float64(lost), "lost")
 }

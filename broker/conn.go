@@ -28,6 +28,9 @@ type conn struct {
 	cancel context.CancelFunc
 	limit  *bucket
 	wg     sync.WaitGroup
+	// inflight carries sends whose commits are queued, in order, to the
+	// acker goroutine, which waits for each and writes its ACK.
+	inflight chan inflightSend
 
 	mu         sync.Mutex
 	registered bool
@@ -36,9 +39,24 @@ type conn struct {
 	listen     bool
 	delivered  map[string]struct{}
 	subscribed bool
+	// replaying is set while the ledger backlog is being replayed: a live
+	// delivery that finds the queue full then leaves its message pending
+	// for the replay loop instead of dropping the client.
+	replaying bool
 
 	closeOnce sync.Once
 }
+
+type inflightSend struct {
+	p         *Pending
+	requestID string
+	target    string
+	isSend    bool
+}
+
+// maxInflight bounds the sends one connection may have queued for commit;
+// the read loop stops reading while it is full.
+const maxInflight = 256
 
 type outFrame struct {
 	data      []byte
@@ -78,6 +96,7 @@ func (b *Broker) serveWS(w http.ResponseWriter, r *http.Request) {
 		out:       make(chan outFrame, b.cfg.SendQueue),
 		limit:     newBucket(b.cfg.RateLimit, b.cfg.RateBurst),
 		delivered: map[string]struct{}{},
+		inflight:  make(chan inflightSend, maxInflight),
 	}
 	b.mu.Lock()
 	if b.closed {
@@ -89,8 +108,9 @@ func (b *Broker) serveWS(w http.ResponseWriter, r *http.Request) {
 	b.conns[c.id] = c
 	b.mu.Unlock()
 
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go c.writeLoop()
+	go c.ackLoop()
 	c.sendJSON(proto.Welcome{Type: proto.TypeWelcome, ClientID: c.id, Protocol: proto.Protocol})
 	c.readLoop()
 	c.close()
@@ -157,6 +177,17 @@ func (c *conn) enqueue(f outFrame) bool {
 	default:
 		c.b.log.Warn("slow consumer dropped", "client", c.id, "role", c.role)
 		c.close()
+		return false
+	}
+}
+
+// enqueueWait queues a frame, waiting for room: used for backlog replay,
+// where a full queue means "not yet", not "not reading".
+func (c *conn) enqueueWait(f outFrame) bool {
+	select {
+	case c.out <- f:
+		return true
+	case <-c.ctx.Done():
 		return false
 	}
 }
@@ -304,7 +335,11 @@ func (c *conn) register(f proto.Frame) bool {
 		}
 		b.listeners[role][c.id] = c
 		b.mu.Unlock()
-		b.replayPending(c, role)
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			b.replayPending(c, role)
+		}()
 	}
 	return true
 }
@@ -335,7 +370,7 @@ func (c *conn) send(f proto.Frame, received time.Time) {
 	if wait > 30*time.Second {
 		wait = 30 * time.Second
 	}
-	ack, _ := c.b.Submit(c.ctx, Submission{
+	p := c.b.Begin(c.ctx, Submission{
 		From:        id.Role,
 		Trusted:     id.Operator,
 		Target:      f.Target,
@@ -349,11 +384,39 @@ func (c *conn) send(f proto.Frame, received time.Time) {
 		Channel:     ChannelWS,
 		Received:    received,
 	})
-	ack.RequestID = f.RequestID
-	if f.Type == proto.TypeSend {
-		ack.Target = f.Target
+	select {
+	case c.inflight <- inflightSend{p: p, requestID: f.RequestID, target: f.Target, isSend: f.Type == proto.TypeSend}:
+	case <-c.ctx.Done():
 	}
-	c.sendJSON(ack)
+}
+
+// ackLoop finishes queued sends in order and writes their ACKs.
+func (c *conn) ackLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.ctx.Done():
+			// Queued commits still complete in the ledger; their messages
+			// are routed from there (pending replay) even though this
+			// client will not see the ACK.
+			for {
+				select {
+				case in := <-c.inflight:
+					in.p.s.Wait = 0 // nobody is waiting for this ACK any more
+					c.b.End(context.Background(), in.p)
+				default:
+					return
+				}
+			}
+		case in := <-c.inflight:
+			ack, _ := c.b.End(c.ctx, in.p)
+			ack.RequestID = in.requestID
+			if in.isSend {
+				ack.Target = in.target
+			}
+			c.sendJSON(ack)
+		}
+	}
 }
 
 // toListeners hands m to every listener of role. It reports whether any
@@ -375,6 +438,28 @@ func (b *Broker) toListeners(role string, m journal.Message, content string) boo
 }
 
 func (c *conn) deliver(m journal.Message, content string) bool {
+	return c.deliverWith(m, content, c.enqueueLive)
+}
+
+// enqueueLive queues a live delivery. While the backlog is replaying, a
+// full queue leaves the message pending for the replay loop; otherwise a
+// full queue is a slow consumer and the client is dropped.
+func (c *conn) enqueueLive(f outFrame) bool {
+	c.mu.Lock()
+	replaying := c.replaying
+	c.mu.Unlock()
+	if !replaying {
+		return c.enqueue(f)
+	}
+	select {
+	case c.out <- f:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *conn) deliverWith(m journal.Message, content string, enqueue func(outFrame) bool) bool {
 	c.mu.Lock()
 	if _, dup := c.delivered[m.MessageID]; dup {
 		c.mu.Unlock()
@@ -394,7 +479,7 @@ func (c *conn) deliver(m journal.Message, content string) bool {
 		return false
 	}
 	id, b := m.MessageID, c.b
-	ok := c.enqueue(outFrame{data: data, onWritten: func() {
+	ok := enqueue(outFrame{data: data, onWritten: func() {
 		b.deps.Ledger.AdvanceAsync(journal.Change{MessageID: id, Status: "routed", AckStatus: proto.StatusDeliveredWebsocket, Event: "delivered", Detail: map[string]any{"client": c.id}})
 		b.wake(id)
 	}})
@@ -406,15 +491,40 @@ func (c *conn) deliver(m journal.Message, content string) bool {
 	return ok
 }
 
-// replayPending delivers messages that waited in the ledger for role.
+// replayPending delivers messages that waited in the ledger for role, with
+// backpressure, until none are left (live messages arriving meanwhile stay
+// pending and are picked up by the next pass).
 func (b *Broker) replayPending(c *conn, role string) {
+	c.mu.Lock()
+	c.replaying = true
+	c.mu.Unlock()
+	for b.replayPass(c, role) > 0 {
+	}
+	c.mu.Lock()
+	c.replaying = false
+	c.mu.Unlock()
+	b.replayPass(c, role) // anything skipped while the flag was being cleared
+}
+
+// replayPass delivers the pending rows not yet delivered on c; it returns
+// how many it delivered.
+func (b *Broker) replayPass(c *conn, role string) int {
 	pending, err := b.deps.Ledger.Pending(c.ctx, role)
 	if err != nil {
-		b.log.Warn("load pending for listener", "role", role, "err", err)
-		return
+		if c.ctx.Err() == nil {
+			b.log.Warn("load pending for listener", "role", role, "err", err)
+		}
+		return 0
 	}
 	now := b.now()
+	n := 0
 	for _, m := range pending {
+		c.mu.Lock()
+		_, done := c.delivered[m.MessageID]
+		c.mu.Unlock()
+		if done {
+			continue
+		}
 		prefix := ""
 		if m.SessionID != b.cfg.SessionID {
 			if now.Sub(time.UnixMilli(m.BrokeredAtMs)) > b.cfg.DelayedMaxAge {
@@ -422,8 +532,12 @@ func (b *Broker) replayPending(c *conn, role string) {
 			}
 			prefix = delayedPrefix(m)
 		}
-		c.deliver(m, prefix+m.RawBody)
+		if !c.deliverWith(m, prefix+m.RawBody, c.enqueueWait) {
+			return 0
+		}
+		n++
 	}
+	return n
 }
 
 func (c *conn) subscribe(f proto.Frame) {

@@ -99,16 +99,48 @@ func refuse(code proto.Code, format string, args ...any) error {
 // Ack is sent to the client; err is non-nil for refusals (ok:false), carrying
 // a *proto.Error.
 func (b *Broker) Submit(ctx context.Context, s Submission) (proto.Ack, error) {
+	return b.End(ctx, b.Begin(ctx, s))
+}
+
+// Pending is a submission whose commit has been queued (or that was
+// answered at once). Begin creates it; End waits for the commit and routes.
+type Pending struct {
+	s     Submission
+	ack   proto.Ack
+	err   error // a refusal known before anything was queued
+	rt    route
+	wait  func(context.Context) (journal.Message, error)
+	dupOf string // duplicate of an earlier (sender, N, body)
+	st    *senderSeq
+	d     seqDecision
+	body  string
+}
+
+// Begin does everything up to queueing the commit: validation, target
+// resolution, owner binding, the header and sequence rules. Calls made in
+// order by one goroutine commit in that order, so a connection can have many
+// submissions in flight (pipelining) while End calls complete in order.
+func (b *Broker) Begin(ctx context.Context, s Submission) *Pending {
 	if s.Received.IsZero() {
 		s.Received = b.now()
 	}
-	ack, err := b.submit(ctx, s)
+	p := &Pending{s: s, ack: proto.Ack{MessageID: s.MessageID}}
+	p.err = b.begin(ctx, p)
+	return p
+}
+
+// End waits for p's commit, routes the message and returns its ACK.
+func (b *Broker) End(ctx context.Context, p *Pending) (proto.Ack, error) {
+	ack, err := p.ack, p.err
+	if err == nil {
+		ack, err = b.end(ctx, p)
+	}
 	ack.Type = proto.TypeSendAck
 	ack.SessionID = b.cfg.SessionID
 	if ack.Warnings == nil {
 		ack.Warnings = []string{}
 	}
-	ack.AckLatencyMs = float64(time.Since(s.Received).Microseconds()) / 1000
+	ack.AckLatencyMs = float64(time.Since(p.s.Received).Microseconds()) / 1000
 	if err != nil {
 		code := string(proto.CodeOf(err))
 		ack.OK, ack.Accepted, ack.Verified = false, false, false
@@ -122,19 +154,19 @@ func (b *Broker) Submit(ctx context.Context, s Submission) (proto.Ack, error) {
 	return ack, err
 }
 
-func (b *Broker) submit(ctx context.Context, s Submission) (proto.Ack, error) {
-	ack := proto.Ack{MessageID: s.MessageID}
+func (b *Broker) begin(ctx context.Context, p *Pending) error {
+	s := &p.s
 	if s.MessageID != "" && !ValidMessageID(s.MessageID) {
-		return ack, refuse(proto.CodeBadRequest, "messageId must be 1-128 letters, digits or -_.:")
+		return refuse(proto.CodeBadRequest, "messageId must be 1-128 letters, digits or -_.:")
 	}
 	if !utf8.ValidString(s.Content) {
 		s.Content = strings.ToValidUTF8(s.Content, "\uFFFD")
 	}
 	if strings.TrimSpace(s.Content) == "" {
-		return ack, refuse(proto.CodeEmptyContent, "message has no content")
+		return refuse(proto.CodeEmptyContent, "message has no content")
 	}
 	if len(s.Content) > proto.MaxMessageFrame {
-		return ack, refuse(proto.CodeTooLarge, "content is %d bytes; the limit is %d", len(s.Content), proto.MaxMessageFrame)
+		return refuse(proto.CodeTooLarge, "content is %d bytes; the limit is %d", len(s.Content), proto.MaxMessageFrame)
 	}
 
 	// Effective sender: the authenticated role, or for trusted senders the
@@ -147,9 +179,9 @@ func (b *Broker) submit(ctx context.Context, s Submission) (proto.Ack, error) {
 		case s.Trusted && known:
 			sender = hdrRole
 		case s.Trusted:
-			return ack, refuse(proto.CodeRoleMismatch, "header %s names no role of this team", h.Role)
+			return refuse(proto.CodeRoleMismatch, "header %s names no role of this team", h.Role)
 		case !known || hdrRole != sender:
-			return ack, refuse(proto.CodeRoleMismatch, "header %s does not match the sender %s", h.Role, sender)
+			return refuse(proto.CodeRoleMismatch, "header %s does not match the sender %s", h.Role, sender)
 		}
 	}
 	if sender == "" {
@@ -160,71 +192,97 @@ func (b *Broker) submit(ctx context.Context, s Submission) (proto.Ack, error) {
 		// (hm-send's trigger-file fallback cannot know the next number).
 		s.Content, hasHeader = body, false
 	}
-	ack.Header = b.team.HeaderFor(sender)
+	p.ack.Header = b.team.HeaderFor(sender)
 
-	rt, err := b.resolve(sender, s)
+	rt, err := b.resolve(sender, *s)
 	if err != nil {
-		return ack, err
+		return err
 	}
-
+	p.rt = rt
 	// A message id seen before is not delivered again: Append finds it
 	// atomically in the writer (ErrDuplicate) and the stored state is
-	// repeated; nothing below is committed for it.
+	// repeated; nothing is committed for it.
 	if s.MessageID == "" {
 		s.MessageID = NewMessageID(b.now())
 	}
-	ack.MessageID = s.MessageID
+	p.ack.MessageID = s.MessageID
 
+	// The sender's lock is held until the commit is queued: sequence order
+	// is queue order is commit order.
 	st := b.seqs.lock(sender)
 	defer st.unlock()
 	d := st.decide(h, hasHeader, body)
 	if d.Duplicate != "" {
-		prev, err := b.deps.Ledger.Get(ctx, d.Duplicate)
-		if err != nil {
-			return ack, refuse(proto.CodeJournalUnavailable, "look up duplicate: %v", err)
-		}
-		return b.repeatAck(prev), nil
+		p.dupOf = d.Duplicate
+		return nil
 	}
 	content := s.Content
 	if d.Prefix && !(s.Raw && sender == roles.RoleSystem) {
-		content = roles.Header{Role: ack.Header, Seq: d.Seq}.String() + s.Content
+		content = roles.Header{Role: p.ack.Header, Seq: d.Seq}.String() + s.Content
 		body = s.Content
 	}
-	m := b.ledgerMessage(s, sender, rt, d.Seq, ack.Header, content, body)
+	m := b.ledgerMessage(*s, sender, rt, d.Seq, p.ack.Header, content, body)
 	if d.Warning != "" {
-		ack.Warnings = append(ack.Warnings, d.Warning)
+		p.ack.Warnings = append(p.ack.Warnings, d.Warning)
 	}
-	committed, err := b.deps.Ledger.Append(ctx, m)
-	if errors.Is(err, journal.ErrDuplicate) {
-		return b.repeatAck(committed), nil
-	}
+	wait, err := b.deps.Ledger.AppendQueued(ctx, m)
 	if err != nil {
 		b.log.Error("ledger commit failed", "messageId", s.MessageID, "err", err)
-		return ack, refuse(proto.CodeJournalUnavailable, "ledger cannot commit: %v", err)
+		return refuse(proto.CodeJournalUnavailable, "ledger cannot commit: %v", err)
 	}
 	st.commit(d, body, s.MessageID)
+	p.wait, p.st, p.d, p.body = wait, st, d, body
+	p.ack.Seq = d.Seq
+	return nil
+}
 
+func (b *Broker) end(ctx context.Context, p *Pending) (proto.Ack, error) {
+	ack := p.ack
+	if p.dupOf != "" {
+		// The first copy may still be committing: give it a moment.
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			prev, err := b.deps.Ledger.Get(ctx, p.dupOf)
+			if err == nil {
+				return b.repeatAck(prev), nil
+			}
+			if !errors.Is(err, journal.ErrNotFound) || time.Now().After(deadline) {
+				return ack, refuse(proto.CodeJournalUnavailable, "look up duplicate: %v", err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	committed, err := p.wait(ctx)
+	if err != nil {
+		// Nothing new was stored: take the number back so the sender's
+		// sequence stays gapless.
+		p.st.mu.Lock()
+		p.st.forget(p.d, p.body, p.s.MessageID)
+		p.st.mu.Unlock()
+		if errors.Is(err, journal.ErrDuplicate) {
+			return b.repeatAck(committed), nil
+		}
+		b.log.Error("ledger commit failed", "messageId", p.s.MessageID, "err", err)
+		return ack, refuse(proto.CodeJournalUnavailable, "ledger cannot commit: %v", err)
+	}
 	ack.OK, ack.Accepted = true, true
-	ack.Seq = d.Seq
 	ack.Status = proto.StatusAcceptedUnverified
-	if rt.kind == roles.TargetAll || len(rt.members) > 1 {
-		for _, mem := range rt.members {
+	if p.rt.kind == roles.TargetAll || len(p.rt.members) > 1 {
+		ack.Targets = []string{}
+		for _, mem := range p.rt.members {
 			ack.Targets = append(ack.Targets, mem.Role)
 		}
-		if ack.Targets == nil {
-			ack.Targets = []string{}
-		}
 	}
-	var wait chan struct{}
-	if s.Wait > 0 {
-		wait = b.addWaiter(s.MessageID)
-		defer b.removeWaiter(s.MessageID, wait)
+	var wake chan struct{}
+	if p.s.Wait > 0 {
+		wake = b.addWaiter(p.s.MessageID)
+		defer b.removeWaiter(p.s.MessageID, wake)
 	}
-	if b.dispatch(committed, rt, "") {
+	if b.dispatch(committed, p.rt, "") {
 		ack.Status = proto.StatusDeliveredWebsocket
 	}
-	if s.Wait > 0 {
-		ack = b.waitDefinitive(ctx, ack, s.Wait, wait)
+	if p.s.Wait > 0 && !strings.HasPrefix(ack.Status, "delivered.") {
+		ack = b.waitDefinitive(ctx, ack, p.s.Wait, wake)
 	}
 	return ack, nil
 }
@@ -504,7 +562,8 @@ func (b *Broker) wake(id string) {
 	b.mu.Unlock()
 }
 
-// waitDefinitive waits up to d for delivered.* or a failure.
+// waitDefinitive waits up to d for a definitive stage: delivered.* or a
+// failure (SPEC §5.2 waitMs).
 func (b *Broker) waitDefinitive(ctx context.Context, ack proto.Ack, d time.Duration, wake chan struct{}) proto.Ack {
 	if d > 30*time.Second {
 		d = 30 * time.Second
@@ -521,12 +580,10 @@ func (b *Broker) waitDefinitive(ctx context.Context, ack proto.Ack, d time.Durat
 				ack.Error = &code
 				return ack
 			}
-			if st := ackStatusOf(m); st == proto.StatusDeliveredVerified || st == proto.StatusDeliveredWebsocket {
+			if st := ackStatusOf(m); strings.HasPrefix(st, "delivered.") {
 				ack.Status = st
 				ack.Verified = st == proto.StatusDeliveredVerified
-				if st == proto.StatusDeliveredVerified {
-					return ack
-				}
+				return ack
 			}
 		}
 		select {

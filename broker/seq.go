@@ -91,3 +91,23 @@ func (st *senderSeq) commit(d seqDecision, body, messageID string) {
 	}
 	st.seen[d.Seq] = append(st.seen[d.Seq], seenBody{hash: sha256.Sum256([]byte(body)), id: messageID})
 }
+
+// forget takes back a decision whose commit failed: the body no longer
+// counts as seen, and if it was the newest number the counter steps back.
+func (st *senderSeq) forget(d seqDecision, body, messageID string) {
+	sum := sha256.Sum256([]byte(body))
+	kept := st.seen[d.Seq][:0]
+	for _, b := range st.seen[d.Seq] {
+		if b.hash != sum || b.id != messageID {
+			kept = append(kept, b)
+		}
+	}
+	if len(kept) == 0 {
+		delete(st.seen, d.Seq)
+	} else {
+		st.seen[d.Seq] = kept
+	}
+	if st.next == d.Seq+1 {
+		st.next = d.Seq
+	}
+}

@@ -44,6 +44,38 @@ func (l *Ledger) Append(ctx context.Context, m *Message) (Message, error) {
 	return out, err
 }
 
+// AppendQueued queues m for commit and returns at once with a function that
+// waits for the outcome (the same results as Append). Calls from one
+// goroutine commit in call order, so a caller holding its own lock across
+// AppendQueued gets commit order equal to its lock order while the waits
+// overlap (pipelining). The wait function must be called exactly once.
+func (l *Ledger) AppendQueued(ctx context.Context, m *Message) (func(ctx context.Context) (Message, error), error) {
+	if m == nil {
+		return nil, fmt.Errorf("journal append: %w: nil message", ErrInvalid)
+	}
+	msg := *m
+	if err := l.prepareMessage(&msg); err != nil {
+		return nil, err
+	}
+	var out Message
+	o := &op{kind: opTx, name: "append", done: make(chan error, 1), apply: func(tx *txn) error {
+		r, err := tx.appendMessage(msg)
+		out = r
+		return err
+	}}
+	if err := l.submit(ctx, o); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) (Message, error) {
+		select {
+		case err := <-o.done:
+			return out, err
+		case <-ctx.Done():
+			return Message{}, fmt.Errorf("journal append: %w (the write may still commit)", ctx.Err())
+		}
+	}, nil
+}
+
 // AppendBatch commits all messages in one transaction (bulk loading). Each
 // *Message is updated in place with its committed row (RowID, BodyHash,
 // defaults). Any duplicate or invalid message fails the whole batch and
@@ -145,13 +177,6 @@ func nullableInt(stmt *sqlite.Stmt, param int, v int64) {
 // appendMessage inserts a prepared message with its event and side rows.
 // Logical failures (duplicate) happen before any write.
 func (tx *txn) appendMessage(m Message) (Message, error) {
-	existing, found, err := tx.get(m.MessageID)
-	if err != nil {
-		return Message{}, err
-	}
-	if found {
-		return existing, logical(fmt.Errorf("append %s: %w", m.MessageID, ErrDuplicate))
-	}
 	stmt, err := tx.conn.Prepare(`INSERT INTO comms_journal(message_id, session_id, sender_role, target_role, channel, direction, seq, header, priority,
  sent_at_ms, brokered_at_ms, raw_body, body_hash, body_bytes, status, ack_status, error_code, attempt, metadata_json, updated_at_ms)
  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
@@ -183,6 +208,17 @@ func (tx *txn) appendMessage(m Message) (Message, error) {
 		err = rerr
 	}
 	if err != nil {
+		// A duplicate id fails the INSERT alone (the statement is rolled
+		// back, the transaction goes on): nothing was written for it.
+		if sqlite.ErrCode(err) == sqlite.ResultConstraintUnique {
+			existing, found, gerr := tx.get(m.MessageID)
+			if gerr != nil {
+				return Message{}, gerr
+			}
+			if found {
+				return existing, logical(fmt.Errorf("append %s: %w", m.MessageID, ErrDuplicate))
+			}
+		}
 		return Message{}, fmt.Errorf("insert message %s: %w", m.MessageID, err)
 	}
 	m.RowID = tx.conn.LastInsertRowID()

@@ -108,9 +108,9 @@ func (l *Ledger) Pending(ctx context.Context, targetRole string) ([]Message, err
 	var out []Message
 	var err error
 	if targetRole == "" {
-		out, err = l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal WHERE status = 'brokered' ORDER BY row_id")
+		out, err = l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal INDEXED BY comms_journal_pending WHERE status = 'brokered' ORDER BY row_id")
 	} else {
-		out, err = l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal WHERE target_role = ? AND status = 'brokered' ORDER BY row_id", targetRole)
+		out, err = l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal INDEXED BY comms_journal_pending WHERE target_role = ? AND status = 'brokered' ORDER BY row_id", targetRole)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("journal pending: %w", err)

@@ -83,6 +83,18 @@ CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
 CREATE VIRTUAL TABLE comms_fts USING fts5(raw_body, content='comms_journal', content_rowid='row_id');
 `,
+	// 2: lighter writes. Queries only ever look for brokered (pending) and
+	// failed rows by status, so small partial indexes replace two full
+	// ones, and the (sender, session, seq) index, which no routing or report
+	// query uses, goes: three fewer b-tree updates per append and per
+	// status change on the hot path.
+	`
+DROP INDEX comms_journal_target_status;
+DROP INDEX comms_journal_status;
+DROP INDEX comms_journal_sender_seq;
+CREATE INDEX comms_journal_pending ON comms_journal(target_role, row_id) WHERE status = 'brokered';
+CREATE INDEX comms_journal_failed ON comms_journal(row_id) WHERE status = 'failed';
+`,
 }
 
 // latestSchema is the schema version this package writes and expects.

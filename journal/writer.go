@@ -193,11 +193,70 @@ func (w *writer) run() {
 				}
 			}
 		}
+		if first.kind == opTx && pending == nil && len(batch) < w.l.opts.MaxBatch && allAsync(batch) {
+			batch, pending = w.linger(batch)
+		}
 		w.process(batch)
 		if w.commitsSinceCkpt >= maxCommitsPerCheckpoint {
 			w.checkpoint("PASSIVE")
 		}
 	}
+}
+
+// asyncLinger is how long a batch of fire-and-forget ops (AdvanceAsync)
+// waits for company: nobody waits on them, so holding them briefly lets the
+// next Append commit them in its transaction instead of paying a commit of
+// their own.
+const asyncLinger = 2 * time.Millisecond
+
+func allAsync(batch []*op) bool {
+	for _, o := range batch {
+		if o.done != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// linger waits up to asyncLinger for more ops to join an all-async batch,
+// stopping at the first op that waits for its result (which then commits
+// with the batch) or that cannot share a transaction (returned as pending).
+func (w *writer) linger(batch []*op) ([]*op, *op) {
+	timer := time.NewTimer(asyncLinger)
+	defer timer.Stop()
+	for len(batch) < w.l.opts.MaxBatch {
+		select {
+		case o := <-w.l.ops:
+			if o.kind != opTx {
+				return batch, o
+			}
+			batch = append(batch, o)
+			if o.done != nil {
+				return w.collectMore(batch)
+			}
+		case <-timer.C:
+			return batch, nil
+		case <-w.l.stop:
+			return batch, nil
+		}
+	}
+	return batch, nil
+}
+
+// collectMore adds whatever is already queued and can share the batch.
+func (w *writer) collectMore(batch []*op) ([]*op, *op) {
+	for len(batch) < w.l.opts.MaxBatch {
+		select {
+		case o := <-w.l.ops:
+			if o.kind != opTx {
+				return batch, o
+			}
+			batch = append(batch, o)
+		default:
+			return batch, nil
+		}
+	}
+	return batch, nil
 }
 
 // checkpoint copies WAL frames into the database file.

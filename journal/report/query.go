@@ -33,13 +33,13 @@ const (
 
 	// qFailed lists failed messages in a row-id range (?1..?2), optionally
 	// of one session (?3, "" = any), newest first.
-	qFailed = `SELECT ` + journal.MessageColumns + ` FROM comms_journal
+	qFailed = `SELECT ` + journal.MessageColumns + ` FROM comms_journal INDEXED BY comms_journal_failed
  WHERE status = 'failed' AND row_id BETWEEN ?1 AND ?2 AND (?3 = '' OR session_id = ?3)
  ORDER BY row_id DESC LIMIT ?4`
 
 	// qPending lists messages still pending (status brokered), newest
 	// first.
-	qPending = `SELECT ` + journal.MessageColumns + ` FROM comms_journal WHERE status = 'brokered' ORDER BY row_id DESC LIMIT ?1`
+	qPending = `SELECT ` + journal.MessageColumns + ` FROM comms_journal INDEXED BY comms_journal_pending WHERE status = 'brokered' ORDER BY row_id DESC LIMIT ?1`
 
 	// qRecent lists the newest messages of the whole ledger.
 	qRecent = `SELECT ` + journal.MessageColumns + ` FROM comms_journal ORDER BY row_id DESC LIMIT ?1`
@@ -78,7 +78,7 @@ const (
  ORDER BY s.signal_id DESC LIMIT ?3`
 
 	// qRolePending counts (up to ?2) messages pending for one role.
-	qRolePending = `SELECT count(*) FROM (SELECT 1 FROM comms_journal WHERE target_role = ?1 AND status = 'brokered' LIMIT ?2)`
+	qRolePending = `SELECT count(*) FROM (SELECT 1 FROM comms_journal INDEXED BY comms_journal_pending WHERE target_role = ?1 AND status = 'brokered' LIMIT ?2)`
 
 	// qRoleObligations counts (up to ?4) open obligations a role owns in
 	// up to two sessions.
