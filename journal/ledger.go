@@ -85,6 +85,11 @@ type Ledger struct {
 
 	ftsCancel  context.CancelFunc
 	ftsDone    chan struct{}
+	// The checkpointer copies WAL frames into the database on its own
+	// connection, concurrently with the writer, when the writer asks.
+	ckptReq  chan struct{}
+	ckptStop chan struct{}
+	ckptDone chan struct{}
 	ftsQueued  atomic.Bool // an FTS tick op is waiting in ops
 	ftsFailing atomic.Bool // indexing is failing (logged once per streak)
 
@@ -134,6 +139,9 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		stop:       make(chan struct{}),
 		writerDone: make(chan struct{}),
 		ftsDone:    make(chan struct{}),
+		ckptReq:    make(chan struct{}, 1),
+		ckptStop:   make(chan struct{}),
+		ckptDone:   make(chan struct{}),
 		subs:       make(map[*subscription]struct{}),
 	}
 	if err := ctx.Err(); err != nil {
@@ -184,9 +192,18 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 	if opts.ReadOnly {
 		close(l.writerDone)
 		close(l.ftsDone)
+		close(l.ckptDone)
 		l.ftsCancel = func() {}
 		return l, nil
 	}
+	ckpt, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
+	if err != nil {
+		l.closeReaders()
+		w.conn.Close()
+		return nil, fmt.Errorf("open ledger %s: checkpointer: %w", path, classify(err))
+	}
+	ckpt.SetBusyTimeout(5 * time.Second)
+	go l.checkpointLoop(ckpt)
 	go w.run()
 	ftsCtx, cancel := context.WithCancel(context.Background())
 	l.ftsCancel = cancel
@@ -338,6 +355,8 @@ func (l *Ledger) Close() error {
 		l.ftsCancel()
 		<-l.ftsDone
 		if !l.opts.ReadOnly {
+			close(l.ckptStop)
+			<-l.ckptDone
 			close(l.stop)
 		}
 		<-l.writerDone
@@ -415,4 +434,31 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err
+}
+
+// checkpointLoop runs PASSIVE checkpoints on its own connection when the
+// writer asks, so copying WAL frames (and the fsync of the database file)
+// never delays a commit.
+func (l *Ledger) checkpointLoop(conn *sqlite.Conn) {
+	defer close(l.ckptDone)
+	defer conn.Close()
+	for {
+		select {
+		case <-l.ckptStop:
+			return
+		case <-l.ckptReq:
+		}
+		var busy, logFrames, done int64
+		err := sqlitex.ExecuteTransient(conn, "PRAGMA wal_checkpoint(PASSIVE)", &sqlitex.ExecOptions{
+			ResultFunc: func(stmt *sqlite.Stmt) error {
+				busy, logFrames, done = stmt.ColumnInt64(0), stmt.ColumnInt64(1), stmt.ColumnInt64(2)
+				return nil
+			},
+		})
+		if err != nil {
+			l.log.Warn("journal: checkpoint failed", "err", err)
+			continue
+		}
+		l.log.Debug("journal: checkpoint", "busy", busy, "wal_frames", logFrames, "checkpointed", done)
+	}
 }

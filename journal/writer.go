@@ -172,7 +172,7 @@ func (w *writer) run() {
 					timer.Stop()
 				}
 				if first == nil {
-					w.checkpoint("PASSIVE")
+					w.requestCheckpoint()
 					continue
 				}
 			}
@@ -198,7 +198,7 @@ func (w *writer) run() {
 		}
 		w.process(batch)
 		if w.commitsSinceCkpt >= maxCommitsPerCheckpoint {
-			w.checkpoint("PASSIVE")
+			w.requestCheckpoint()
 		}
 	}
 }
@@ -259,7 +259,18 @@ func (w *writer) collectMore(batch []*op) ([]*op, *op) {
 	return batch, nil
 }
 
-// checkpoint copies WAL frames into the database file.
+// requestCheckpoint asks the checkpointer for a PASSIVE checkpoint without
+// waiting (a request already pending covers this one).
+func (w *writer) requestCheckpoint() {
+	w.commitsSinceCkpt = 0
+	select {
+	case w.l.ckptReq <- struct{}{}:
+	default:
+	}
+}
+
+// checkpoint copies WAL frames into the database file on the writer's own
+// connection (used at shutdown for the final TRUNCATE).
 func (w *writer) checkpoint(mode string) {
 	w.commitsSinceCkpt = 0
 	var busy, logFrames, done int64
