@@ -83,13 +83,13 @@ type Ledger struct {
 	writerDone chan struct{}
 	writerErr  error // set by the writer before writerDone closes
 
-	ftsCancel  context.CancelFunc
-	ftsDone    chan struct{}
+	ftsCancel context.CancelFunc
+	ftsDone   chan struct{}
 	// The checkpointer copies WAL frames into the database on its own
 	// connection, concurrently with the writer, when the writer asks.
-	ckptReq  chan struct{}
-	ckptStop chan struct{}
-	ckptDone chan struct{}
+	ckptReq    chan struct{}
+	ckptStop   chan struct{}
+	ckptDone   chan struct{}
 	ftsQueued  atomic.Bool // an FTS tick op is waiting in ops
 	ftsFailing atomic.Bool // indexing is failing (logged once per streak)
 
