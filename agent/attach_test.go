@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"hm/internal/leak"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -65,7 +66,7 @@ func (c *client) waitOutput(t *testing.T, want string) {
 }
 
 func TestAttach(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	spec, logPath := fakeSpec(t, "FAKEAGENT_ECHO=1", "FAKEAGENT_ENTER_MS=0")
 	p := startPane(t, spec)
 	waitFor(t, 10*time.Second, "banner", func() bool { return strings.Contains(string(p.Replay()), "fakeagent ready") })
@@ -150,7 +151,7 @@ func paneSize(p *Pane) (cols, rows uint16) {
 }
 
 func TestAttachRefusals(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	p := startPane(t, Spec{Command: "exec sleep 300"})
 	base := attachServer(t, map[string]*Pane{"builder": p})
 	tests := []struct {
@@ -216,7 +217,7 @@ func TestAttachRefusals(t *testing.T) {
 }
 
 func TestAttachViewOnlyCannotType(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	dir := t.TempDir()
 	p := startPane(t, Spec{Command: "exec /bin/sh", Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH"), "PS1=$ ", "HOME=" + dir}})
 	base := attachServer(t, map[string]*Pane{"builder": p})
@@ -242,7 +243,7 @@ func TestAttachViewOnlyCannotType(t *testing.T) {
 }
 
 func TestAttachHubShutdown(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	p := startPane(t, Spec{Command: "echo up; exec sleep 300"})
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := httptest.NewServer(AttachHandlerContext(ctx, func(string) (*Pane, bool) { return p, true }, nil, testLogger(t)))

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"hm/internal/leak"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,7 @@ func mixedMessage(i int) (content string, urgent bool) {
 }
 
 func TestDeliverMixedHundred(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	spec, logPath := fakeSpec(t)
 	p := startPane(t, spec)
 	stages := newStageLog()
@@ -103,7 +104,7 @@ func TestDeliverMixedHundred(t *testing.T) {
 }
 
 func TestDeliverWithoutBracketedPaste(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	spec, logPath := fakeSpec(t, "FAKEAGENT_NO_PASTE=1")
 	p := startPane(t, spec)
 	stages := newStageLog()
@@ -150,7 +151,7 @@ func TestDeliverWithoutBracketedPaste(t *testing.T) {
 }
 
 func TestBusyPaneWaits(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	const busy = 1200 * time.Millisecond
 	spec, logPath := fakeSpec(t, fmt.Sprintf("FAKEAGENT_BUSY_MS=%d", busy.Milliseconds()))
 	spec.Timing.Idle = 150 * time.Millisecond
@@ -186,7 +187,7 @@ func TestTimingUrgentSkipsIdleWait(t *testing.T) {
 	if raceEnabled {
 		t.Skip("relies on a shell ticker never pausing for 300 ms; runs in the un-raced Timing pass")
 	}
-	checkLeaks(t)
+	leak.Check(t)
 	spec, logPath := fakeSpec(t)
 	// A ticker keeps the pane busy for a few seconds.
 	spec.Command = "(i=0; while [ $i -lt 60 ]; do echo tick $i; i=$((i+1)); sleep 0.05; done) & exec " + shellQuote(fakeAgent(t))
@@ -224,7 +225,7 @@ func TestTimingUrgentSkipsIdleWait(t *testing.T) {
 }
 
 func TestRestartMidQueueDeliversRest(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	spec, logPath := fakeSpec(t, "FAKEAGENT_EXIT_AFTER=3")
 	spec.Restart = true
 	var exits []int
@@ -273,7 +274,7 @@ func TestRestartMidQueueDeliversRest(t *testing.T) {
 }
 
 func TestKilledMidQueue(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	spec, logPath := fakeSpec(t)
 	spec.Restart = true
 	p := startPane(t, spec)
@@ -315,7 +316,7 @@ func TestKilledMidQueue(t *testing.T) {
 }
 
 func TestStartupWaitsForFirstOutput(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	spec, logPath := fakeSpec(t, "FAKEAGENT_START_MS=700")
 	p := startPane(t, spec)
 	start := p.Status().StartedAt
@@ -332,7 +333,7 @@ func TestStartupWaitsForFirstOutput(t *testing.T) {
 }
 
 func TestEscapeSequencesNeutralised(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	spec, logPath := fakeSpec(t)
 	p := startPane(t, spec)
 	stages := newStageLog()
@@ -358,7 +359,7 @@ func TestEscapeSequencesNeutralised(t *testing.T) {
 }
 
 func TestStopWhileQueued(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	spec, _ := fakeSpec(t, "FAKEAGENT_BUSY_MS=60000")
 	p := startPane(t, spec)
 	stages := newStageLog()
@@ -388,7 +389,7 @@ func TestStopWhileQueued(t *testing.T) {
 }
 
 func TestPartlyTypedMessageRetypedAfterRestart(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	spec, logPath := fakeSpec(t)
 	// First run: raw mode, bracketed paste on, never reads its input.
 	// Later runs: the fake agent.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hm/internal/leak"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +52,7 @@ func TestCannotStart(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			checkLeaks(t)
+			leak.Check(t)
 			spec := tc.spec
 			if spec.Dir == "" {
 				spec.Dir = t.TempDir()
@@ -100,7 +101,7 @@ func TestCannotStart(t *testing.T) {
 }
 
 func TestNoRestartStaysExited(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	p := startPane(t, Spec{Command: "echo bye; exit 4"})
 	waitFor(t, 10*time.Second, "exit", func() bool { return p.Status().State == StateExited && p.Status().LastError != "" })
 	if s := p.Status(); !strings.Contains(s.LastError, "exited with code 4: bye") || s.Restarts != 0 || s.PID != 0 {
@@ -117,7 +118,7 @@ func TestNoRestartStaysExited(t *testing.T) {
 }
 
 func TestOutputFloodBounded(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "logs", "sub", "pane.log")
 	const total = 3_000_000
@@ -153,7 +154,7 @@ func TestOutputFloodBounded(t *testing.T) {
 }
 
 func TestLogRotation(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	logPath := filepath.Join(t.TempDir(), "pane.log")
 	p := startPane(t, Spec{Command: "head -c 50000 /dev/zero | tr '\\0' y", LogPath: logPath, LogMaxBytes: 20000})
 	waitFor(t, 20*time.Second, "exit", func() bool { return p.Status().State == StateExited })
@@ -181,7 +182,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			checkLeaks(t)
+			leak.Check(t)
 			dir := t.TempDir()
 			p := startPane(t, Spec{Command: tc.command, Dir: dir, KillGrace: tc.grace})
 			var grandchild int
@@ -219,7 +220,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 }
 
 func TestContextCancelStopsPane(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := Start(ctx, Spec{Role: "oracle", PaneID: "3", Command: "exec sleep 300"}, testLogger(t))
 	if err != nil {
@@ -241,7 +242,7 @@ func TestContextCancelStopsPane(t *testing.T) {
 }
 
 func TestStopFromCallbacks(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	spec, _ := fakeSpec(t, "FAKEAGENT_DONE_WORD=finish")
 	var once sync.Once
 	var p *Pane
@@ -303,7 +304,7 @@ func TestStopFromCallbacks(t *testing.T) {
 }
 
 func TestResizeReachesProgram(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	p := startPane(t, Spec{Command: "exec /bin/sh", Env: []string{"PATH=" + os.Getenv("PATH"), "PS1=$ ", "HOME=" + t.TempDir()}, Cols: 90, Rows: 20})
 	waitFor(t, 10*time.Second, "prompt", func() bool { return strings.Contains(string(p.Replay()), "$ ") })
 	if _, err := p.Write([]byte("stty size\r")); err != nil {
@@ -336,7 +337,7 @@ func TestShellProfileNeverExecutes(t *testing.T) {
 	}
 	for _, sh := range shells {
 		t.Run(sh.name, func(t *testing.T) {
-			checkLeaks(t)
+			leak.Check(t)
 			dir := t.TempDir()
 			marker := func(i int) string { return filepath.Join(dir, fmt.Sprintf("pwned-%d", i)) }
 			contents := []string{
@@ -405,7 +406,7 @@ func TestProfileSelection(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.command+"/"+tc.profile, func(t *testing.T) {
-			checkLeaks(t)
+			leak.Check(t)
 			p := startPane(t, Spec{Command: tc.command, Profile: tc.profile, Timing: Profile{Verify: 42 * time.Millisecond}})
 			if got := p.Status().Profile; got != tc.want {
 				t.Errorf("profile = %q, want %q", got, tc.want)

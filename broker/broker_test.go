@@ -13,11 +13,12 @@ import (
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/client"
+	"hm/internal/leak"
 	"hm/journal"
 )
 
 func TestRouteToListenerAckFields(t *testing.T) {
-	checkGoroutines(t)
+	leak.CheckSlack(t, 2)
 	h := newHarness(t)
 	builder := h.as("builder", true)
 	arch := h.as("architect", false)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 )
@@ -34,29 +33,6 @@ func openAt(t testing.TB, path string, opts Options) *Ledger {
 	}
 	t.Cleanup(func() { _ = l.Close() })
 	return l
-}
-
-// checkLeaks records the goroutine count and, at cleanup, waits (with a
-// deadline) for it to come back down.
-func checkLeaks(t *testing.T) {
-	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			n := runtime.NumGoroutine()
-			if n <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutines leaked: %d before, %d after\n%s", before, n, buf)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
 }
 
 // waitFor polls cond until it holds or the deadline passes.

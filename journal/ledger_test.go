@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hm/internal/leak"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +23,7 @@ import (
 )
 
 func TestAppendGetDedupe(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	now := time.UnixMilli(1_700_000_000_000)
 	l := openTest(t, Options{Now: func() time.Time { return now }})
 	ctx := ctxT(t)
@@ -130,7 +131,7 @@ func TestAppendInvalid(t *testing.T) {
 }
 
 func TestAdvanceMonotonic(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	if _, err := l.Append(ctx, msg("m", "architect", "builder", 1, "x")); err != nil {
@@ -205,7 +206,7 @@ func TestAdvanceMonotonic(t *testing.T) {
 }
 
 func TestAdvanceAsyncOrder(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	if _, err := l.Append(ctx, msg("m", "architect", "builder", 1, "x")); err != nil {
@@ -316,7 +317,7 @@ func TestVerifyTampering(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkLeaks(t)
+			leak.Check(t)
 			path := filepath.Join(t.TempDir(), "ledger.db")
 			l := openAt(t, path, Options{})
 			ctx := ctxT(t)
@@ -366,7 +367,7 @@ func tamper(t *testing.T, path, query string) {
 }
 
 func TestSearch(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	l := openTest(t, Options{FTSInterval: time.Hour}) // only FlushFTS indexes
 	ctx := ctxT(t)
 	bodies := []string{"the broker routes frames", "ledger writer uses group commit", "broker and ledger agree", "nothing to see"}
@@ -419,7 +420,7 @@ func TestSearch(t *testing.T) {
 }
 
 func TestSearchWithoutFlush(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	l := openTest(t, Options{}) // default 500ms indexing
 	ctx := ctxT(t)
 	if _, err := l.Append(ctx, msg("late", "oracle", "architect", 1, "zebracorn sighting")); err != nil {
@@ -459,7 +460,7 @@ func FuzzSearchQuery(f *testing.F) {
 }
 
 func TestMaxBytes(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	l := openTest(t, Options{MaxBytes: 256 << 10, FTSInterval: time.Hour})
 	ctx := ctxT(t)
 	big := strings.Repeat("0123456789abcdef", 512) // 8 KiB
@@ -499,7 +500,7 @@ func TestMaxBytes(t *testing.T) {
 }
 
 func TestReadOnly(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	setup, err := Open(context.Background(), path, Options{Logger: testLogger(t)})
 	if err != nil {
@@ -583,7 +584,7 @@ func TestFileModes(t *testing.T) {
 }
 
 func TestConcurrentAppend(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	const workers, each = 8, 150
@@ -636,7 +637,7 @@ func TestConcurrentAppend(t *testing.T) {
 }
 
 func TestBatchFailureIsolated(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	// A fake op that fails with a non-logical error forces the batch to
@@ -716,7 +717,7 @@ func TestAppendBatch(t *testing.T) {
 }
 
 func TestReopenContinuesChain(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	ctx := ctxT(t)
 	for round := range 3 {
@@ -748,7 +749,7 @@ func TestReopenContinuesChain(t *testing.T) {
 }
 
 func TestClosed(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	sub, _ := l.Subscribe(4)
@@ -779,7 +780,7 @@ func TestClosed(t *testing.T) {
 }
 
 func TestContextCancel(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -808,7 +809,7 @@ func TestContextCancel(t *testing.T) {
 }
 
 func TestObligationsAndSignals(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	var clock atomic.Int64
 	clock.Store(1_000_000)
 	l := openTest(t, Options{Now: func() time.Time { return time.UnixMilli(clock.Load()) }})
@@ -900,7 +901,7 @@ func TestObligationsAndSignals(t *testing.T) {
 }
 
 func TestSubscribe(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	ch, cancel := l.Subscribe(16)
@@ -1031,7 +1032,7 @@ func TestKillSafety(t *testing.T) {
 		killChild(path)
 		return
 	}
-	checkLeaks(t)
+	leak.Check(t)
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	ctx := ctxT(t)
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestKillSafety$")

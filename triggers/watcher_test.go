@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hm/internal/leak"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,7 @@ import (
 )
 
 func TestRoundTrip(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	dir := filepath.Join(t.TempDir(), "triggers")
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t)})
@@ -59,7 +60,7 @@ func TestRoundTrip(t *testing.T) {
 // TestBurst: 1,000 files from 4 concurrent writers (two using Write, two a
 // temp file and rename) are each delivered once, in order per writer.
 func TestBurst(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	const writers, per = 4, 250
 	dir := t.TempDir()
 	rec := &recorder{}
@@ -133,7 +134,7 @@ func TestBurst(t *testing.T) {
 
 // TestDrainAtStart: files present before Run are delivered, oldest first.
 func TestDrainAtStart(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	dir := t.TempDir()
 	base := time.Now().Add(-time.Hour)
 	files := []struct {
@@ -179,7 +180,7 @@ func TestDrainAtStart(t *testing.T) {
 // TestTransientRetry: a failing sink keeps the file, stops processing and
 // retries in order at the next rescan.
 func TestTransientRetry(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	dir := t.TempDir()
 	var mu sync.Mutex
 	failing := true
@@ -245,7 +246,7 @@ func readReason(t *testing.T, dir, name string) (code, text string) {
 
 // TestRejections covers sink refusals and files refused by the watcher.
 func TestRejections(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	tests := []struct {
 		name     string
 		file     string
@@ -318,7 +319,7 @@ func TestRejections(t *testing.T) {
 // TestBinaryGarbageCleaned: garbage with printable parts is delivered
 // without control characters.
 func TestBinaryGarbageCleaned(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t)})
@@ -333,7 +334,7 @@ func TestBinaryGarbageCleaned(t *testing.T) {
 
 // TestIgnoredNames: files that are not trigger names are left alone.
 func TestIgnoredNames(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	dir := t.TempDir()
 	names := []string{".hidden.txt", ".architect.hm-1.txt.tmp", "architect.txt.tmp", "notes.md", "architect", "-x.txt", "a b.txt", "all..txt", "under_score.txt"}
 	for _, n := range names {
@@ -371,7 +372,7 @@ func TestIgnoredNames(t *testing.T) {
 // TestSymlinkNotFollowed: a symlink with a trigger name never leaks the
 // file it points to.
 func TestSymlinkNotFollowed(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	dir := t.TempDir()
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte("TOP SECRET"), 0o600); err != nil {
@@ -432,7 +433,7 @@ func slowWrite(path string, parts []string, pause time.Duration) error {
 // TestSlowWriterNeverTruncated: files written in place with pauses shorter
 // than Settle are delivered whole.
 func TestSlowWriterNeverTruncated(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	tests := []struct {
 		name  string
 		parts []string
@@ -482,7 +483,7 @@ func TestSlowWriterNeverTruncated(t *testing.T) {
 // TestRenameFastPathVersusInPlace: with a very long Settle, a renamed file is
 // delivered at once while a file written in place waits.
 func TestRenameFastPathVersusInPlace(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Settle: time.Hour, Rescan: 50 * time.Millisecond})
@@ -512,7 +513,7 @@ func TestRenameFastPathVersusInPlace(t *testing.T) {
 // TestClaimedLeftovers: files a crash left in .claimed/ go first, and a
 // file without an id gets the deterministic one.
 func TestClaimedLeftovers(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	dir := t.TempDir()
 	claimed := filepath.Join(dir, ClaimedDir)
 	if err := os.MkdirAll(claimed, 0o700); err != nil {
@@ -568,7 +569,7 @@ func TestClaimedLeftovers(t *testing.T) {
 // TestDerivedIDSurvivesRetry: a file without an id re-processed after a
 // failure carries the same id both times, so the ledger can dedupe it.
 func TestDerivedIDSurvivesRetry(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	dir := t.TempDir()
 	var mu sync.Mutex
 	var ids []string
@@ -594,7 +595,7 @@ func TestDerivedIDSurvivesRetry(t *testing.T) {
 }
 
 func TestUTF16Files(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	tests := []struct {
 		name string
 		data []byte
@@ -630,7 +631,7 @@ func TestUTF16Files(t *testing.T) {
 
 // TestPollingOnly: without fsnotify, rescans alone deliver everything.
 func TestPollingOnly(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 30 * time.Millisecond, Settle: 20 * time.Millisecond})
@@ -651,7 +652,7 @@ func TestPollingOnly(t *testing.T) {
 // TestOverflowRescans: a queue overflow triggers a full rescan, and files
 // whose events were lost are still delivered.
 func TestOverflowRescans(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: time.Hour, Settle: 20 * time.Millisecond})
@@ -677,7 +678,7 @@ func TestOverflowRescans(t *testing.T) {
 // TestRunStopsPromptly: Run returns soon after cancel, even with files
 // waiting and a sink that blocks until its context ends.
 func TestRunStopsPromptly(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, dir string)
@@ -743,7 +744,7 @@ func TestRunStopsPromptly(t *testing.T) {
 }
 
 func TestRunTwice(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	w := NewWatcher(t.TempDir(), (&recorder{}).sink, Options{Logger: testLogger(t)})
 	r := startWatcher(t, w)
 	eventually(t, 10*time.Second, "started", func() bool { return w.Stats().Rescans >= 1 })
@@ -758,7 +759,7 @@ func TestRunTwice(t *testing.T) {
 }
 
 func TestRunBadDir(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	file := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -772,7 +773,7 @@ func TestRunBadDir(t *testing.T) {
 // TestClaimCollision: a new file with the name of one awaiting a retry in
 // .claimed/ is not claimed over it, and both are delivered in order.
 func TestClaimCollision(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	dir := t.TempDir()
 	var mu sync.Mutex
 	fail := true
@@ -808,7 +809,7 @@ func TestClaimCollision(t *testing.T) {
 // TestDirRecreated: the watcher recreates a removed directory and keeps
 // delivering.
 func TestDirRecreated(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	dir := filepath.Join(t.TempDir(), "triggers")
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 50 * time.Millisecond})

@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"hm/broker/telegram/telegramtest"
+	"hm/internal/leak"
 )
 
 // TestInbound enqueues one update of each interesting kind and checks what
 // reaches the architect, what is refused, and that the offset ends past all.
 func TestInbound(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 
@@ -162,7 +163,7 @@ func trim(s string) string {
 // same store, with a server that never forgets confirmed updates: every
 // update arrives exactly once, and the offset only moves after the commit.
 func TestRestart(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	fake := newFake(t)
 	fake.RetainConfirmed(true)
 	store := newMemStore()
@@ -216,7 +217,7 @@ func TestRestart(t *testing.T) {
 // TestStopDuringDelivery stops the relay while a delivery is in flight (and
 // fails because of it): the update is not lost, the next relay delivers it.
 func TestStopDuringDelivery(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	fake := newFake(t)
 	fake.RetainConfirmed(true)
 	store := newMemStore()
@@ -260,7 +261,7 @@ func TestStopDuringDelivery(t *testing.T) {
 // TestDeliverFailureRetried: journal_unavailable on Deliver keeps the offset
 // and retries the same update until it commits, then continues.
 func TestDeliverFailureRetried(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	store.failDeliver = 3
@@ -298,7 +299,7 @@ func TestPollErrorsRecover(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkLeaks(t)
+			leak.Check(t)
 			fake := newFake(t)
 			store := newMemStore()
 			fake.Inject("getUpdates", tt.n, tt.fault)
@@ -339,7 +340,7 @@ func TestRejectedToken(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkLeaks(t)
+			leak.Check(t)
 			fake := newFake(t)
 			if tt.inject != nil {
 				tt.inject(fake)
@@ -376,7 +377,7 @@ func TestRejectedToken(t *testing.T) {
 // TestRejectedTokenRetriesSlowly: with a short RejectedBackoff the relay tries
 // again, at that pace, and recovers when the token works again.
 func TestRejectedTokenRetriesSlowly(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	fake := newFake(t)
 	fake.Inject("getMe", 3, telegramtest.Unauthorized())
 	cfg := testConfig(t, fake)
@@ -420,7 +421,7 @@ func TestRunStopsPromptly(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkLeaks(t)
+			leak.Check(t)
 			fake := newFake(t)
 			store := newMemStore()
 			cfg := testConfig(t, fake)
@@ -439,7 +440,7 @@ func TestRunStopsPromptly(t *testing.T) {
 }
 
 func TestRunTwice(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	fake := newFake(t)
 	ru := startRelay(t, testConfig(t, fake), newMemStore())
 	waitFor(t, 10*time.Second, "polling", func() bool { return fake.Calls("getUpdates") >= 1 })
@@ -449,7 +450,7 @@ func TestRunTwice(t *testing.T) {
 }
 
 func TestOffRelay(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	r, err := New(Config{ChatID: "42"}, nil, nil)
 	if err != nil {
 		t.Fatalf("New without token: %v", err)
@@ -535,7 +536,7 @@ func TestOwnerChat(t *testing.T) {
 // TestOffsetKeyPerBot: the offset is stored per bot id, and a corrupt stored
 // value does not stop the relay.
 func TestOffsetKeyPerBot(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	store.kv["telegram.offset.424242"] = "garbage"
@@ -550,7 +551,7 @@ func TestOffsetKeyPerBot(t *testing.T) {
 // TestOffsetSaveFailure: a failed offset save (the update is committed) does
 // not stop the relay, loses nothing and repeats nothing.
 func TestOffsetSaveFailure(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	store.failKVSet = 1

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"hm/broker/telegram/telegramtest"
+	"hm/internal/leak"
 )
 
 // newSendRelay creates a relay for Send tests (Run is not needed to send).
@@ -30,7 +31,7 @@ func newSendRelay(t *testing.T, fake *telegramtest.Server, store *memStore, edit
 // under Telegram's limit, recorded and finished one by one, without the role
 // header, and together equal to the body.
 func TestSendLongReply(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	r := newSendRelay(t, fake, store, nil)
@@ -114,7 +115,7 @@ func TestSendRetries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkLeaks(t)
+			leak.Check(t)
 			fake := newFake(t)
 			store := newMemStore()
 			r := newSendRelay(t, fake, store, tt.cfg)
@@ -163,7 +164,7 @@ func TestSendRetries(t *testing.T) {
 
 // TestSendStopsAtFailedPart: parts after a failed one are not sent.
 func TestSendStopsAtFailedPart(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	r := newSendRelay(t, fake, store, nil)
@@ -213,7 +214,7 @@ func TestSendEdgeCases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkLeaks(t)
+			leak.Check(t)
 			fake := newFake(t)
 			store := newMemStore()
 			if tt.store != nil {
@@ -247,7 +248,7 @@ func TestSendEdgeCases(t *testing.T) {
 // TestSendCancel: cancelling the caller's ctx ends a Send that waits for
 // retry_after, and the part is finished as failed anyway.
 func TestSendCancel(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	r := newSendRelay(t, fake, store, nil)
@@ -273,7 +274,7 @@ func TestSendCancel(t *testing.T) {
 // TestConcurrentSendsDoNotInterleave: parts of two concurrent multi-part
 // sends arrive grouped per message.
 func TestConcurrentSendsDoNotInterleave(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	r := newSendRelay(t, fake, store, nil)
@@ -306,7 +307,7 @@ func TestConcurrentSendsDoNotInterleave(t *testing.T) {
 // TestUserWindowAfterInbound: an inbound message opens the reply window on
 // its chat, and a reply to it goes there.
 func TestUserWindowAfterInbound(t *testing.T) {
-	checkLeaks(t)
+	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	ru := startRelay(t, testConfig(t, fake), store)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -217,20 +216,4 @@ func row(t *testing.T, th *testHub, id string) journal.Message {
 		return journal.Message{}
 	}
 	return m
-}
-
-func checkGoroutines(t *testing.T) {
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for runtime.NumGoroutine() > before+2 {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<18)
-				n := runtime.Stack(buf, true)
-				t.Errorf("goroutines leaked: %d > %d\n%s", runtime.NumGoroutine(), before, buf[:n])
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
 }

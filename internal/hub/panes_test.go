@@ -12,6 +12,7 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/layout"
+	"hm/internal/leak"
 )
 
 func fakeTeam(root string, builderEnv ...string) string {
@@ -25,7 +26,7 @@ func fakeTeam(root string, builderEnv ...string) string {
 }
 
 func TestHubPanesStartupDeliveryReceiptShutdown(t *testing.T) {
-	checkGoroutines(t)
+	leak.CheckSlack(t, 2)
 	root := t.TempDir()
 	th := startHubAt(t, root, hubConfig{settings: fakeTeam(root)})
 	archLog := filepath.Join(root, "architect.jsonl")

@@ -11,6 +11,7 @@ import (
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/hub"
+	"hm/internal/leak"
 )
 
 type bgResp struct {
@@ -32,7 +33,7 @@ func bg(t *testing.T, c *client.Client, action string, payload map[string]any) b
 func (th *testHub) paneToken(role string) string { return th.h.Tokens.Issue(role) }
 
 func TestBackgroundSlots(t *testing.T) {
-	checkGoroutines(t)
+	leak.CheckSlack(t, 2)
 	root := t.TempDir()
 	th := startHubAt(t, root, hubConfig{settings: fakeTeam(root)})
 	builder := th.as("builder", false, th.paneToken("builder"))
