@@ -212,20 +212,64 @@ func (l *Ledger) Search(ctx context.Context, q string, limit int) ([]Hit, error)
 	return out, nil
 }
 
-const obligationColumns = "obligation_id, message_id, session_id, owner_role, requester_role, ref, opened_at_ms, coalesce(reminded_at_ms, 0), coalesce(closed_by, ''), coalesce(closed_at_ms, 0)"
+// ObligationColumnsAs lists comms_obligations columns, qualified by alias
+// ("" for none), in the order ScanObligation reads them.
+func ObligationColumnsAs(alias string) string {
+	p := ""
+	if alias != "" {
+		p = alias + "."
+	}
+	return p + "obligation_id, " + p + "message_id, " + p + "session_id, " + p + "owner_role, " + p + "requester_role, " + p + "ref, " +
+		p + "opened_at_ms, coalesce(" + p + "reminded_at_ms, 0), coalesce(" + p + "closed_by, ''), coalesce(" + p + "closed_at_ms, 0)"
+}
 
-func scanObligation(stmt *sqlite.Stmt) Obligation {
+// ObligationColumnCount is how many columns ScanObligation reads.
+const ObligationColumnCount = 10
+
+// ScanObligation reads an Obligation from the columns of
+// ObligationColumnsAs starting at column first.
+func ScanObligation(stmt *sqlite.Stmt, first int) Obligation {
 	return Obligation{
-		ObligationID:  stmt.ColumnInt64(0),
-		MessageID:     stmt.ColumnText(1),
-		SessionID:     stmt.ColumnText(2),
-		OwnerRole:     stmt.ColumnText(3),
-		RequesterRole: stmt.ColumnText(4),
-		Ref:           stmt.ColumnText(5),
-		OpenedAtMs:    stmt.ColumnInt64(6),
-		RemindedAtMs:  stmt.ColumnInt64(7),
-		ClosedBy:      stmt.ColumnText(8),
-		ClosedAtMs:    stmt.ColumnInt64(9),
+		ObligationID:  stmt.ColumnInt64(first),
+		MessageID:     stmt.ColumnText(first + 1),
+		SessionID:     stmt.ColumnText(first + 2),
+		OwnerRole:     stmt.ColumnText(first + 3),
+		RequesterRole: stmt.ColumnText(first + 4),
+		Ref:           stmt.ColumnText(first + 5),
+		OpenedAtMs:    stmt.ColumnInt64(first + 6),
+		RemindedAtMs:  stmt.ColumnInt64(first + 7),
+		ClosedBy:      stmt.ColumnText(first + 8),
+		ClosedAtMs:    stmt.ColumnInt64(first + 9),
+	}
+}
+
+// SignalColumnsAs lists comms_signals columns, qualified by alias ("" for
+// none), in the order ScanSignal reads them.
+func SignalColumnsAs(alias string) string {
+	p := ""
+	if alias != "" {
+		p = alias + "."
+	}
+	return p + "signal_id, " + p + "message_id, " + p + "session_id, " + p + "sender_role, " + p + "ref, " + p + "kind, " +
+		p + "text, " + p + "at_ms, coalesce(" + p + "resolved_by, '')"
+}
+
+// SignalColumnCount is how many columns ScanSignal reads.
+const SignalColumnCount = 9
+
+// ScanSignal reads a Signal from the columns of SignalColumnsAs starting at
+// column first.
+func ScanSignal(stmt *sqlite.Stmt, first int) Signal {
+	return Signal{
+		SignalID:   stmt.ColumnInt64(first),
+		MessageID:  stmt.ColumnText(first + 1),
+		SessionID:  stmt.ColumnText(first + 2),
+		SenderRole: stmt.ColumnText(first + 3),
+		Ref:        stmt.ColumnText(first + 4),
+		Kind:       stmt.ColumnText(first + 5),
+		Text:       stmt.ColumnText(first + 6),
+		AtMs:       stmt.ColumnInt64(first + 7),
+		ResolvedBy: stmt.ColumnText(first + 8),
 	}
 }
 
@@ -240,8 +284,8 @@ func (l *Ledger) OpenObligations(ctx context.Context, olderThanMs int64) ([]Obli
 	}
 	var out []Obligation
 	err := l.Read(ctx, func(conn *sqlite.Conn) error {
-		return execArgs(conn, "SELECT "+obligationColumns+" FROM comms_obligations WHERE closed_by IS NULL AND opened_at_ms <= ? ORDER BY obligation_id", func(stmt *sqlite.Stmt) error {
-			out = append(out, scanObligation(stmt))
+		return execArgs(conn, "SELECT "+ObligationColumnsAs("")+" FROM comms_obligations WHERE closed_by IS NULL AND opened_at_ms <= ? ORDER BY obligation_id", func(stmt *sqlite.Stmt) error {
+			out = append(out, ScanObligation(stmt, 0))
 			return nil
 		}, cutoff)
 	})
@@ -256,8 +300,8 @@ func (l *Ledger) OpenObligations(ctx context.Context, olderThanMs int64) ([]Obli
 func (l *Ledger) Obligations(ctx context.Context, sessionID string) ([]Obligation, error) {
 	var out []Obligation
 	err := l.Read(ctx, func(conn *sqlite.Conn) error {
-		return execArgs(conn, "SELECT "+obligationColumns+" FROM comms_obligations WHERE ?1 = '' OR session_id = ?1 ORDER BY obligation_id", func(stmt *sqlite.Stmt) error {
-			out = append(out, scanObligation(stmt))
+		return execArgs(conn, "SELECT "+ObligationColumnsAs("")+" FROM comms_obligations WHERE ?1 = '' OR session_id = ?1 ORDER BY obligation_id", func(stmt *sqlite.Stmt) error {
+			out = append(out, ScanObligation(stmt, 0))
 			return nil
 		}, sessionID)
 	})
@@ -271,19 +315,8 @@ func (l *Ledger) Obligations(ctx context.Context, sessionID string) ([]Obligatio
 func (l *Ledger) Signals(ctx context.Context, sessionID string) ([]Signal, error) {
 	var out []Signal
 	err := l.Read(ctx, func(conn *sqlite.Conn) error {
-		return execArgs(conn, `SELECT signal_id, message_id, session_id, sender_role, ref, kind, text, at_ms, coalesce(resolved_by, '')
- FROM comms_signals WHERE ?1 = '' OR session_id = ?1 ORDER BY signal_id`, func(stmt *sqlite.Stmt) error {
-			out = append(out, Signal{
-				SignalID:   stmt.ColumnInt64(0),
-				MessageID:  stmt.ColumnText(1),
-				SessionID:  stmt.ColumnText(2),
-				SenderRole: stmt.ColumnText(3),
-				Ref:        stmt.ColumnText(4),
-				Kind:       stmt.ColumnText(5),
-				Text:       stmt.ColumnText(6),
-				AtMs:       stmt.ColumnInt64(7),
-				ResolvedBy: stmt.ColumnText(8),
-			})
+		return execArgs(conn, "SELECT "+SignalColumnsAs("")+` FROM comms_signals WHERE ?1 = '' OR session_id = ?1 ORDER BY signal_id`, func(stmt *sqlite.Stmt) error {
+			out = append(out, ScanSignal(stmt, 0))
 			return nil
 		}, sessionID)
 	})

@@ -17,7 +17,7 @@ import (
 // an indexed session id (comms_journal_session, comms_obligations_open,
 // comms_signals_session_ref), or a row-id range on comms_journal_status.
 // TestQueryPlans checks each one with EXPLAIN QUERY PLAN.
-const (
+var (
 	// qNextSession steps through the distinct session ids with one index
 	// seek each (a skip scan over comms_journal_session).
 	qNextSession = `SELECT session_id FROM comms_journal WHERE session_id > ?1 ORDER BY session_id LIMIT 1`
@@ -49,16 +49,14 @@ const (
 
 	// qOpenObligations lists open obligations of up to two sessions,
 	// newest first, with the body of the message that opened them.
-	qOpenObligations = `SELECT o.obligation_id, o.message_id, o.session_id, o.owner_role, o.requester_role, o.ref,
- o.opened_at_ms, coalesce(o.reminded_at_ms, 0), coalesce(j.raw_body, ''), coalesce(j.target_role, '')
+	qOpenObligations = `SELECT ` + journal.ObligationColumnsAs("o") + `, coalesce(j.raw_body, ''), coalesce(j.target_role, '')
  FROM comms_obligations o LEFT JOIN comms_journal j ON j.message_id = o.message_id
  WHERE o.session_id IN (?1, ?2) AND o.closed_by IS NULL
  ORDER BY o.obligation_id DESC LIMIT ?3`
 
 	// signalSelect reads a signal and the ref of the message that
 	// resolved it.
-	signalSelect = `SELECT s.signal_id, s.message_id, s.session_id, s.sender_role, s.ref, s.kind, s.text, s.at_ms,
- coalesce(s.resolved_by, ''), coalesce(r.header, ''), coalesce(r.seq, 0)
+	signalSelect = `SELECT ` + journal.SignalColumnsAs("s") + `, coalesce(r.header, ''), coalesce(r.seq, 0)
  FROM comms_signals s LEFT JOIN comms_journal r ON r.message_id = s.resolved_by`
 
 	// qSignals lists all signals of one session, newest first.
@@ -281,18 +279,9 @@ type obligationRow struct {
 func loadOpenObligations(conn *sqlite.Conn, s1, s2 string, limit int) (out []obligationRow, more bool, err error) {
 	err = exec(conn, qOpenObligations, func(stmt *sqlite.Stmt) error {
 		out = append(out, obligationRow{
-			Obligation: journal.Obligation{
-				ObligationID:  stmt.ColumnInt64(0),
-				MessageID:     stmt.ColumnText(1),
-				SessionID:     stmt.ColumnText(2),
-				OwnerRole:     stmt.ColumnText(3),
-				RequesterRole: stmt.ColumnText(4),
-				Ref:           stmt.ColumnText(5),
-				OpenedAtMs:    stmt.ColumnInt64(6),
-				RemindedAtMs:  stmt.ColumnInt64(7),
-			},
-			body:   stmt.ColumnText(8),
-			target: stmt.ColumnText(9),
+			Obligation: journal.ScanObligation(stmt, 0),
+			body:       stmt.ColumnText(journal.ObligationColumnCount),
+			target:     stmt.ColumnText(journal.ObligationColumnCount + 1),
 		})
 		return nil
 	}, s1, s2, limit+1)
@@ -314,18 +303,8 @@ type signalRow struct {
 
 func loadSignals(conn *sqlite.Conn, query string, limit int, args ...any) (out []signalRow, more bool, err error) {
 	err = exec(conn, query, func(stmt *sqlite.Stmt) error {
-		r := signalRow{Signal: journal.Signal{
-			SignalID:   stmt.ColumnInt64(0),
-			MessageID:  stmt.ColumnText(1),
-			SessionID:  stmt.ColumnText(2),
-			SenderRole: stmt.ColumnText(3),
-			Ref:        stmt.ColumnText(4),
-			Kind:       stmt.ColumnText(5),
-			Text:       stmt.ColumnText(6),
-			AtMs:       stmt.ColumnInt64(7),
-			ResolvedBy: stmt.ColumnText(8),
-		}}
-		r.resolvedRef = journal.Message{Header: stmt.ColumnText(9), Seq: stmt.ColumnInt64(10)}.Ref()
+		r := signalRow{Signal: journal.ScanSignal(stmt, 0)}
+		r.resolvedRef = journal.Message{Header: stmt.ColumnText(journal.SignalColumnCount), Seq: stmt.ColumnInt64(journal.SignalColumnCount + 1)}.Ref()
 		out = append(out, r)
 		return nil
 	}, append(args, limit+1)...)
