@@ -281,7 +281,10 @@ func (s *slotSet) list() []map[string]any {
 }
 
 // endAsync ends a slot from a pane callback (which must not block).
-func (s *slotSet) endAsync(slotNo int, reason string) {
+func (s *slotSet) endAsync(slotNo int, reason string) { s.async(func() { s.end(slotNo, reason) }) }
+
+// async runs fn on a goroutine tracked for stop, unless the set is stopping.
+func (s *slotSet) async(fn func()) {
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
@@ -291,7 +294,7 @@ func (s *slotSet) endAsync(slotNo int, reason string) {
 	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
-		s.end(slotNo, reason)
+		fn()
 	}()
 }
 
@@ -336,19 +339,7 @@ func (s *slotSet) end(slotNo int, reason string) bool {
 }
 
 // endAllAsync ends every slot from a pane callback.
-func (s *slotSet) endAllAsync(reason string) {
-	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
-		return
-	}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		s.endAll(reason)
-	}()
-}
+func (s *slotSet) endAllAsync(reason string) { s.async(func() { s.endAll(reason) }) }
 
 // endAll ends every running slot and returns their aliases.
 func (s *slotSet) endAll(reason string) []string {
