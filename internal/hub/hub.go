@@ -169,7 +169,7 @@ func (h *Hub) serve(ctx context.Context, ln net.Listener) error {
 	mux.Handle("/", h.Broker.Handler())
 	h.mountExtras(baseCtx, mux)
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           loopbackOnly(mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
@@ -230,4 +230,18 @@ func (h *Hub) serve(ctx context.Context, ln net.Listener) error {
 	}
 	h.log.Info("hub stopped", "session", h.Session)
 	return err
+}
+
+// loopbackOnly refuses every request whose Host header is not a loopback
+// name or address, on every endpoint: a page on another site that resolves
+// its own name to 127.0.0.1 (DNS rebinding) would otherwise pass a
+// same-origin check, since its Origin then matches its Host.
+func loopbackOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !broker.LoopbackHost(r.Host) {
+			http.Error(w, "hm: only loopback hosts are served", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
