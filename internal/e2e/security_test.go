@@ -1,0 +1,779 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"hm/broker/proto"
+	"hm/broker/telegram/telegramtest"
+	"hm/internal/layout"
+	"hm/internal/leak"
+	"hm/journal"
+	"hm/triggers"
+)
+
+// The security suite (SPEC §1, §4, §5, §7, §11): what the hub exposes, to
+// whom, and where it may write.
+
+// procSocket is one socket of /proc/net/{tcp,tcp6,udp,udp6}.
+type procSocket struct {
+	table  string
+	local  net.IP
+	port   int
+	remote net.IP
+	state  string
+	inode  string
+}
+
+// parseProcAddr decodes "0100007F:1F90" (IPv4) or the 32-hex-digit IPv6 form
+// of /proc/net tables: each 32-bit word is in host (little-endian) order.
+func parseProcAddr(s string) (net.IP, int, error) {
+	hexIP, hexPort, ok := strings.Cut(s, ":")
+	if !ok {
+		return nil, 0, fmt.Errorf("bad address %q", s)
+	}
+	raw, err := hex.DecodeString(hexIP)
+	if err != nil || (len(raw) != 4 && len(raw) != 16) {
+		return nil, 0, fmt.Errorf("bad address %q", s)
+	}
+	ip := make(net.IP, len(raw))
+	for i := 0; i < len(raw); i += 4 {
+		binary.BigEndian.PutUint32(ip[i:], binary.LittleEndian.Uint32(raw[i:]))
+	}
+	port, err := strconv.ParseUint(hexPort, 16, 16)
+	if err != nil {
+		return nil, 0, fmt.Errorf("bad port in %q", s)
+	}
+	return ip, int(port), nil
+}
+
+// procSockets lists the sockets of a /proc/<pid>/net table.
+func procSockets(t *testing.T, pid int, table string) []procSocket {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // no IPv6 in this kernel
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []procSocket
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
+		if i == 0 || len(f) < 10 {
+			continue
+		}
+		local, port, err := parseProcAddr(f[1])
+		if err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+		remote, _, err := parseProcAddr(f[2])
+		if err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+		out = append(out, procSocket{table: table, local: local, port: port, remote: remote, state: f[3], inode: f[9]})
+	}
+	return out
+}
+
+// socketInodes returns the inodes of the sockets process pid holds open.
+func socketInodes(t *testing.T, pid int) map[string]bool {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, e := range ents {
+		link, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue // closed meanwhile
+		}
+		if in, ok := strings.CutPrefix(link, "socket:["); ok {
+			out[strings.TrimSuffix(in, "]")] = true
+		}
+	}
+	return out
+}
+
+// TestSecurityLoopbackOnly checks, from /proc, that every socket the hub
+// listens on is bound to 127.0.0.1 or ::1, and that the hub's port does not
+// answer on the machine's other addresses.
+func TestSecurityLoopbackOnly(t *testing.T) {
+	leak.Check(t)
+	root := t.TempDir()
+	writeSettings(t, root, burstTeam(root))
+	h := startHub(t, root)
+	pid := h.cmd.Process.Pid
+	// Let the panes start and a client connect, so that every kind of socket
+	// the hub opens exists.
+	waitFor(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, root+"/architect.jsonl")) > 0 })
+	dialAs(t, h, "builder", true)
+
+	owned := socketInodes(t, pid)
+	listening := 0
+	for _, table := range []string{"tcp", "tcp6", "udp", "udp6"} {
+		for _, s := range procSockets(t, pid, table) {
+			if !owned[s.inode] {
+				continue
+			}
+			isTCP := strings.HasPrefix(table, "tcp")
+			// TCP: state 0A is LISTEN. UDP: an unconnected socket (state 07,
+			// no remote address) receives from anyone.
+			if isTCP && s.state != "0A" || !isTCP && !(s.state == "07" && s.remote.IsUnspecified()) {
+				continue
+			}
+			listening++
+			t.Logf("hub listens on %s %s:%d", table, s.local, s.port)
+			if !s.local.IsLoopback() {
+				t.Errorf("hub socket %s %s:%d is not bound to loopback", table, s.local, s.port)
+			}
+			if isTCP && s.port != h.port {
+				t.Errorf("hub listens on an unexpected port %d (hub port %d)", s.port, h.port)
+			}
+		}
+	}
+	if listening == 0 {
+		t.Fatalf("no listening socket of pid %d found in /proc (inodes %v)", pid, owned)
+	}
+
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var probed []string
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		addr := net.JoinHostPort(ipn.IP.String(), strconv.Itoa(h.port))
+		probed = append(probed, addr)
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err == nil {
+			c.Close()
+			t.Errorf("hub port answers on %s", addr)
+		}
+	}
+	t.Logf("the hub port is closed on the other addresses %v", probed)
+	h.stop()
+}
+
+// rawRequest sends one HTTP/1.1 request over a fresh loopback connection to
+// the hub and returns the response status. With upgrade it is a WebSocket
+// handshake. host and origin are sent as given ("" omits Origin).
+func rawRequest(t *testing.T, port int, path, host, origin, token string, upgrade bool) int {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "GET %s HTTP/1.1\r\nHost: %s\r\n", path, host)
+	if upgrade {
+		key := make([]byte, 16)
+		_, _ = rand.Read(key)
+		fmt.Fprintf(&b, "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\n", base64.StdEncoding.EncodeToString(key))
+	}
+	if origin != "" {
+		fmt.Fprintf(&b, "Origin: %s\r\n", origin)
+	}
+	if token != "" {
+		fmt.Fprintf(&b, "Authorization: Bearer %s\r\n", token)
+	}
+	b.WriteString("\r\n")
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("GET %s (Host %s, Origin %q): %v", path, host, origin, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestSecurityBrowserOriginRefused sends what a web page could make a
+// browser send — a cross-origin request, or a DNS-rebound one whose Host is
+// not loopback — to the WebSocket endpoint, the attach endpoint and /status,
+// with the operator token so that only the origin and host checks can
+// refuse them.
+func TestSecurityBrowserOriginRefused(t *testing.T) {
+	leak.Check(t)
+	root := t.TempDir()
+	writeSettings(t, root, burstTeam(root))
+	h := startHub(t, root)
+	tok := operator(t, root)
+	loop := fmt.Sprintf("127.0.0.1:%d", h.port)
+	evil := fmt.Sprintf("evil.example:%d", h.port)
+	endpoints := []struct {
+		path    string
+		upgrade bool
+		ok      int // the answer to a legitimate request
+	}{
+		{"/", true, http.StatusSwitchingProtocols},
+		{"/attach/architect", true, http.StatusSwitchingProtocols},
+		{"/status", false, http.StatusOK},
+	}
+	for _, ep := range endpoints {
+		for _, tc := range []struct {
+			name, host, origin string
+			refused            bool
+		}{
+			{"legitimate", loop, "", false},
+			{"localhost", fmt.Sprintf("localhost:%d", h.port), "", false},
+			{"cross-origin", loop, "https://evil.example", true},
+			{"null-origin", loop, "null", true},
+			{"rebound-host-and-origin", evil, "http://" + evil, true},
+			{"rebound-host", evil, "", true},
+			{"rebound-host-no-port", "evil.example", "http://evil.example", true},
+		} {
+			t.Run(strings.Trim(ep.path, "/")+"/"+tc.name, func(t *testing.T) {
+				code := rawRequest(t, h.port, ep.path, tc.host, tc.origin, tok, ep.upgrade)
+				switch {
+				case !tc.refused && code != ep.ok:
+					t.Errorf("legitimate request answered %d, want %d", code, ep.ok)
+				case tc.refused && (code == http.StatusSwitchingProtocols || code/100 == 2):
+					if ep.path == "/attach/architect" && strings.HasPrefix(tc.name, "rebound") && !runBugTests() {
+						t.Skipf("BUG: /attach/<pane> does not check the Host header: a DNS-rebinding page (Host %s, Origin %q) "+
+							"completes the handshake (%d) because coder/websocket's same-origin check compares Origin with that Host; "+
+							"the broker's / refuses non-loopback hosts (broker.LoopbackHost) but agent.AttachHandler does not "+
+							"(run with HM_E2E_BUGS=1 to fail instead)", tc.host, tc.origin, code)
+					}
+					t.Errorf("Host %s, Origin %q: answered %d, want a refusal", tc.host, tc.origin, code)
+				}
+			})
+		}
+	}
+	h.stop()
+}
+
+// paneToken waits for the environment a pane's command dumped to path and
+// returns its HM_TOKEN.
+func paneToken(t *testing.T, path string) string {
+	t.Helper()
+	var tok string
+	waitFor(t, 30*time.Second, "environment dump "+filepath.Base(path), func() bool {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(l, "HM_TOKEN="); ok && v != "" {
+				tok = v
+				return true
+			}
+		}
+		return false
+	})
+	return tok
+}
+
+// tokenTeam hosts architect and builder as fake agents that dump their
+// environment first; background slots do the same.
+func tokenTeam(root string) string {
+	return fmt.Sprintf(`{"panes":[
+	 {"role":"architect","command":%q,"profile":"claude"},
+	 {"role":"builder","command":%q,"profile":"claude"},
+	 {"role":"oracle","transport":"ws"}],
+	 "background":{"owner":"builder","max":3,"command":%q}}`,
+		"env > "+root+"/architect.env; "+agentCommand(root, "architect"),
+		"env > "+root+"/builder.env; "+agentCommand(root, "builder"),
+		"env > "+root+"/$SQUIDRUN_ROLE.env; "+agentCommand(root, "bg"))
+}
+
+// register dials and registers with the given token; it returns the
+// registered role or the error, and for a refusal checks that the hub
+// closed the socket.
+func register(t *testing.T, h *hubProc, role, token string) (string, error) {
+	t.Helper()
+	c := dial(t, h)
+	ctx := tctx(t, 15*time.Second)
+	r, err := c.Register(ctx, role, token, false)
+	if err != nil {
+		if _, _, rerr := c.Next(ctx); rerr == nil || ctx.Err() != nil {
+			t.Errorf("register %s refused (%v) but the socket stayed open", role, err)
+		}
+		return "", err
+	}
+	return r.Role, nil
+}
+
+// TestSecurityTokens checks every role, background slots included, against
+// missing, wrong and foreign tokens, and what a pane's own HM_TOKEN allows:
+// its role only, over WebSocket, hm-send and attach, in its session only.
+func TestSecurityTokens(t *testing.T) {
+	leak.Check(t)
+	root := t.TempDir()
+	writeSettings(t, root, tokenTeam(root))
+	h := startHub(t, root)
+	op := operator(t, root)
+	archTok := paneToken(t, root+"/architect.env")
+	builderTok := paneToken(t, root+"/builder.env")
+	if r := run(t, root, nil, "hm-bg", "spawn", "1"); r.code != 0 {
+		t.Fatalf("hm-bg spawn 1: %+v", r)
+	}
+	bgTok := paneToken(t, root+"/builder-bg-1.env")
+	distinct := map[string]bool{archTok: true, builderTok: true, bgTok: true, op: true}
+	if len(distinct) != 4 {
+		t.Fatal("the operator's and the panes' tokens are not all distinct")
+	}
+	altered := []byte(op)
+	altered[len(altered)-1] ^= 1 // one bit off
+
+	tokens := []struct {
+		name, token, owner string // owner: the only role the token is valid for ("" none, "*" all)
+	}{
+		{"missing", "", ""},
+		{"garbage", "not-a-token", ""},
+		{"operator-altered", string(altered), ""},
+		{"operator-prefix", op[:32], ""},
+		{"operator", op, "*"},
+		{"architect-pane", archTok, "architect"},
+		{"builder-pane", builderTok, "builder"},
+		{"bg-slot-1", bgTok, "builder-bg-1"},
+	}
+	for _, role := range []string{"architect", "builder", "oracle", "builder-bg-1", "builder-bg-2", "builder-bg-3", "user"} {
+		for _, tk := range tokens {
+			t.Run(role+"/"+tk.name, func(t *testing.T) {
+				got, err := register(t, h, role, tk.token)
+				want := tk.owner == "*" || tk.owner == role
+				switch {
+				case want && err != nil:
+					t.Errorf("refused: %v", err)
+				case want && got != role:
+					t.Errorf("registered as %q", got)
+				case !want && err == nil:
+					t.Errorf("accepted as %q", got)
+				case !want && !errors.Is(err, proto.ErrUnauthorized):
+					t.Errorf("refused with %v, want unauthorized", err)
+				}
+			})
+		}
+	}
+
+	// A pane token acts as its own role only, whatever the header claims.
+	c := dial(t, h)
+	ctx := tctx(t, 30*time.Second)
+	if _, err := c.Register(ctx, "architect", archTok, false); err != nil {
+		t.Fatal(err)
+	}
+	if ack, _, err := c.Send(ctx, proto.Frame{Type: proto.TypeSend, Target: "oracle", Content: "from the architect pane"}); err != nil || !ack.OK || ack.Header != "ARCH" {
+		t.Errorf("send with the architect's token: %+v %v", ack, err)
+	}
+	if ack, _, _ := c.Send(ctx, proto.Frame{Type: proto.TypeSend, Target: "oracle", Content: "(BUILDER #1): forged"}); ack.OK || ack.Status != string(proto.CodeRoleMismatch) {
+		t.Errorf("forged header with the architect's token: %+v", ack)
+	}
+	var resp proto.Response
+	if err := c.Request(ctx, proto.Frame{Type: proto.TypeBackgroundAgent, Action: "list", RequestID: "r1"}, proto.TypeResponse, &resp); err != nil || resp.OK {
+		t.Errorf("background control with the architect's token: %+v %v", resp, err)
+	}
+	// hm-send with HM_TOKEN.
+	if r := run(t, root, []string{"HM_TOKEN=" + archTok, "SQUIDRUN_ROLE=architect"}, "hm-send", "oracle", "hello", "--no-fallback"); r.code != 0 {
+		t.Errorf("hm-send with the architect's HM_TOKEN: %+v", r)
+	}
+	for _, role := range []string{"oracle", "builder", "builder-bg-1", "user"} {
+		if r := run(t, root, []string{"HM_TOKEN=" + archTok, "SQUIDRUN_ROLE=" + role}, "hm-send", "oracle", "hello", "--no-fallback"); r.code != 1 || !strings.Contains(r.stderr, "unauthorized") {
+			t.Errorf("hm-send as %s with the architect's HM_TOKEN: %+v", role, r)
+		}
+	}
+	// Attach and /status.
+	loop := fmt.Sprintf("127.0.0.1:%d", h.port)
+	for _, tc := range []struct {
+		path, token string
+		upgrade     bool
+		want        int
+	}{
+		{"/attach/architect?mode=view", archTok, true, http.StatusSwitchingProtocols},
+		{"/attach/builder?mode=view", archTok, true, http.StatusUnauthorized},
+		{"/attach/bg-2-1?mode=view", archTok, true, http.StatusUnauthorized},
+		{"/attach/bg-2-1?mode=view", bgTok, true, http.StatusSwitchingProtocols},
+		{"/attach/architect", "", true, http.StatusUnauthorized},
+		{"/attach/architect", "not-a-token", true, http.StatusUnauthorized},
+		{"/status", archTok, false, http.StatusUnauthorized},
+		{"/status", bgTok, false, http.StatusUnauthorized},
+		{"/status", "", false, http.StatusUnauthorized},
+		{"/status", op, false, http.StatusOK},
+	} {
+		if code := rawRequest(t, h.port, tc.path, loop, "", tc.token, tc.upgrade); code != tc.want {
+			t.Errorf("GET %s with token %.8q: %d, want %d", tc.path, tc.token, code, tc.want)
+		}
+	}
+
+	// A slot's token dies with the slot.
+	if r := run(t, root, nil, "hm-bg", "kill", "1"); r.code != 0 {
+		t.Fatalf("hm-bg kill 1: %+v", r)
+	}
+	waitFor(t, 30*time.Second, "the ended slot's token refused", func() bool {
+		_, err := register(t, h, "builder-bg-1", bgTok)
+		return errors.Is(err, proto.ErrUnauthorized)
+	})
+
+	// Pane tokens are valid for the current session only.
+	h.stop()
+	if err := os.Remove(root + "/architect.env"); err != nil {
+		t.Fatal(err)
+	}
+	h2 := startHub(t, root)
+	newTok := paneToken(t, root+"/architect.env")
+	if newTok == archTok {
+		t.Error("the architect's token did not change with the session")
+	}
+	if _, err := register(t, h2, "architect", archTok); !errors.Is(err, proto.ErrUnauthorized) {
+		t.Errorf("the previous session's architect token: %v, want unauthorized", err)
+	}
+	if got, err := register(t, h2, "architect", newTok); err != nil || got != "architect" {
+		t.Errorf("the new architect token: %q %v", got, err)
+	}
+	h2.stop()
+}
+
+// TestSecurityFileModes checks the modes of everything the hub writes under
+// .squidrun/, with the hub started under umask 000 so that the modes it asks
+// for are what count: directories 0700, every file 0600.
+func TestSecurityFileModes(t *testing.T) {
+	leak.Check(t)
+	root := t.TempDir()
+	writeSettings(t, root, burstTeam(root))
+	old := syscall.Umask(0)
+	h := startHub(t, root)
+	syscall.Umask(old)
+	lay := layout.Layout{Root: root}
+
+	// A long body goes to coord/full-agent-messages/; a handoff now and one
+	// at shutdown give session.md and last-session.md.
+	waitFor(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, root+"/architect.jsonl")) > 0 })
+	op := dialAs(t, h, "user", false)
+	if ack, _, err := op.Send(tctx(t, 30*time.Second), proto.Frame{Type: proto.TypeSend, Target: "architect", MessageID: "long-1",
+		Content: strings.Repeat("a long single-line body ", 250)}); err != nil || !ack.OK {
+		t.Fatalf("send: %+v %v", ack, err)
+	}
+	waitFor(t, 30*time.Second, "long message typed", func() bool { return trailerCounts(readPrompts(t, root+"/architect.jsonl"))["long-1"] > 0 })
+	old = syscall.Umask(0)
+	r := run(t, root, nil, "hm", "handoff")
+	syscall.Umask(old)
+	if r.code != 0 {
+		t.Fatalf("hm handoff: %+v", r)
+	}
+	// Something new for the shutdown handoff, which then keeps the one above
+	// as last-session.md.
+	if ack, _, err := op.Send(tctx(t, 30*time.Second), proto.Frame{Type: proto.TypeSend, Target: "oracle", Content: "after the handoff"}); err != nil || !ack.OK {
+		t.Fatalf("send: %+v %v", ack, err)
+	}
+
+	check := func(when string, required []string) {
+		t.Helper()
+		for _, p := range required {
+			if _, err := os.Stat(p); err != nil {
+				t.Errorf("%s: expected %s: %v", when, p, err)
+			}
+		}
+		err := filepath.WalkDir(lay.State(), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			fi, err := os.Lstat(path)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			switch {
+			case fi.IsDir() && fi.Mode().Perm() != 0o700:
+				t.Errorf("%s: directory %s has mode %o, want 700", when, rel, fi.Mode().Perm())
+			case fi.Mode().IsRegular() && fi.Mode().Perm() != 0o600:
+				t.Errorf("%s: file %s has mode %o, want 600", when, rel, fi.Mode().Perm())
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	full, _ := filepath.Glob(filepath.Join(lay.FullMessages(), "*.txt"))
+	if len(full) == 0 {
+		t.Error("no long-body file in coord/full-agent-messages/")
+	}
+	check("hub running", []string{lay.Token(), lay.Ledger(), lay.Ledger() + "-wal", lay.Ledger() + "-shm", lay.HubJSON(), lay.HubLog(),
+		lay.AppStatus(), lay.Session(), lay.Briefing(), filepath.Join(lay.PaneLogs(), "architect.log")})
+	h.stop()
+	// A fallback trigger file written by hm-send while the hub is down.
+	old = syscall.Umask(0)
+	r = run(t, root, []string{fmt.Sprintf("HM_PORT=%d", h.port)}, "hm-send", "builder", "while down")
+	syscall.Umask(old)
+	if r.code != 0 {
+		t.Fatalf("hm-send fallback: %+v", r)
+	}
+	check("hub stopped", []string{lay.Token(), lay.Ledger(), lay.Session(), lay.LastSession(), lay.Briefing(), lay.HubLog()})
+}
+
+// snapshotTree records every path under dir (but not under skip) with its
+// size and modification time.
+func snapshotTree(t *testing.T, dir, skip string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path == skip {
+			return filepath.SkipDir
+		}
+		fi, err := os.Lstat(path)
+		if err != nil {
+			return err
+		}
+		out[path] = fmt.Sprintf("%v %d %d", fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// diffTrees describes paths added, removed or changed between snapshots.
+func diffTrees(before, after map[string]string) []string {
+	var d []string
+	for p, v := range after {
+		if w, ok := before[p]; !ok {
+			d = append(d, "created "+p)
+		} else if w != v {
+			d = append(d, "changed "+p)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			d = append(d, "removed "+p)
+		}
+	}
+	slices.Sort(d)
+	return d
+}
+
+// TestSecurityNoWriteOutsideSquidrun sends to hostile targets and message ids
+// through hm-send with the hub up and down (the fallback writes trigger
+// files), and drops hostile trigger files and symlinks into triggers/:
+// nothing outside .squidrun/ may be created, changed or removed.
+func TestSecurityNoWriteOutsideSquidrun(t *testing.T) {
+	leak.Check(t)
+	base := t.TempDir()
+	root := filepath.Join(base, "a", "b", "proj") // "../../x" still lands inside base
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	lay := layout.Layout{Root: root}
+	outside := filepath.Join(base, "outside.txt")
+	if err := os.WriteFile(outside, []byte("must not change\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	absolute := []string{"/x", "/x.txt", "/etc/passwd", "/tmp/x", "/etc/x"}
+	absBefore := map[string]string{}
+	for _, p := range absolute {
+		if fi, err := os.Lstat(p); err == nil {
+			absBefore[p] = fmt.Sprintf("%v %d %d", fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
+	hostile := []string{"../../x", "../x", "/etc/passwd", "a/b", "..", ".", "all/../../x", "builder/../../x", "../../../../../../x",
+		`..\..\x`, "%2e%2e%2fx", "x/", "/x", "~/x", "builder\x7f", "builder\nx", "..builder", "builder..", strings.Repeat("b", 300)}
+
+	h := startHub(t, root, "--no-panes")
+	before := snapshotTree(t, base, lay.State())
+	port := h.port
+	for _, tg := range hostile {
+		r := run(t, root, nil, "hm-send", tg, "hostile target")
+		if r.code == 0 {
+			t.Errorf("hub up: hm-send to %q accepted: %+v", tg, r)
+		}
+	}
+	for _, id := range []string{"../../x", "a/b", "..", "/etc/passwd", `..\x`} {
+		r := run(t, root, nil, "hm-send", "builder", "hostile id", "--message-id", id)
+		if r.code == 0 {
+			t.Errorf("hub up: hm-send with message id %q accepted: %+v", id, r)
+		}
+	}
+	// Trigger files with hostile names (as far as a file name can carry
+	// them), and symlinks pointing outside.
+	hostileFiles := []string{`..\..\x.txt`, "%2e%2e%2fx.txt", "...txt", "..txt", "all..txt", "builder..txt", " .txt",
+		strings.Repeat("c", 250) + ".txt", "nobody." + strings.Repeat("d", 244) + ".txt", "others-..txt", "others-%2e%2e.txt", "builder.\x01.txt"}
+	for _, name := range hostileFiles {
+		if err := os.WriteFile(filepath.Join(lay.Triggers(), name), []byte("hostile trigger name\n"), 0o600); err != nil {
+			t.Fatalf("write %q: %v", name, err)
+		}
+	}
+	for _, name := range []string{"nobody.txt", "builder.link.txt"} {
+		if err := os.Symlink(outside, filepath.Join(lay.Triggers(), name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Regular files whose names parse as triggers are claimed and delivered
+	// or rejected; the others (dotfiles, invalid targets, symlinks) are left
+	// alone in triggers/.
+	waitFor(t, 30*time.Second, "hostile trigger files handled", func() bool {
+		for _, name := range hostileFiles {
+			if _, ok := triggers.ParseName(name); !ok {
+				continue
+			}
+			if _, err := os.Lstat(filepath.Join(lay.Triggers(), name)); err == nil {
+				return false
+			}
+		}
+		return true
+	})
+	if ents, err := os.ReadDir(lay.Triggers()); err == nil {
+		var left []string
+		for _, e := range ents {
+			if !e.IsDir() {
+				left = append(left, strconv.Quote(e.Name()))
+			}
+		}
+		t.Logf("left in triggers/ (not trigger names): %s", strings.Join(left, " "))
+	}
+	if data, err := os.ReadFile(outside); err != nil || string(data) != "must not change\n" {
+		t.Errorf("%s changed through a trigger symlink: %q %v", outside, data, err)
+	}
+	h.stop()
+
+	// Hub down: hm-send falls back to trigger files.
+	down := []string{fmt.Sprintf("HM_PORT=%d", port)}
+	for _, tg := range hostile {
+		r := run(t, root, down, "hm-send", tg, "hostile target while down")
+		if r.code == 0 {
+			path := strings.TrimSpace(r.stderr[strings.LastIndex(r.stderr, "wrote ")+len("wrote "):])
+			if filepath.Dir(path) != lay.Triggers() {
+				t.Errorf("hub down: hm-send to %q wrote %s", tg, path)
+			}
+		}
+	}
+	for _, id := range []string{"../../x", "a/b", "..", "/etc/passwd"} {
+		r := run(t, root, down, "hm-send", "builder", "hostile id while down", "--message-id", id)
+		if r.code == 0 {
+			t.Errorf("hub down: hm-send with message id %q fell back: %+v", id, r)
+		}
+	}
+	for _, role := range []string{"../../x", "a/b"} {
+		r := run(t, root, down, "hm-send", "builder", "hostile role while down", "--role", role)
+		if r.code == 0 {
+			path := strings.TrimSpace(r.stderr[strings.LastIndex(r.stderr, "wrote ")+len("wrote "):])
+			if filepath.Dir(path) != lay.Triggers() {
+				t.Errorf("hub down: hm-send --role %q wrote %s", role, path)
+			}
+		}
+	}
+
+	if d := diffTrees(before, snapshotTree(t, base, lay.State())); len(d) > 0 {
+		t.Errorf("paths outside .squidrun/ touched:\n%s", strings.Join(d, "\n"))
+	}
+	if data, err := os.ReadFile(outside); err != nil || string(data) != "must not change\n" {
+		t.Errorf("%s changed: %q %v", outside, data, err)
+	}
+	for _, p := range absolute {
+		now := ""
+		if fi, err := os.Lstat(p); err == nil {
+			now = fmt.Sprintf("%v %d %d", fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
+		}
+		if now != absBefore[p] {
+			t.Errorf("%s changed: %q -> %q", p, absBefore[p], now)
+		}
+	}
+	if m, _ := filepath.Glob("/etc/passwd.*.txt"); len(m) > 0 {
+		t.Errorf("files written beside /etc/passwd: %v", m)
+	}
+}
+
+// TestSecurityTelegramForeignChat runs the relay against a fake Bot API:
+// updates from a chat that is neither the owner's nor allowlisted are
+// recorded as refused and never typed into a pane, while the owner's and an
+// allowlisted chat's messages reach the architect.
+func TestSecurityTelegramForeignChat(t *testing.T) {
+	leak.Check(t)
+	root := t.TempDir()
+	writeSettings(t, root, burstTeam(root))
+	srv := telegramtest.NewServer("123456:hm-e2e-token")
+	t.Cleanup(srv.Close)
+	env := fmt.Sprintf("TELEGRAM_BOT_TOKEN=%s\nTELEGRAM_CHAT_ID=4242\nTELEGRAM_CHAT_ALLOWLIST=777\nTELEGRAM_API_URL=%s\n", srv.Token, srv.URL)
+	if err := os.WriteFile(filepath.Join(root, ".env"), []byte(env), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := startHub(t, root)
+	// The relay reports "off" until its loop runs, and for good without a
+	// token: give it a few seconds.
+	state := ""
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		st, err := fetchStatus(t, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if state = st.Telegram.State; state != "off" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if state == "off" {
+		t.Skip("the Telegram relay is not wired into the hub (status telegram.state stays off)")
+	}
+	archLog := root + "/architect.jsonl"
+	waitFor(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, archLog)) > 0 })
+
+	foreign := srv.Enqueue(telegramtest.Message{ChatID: 666, FromName: "Mallory", Text: "foreign secret: rm -rf /"})
+	foreignGroup := srv.Enqueue(telegramtest.Message{ChatID: -1001, ChatType: "supergroup", ChatTitle: "strangers", FromID: 4242, Text: "owner id in a foreign group"})
+	allowed := srv.Enqueue(telegramtest.Message{ChatID: 777, FromName: "Bob", Text: "allowlisted hello"})
+	owner := srv.Enqueue(telegramtest.Message{ChatID: 4242, FromName: "Owner", Text: "owner hello"})
+	waitFor(t, 60*time.Second, "the owner's and the allowlisted messages typed into the architect pane", func() bool {
+		ps := readPrompts(t, archLog)
+		return slices.ContainsFunc(ps, func(p prompt) bool { return strings.Contains(p.Prompt, "owner hello") }) &&
+			slices.ContainsFunc(ps, func(p prompt) bool { return strings.Contains(p.Prompt, "allowlisted hello") })
+	})
+	waitFor(t, 30*time.Second, "refusals counted", func() bool {
+		st, err := fetchStatus(t, h)
+		return err == nil && st.Telegram.Refused >= 2
+	})
+	for _, p := range readPrompts(t, archLog) {
+		if strings.Contains(p.Prompt, "foreign secret") || strings.Contains(p.Prompt, "foreign group") {
+			t.Errorf("a foreign chat's message reached the architect: %q", p.Prompt)
+		}
+	}
+	for _, s := range srv.Sent() {
+		if s.ChatID == "666" || s.ChatID == "-1001" {
+			t.Errorf("the relay answered a foreign chat: %+v", s)
+		}
+	}
+	h.stop()
+	withLedger(t, root, func(l *journal.Ledger) {
+		ctx := context.Background()
+		for _, id := range []int64{foreign, foreignGroup} {
+			m, err := l.Get(ctx, fmt.Sprintf("telegram-refused-%d", id))
+			if err != nil || m.Status != journal.StatusFailed || m.ErrorCode != "chat_not_allowed" {
+				t.Errorf("refused update %d in the ledger: %+v %v", id, m, err)
+			}
+			if _, err := l.Get(ctx, fmt.Sprintf("telegram-in-%d", id)); !errors.Is(err, journal.ErrNotFound) {
+				t.Errorf("refused update %d was also recorded as inbound: %v", id, err)
+			}
+		}
+		for _, id := range []int64{allowed, owner} {
+			if m, err := l.Get(ctx, fmt.Sprintf("telegram-in-%d", id)); err != nil || m.TargetRole != "architect" {
+				t.Errorf("allowed update %d: %+v %v", id, m, err)
+			}
+		}
+	})
+}
