@@ -15,7 +15,8 @@ import (
 type StageKind int
 
 // Delivery stages, reported in this order (Submitted or Unverified follow
-// Typed; Failed replaces them).
+// Typed; Failed replaces them). Typed repeats when the program ended after
+// the text but before Enter: the message is typed again into the next run.
 const (
 	// StageTyped: the whole text was written into the pane.
 	StageTyped StageKind = iota + 1
@@ -225,16 +226,28 @@ func (p *Pane) deliver(it *item) bool {
 	}
 	p.report(it, stage(StageTyped, nil))
 
-	// Enter is a separate write, EnterDelay after the last text byte.
+	// Enter is a separate write, EnterDelay after the last text byte. If
+	// the program ends (or the pane stops) before Enter, the text was never
+	// submitted: keep the message queued so it is typed again in full into
+	// the next run (or, at shutdown, stays undelivered for the next session).
 	if !p.pause(pr, p.profile.EnterDelay, nil) {
-		p.report(it, stage(StageUnverified, p.endReason(pr)))
-		return true
+		unlock()
+		p.log.Info("program ended before Enter; typing the message again after restart", "id", it.d.MessageID, "why", p.endReason(pr))
+		p.pause(pr, time.Second, &it.waited)
+		return false
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		p.mu.Lock()
 		out := p.outChanged
 		p.mu.Unlock()
 		if _, err := p.writeTo(context.Background(), pr, []byte{'\r'}); err != nil {
+			if attempt == 0 {
+				// The first Enter never reached the program: not submitted.
+				unlock()
+				p.log.Info("Enter not written; typing the message again after restart", "id", it.d.MessageID, "err", err)
+				p.pause(pr, time.Second, &it.waited)
+				return false
+			}
 			p.report(it, stage(StageUnverified, fmt.Errorf("press enter: %w", err)))
 			return true
 		}

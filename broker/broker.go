@@ -28,8 +28,8 @@ type Panes interface {
 	Health(role string) (state string, lastActivity time.Time, ok bool)
 }
 
-// PaneDelivery is one message for a pane. Typed is called once the text has
-// been typed into the pane; Failed if it cannot be.
+// PaneDelivery is one message for a pane. Typed is called once the text and
+// its Enter have been typed into the pane; Failed if it cannot be.
 type PaneDelivery struct {
 	MessageID string
 	Content   string

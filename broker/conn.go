@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -31,6 +32,10 @@ type conn struct {
 	// inflight carries sends whose commits are queued, in order, to the
 	// acker goroutine, which waits for each and writes its ACK.
 	inflight chan inflightSend
+	// queued counts the bytes waiting in out; drained is signalled after
+	// each write so a replay waiting for room can go on.
+	queued  atomic.Int64
+	drained chan struct{}
 
 	mu         sync.Mutex
 	registered bool
@@ -57,6 +62,11 @@ type inflightSend struct {
 // maxInflight bounds the sends one connection may have queued for commit;
 // the read loop stops reading while it is full.
 const maxInflight = 256
+
+// maxQueuedBytes bounds the bytes waiting to be written to one client. A
+// client that lets more pile up is not reading: it is dropped, and what it
+// was owed stays pending in the ledger.
+const maxQueuedBytes = 8 << 20
 
 type outFrame struct {
 	data      []byte
@@ -97,6 +107,7 @@ func (b *Broker) serveWS(w http.ResponseWriter, r *http.Request) {
 		limit:     newBucket(b.cfg.RateLimit, b.cfg.RateBurst),
 		delivered: map[string]struct{}{},
 		inflight:  make(chan inflightSend, maxInflight),
+		drained:   make(chan struct{}, 1),
 	}
 	b.mu.Lock()
 	if b.closed {
@@ -152,6 +163,11 @@ func (c *conn) writeLoop() {
 			wctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 			err := c.ws.Write(wctx, websocket.MessageText, f.data)
 			cancel()
+			c.queued.Add(-int64(len(f.data)))
+			select {
+			case c.drained <- struct{}{}:
+			default:
+			}
 			if err != nil {
 				c.close()
 				return
@@ -171,23 +187,42 @@ func (c *conn) enqueue(f outFrame) bool {
 		return false
 	default:
 	}
+	if c.queued.Add(int64(len(f.data))) > maxQueuedBytes {
+		c.queued.Add(-int64(len(f.data)))
+		c.b.log.Warn("slow consumer dropped", "client", c.id, "role", c.role, "queuedBytes", c.queued.Load())
+		c.close()
+		return false
+	}
 	select {
 	case c.out <- f:
 		return true
 	default:
-		c.b.log.Warn("slow consumer dropped", "client", c.id, "role", c.role)
+		c.queued.Add(-int64(len(f.data)))
+		c.b.log.Warn("slow consumer dropped", "client", c.id, "role", c.role, "queuedFrames", len(c.out))
 		c.close()
 		return false
 	}
 }
 
+// hasRoom reports whether n more bytes fit the queue now.
+func (c *conn) hasRoom(n int) bool { return c.queued.Load()+int64(n) <= maxQueuedBytes }
+
 // enqueueWait queues a frame, waiting for room: used for backlog replay,
 // where a full queue means "not yet", not "not reading".
 func (c *conn) enqueueWait(f outFrame) bool {
+	for !c.hasRoom(len(f.data)) {
+		select {
+		case <-c.drained:
+		case <-c.ctx.Done():
+			return false
+		}
+	}
+	c.queued.Add(int64(len(f.data)))
 	select {
 	case c.out <- f:
 		return true
 	case <-c.ctx.Done():
+		c.queued.Add(-int64(len(f.data)))
 		return false
 	}
 }
@@ -451,10 +486,15 @@ func (c *conn) enqueueLive(f outFrame) bool {
 	if !replaying {
 		return c.enqueue(f)
 	}
+	if !c.hasRoom(len(f.data)) {
+		return false
+	}
+	c.queued.Add(int64(len(f.data)))
 	select {
 	case c.out <- f:
 		return true
 	default:
+		c.queued.Add(-int64(len(f.data)))
 		return false
 	}
 }

@@ -27,18 +27,6 @@ import (
 // Helpers shared by the fault suite (fault_test.go) and the security suite
 // (security_test.go).
 
-// runBugTests turns on the tests that reproduce known hub bugs; without it
-// they skip with a message starting "BUG:".
-func runBugTests() bool { return os.Getenv("HM_E2E_BUGS") == "1" }
-
-// skipBug skips a test that reproduces a known bug unless HM_E2E_BUGS=1.
-func skipBug(t *testing.T, why string) {
-	t.Helper()
-	if !runBugTests() {
-		t.Skip("BUG: " + why + " (run with HM_E2E_BUGS=1 to reproduce)")
-	}
-}
-
 // fakeAgentBin is the fake agent CLI built by TestMain.
 func fakeAgentBin() string { return filepath.Join(binDir, "fakeagent") }
 

@@ -254,12 +254,6 @@ func TestSecurityBrowserOriginRefused(t *testing.T) {
 				case !tc.refused && code != ep.ok:
 					t.Errorf("legitimate request answered %d, want %d", code, ep.ok)
 				case tc.refused && (code == http.StatusSwitchingProtocols || code/100 == 2):
-					if ep.path == "/attach/architect" && strings.HasPrefix(tc.name, "rebound") && !runBugTests() {
-						t.Skipf("BUG: /attach/<pane> does not check the Host header: a DNS-rebinding page (Host %s, Origin %q) "+
-							"completes the handshake (%d) because coder/websocket's same-origin check compares Origin with that Host; "+
-							"the broker's / refuses non-loopback hosts (broker.LoopbackHost) but agent.AttachHandler does not "+
-							"(run with HM_E2E_BUGS=1 to fail instead)", tc.host, tc.origin, code)
-					}
 					t.Errorf("Host %s, Origin %q: answered %d, want a refusal", tc.host, tc.origin, code)
 				}
 			})

@@ -57,7 +57,10 @@ func (s *paneSet) Deliver(role string, d broker.PaneDelivery) {
 	}
 	p.Enqueue(agent.Delivery{MessageID: d.MessageID, Content: d.Content, Urgent: d.Urgent, Report: func(st agent.Stage) {
 		switch st.Kind {
-		case agent.StageTyped:
+		case agent.StageSubmitted, agent.StageUnverified:
+			// Text and Enter are both in the pane: routed. (StageTyped
+			// alone is not: a program that dies before Enter gets the
+			// message typed again after its restart.)
 			if d.Typed != nil {
 				d.Typed()
 			}
