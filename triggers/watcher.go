@@ -840,6 +840,16 @@ func (s *runState) rescan(now time.Time) {
 			continue
 		}
 		target, ok := ParseName(name)
+		if !ok && de.Type().IsRegular() && badTxtName(name) {
+			// A .txt file meant for the hub whose name names no target:
+			// refuse it visibly (once it has stopped changing) rather than
+			// leave it unread forever.
+			if fi, err := de.Info(); err == nil && now.Sub(fi.ModTime()) >= s.w.opts.Settle {
+				s.reject(filepath.Join(s.w.dir, name), name, Reject("invalid_target",
+					"the file name %q names no target: write <target>.txt or <target>.<anything>.txt (target: letters, digits, single hyphens, at most %d bytes)", name, MaxTargetLen))
+			}
+			continue
+		}
 		if !ok || !de.Type().IsRegular() {
 			ignored[name] = true
 			if !s.ignored[name] {
@@ -924,4 +934,12 @@ func (h *readyHeap) Pop() any {
 	old[len(old)-1] = readyItem{}
 	*h = old[:len(old)-1]
 	return it
+}
+
+// badTxtName reports whether name looks like a trigger file (it ends in
+// .txt, is not a dotfile or a temp file) even though ParseName refuses it.
+func badTxtName(name string) bool {
+	const ext = ".txt"
+	return len(name) > 0 && name[0] != '.' && len(name) >= len(ext) &&
+		strings.EqualFold(name[len(name)-len(ext):], ext)
 }

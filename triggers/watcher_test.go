@@ -7,6 +7,7 @@ import (
 	"hm/internal/leak"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -332,11 +333,19 @@ func TestBinaryGarbageCleaned(t *testing.T) {
 	}
 }
 
-// TestIgnoredNames: files that are not trigger names are left alone.
+// TestIgnoredNames: files that are not trigger names are left alone, and
+// .txt files whose names name no target go to rejected/ (SPEC §7: nothing is
+// silently dropped).
 func TestIgnoredNames(t *testing.T) {
 	leak.Check(t)
 	dir := t.TempDir()
-	names := []string{".hidden.txt", ".architect.hm-1.txt.tmp", "architect.txt.tmp", "notes.md", "architect", "-x.txt", "a b.txt", "all..txt", "under_score.txt"}
+	names := []string{".hidden.txt", ".architect.hm-1.txt.tmp", "architect.txt.tmp", "notes.md", "architect"}
+	badNames := []string{"-x.txt", "a b.txt", "all..txt", "under_score.txt"}
+	for _, n := range badNames {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("do not deliver"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, n := range names {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte("do not deliver"), 0o600); err != nil {
 			t.Fatal(err)
@@ -364,8 +373,15 @@ func TestIgnoredNames(t *testing.T) {
 			t.Errorf("%s: %v", n, err)
 		}
 	}
-	if got := listDir(t, filepath.Join(dir, RejectedDir)); len(got) != 0 {
-		t.Errorf("rejected: %v", got)
+	got := listDir(t, filepath.Join(dir, RejectedDir))
+	var want []string
+	for _, n := range badNames {
+		want = append(want, n, n+".reason")
+	}
+	sort.Strings(want)
+	sort.Strings(got)
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("rejected: %v, want %v", got, want)
 	}
 }
 
@@ -831,5 +847,37 @@ func TestDirRecreated(t *testing.T) {
 	r.stop()
 	if got := rec.got()[0]; got.MessageID != "after" || got.Content != "still here" {
 		t.Errorf("got %+v", got)
+	}
+}
+
+func TestBadTxtNamesRejected(t *testing.T) {
+	leak.Check(t)
+	dir := t.TempDir()
+	rec := &recorder{}
+	w := NewWatcher(dir, rec.sink, Options{Rescan: 50 * time.Millisecond, Settle: 10 * time.Millisecond, Logger: testLogger(t)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	bad := []string{"builder..txt", "%2e%2e%2fx.txt", strings.Repeat("a", MaxTargetLen+1) + ".txt", "bad name.txt", "-x.TXT"}
+	for _, name := range append(bad, "notes.md", "builder.tmp") {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("hello"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range bad {
+		eventually(t, 10*time.Second, name+" rejected", func() bool {
+			data, err := os.ReadFile(filepath.Join(dir, RejectedDir, name+".reason"))
+			return err == nil && strings.HasPrefix(string(data), "invalid_target\n")
+		})
+	}
+	// Names that are not trigger files at all stay where they are.
+	for _, name := range []string{"notes.md", "builder.tmp"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s moved: %v", name, err)
+		}
+	}
+	if n := rec.count(); n != 0 {
+		t.Errorf("%d bad-name files reached the sink", n)
 	}
 }
