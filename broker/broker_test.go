@@ -488,3 +488,13 @@ func alive(ctx context.Context, c *client.Client) error {
 		}
 	}
 }
+
+func TestOnlyRootPathServed(t *testing.T) {
+	h := newHarness(t)
+	for _, path := range []string{"attach/architect", "status", "x/../"} {
+		_, resp, err := websocket.Dial(ctxT(t), h.url+path, nil)
+		if err == nil || resp == nil || resp.StatusCode != 404 {
+			t.Errorf("/%s: err %v, resp %v; want 404", path, err, resp)
+		}
+	}
+}

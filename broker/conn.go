@@ -89,6 +89,10 @@ func LoopbackHost(host string) bool {
 }
 
 func (b *Broker) serveWS(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/" {
+		http.Error(w, "hm: no such endpoint "+clip(r.URL.Path, 80)+" (the WebSocket endpoint is /)", http.StatusNotFound)
+		return
+	}
 	if !LoopbackHost(r.Host) {
 		http.Error(w, "hm: only loopback hosts are served", http.StatusForbidden)
 		return

@@ -55,9 +55,8 @@ func (h *Hub) startExtras(ctx context.Context, deps *broker.Deps) error {
 
 // mountExtras adds the components' HTTP endpoints.
 func (h *Hub) mountExtras(ctx context.Context, mux *http.ServeMux) {
-	if h.panes != nil {
-		mux.Handle("/attach/", agent.AttachHandlerContext(ctx, h.lookupPane, h.authorizeAttach, h.log.With("component", "attach")))
-	}
+	// Mounted even without panes, so that /attach/<x> gets a clear 404.
+	mux.Handle("/attach/", agent.AttachHandlerContext(ctx, h.lookupPane, h.authorizeAttach, h.log.With("component", "attach")))
 	mux.HandleFunc("/status", h.serveStatus)
 }
 

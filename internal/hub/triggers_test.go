@@ -3,6 +3,8 @@ package hub_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,5 +155,19 @@ func TestHubDrainsTriggersWrittenWhileDown(t *testing.T) {
 	}
 	if m := nextMessage(t, o); m.MessageID != "after" {
 		t.Fatalf("replayed id delivered again: %+v", m)
+	}
+}
+
+func TestAttachUnknownPaneWithoutPanes(t *testing.T) {
+	th := startHub(t, hubConfig{opts: noPanes})
+	url := strings.Replace(th.h.URL(), "ws://", "http://", 1) + "attach/architect?token=" + th.token()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "unknown pane") {
+		t.Fatalf("attach without panes: %d %q", resp.StatusCode, body)
 	}
 }
