@@ -12,12 +12,13 @@ build:
 run: build
 	./$(BIN)/hm up
 
-# vet, the whole suite under the race detector, then the timing-sensitive
-# tests (which skip themselves under -race) without it.
+# vet, the timing-sensitive tests (which skip themselves under -race)
+# without the race detector, then the whole suite under it.
 test: build
 	$(GO) vet $(PKGS)
+	@out=$$($(GO) test -count=1 -run 'Timing' $(PKGS) 2>&1); status=$$?; \
+	  printf '%s\n' "$$out" | grep -v 'no test files\|no tests to run'; exit $$status
 	$(GO) test -race -count=1 $(PKGS)
-	$(GO) test -count=1 -run 'Timing' $(PKGS)
 
 bench: build
 	$(GO) run ./scripts/bench
