@@ -87,12 +87,14 @@ CREATE VIRTUAL TABLE comms_fts USING fts5(raw_body, content='comms_journal', con
 	// failed rows by status, so small partial indexes replace two full
 	// ones, and the (sender, session, seq) index, which no routing or report
 	// query uses, goes: three fewer b-tree updates per append and per
-	// status change on the hot path.
+	// status change on the hot path. The pending index is in row order
+	// (newest-first and oldest-first walks need no sort) and covers
+	// target_role, so per-target lookups scan only the pending rows.
 	`
 DROP INDEX comms_journal_target_status;
 DROP INDEX comms_journal_status;
 DROP INDEX comms_journal_sender_seq;
-CREATE INDEX comms_journal_pending ON comms_journal(target_role, row_id) WHERE status = 'brokered';
+CREATE INDEX comms_journal_pending ON comms_journal(row_id, target_role) WHERE status = 'brokered';
 CREATE INDEX comms_journal_failed ON comms_journal(row_id) WHERE status = 'failed';
 `,
 }

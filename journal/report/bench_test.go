@@ -2,9 +2,11 @@ package report
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -37,12 +39,12 @@ var benchLedger struct {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	code := m.Run()
-	if benchLedger.dir != "" {
-		_ = os.RemoveAll(benchLedger.dir)
-	}
-	os.Exit(code)
+	os.Exit(m.Run())
 }
+
+// benchLedgerVersion names the generator's output: bump it when
+// journaltest.Generate or the schema changes what a cached ledger holds.
+const benchLedgerVersion = 3
 
 // openBenchLedger returns the shared generated ledger, opened for the
 // caller (closed at cleanup), and its latest session id.
@@ -65,22 +67,41 @@ func openBenchLedger(b *testing.B) (*journal.Ledger, string) {
 	return l, bl.latest
 }
 
+// generateBenchLedger makes (or reuses) the benchmark ledger. It is cached
+// in the temp directory across test processes (make bench runs each
+// benchmark in its own process): generated under a temporary name and
+// renamed into place only when complete.
 func generateBenchLedger(n int) error {
 	bl := &benchLedger
-	dir, err := os.MkdirTemp("", "hm-report-bench-")
-	if err != nil {
-		return err
-	}
-	bl.dir = dir
-	bl.path = filepath.Join(dir, "evidence-ledger.db")
+	bl.dir = filepath.Join(os.TempDir(), fmt.Sprintf("hm-bench-ledger-v%d-%d", benchLedgerVersion, n))
+	bl.path = filepath.Join(bl.dir, "evidence-ledger.db")
 	start := time.Now()
 	ctx := context.Background()
-	l, err := journal.Open(ctx, bl.path, journal.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		return err
+	quiet := journal.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if _, err := os.Stat(bl.path); err != nil {
+		tmp, err := os.MkdirTemp(os.TempDir(), "hm-bench-ledger-gen-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		l, err := journal.Open(ctx, filepath.Join(tmp, "evidence-ledger.db"), quiet)
+		if err != nil {
+			return err
+		}
+		if err := journaltest.Generate(ctx, l, n, 1); err != nil {
+			_ = l.Close()
+			return err
+		}
+		if err := l.Close(); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, bl.dir); err != nil && !errors.Is(err, fs.ErrExist) && !os.IsExist(err) {
+			return err
+		}
+		bl.genTime = time.Since(start)
 	}
-	if err := journaltest.Generate(ctx, l, n, 1); err != nil {
-		_ = l.Close()
+	l, err := journal.Open(ctx, bl.path, quiet)
+	if err != nil {
 		return err
 	}
 	err = l.Read(ctx, func(conn *sqlite.Conn) error {
@@ -94,7 +115,6 @@ func generateBenchLedger(n int) error {
 	if err != nil {
 		return err
 	}
-	bl.genTime = time.Since(start)
 	for _, suffix := range []string{"", "-wal"} {
 		if fi, err := os.Stat(bl.path + suffix); err == nil {
 			bl.bytes += fi.Size()
