@@ -155,11 +155,25 @@ type result struct {
 
 func run(t *testing.T, root string, env []string, name string, args ...string) result {
 	t.Helper()
+	return runWith(t, root, env, "", name, args...)
+}
+
+// runStdin runs a binary with stdin.
+func runStdin(t *testing.T, root, stdin, name string, args ...string) result {
+	t.Helper()
+	return runWith(t, root, nil, stdin, name, args...)
+}
+
+func runWith(t *testing.T, root string, env []string, stdin, name string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, name), args...)
 	cmd.Env = cleanEnv(root, env...)
 	cmd.Dir = root
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
