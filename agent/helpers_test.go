@@ -1,11 +1,10 @@
 package agent
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
+	"hm/internal/promptlog"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -131,31 +130,14 @@ func shellQuote(s string) string {
 }
 
 // promptRec is one line of the fake agent's prompt log.
-type promptRec struct {
-	Prompt string `json:"prompt"`
-	At     int64  `json:"at"`
-	PID    int    `json:"pid"`
-}
+type promptRec = promptlog.Prompt
 
 // readPrompts reads the fake agent's prompt log (missing file: none).
 func readPrompts(t testing.TB, path string) []promptRec {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
+	out, err := promptlog.Read(path)
 	if err != nil {
-		t.Fatalf("read prompt log: %v", err)
-	}
-	var out []promptRec
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var r promptRec
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("bad prompt log line %q: %v", sc.Text(), err)
-		}
-		out = append(out, r)
+		t.Fatal(err)
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +20,7 @@ import (
 
 	"hm/internal/client"
 	"hm/internal/layout"
+	"hm/internal/promptlog"
 	"hm/journal"
 )
 
@@ -91,31 +91,14 @@ func tctx(t *testing.T, d time.Duration) context.Context {
 }
 
 // prompt is one line of the fake agent's prompt log.
-type prompt struct {
-	Prompt string `json:"prompt"`
-	At     int64  `json:"at"`
-	PID    int    `json:"pid"`
-}
+type prompt = promptlog.Prompt
 
 // readPrompts reads a fake agent prompt log; a missing file is empty.
 func readPrompts(t *testing.T, path string) []prompt {
 	t.Helper()
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
+	out, err := promptlog.Read(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []prompt
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 4<<20)
-	for sc.Scan() {
-		var p prompt
-		if json.Unmarshal(sc.Bytes(), &p) == nil {
-			out = append(out, p)
-		}
 	}
 	return out
 }

@@ -139,24 +139,29 @@ func (h *Hub) runExtras(ctx context.Context, wg *sync.WaitGroup) {
 			h.slots.run(ctx)
 		}()
 	}
+	every := h.opts.HandoffEvery
+	if every <= 0 {
+		every = 30 * time.Second
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		every := h.opts.HandoffEvery
-		if every <= 0 {
-			every = 30 * time.Second
-		}
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				h.writeHandoff(ctx)
-			}
-		}
+		tick(ctx, every, func() { _, _ = h.writeHandoff(ctx) })
 	}()
+}
+
+// tick calls fn every d until ctx ends.
+func tick(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
+		}
+	}
 }
 
 // stopExtras stops components in reverse order.

@@ -1,9 +1,7 @@
 package hub_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,6 +16,7 @@ import (
 	"hm/internal/client"
 	"hm/internal/hub"
 	"hm/internal/layout"
+	"hm/internal/promptlog"
 	"hm/journal"
 )
 
@@ -178,24 +177,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // prompts reads the fake agent's prompt log.
 func prompts(t *testing.T, path string) []string {
 	t.Helper()
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
+	ps, err := promptlog.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var p struct {
-			Prompt string `json:"prompt"`
-		}
-		if json.Unmarshal(sc.Bytes(), &p) == nil {
-			out = append(out, p.Prompt)
-		}
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Prompt
 	}
 	return out
 }

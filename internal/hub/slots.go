@@ -370,14 +370,7 @@ func (s *slotSet) run(ctx context.Context) {
 	if every < 10*time.Millisecond {
 		every = 10 * time.Millisecond
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick(ctx, every, func() {
 		now := time.Now()
 		s.mu.Lock()
 		var idle []int
@@ -397,7 +390,7 @@ func (s *slotSet) run(ctx context.Context) {
 		for _, n := range idle {
 			s.end(n, EndIdleTTL)
 		}
-	}
+	})
 }
 
 func (s *slotSet) stop(ctx context.Context) {

@@ -1,0 +1,48 @@
+// Package promptlog reads the prompt log written by the fake agent CLI used
+// in tests (agent/internal/fakeagent): one JSON line per submitted prompt.
+package promptlog
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+)
+
+// Prompt is one submitted prompt.
+type Prompt struct {
+	Prompt string `json:"prompt"`
+	At     int64  `json:"at"`  // unix ms
+	PID    int    `json:"pid"` // the agent process that took it
+}
+
+// Read returns the prompts logged at path, oldest first. A missing file has
+// none; a last line still being written is left for the next read; a
+// complete line that is not a prompt record is an error.
+func Read(path string) ([]Prompt, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read prompt log: %w", err)
+	}
+	// A last line without its newline is still being written: not yet.
+	if i := bytes.LastIndexByte(b, '\n'); i < len(b)-1 {
+		b = b[:i+1]
+	}
+	var out []Prompt
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var p Prompt
+		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+			return out, fmt.Errorf("prompt log %s: bad line %q: %w", path, sc.Text(), err)
+		}
+		out = append(out, p)
+	}
+	return out, sc.Err()
+}
