@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -101,6 +102,9 @@ func Send(args []string, env Env) int { return Main(append([]string{"send"}, arg
 // Bg runs hm-bg.
 func Bg(args []string, env Env) int { return Main(append([]string{"bg"}, args...), env) }
 
+// flagLike matches what is taken as a flag: -x, --name, --name=value.
+var flagLike = regexp.MustCompile(`^--?[A-Za-z][A-Za-z0-9-]*(=.*)?$`)
+
 // parseArgs parses fs's flags wherever they appear among args (so
 // `hm send builder hello --json` works) and returns the positionals. Only
 // known flags are taken; "--" ends flag parsing.
@@ -112,8 +116,8 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 			pos = append(pos, args[i+1:]...)
 			break
 		}
-		if len(a) < 2 || a[0] != '-' {
-			pos = append(pos, a)
+		if !flagLike.MatchString(a) {
+			pos = append(pos, a) // message text such as "-5" or "-all good"
 			continue
 		}
 		name := strings.TrimLeft(a, "-")
@@ -123,11 +127,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 			if name == "h" || name == "help" {
 				return nil, flag.ErrHelp
 			}
-			if strings.HasPrefix(a, "--") || len(a) == 2 {
-				return nil, fmt.Errorf("unknown flag %s", a)
-			}
-			pos = append(pos, a) // e.g. "-5" as message text
-			continue
+			return nil, fmt.Errorf("unknown flag %s", a)
 		}
 		flags = append(flags, a)
 		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() || hasValue {
