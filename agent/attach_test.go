@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"hm/internal/leak"
+	"hm/internal/poll"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -62,14 +63,14 @@ func attach(t *testing.T, url, token string, view bool) *client {
 
 func (c *client) waitOutput(t *testing.T, want string) {
 	t.Helper()
-	waitFor(t, 15*time.Second, "attach output "+want, func() bool { return strings.Contains(c.out.String(), want) })
+	poll.Until(t, 15*time.Second, "attach output "+want, func() bool { return strings.Contains(c.out.String(), want) })
 }
 
 func TestAttach(t *testing.T) {
 	leak.Check(t)
 	spec, logPath := fakeSpec(t, "FAKEAGENT_ECHO=1", "FAKEAGENT_ENTER_MS=0")
 	p := startPane(t, spec)
-	waitFor(t, 10*time.Second, "banner", func() bool { return strings.Contains(string(p.Replay()), "fakeagent ready") })
+	poll.Until(t, 10*time.Second, "banner", func() bool { return strings.Contains(string(p.Replay()), "fakeagent ready") })
 	base := attachServer(t, map[string]*Pane{"builder": p, "2": p})
 
 	// Interactive client: gets the replay, then live output, and can type.
@@ -97,7 +98,7 @@ func TestAttach(t *testing.T) {
 
 	// Resize from the interactive client; a viewer's resize is ignored.
 	c1.resize <- [2]uint16{101, 31}
-	waitFor(t, 10*time.Second, "resize", func() bool {
+	poll.Until(t, 10*time.Second, "resize", func() bool {
 		cols, rows := paneSize(p)
 		return cols == 101 && rows == 31
 	})

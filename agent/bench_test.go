@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"hm/internal/poll"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +17,7 @@ func BenchmarkInjectOverhead(b *testing.B) {
 	spec.Timing = Profile{Idle: time.Millisecond, EnterDelay: time.Millisecond, Verify: time.Second}
 	spec.LogPath = ""
 	p := startPane(b, spec)
-	waitFor(b, 10*time.Second, "banner", func() bool { return strings.Contains(string(p.Replay()), "fakeagent ready") })
+	poll.Until(b, 10*time.Second, "banner", func() bool { return strings.Contains(string(p.Replay()), "fakeagent ready") })
 	overheads := make([]time.Duration, 0, b.N)
 	stages := make(chan Stage, 4)
 	report := func(s Stage) { stages <- s }

@@ -72,6 +72,13 @@ type Delivery struct {
 	// Report, if set, receives the stages in order, on a goroutine of the
 	// pane; it must not block for long.
 	Report func(Stage)
+	// BeforeEnter, if set, is called on the delivery goroutine after the
+	// whole text is in the pane and just before the first Enter is written
+	// (so a caller can durably record "submitted" first: a crash before it
+	// leaves the message to be typed again, one after it cannot repeat it).
+	// It is called once per successful typing and delays the Enter while it
+	// runs.
+	BeforeEnter func()
 }
 
 // item is a queued delivery.
@@ -240,6 +247,9 @@ func (p *Pane) deliver(it *item) bool {
 		p.mu.Lock()
 		out := p.outChanged
 		p.mu.Unlock()
+		if attempt == 0 && it.d.BeforeEnter != nil {
+			it.d.BeforeEnter()
+		}
 		if _, err := p.writeTo(context.Background(), pr, []byte{'\r'}); err != nil {
 			if attempt == 0 {
 				// The first Enter never reached the program: not submitted.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hm/internal/leak"
+	"hm/internal/poll"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,7 +69,7 @@ func TestCannotStart(t *testing.T) {
 			spec.OnExit = func(int, error) { mu.Lock(); exits++; mu.Unlock() }
 			start := time.Now()
 			p := startPane(t, spec)
-			waitFor(t, 10*time.Second, "state exited with an explanation", func() bool {
+			poll.Until(t, 10*time.Second, "state exited with an explanation", func() bool {
 				s := p.Status()
 				return s.State == StateExited && s.LastError != ""
 			})
@@ -78,7 +79,7 @@ func TestCannotStart(t *testing.T) {
 					t.Errorf("LastError %q lacks %q", st.LastError, w)
 				}
 			}
-			waitFor(t, 10*time.Second, "reason in the replay", func() bool { return strings.Contains(string(p.Replay()), tc.wantOut) })
+			poll.Until(t, 10*time.Second, "reason in the replay", func() bool { return strings.Contains(string(p.Replay()), tc.wantOut) })
 			// A program failing in a loop restarts with backoff, no spin:
 			// 100+200+400+400... ms between attempts.
 			time.Sleep(1500 * time.Millisecond) // observation window, not a sync wait
@@ -103,7 +104,7 @@ func TestCannotStart(t *testing.T) {
 func TestNoRestartStaysExited(t *testing.T) {
 	leak.Check(t)
 	p := startPane(t, Spec{Command: "echo bye; exit 4"})
-	waitFor(t, 10*time.Second, "exit", func() bool { return p.Status().State == StateExited && p.Status().LastError != "" })
+	poll.Until(t, 10*time.Second, "exit", func() bool { return p.Status().State == StateExited && p.Status().LastError != "" })
 	if s := p.Status(); !strings.Contains(s.LastError, "exited with code 4: bye") || s.Restarts != 0 || s.PID != 0 {
 		t.Errorf("status = %+v", s)
 	}
@@ -128,7 +129,7 @@ func TestOutputFloodBounded(t *testing.T) {
 		LogPath:   logPath,
 	})
 	maxSeen := 0
-	waitFor(t, 60*time.Second, "the end of the flood in the replay", func() bool {
+	poll.Until(t, 60*time.Second, "the end of the flood in the replay", func() bool {
 		r := p.Replay()
 		maxSeen = max(maxSeen, len(r))
 		return strings.Contains(string(r), "flood-done")
@@ -157,7 +158,7 @@ func TestLogRotation(t *testing.T) {
 	leak.Check(t)
 	logPath := filepath.Join(t.TempDir(), "pane.log")
 	p := startPane(t, Spec{Command: "head -c 50000 /dev/zero | tr '\\0' y", LogPath: logPath, LogMaxBytes: 20000})
-	waitFor(t, 20*time.Second, "exit", func() bool { return p.Status().State == StateExited })
+	poll.Until(t, 20*time.Second, "exit", func() bool { return p.Status().State == StateExited })
 	ctx, cancel := contextWithTimeout(10 * time.Second)
 	defer cancel()
 	if err := p.Stop(ctx); err != nil {
@@ -186,7 +187,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 			dir := t.TempDir()
 			p := startPane(t, Spec{Command: tc.command, Dir: dir, KillGrace: tc.grace})
 			var grandchild int
-			waitFor(t, 10*time.Second, "grandchild pid", func() bool {
+			poll.Until(t, 10*time.Second, "grandchild pid", func() bool {
 				b, err := os.ReadFile(filepath.Join(dir, "pid"))
 				if err != nil {
 					return false
@@ -205,7 +206,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 				t.Fatal(err)
 			}
 			took := time.Since(start)
-			waitFor(t, 5*time.Second, "grandchild gone", func() bool { return processGone(grandchild) })
+			poll.Until(t, 5*time.Second, "grandchild gone", func() bool { return processGone(grandchild) })
 			if !processGone(leader) {
 				t.Errorf("leader %d still running", leader)
 			}
@@ -306,11 +307,11 @@ func TestStopFromCallbacks(t *testing.T) {
 func TestResizeReachesProgram(t *testing.T) {
 	leak.Check(t)
 	p := startPane(t, Spec{Command: "exec /bin/sh", Env: []string{"PATH=" + os.Getenv("PATH"), "PS1=$ ", "HOME=" + t.TempDir()}, Cols: 90, Rows: 20})
-	waitFor(t, 10*time.Second, "prompt", func() bool { return strings.Contains(string(p.Replay()), "$ ") })
+	poll.Until(t, 10*time.Second, "prompt", func() bool { return strings.Contains(string(p.Replay()), "$ ") })
 	if _, err := p.Write([]byte("stty size\r")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "initial size", func() bool { return strings.Contains(string(p.Replay()), "20 90") })
+	poll.Until(t, 10*time.Second, "initial size", func() bool { return strings.Contains(string(p.Replay()), "20 90") })
 	if err := p.Resize(100, 30); err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +321,7 @@ func TestResizeReachesProgram(t *testing.T) {
 	if _, err := p.Write([]byte("stty size\r")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "new size", func() bool { return strings.Contains(string(p.Replay()), "30 100") })
+	poll.Until(t, 10*time.Second, "new size", func() bool { return strings.Contains(string(p.Replay()), "30 100") })
 	if s := p.Status(); s.Profile != ProfileShell {
 		t.Errorf("profile for /bin/sh = %q, want shell", s.Profile)
 	}
@@ -363,13 +364,13 @@ func TestShellProfileNeverExecutes(t *testing.T) {
 				id := fmt.Sprintf("sh-%d", i+1)
 				p.Enqueue(Delivery{MessageID: id, Content: c, Report: stages.reporter(id)})
 			}
-			waitFor(t, 60*time.Second, "deliveries", func() bool { return stages.final(fmt.Sprintf("sh-%d", len(contents))) })
+			poll.Until(t, 60*time.Second, "deliveries", func() bool { return stages.final(fmt.Sprintf("sh-%d", len(contents))) })
 			// The shell still executes what the user types.
 			okFile := filepath.Join(dir, "alive")
 			if _, err := p.Write([]byte("touch " + okFile + "\r")); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 10*time.Second, "the shell to run a typed command", func() bool {
+			poll.Until(t, 10*time.Second, "the shell to run a typed command", func() bool {
 				_, err := os.Stat(okFile)
 				return err == nil
 			})

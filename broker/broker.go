@@ -28,8 +28,10 @@ type Panes interface {
 	Health(role string) (state string, lastActivity time.Time, ok bool)
 }
 
-// PaneDelivery is one message for a pane. Typed is called once the text and
-// its Enter have been typed into the pane; Failed if it cannot be.
+// PaneDelivery is one message for a pane. Typed is called synchronously once
+// the text is in the pane, just before Enter is pressed; it returns after
+// the ledger has committed the message as routed. Failed is called if the
+// message cannot be typed.
 type PaneDelivery struct {
 	MessageID string
 	Content   string

@@ -14,6 +14,7 @@ import (
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/leak"
+	"hm/internal/poll"
 	"hm/journal"
 )
 
@@ -37,7 +38,7 @@ func TestRouteToListenerAckFields(t *testing.T) {
 	if err := builder.WriteJSON(ctxT(t), proto.Frame{Type: "message-ack", MessageID: "m-1"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "acked row", func() bool {
+	poll.Until(t, 15*time.Second, "acked row", func() bool {
 		m, err := h.ledger.Get(context.Background(), "m-1")
 		return err == nil && m.Status == "acked" && m.AckStatus == proto.StatusDeliveredVerified
 	})
@@ -121,7 +122,7 @@ func TestWaitingDeliveryToLateListener(t *testing.T) {
 	if m.MessageID != "late-1" || m.Content != "(ARCH #1): read this later" {
 		t.Fatalf("message = %+v", m)
 	}
-	eventually(t, "routed", func() bool {
+	poll.Until(t, 15*time.Second, "routed", func() bool {
 		r, err := h.ledger.Get(context.Background(), "late-1")
 		return err == nil && r.Status == "routed" && r.AckStatus == proto.StatusDeliveredWebsocket
 	})
@@ -308,7 +309,7 @@ func TestHealthCheck(t *testing.T) {
 	if r := ask("nobody", 0); r.Healthy || r.Status != "invalid_target" {
 		t.Errorf("nobody: %+v", r)
 	}
-	eventually(t, "builder goes stale", func() bool {
+	poll.Until(t, 15*time.Second, "builder goes stale", func() bool {
 		var r proto.HealthResult
 		o := h.as("oracle", false)
 		if err := o.Request(ctxT(t), proto.Frame{Type: "health-check", Target: "builder", RequestID: "x", StaleAfterMs: 1}, "health-check-result", &r); err != nil {
@@ -328,7 +329,7 @@ func TestPaneDeliveryAndWait(t *testing.T) {
 	if h.panes.count("builder") != 1 || !h.panes.got["builder"][0].Urgent {
 		t.Fatalf("pane deliveries = %+v", h.panes.got)
 	}
-	eventually(t, "routed", func() bool {
+	poll.Until(t, 15*time.Second, "routed", func() bool {
 		m, err := h.ledger.Get(context.Background(), "p-1")
 		return err == nil && m.Status == "routed"
 	})
@@ -338,7 +339,7 @@ func TestPaneDeliveryAndWait(t *testing.T) {
 		a, _, _ := arch.Send(ctxT(t), proto.Frame{Type: "send", Target: "builder", Content: "second", MessageID: "p-2", WaitMs: 10000})
 		done <- a
 	}()
-	eventually(t, "p-2 committed", func() bool { _, err := h.ledger.Get(context.Background(), "p-2"); return err == nil })
+	poll.Until(t, 15*time.Second, "p-2 committed", func() bool { _, err := h.ledger.Get(context.Background(), "p-2"); return err == nil })
 	if err := h.b.Acknowledge(context.Background(), "p-2", "receipt"); err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +398,7 @@ func TestSubscribeJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	arch := h.as("architect", false)
-	eventually(t, "subscription active", func() bool {
+	poll.Until(t, 15*time.Second, "subscription active", func() bool {
 		send(t, arch, proto.Frame{Type: "send", Target: "builder", Content: "watched"})
 		return true
 	})
@@ -436,7 +437,7 @@ func TestSlowConsumerDropped(t *testing.T) {
 	for i := 0; i < 400 && h.b.ConnCount() == 2; i++ {
 		send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: body})
 	}
-	eventually(t, "slow consumer dropped", func() bool { return h.b.ConnCount() == 1 })
+	poll.Until(t, 15*time.Second, "slow consumer dropped", func() bool { return h.b.ConnCount() == 1 })
 	// What it was owed is still pending and reaches it when it returns.
 	pending, err := h.ledger.Pending(context.Background(), "oracle")
 	if err != nil || len(pending) == 0 {

@@ -138,18 +138,6 @@ func decode[T any](t *testing.T, raw []byte) T {
 	return v
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // fakePanes records deliveries and types them at once.
 type fakePanes struct {
 	mu     sync.Mutex

@@ -8,6 +8,7 @@ import (
 
 	"hm/broker"
 	"hm/broker/proto"
+	"hm/internal/poll"
 )
 
 func TestRecoverDelaysRecentMessages(t *testing.T) {
@@ -67,7 +68,7 @@ func TestObligationReminderAndClose(t *testing.T) {
 		t.Fatal(ack)
 	}
 	nextOf(t, builder, "message")
-	eventually(t, "obligation due", func() bool {
+	poll.Until(t, 15*time.Second, "obligation due", func() bool {
 		obs, _ := h.ledger.OpenObligations(context.Background(), 1)
 		return len(obs) == 1
 	})

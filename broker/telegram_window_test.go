@@ -8,6 +8,7 @@ import (
 
 	"hm/broker"
 	"hm/broker/proto"
+	"hm/internal/poll"
 )
 
 type fakeTelegram struct {
@@ -65,7 +66,7 @@ func TestUserTargetTelegramWindow(t *testing.T) {
 		if ack := send(t, arch, proto.Frame{Type: "send", Target: tt.target, Content: "status", MessageID: id}); !ack.OK {
 			t.Fatalf("%s: %+v", tt.name, ack)
 		}
-		eventually(t, tt.name+" settled", func() bool {
+		poll.Until(t, 15*time.Second, tt.name+" settled", func() bool {
 			m, err := h.ledger.Get(context.Background(), id)
 			return err == nil && m.Status == "routed"
 		})

@@ -35,18 +35,6 @@ func openAt(t testing.TB, path string, opts Options) *Ledger {
 	return l
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // msg builds a typical message.
 func msg(id, sender, target string, seq int64, body string) *Message {
 	return &Message{

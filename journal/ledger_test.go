@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hm/internal/leak"
+	"hm/internal/poll"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -427,7 +428,7 @@ func TestSearchWithoutFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	waitFor(t, 5*time.Second, "search to find the new body", func() bool {
+	poll.Until(t, 5*time.Second, "search to find the new body", func() bool {
 		hits, err := l.Search(ctx, "zebracorn", 5)
 		return err == nil && len(hits) == 1 && hits[0].MessageID == "late"
 	})
@@ -660,12 +661,12 @@ func TestBatchFailureIsolated(t *testing.T) {
 	}
 	results := make(chan res, 3)
 	go func() { m, err := l.Append(ctx, msg("a1", "oracle", "architect", 1, "one")); results <- res{m, err} }()
-	waitFor(t, 5*time.Second, "first append queued", func() bool { return len(l.ops) == 1 })
+	poll.Until(t, 5*time.Second, "first append queued", func() bool { return len(l.ops) == 1 })
 	if err := l.submit(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
 	go func() { m, err := l.Append(ctx, msg("a2", "oracle", "architect", 2, "two")); results <- res{m, err} }()
-	waitFor(t, 5*time.Second, "ops queued", func() bool { return len(l.ops) == 3 })
+	poll.Until(t, 5*time.Second, "ops queued", func() bool { return len(l.ops) == 3 })
 	close(release)
 	if err := <-stall.done; err != nil {
 		t.Fatal(err)
@@ -1077,7 +1078,7 @@ func TestKillSafety(t *testing.T) {
 		t.Fatalf("Verify after crash = %+v, %v", r, err)
 	}
 	// The crash left bodies unindexed; indexing catches up after reopen.
-	waitFor(t, 10*time.Second, "search to catch up after crash", func() bool {
+	poll.Until(t, 10*time.Second, "search to catch up after crash", func() bool {
 		hits, err := l.Search(ctx, "crashy", 50)
 		return err == nil && len(hits) == 20
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hm/internal/leak"
+	"hm/internal/poll"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,7 +148,7 @@ func TestFTSCatchesUp(t *testing.T) {
 	if err := l.AppendBatch(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the whole backlog to be indexed", func() bool {
+	poll.Until(t, 20*time.Second, "the whole backlog to be indexed", func() bool {
 		hits, err := l.Search(ctx, fmt.Sprintf("tok%d", n-1), 1)
 		return err == nil && len(hits) == 1
 	})

@@ -3,6 +3,7 @@ package triggers
 import (
 	"context"
 	"errors"
+	"hm/internal/poll"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -21,18 +22,6 @@ func testLogger(t testing.TB) *slog.Logger {
 // quietLogger logs warnings and errors only (for tests with many files).
 func quietLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // recorder is a Sink that records files and can fail on demand.
@@ -125,7 +114,7 @@ func startWatcher(t testing.TB, w *Watcher) *running {
 // waitStarted waits until Run has set up its watch and done its first scan.
 func waitStarted(t testing.TB, w *Watcher) {
 	t.Helper()
-	eventually(t, 10*time.Second, "watcher started", func() bool { return w.Stats().Rescans >= 1 })
+	poll.Until(t, 10*time.Second, "watcher started", func() bool { return w.Stats().Rescans >= 1 })
 }
 
 // writeFile writes data to dir/name via a temp dotfile and a rename.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hm/internal/leak"
+	"hm/internal/poll"
 	"os"
 	"path/filepath"
 	"sort"
@@ -33,8 +34,8 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "sink call", func() bool { return rec.count() == 1 })
-	eventually(t, 10*time.Second, "file removed", func() bool {
+	poll.Until(t, 10*time.Second, "sink call", func() bool { return rec.count() == 1 })
+	poll.Until(t, 10*time.Second, "file removed", func() bool {
 		_, err := os.Stat(path)
 		return errors.Is(err, os.ErrNotExist)
 	})
@@ -97,7 +98,7 @@ func TestBurst(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("Write: %v", err)
 	}
-	eventually(t, 60*time.Second, "1000 deliveries", func() bool { return rec.count() >= writers*per })
+	poll.Until(t, 60*time.Second, "1000 deliveries", func() bool { return rec.count() >= writers*per })
 	r.stop()
 
 	files := rec.got()
@@ -164,7 +165,7 @@ func TestDrainAtStart(t *testing.T) {
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Settle: 200 * time.Millisecond})
 	r := startWatcher(t, w)
-	eventually(t, 10*time.Second, "all delivered", func() bool { return rec.count() == len(files) })
+	poll.Until(t, 10*time.Second, "all delivered", func() bool { return rec.count() == len(files) })
 	r.stop()
 	var order []string
 	for _, f := range rec.got() {
@@ -206,7 +207,7 @@ func TestTransientRetry(t *testing.T) {
 	}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 100 * time.Millisecond})
 	r := startWatcher(t, w)
-	eventually(t, 10*time.Second, "retries", func() bool { return w.Stats().Retried >= 3 })
+	poll.Until(t, 10*time.Second, "retries", func() bool { return w.Stats().Retried >= 3 })
 	if got := listDir(t, filepath.Join(dir, ClaimedDir)); len(got) != 1 || got[0] != "architect.1.txt" {
 		t.Errorf(".claimed holds %v, want the first file only (processing paused)", got)
 	}
@@ -220,7 +221,7 @@ func TestTransientRetry(t *testing.T) {
 	mu.Lock()
 	failing = false
 	mu.Unlock()
-	eventually(t, 10*time.Second, "delivery after recovery", func() bool { return rec.count() == 2 })
+	poll.Until(t, 10*time.Second, "delivery after recovery", func() bool { return rec.count() == 2 })
 	r.stop()
 	got := rec.got()
 	if got[0].Content != "msg 1" || got[1].Content != "msg 2" {
@@ -280,7 +281,7 @@ func TestRejections(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			eventually(t, 10*time.Second, "rejected "+tc.file, func() bool {
+			poll.Until(t, 10*time.Second, "rejected "+tc.file, func() bool {
 				_, err := os.Stat(filepath.Join(dir, RejectedDir, tc.file))
 				return err == nil
 			})
@@ -296,7 +297,7 @@ func TestRejections(t *testing.T) {
 	}
 	// A second file of an already rejected name gets a suffix.
 	writeFile(t, dir, "nobody.txt", []byte("again"))
-	eventually(t, 10*time.Second, "second rejection", func() bool {
+	poll.Until(t, 10*time.Second, "second rejection", func() bool {
 		_, err := os.Stat(filepath.Join(dir, RejectedDir, "nobody.txt.1"))
 		return err == nil // the reason file is written before the file moves
 	})
@@ -326,7 +327,7 @@ func TestBinaryGarbageCleaned(t *testing.T) {
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t)})
 	r := startWatcher(t, w)
 	writeFile(t, dir, "oracle.g.txt", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x01\x1b[2J"))
-	eventually(t, 10*time.Second, "delivery", func() bool { return rec.count() == 1 })
+	poll.Until(t, 10*time.Second, "delivery", func() bool { return rec.count() == 1 })
 	r.stop()
 	if got := rec.got()[0].Content; got != "\uFFFDPNG\n\n\nIHDR[2J" {
 		t.Errorf("content %q", got)
@@ -363,7 +364,7 @@ func TestIgnoredNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "oracle.ok.txt", []byte("deliver me"))
-	eventually(t, 10*time.Second, "several rescans", func() bool { return w.Stats().Rescans >= 5 && rec.count() >= 1 })
+	poll.Until(t, 10*time.Second, "several rescans", func() bool { return w.Stats().Rescans >= 5 && rec.count() >= 1 })
 	r.stop()
 	if got := rec.got(); len(got) != 1 || got[0].Content != "deliver me" {
 		t.Errorf("delivered %+v", got)
@@ -404,12 +405,12 @@ func TestSymlinkNotFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "oracle.ok.txt", []byte("fine"))
-	eventually(t, 10*time.Second, "rescans", func() bool { return w.Stats().Rescans >= 4 && rec.count() >= 1 })
+	poll.Until(t, 10*time.Second, "rescans", func() bool { return w.Stats().Rescans >= 4 && rec.count() >= 1 })
 	// a symlink that reaches .claimed/ (a crash, or a swap race) is rejected unread
 	if err := os.Symlink(secret, filepath.Join(dir, ClaimedDir, "architect.claimed.txt")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "claimed symlink rejected", func() bool {
+	poll.Until(t, 10*time.Second, "claimed symlink rejected", func() bool {
 		_, err := os.Lstat(filepath.Join(dir, RejectedDir, "architect.claimed.txt.reason"))
 		return err == nil
 	})
@@ -476,7 +477,7 @@ func TestSlowWriterNeverTruncated(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	eventually(t, 10*time.Second, "all delivered", func() bool { return rec.count() >= len(tests) })
+	poll.Until(t, 10*time.Second, "all delivered", func() bool { return rec.count() >= len(tests) })
 	r.stop()
 	got := map[string]File{}
 	for _, f := range rec.got() {
@@ -513,8 +514,8 @@ func TestRenameFastPathVersusInPlace(t *testing.T) {
 	if _, err := Write(dir, "oracle", "linked", "via Write"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "fast path", func() bool { return rec.count() >= 2 })
-	eventually(t, 10*time.Second, "rescans", func() bool { return w.Stats().Rescans >= 4 })
+	poll.Until(t, 10*time.Second, "fast path", func() bool { return rec.count() >= 2 })
+	poll.Until(t, 10*time.Second, "rescans", func() bool { return w.Stats().Rescans >= 4 })
 	r.stop()
 	for _, f := range rec.got() {
 		if f.Name == "architect.inplace.txt" {
@@ -556,7 +557,7 @@ func TestClaimedLeftovers(t *testing.T) {
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t)})
 	r := startWatcher(t, w)
-	eventually(t, 10*time.Second, "all delivered", func() bool { return rec.count() == 3 })
+	poll.Until(t, 10*time.Second, "all delivered", func() bool { return rec.count() == 3 })
 	r.stop()
 	got := rec.got()
 	if got[2].Name != "architect.txt" {
@@ -601,7 +602,7 @@ func TestDerivedIDSurvivesRetry(t *testing.T) {
 	w := NewWatcher(dir, sink, Options{Logger: testLogger(t), Rescan: 50 * time.Millisecond})
 	r := startWatcher(t, w)
 	writeFile(t, dir, "oracle.txt", []byte("no id here"))
-	eventually(t, 10*time.Second, "second attempt", func() bool { return w.Stats().Processed == 1 })
+	poll.Until(t, 10*time.Second, "second attempt", func() bool { return w.Stats().Processed == 1 })
 	r.stop()
 	mu.Lock()
 	defer mu.Unlock()
@@ -628,7 +629,7 @@ func TestUTF16Files(t *testing.T) {
 	for _, tc := range tests {
 		writeFile(t, dir, tc.name, tc.data)
 	}
-	eventually(t, 10*time.Second, "delivery", func() bool { return rec.count() >= len(tests) })
+	poll.Until(t, 10*time.Second, "delivery", func() bool { return rec.count() >= len(tests) })
 	r.stop()
 	got := map[string]File{}
 	for _, f := range rec.got() {
@@ -658,7 +659,7 @@ func TestPollingOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 10*time.Second, "delivery", func() bool { return rec.count() == 20 })
+	poll.Until(t, 10*time.Second, "delivery", func() bool { return rec.count() == 20 })
 	r.stop()
 	if got := triggerNames(t, dir); len(got) != 0 {
 		t.Errorf("left: %v", got)
@@ -674,16 +675,16 @@ func TestOverflowRescans(t *testing.T) {
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: time.Hour, Settle: 20 * time.Millisecond})
 	w.injectErr = make(chan error)
 	r := startWatcher(t, w)
-	eventually(t, 10*time.Second, "first scan", func() bool { return w.Stats().Rescans == 1 })
+	poll.Until(t, 10*time.Second, "first scan", func() bool { return w.Stats().Rescans == 1 })
 	// Simulate lost events: a file appears in .claimed/ without any event
 	// in the watched directory.
 	if err := os.WriteFile(filepath.Join(dir, ClaimedDir, "oracle.lost.txt"), []byte("lost event"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	w.injectErr <- fsnotify.ErrEventOverflow
-	eventually(t, 10*time.Second, "delivery after overflow", func() bool { return rec.count() == 1 })
+	poll.Until(t, 10*time.Second, "delivery after overflow", func() bool { return rec.count() == 1 })
 	w.injectErr <- errors.New("some watcher error")
-	eventually(t, 10*time.Second, "rescan after error", func() bool { return w.Stats().Rescans >= 3 })
+	poll.Until(t, 10*time.Second, "rescan after error", func() bool { return w.Stats().Rescans >= 3 })
 	r.stop()
 	st := w.Stats()
 	if st.Overflows != 1 || !strings.Contains(st.LastError, "some watcher error") {
@@ -735,7 +736,7 @@ func TestRunStopsPromptly(t *testing.T) {
 					t.Fatal("sink not called")
 				}
 			} else {
-				eventually(t, 10*time.Second, "started", func() bool { return w.Stats().Rescans >= 1 })
+				poll.Until(t, 10*time.Second, "started", func() bool { return w.Stats().Rescans >= 1 })
 			}
 			cancel()
 			select {
@@ -763,14 +764,14 @@ func TestRunTwice(t *testing.T) {
 	leak.Check(t)
 	w := NewWatcher(t.TempDir(), (&recorder{}).sink, Options{Logger: testLogger(t)})
 	r := startWatcher(t, w)
-	eventually(t, 10*time.Second, "started", func() bool { return w.Stats().Rescans >= 1 })
+	poll.Until(t, 10*time.Second, "started", func() bool { return w.Stats().Rescans >= 1 })
 	if err := w.Run(context.Background()); !errors.Is(err, ErrRunning) {
 		t.Errorf("second Run: %v, want ErrRunning", err)
 	}
 	r.stop()
 	// runs again after stopping
 	r2 := startWatcher(t, w)
-	eventually(t, 10*time.Second, "restarted", func() bool { return w.Stats().Rescans >= 2 })
+	poll.Until(t, 10*time.Second, "restarted", func() bool { return w.Stats().Rescans >= 2 })
 	r2.stop()
 }
 
@@ -804,9 +805,9 @@ func TestClaimCollision(t *testing.T) {
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 50 * time.Millisecond})
 	r := startWatcher(t, w)
 	writeFile(t, dir, "architect.txt", []byte("first"))
-	eventually(t, 10*time.Second, "first failure", func() bool { return w.Stats().Retried >= 1 })
+	poll.Until(t, 10*time.Second, "first failure", func() bool { return w.Stats().Retried >= 1 })
 	writeFile(t, dir, "architect.txt", []byte("second"))
-	eventually(t, 10*time.Second, "more failures", func() bool { return w.Stats().Retried >= 3 })
+	poll.Until(t, 10*time.Second, "more failures", func() bool { return w.Stats().Retried >= 3 })
 	raw, err := os.ReadFile(filepath.Join(dir, ClaimedDir, "architect.txt"))
 	if err != nil || string(raw) != "first" {
 		t.Errorf("claimed file: %q %v", raw, err)
@@ -814,7 +815,7 @@ func TestClaimCollision(t *testing.T) {
 	mu.Lock()
 	fail = false
 	mu.Unlock()
-	eventually(t, 10*time.Second, "both delivered", func() bool { return rec.count() == 2 })
+	poll.Until(t, 10*time.Second, "both delivered", func() bool { return rec.count() == 2 })
 	r.stop()
 	got := rec.got()
 	if got[0].Content != "first" || got[1].Content != "second" {
@@ -834,16 +835,16 @@ func TestDirRecreated(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "dir recreated", func() bool {
+	poll.Until(t, 10*time.Second, "dir recreated", func() bool {
 		_, err := os.Stat(filepath.Join(dir, ClaimedDir))
 		return err == nil
 	})
 	start := w.Stats().Rescans
-	eventually(t, 10*time.Second, "rescan after recreation", func() bool { return w.Stats().Rescans >= start+2 })
+	poll.Until(t, 10*time.Second, "rescan after recreation", func() bool { return w.Stats().Rescans >= start+2 })
 	if _, err := Write(dir, "oracle", "after", "still here"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "delivery", func() bool { return rec.count() == 1 })
+	poll.Until(t, 10*time.Second, "delivery", func() bool { return rec.count() == 1 })
 	r.stop()
 	if got := rec.got()[0]; got.MessageID != "after" || got.Content != "still here" {
 		t.Errorf("got %+v", got)
@@ -866,7 +867,7 @@ func TestBadTxtNamesRejected(t *testing.T) {
 		}
 	}
 	for _, name := range bad {
-		eventually(t, 10*time.Second, name+" rejected", func() bool {
+		poll.Until(t, 10*time.Second, name+" rejected", func() bool {
 			data, err := os.ReadFile(filepath.Join(dir, RejectedDir, name+".reason"))
 			return err == nil && strings.HasPrefix(string(data), "invalid_target\n")
 		})

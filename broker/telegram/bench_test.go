@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"hm/broker/telegram/telegramtest"
+	"hm/internal/poll"
 )
 
 // reportLatency reports p50/p99 in milliseconds and the rate.
@@ -64,7 +65,7 @@ func BenchmarkInboundLatency(b *testing.B) {
 		return nil
 	}
 	ru := startRelay(b, benchConfig(b, fake), store)
-	waitFor(b, 10*time.Second, "polling", func() bool { return fake.Calls("getUpdates") >= 1 })
+	poll.Until(b, 10*time.Second, "polling", func() bool { return fake.Calls("getUpdates") >= 1 })
 	var lat []time.Duration
 	start := time.Now()
 	for b.Loop() {
@@ -88,7 +89,7 @@ func BenchmarkInboundBurst(b *testing.B) {
 	fake := newFake(b)
 	store := newMemStore()
 	ru := startRelay(b, benchConfig(b, fake), store)
-	waitFor(b, 10*time.Second, "polling", func() bool { return fake.Calls("getUpdates") >= 1 })
+	poll.Until(b, 10*time.Second, "polling", func() bool { return fake.Calls("getUpdates") >= 1 })
 	total := 0
 	var elapsed time.Duration
 	for b.Loop() {
@@ -97,7 +98,7 @@ func BenchmarkInboundBurst(b *testing.B) {
 			fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "backlog"})
 		}
 		total += burst
-		waitFor(b, 30*time.Second, "burst delivered", func() bool { d, _, _ := store.snapshot(); return len(d) >= total })
+		poll.Until(b, 30*time.Second, "burst delivered", func() bool { d, _, _ := store.snapshot(); return len(d) >= total })
 		elapsed += time.Since(t0)
 	}
 	b.ReportMetric(float64(total)/elapsed.Seconds(), "msgs/s")

@@ -12,6 +12,7 @@ import (
 
 	"hm/broker/telegram/telegramtest"
 	"hm/internal/leak"
+	"hm/internal/poll"
 )
 
 // TestInbound enqueues one update of each interesting kind and checks what
@@ -91,7 +92,7 @@ func TestInbound(t *testing.T) {
 	cfg := testConfig(t, fake)
 	ru := startRelay(t, cfg, store)
 	key := ru.relay.offsetKey
-	waitFor(t, 15*time.Second, "offset past the last update", func() bool {
+	poll.Until(t, 15*time.Second, "offset past the last update", func() bool {
 		return store.get(key) == strconv.FormatInt(last+1, 10)
 	})
 
@@ -186,8 +187,8 @@ func TestRestart(t *testing.T) {
 		ids = append(ids, fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "first run " + strconv.Itoa(i)}))
 	}
 	ru := startRelay(t, cfg, store)
-	waitFor(t, 10*time.Second, "3 deliveries", func() bool { d, _, _ := store.snapshot(); return len(d) == 3 })
-	waitFor(t, 10*time.Second, "offset saved", func() bool { return store.get(key) == strconv.FormatInt(ids[2]+1, 10) })
+	poll.Until(t, 10*time.Second, "3 deliveries", func() bool { d, _, _ := store.snapshot(); return len(d) == 3 })
+	poll.Until(t, 10*time.Second, "offset saved", func() bool { return store.get(key) == strconv.FormatInt(ids[2]+1, 10) })
 	ru.stop(t)
 
 	// Updates arriving while the relay is down.
@@ -195,11 +196,11 @@ func TestRestart(t *testing.T) {
 		ids = append(ids, fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "while down " + strconv.Itoa(i)}))
 	}
 	ru2 := startRelay(t, cfg, store)
-	waitFor(t, 10*time.Second, "5 deliveries", func() bool { d, _, _ := store.snapshot(); return len(d) >= 5 })
+	poll.Until(t, 10*time.Second, "5 deliveries", func() bool { d, _, _ := store.snapshot(); return len(d) >= 5 })
 	// Give a wrongly repeating relay the chance to show it.
-	waitFor(t, 10*time.Second, "another poll", func() bool { return fake.Offset() == ids[4]+1 })
+	poll.Until(t, 10*time.Second, "another poll", func() bool { return fake.Offset() == ids[4]+1 })
 	polls := fake.Calls("getUpdates")
-	waitFor(t, 10*time.Second, "one more poll", func() bool { return fake.Calls("getUpdates") > polls+1 })
+	poll.Until(t, 10*time.Second, "one more poll", func() bool { return fake.Calls("getUpdates") > polls+1 })
 	ru2.stop(t)
 
 	delivered, _, calls := store.snapshot()
@@ -251,7 +252,7 @@ func TestStopDuringDelivery(t *testing.T) {
 	store.onDeliver = nil
 	store.mu.Unlock()
 	startRelay(t, cfg, store)
-	waitFor(t, 10*time.Second, "second update delivered", func() bool { d, _, _ := store.snapshot(); return len(d) == 2 })
+	poll.Until(t, 10*time.Second, "second update delivered", func() bool { d, _, _ := store.snapshot(); return len(d) == 2 })
 	delivered, _, _ := store.snapshot()
 	if got := deliveredIDs(delivered); !reflect.DeepEqual(got, []int64{id1, id2}) {
 		t.Fatalf("delivered %v, want [%d %d]", got, id1, id2)
@@ -268,7 +269,7 @@ func TestDeliverFailureRetried(t *testing.T) {
 	id1 := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "needs retries"})
 	id2 := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "after"})
 	ru := startRelay(t, testConfig(t, fake), store)
-	waitFor(t, 10*time.Second, "both delivered", func() bool { d, _, _ := store.snapshot(); return len(d) == 2 })
+	poll.Until(t, 10*time.Second, "both delivered", func() bool { d, _, _ := store.snapshot(); return len(d) == 2 })
 	delivered, _, calls := store.snapshot()
 	if got := deliveredIDs(delivered); !reflect.DeepEqual(got, []int64{id1, id2}) {
 		t.Fatalf("delivered %v", got)
@@ -276,7 +277,7 @@ func TestDeliverFailureRetried(t *testing.T) {
 	if want := []int64{id1, id1, id1, id1, id2}; !reflect.DeepEqual(calls, want) {
 		t.Fatalf("Deliver calls %v, want %v", calls, want)
 	}
-	waitFor(t, 5*time.Second, "offset saved", func() bool { return store.get(ru.relay.offsetKey) == strconv.FormatInt(id2+1, 10) })
+	poll.Until(t, 5*time.Second, "offset saved", func() bool { return store.get(ru.relay.offsetKey) == strconv.FormatInt(id2+1, 10) })
 }
 
 // TestPollErrorsRecover: 5xx, malformed answers and slow answers on
@@ -309,7 +310,7 @@ func TestPollErrorsRecover(t *testing.T) {
 				tt.cfg(&cfg)
 			}
 			ru := startRelay(t, cfg, store)
-			waitFor(t, 15*time.Second, "delivery", func() bool { d, _, _ := store.snapshot(); return len(d) == 1 })
+			poll.Until(t, 15*time.Second, "delivery", func() bool { d, _, _ := store.snapshot(); return len(d) == 1 })
 			delivered, _, _ := store.snapshot()
 			if delivered[0].In.UpdateID != id {
 				t.Fatalf("delivered %d, want %d", delivered[0].In.UpdateID, id)
@@ -317,7 +318,7 @@ func TestPollErrorsRecover(t *testing.T) {
 			if calls := fake.Calls("getUpdates"); calls < tt.n+1 {
 				t.Fatalf("getUpdates calls = %d, want > %d", calls, tt.n)
 			}
-			waitFor(t, 5*time.Second, "state polling", func() bool { return ru.relay.Status().State == StatePolling })
+			poll.Until(t, 5*time.Second, "state polling", func() bool { return ru.relay.Status().State == StatePolling })
 		})
 	}
 }
@@ -348,7 +349,7 @@ func TestRejectedToken(t *testing.T) {
 			cfg := testConfig(t, fake)
 			cfg.Token = tt.token
 			ru := startRelay(t, cfg, newMemStore())
-			waitFor(t, 10*time.Second, "state error", func() bool { return ru.relay.Status().State == StateError })
+			poll.Until(t, 10*time.Second, "state error", func() bool { return ru.relay.Status().State == StateError })
 			// Watch the API for a while: with the default 5-minute rejected
 			// backoff there must be no further attempt.
 			before := fake.Calls("getMe") + fake.Calls("getUpdates")
@@ -386,14 +387,14 @@ func TestRejectedTokenRetriesSlowly(t *testing.T) {
 	fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "eventually"})
 	start := time.Now()
 	ru := startRelay(t, cfg, store)
-	waitFor(t, 15*time.Second, "delivery after the token works", func() bool { d, _, _ := store.snapshot(); return len(d) == 1 })
+	poll.Until(t, 15*time.Second, "delivery after the token works", func() bool { d, _, _ := store.snapshot(); return len(d) == 1 })
 	if el := time.Since(start); el < 900*time.Millisecond {
 		t.Fatalf("recovered after %v; three rejections should take at least 900ms", el)
 	}
 	if got := fake.Calls("getMe"); got != 4 {
 		t.Fatalf("getMe calls = %d, want 4", got)
 	}
-	waitFor(t, 5*time.Second, "state polling", func() bool { return ru.relay.Status().State == StatePolling })
+	poll.Until(t, 5*time.Second, "state polling", func() bool { return ru.relay.Status().State == StatePolling })
 }
 
 // TestRunStopsPromptly cancels Run in each phase: while long-polling, while
@@ -427,7 +428,7 @@ func TestRunStopsPromptly(t *testing.T) {
 			cfg := testConfig(t, fake)
 			tt.setup(fake, store, &cfg)
 			ru := startRelay(t, cfg, store)
-			waitFor(t, 10*time.Second, "phase reached", func() bool { return tt.ready(fake, ru.relay) })
+			poll.Until(t, 10*time.Second, "phase reached", func() bool { return tt.ready(fake, ru.relay) })
 			time.Sleep(20 * time.Millisecond) // let it settle into the wait
 			if took := ru.stop(t); took > 3*time.Second {
 				t.Fatalf("Run took %v to return after cancel", took)
@@ -443,7 +444,7 @@ func TestRunTwice(t *testing.T) {
 	leak.Check(t)
 	fake := newFake(t)
 	ru := startRelay(t, testConfig(t, fake), newMemStore())
-	waitFor(t, 10*time.Second, "polling", func() bool { return fake.Calls("getUpdates") >= 1 })
+	poll.Until(t, 10*time.Second, "polling", func() bool { return fake.Calls("getUpdates") >= 1 })
 	if err := ru.relay.Run(context.Background()); !errors.Is(err, ErrRunning) {
 		t.Fatalf("second Run = %v, want ErrRunning", err)
 	}
@@ -545,7 +546,7 @@ func TestOffsetKeyPerBot(t *testing.T) {
 	if ru.relay.offsetKey != "telegram.offset.424242" {
 		t.Fatalf("offset key = %q", ru.relay.offsetKey)
 	}
-	waitFor(t, 10*time.Second, "offset saved", func() bool { return store.get("telegram.offset.424242") == strconv.FormatInt(id+1, 10) })
+	poll.Until(t, 10*time.Second, "offset saved", func() bool { return store.get("telegram.offset.424242") == strconv.FormatInt(id+1, 10) })
 }
 
 // TestOffsetSaveFailure: a failed offset save (the update is committed) does
@@ -558,9 +559,9 @@ func TestOffsetSaveFailure(t *testing.T) {
 	id1 := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "one"})
 	id2 := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "two"})
 	ru := startRelay(t, testConfig(t, fake), store)
-	waitFor(t, 10*time.Second, "offset saved", func() bool { return store.get(ru.relay.offsetKey) == strconv.FormatInt(id2+1, 10) })
+	poll.Until(t, 10*time.Second, "offset saved", func() bool { return store.get(ru.relay.offsetKey) == strconv.FormatInt(id2+1, 10) })
 	id3 := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "three"})
-	waitFor(t, 10*time.Second, "third delivered", func() bool { d, _, _ := store.snapshot(); return len(d) == 3 })
+	poll.Until(t, 10*time.Second, "third delivered", func() bool { d, _, _ := store.snapshot(); return len(d) == 3 })
 	delivered, _, calls := store.snapshot()
 	if want := []int64{id1, id2, id3}; !reflect.DeepEqual(deliveredIDs(delivered), want) || !reflect.DeepEqual(calls, want) {
 		t.Fatalf("delivered %v (calls %v), want %v", deliveredIDs(delivered), calls, want)

@@ -11,6 +11,7 @@ import (
 
 	"hm/broker/telegram/telegramtest"
 	"hm/internal/leak"
+	"hm/internal/poll"
 )
 
 // newSendRelay creates a relay for Send tests (Run is not needed to send).
@@ -256,7 +257,7 @@ func TestSendCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Send(ctx, "m3", "", "architect", "hello") }()
-	waitFor(t, 10*time.Second, "first attempt", func() bool { return fake.Calls("sendMessage") == 1 })
+	poll.Until(t, 10*time.Second, "first attempt", func() bool { return fake.Calls("sendMessage") == 1 })
 	cancel()
 	select {
 	case err := <-done:
@@ -315,7 +316,7 @@ func TestUserWindowAfterInbound(t *testing.T) {
 		t.Fatalf("LastInbound before any message = %q %v", chat, at)
 	}
 	fake.Enqueue(telegramtest.Message{ChatID: 43, FromName: "Bob", Text: "status?"})
-	waitFor(t, 10*time.Second, "delivery", func() bool { d, _, _ := store.snapshot(); return len(d) == 1 })
+	poll.Until(t, 10*time.Second, "delivery", func() bool { d, _, _ := store.snapshot(); return len(d) == 1 })
 	chat, at := ru.relay.LastInbound()
 	if chat != "43" || time.Since(at) > time.Minute {
 		t.Fatalf("LastInbound = %q %v", chat, at)

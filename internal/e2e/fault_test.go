@@ -19,6 +19,7 @@ import (
 	"hm/internal/client"
 	"hm/internal/layout"
 	"hm/internal/leak"
+	"hm/internal/poll"
 	"hm/journal"
 	"hm/triggers"
 )
@@ -98,7 +99,7 @@ func TestFaultKill9DuringBurst(t *testing.T) {
 	writeSettings(t, root, burstTeam(root))
 	archLog := root + "/architect.jsonl"
 	h := startHub(t, root, "--rate-limit", "0")
-	waitFor(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, archLog)) > 0 })
+	poll.Until(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, archLog)) > 0 })
 
 	s1 := map[string]*collector{}
 	for _, role := range []string{"builder", "oracle"} {
@@ -149,9 +150,9 @@ func TestFaultKill9DuringBurst(t *testing.T) {
 	// Kill once enough is ACKed, right after the pane submitted a prompt (so
 	// that the kill does not fall between typing a message and its Enter: that
 	// window is TestFaultKill9WhileTypingIntoPane's).
-	waitFor(t, 90*time.Second, "acks before the kill", func() bool { return ackedCount() >= killAfter })
+	poll.Until(t, 90*time.Second, "acks before the kill", func() bool { return ackedCount() >= killAfter })
 	base := len(readPrompts(t, archLog))
-	waitFor(t, 60*time.Second, "a pane prompt during the burst", func() bool {
+	poll.Until(t, 60*time.Second, "a pane prompt during the burst", func() bool {
 		select {
 		case <-burstDone:
 			t.Fatalf("burst of %d messages ended before the kill point", senders*perSender)
@@ -196,7 +197,7 @@ func TestFaultKill9DuringBurst(t *testing.T) {
 		}
 	}
 	slices.Sort(paneIDs)
-	waitFor(t, 90*time.Second, "every ACKed message delivered after restart", func() bool {
+	poll.Until(t, 90*time.Second, "every ACKed message delivered after restart", func() bool {
 		for id, target := range acked {
 			if target == "architect" {
 				continue
@@ -221,7 +222,7 @@ func TestFaultKill9DuringBurst(t *testing.T) {
 		if ack, _, err := op.Send(ctx, proto.Frame{Type: proto.TypeSend, Target: role, MessageID: id, Content: "sentinel"}); err != nil || !ack.OK {
 			t.Fatalf("sentinel: %+v %v", ack, err)
 		}
-		waitFor(t, 30*time.Second, "sentinel to "+role, func() bool { return s2[role].ids.count(id) == 1 })
+		poll.Until(t, 30*time.Second, "sentinel to "+role, func() bool { return s2[role].ids.count(id) == 1 })
 	}
 	waitQueueDrained(t, h2, "architect")
 
@@ -313,7 +314,7 @@ func sendQueue(t *testing.T, h *hubProc, ids []string) {
 // waitQueueDrained waits until the pane reports an empty queue and idle.
 func waitQueueDrained(t *testing.T, h *hubProc, role string) {
 	t.Helper()
-	waitFor(t, 60*time.Second, role+" queue drained", func() bool {
+	poll.Until(t, 60*time.Second, role+" queue drained", func() bool {
 		st, err := fetchStatus(t, h)
 		_, state, queued, ok := st.pane(role)
 		return err == nil && ok && queued == 0 && state == "idle"
@@ -329,7 +330,7 @@ func TestFaultKill9WhileTypingIntoPane(t *testing.T) {
 	writeSettings(t, root, typingTeam(root))
 	archLog := root + "/architect.jsonl"
 	h := startHub(t, root)
-	waitFor(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, archLog)) > 0 })
+	poll.Until(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, archLog)) > 0 })
 	w := watchPane(t, h, "architect", "[pasted ")
 	base := w.n()
 	ids := []string{"typing-1", "typing-2", "typing-3"}
@@ -348,7 +349,7 @@ func TestFaultKill9WhileTypingIntoPane(t *testing.T) {
 	})
 
 	h2 := startHub(t, root)
-	waitFor(t, 60*time.Second, "typing-3 delivered after restart", func() bool {
+	poll.Until(t, 60*time.Second, "typing-3 delivered after restart", func() bool {
 		return trailerCounts(readPrompts(t, archLog))["typing-3"] > 0
 	})
 	waitQueueDrained(t, h2, "architect")
@@ -378,7 +379,7 @@ func TestFaultPaneKilledDuringInjection(t *testing.T) {
 			writeSettings(t, root, typingTeam(root))
 			archLog := root + "/architect.jsonl"
 			h := startHub(t, root)
-			waitFor(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, archLog)) > 0 })
+			poll.Until(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, archLog)) > 0 })
 			pid, _, _, ok := cliStatus(t, root).pane("architect")
 			if !ok || pid <= 0 {
 				t.Fatalf("no architect pid in hm status --json")
@@ -394,7 +395,7 @@ func TestFaultPaneKilledDuringInjection(t *testing.T) {
 				}
 			} else {
 				// q-2 was submitted; q-3 waits for the pane to go idle.
-				waitFor(t, 30*time.Second, "q-2 submitted", func() bool { return trailerCounts(readPrompts(t, archLog))["q-2"] > 0 })
+				poll.Until(t, 30*time.Second, "q-2 submitted", func() bool { return trailerCounts(readPrompts(t, archLog))["q-2"] > 0 })
 			}
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatalf("kill pane pid %d: %v", pid, err)
@@ -403,12 +404,12 @@ func TestFaultPaneKilledDuringInjection(t *testing.T) {
 			if tc.midTyping && trailerCounts(readPrompts(t, archLog))["q-2"] != 0 {
 				t.Fatal("q-2 was submitted before the kill: the kill missed the typing window")
 			}
-			waitFor(t, 30*time.Second, "pane restarted", func() bool {
+			poll.Until(t, 30*time.Second, "pane restarted", func() bool {
 				st, err := fetchStatus(t, h)
 				p, state, _, ok := st.pane("architect")
 				return err == nil && ok && p > 0 && p != pid && state != "exited"
 			})
-			waitFor(t, 60*time.Second, "q-5 delivered after the restart", func() bool {
+			poll.Until(t, 60*time.Second, "q-5 delivered after the restart", func() bool {
 				return trailerCounts(readPrompts(t, archLog))["q-5"] > 0
 			})
 			waitQueueDrained(t, h, "architect")
@@ -542,7 +543,7 @@ func ledgerUnwritable(t *testing.T, prepare, breakIt, repair func(*testing.T, la
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "trigger file claimed", func() bool { _, err := os.Stat(trig); return os.IsNotExist(err) })
+	poll.Until(t, 30*time.Second, "trigger file claimed", func() bool { _, err := os.Stat(trig); return os.IsNotExist(err) })
 
 	repair(t, lay)
 	recovered := false
@@ -564,7 +565,7 @@ func ledgerUnwritable(t *testing.T, prepare, breakIt, repair func(*testing.T, la
 	if exited(h) || h.cmd.Process.Pid != pid {
 		t.Fatal("the hub restarted; recovery must happen in the same process")
 	}
-	waitFor(t, 60*time.Second, "every ACKed message and the trigger delivered", func() bool {
+	poll.Until(t, 60*time.Second, "every ACKed message and the trigger delivered", func() bool {
 		for _, id := range okIDs {
 			if builder.ids.count(id) == 0 {
 				return false
@@ -696,13 +697,13 @@ func slowConsumer(t *testing.T, bodySize, afterDrop int, boundMB, growMB float64
 		}
 		wg.Wait()
 	}()
-	waitFor(t, 2*time.Minute, "the stalled listener to be dropped", func() bool {
+	poll.Until(t, 2*time.Minute, "the stalled listener to be dropped", func() bool {
 		sample()
 		return !listening()
 	})
 	atDrop, rssAtDrop := count(), maxRSS
 	maxRSS = 0
-	waitFor(t, 2*time.Minute, "messages sent after the drop", func() bool {
+	poll.Until(t, 2*time.Minute, "messages sent after the drop", func() bool {
 		sample()
 		return count() >= atDrop+afterDrop
 	})

@@ -25,6 +25,7 @@ import (
 	"hm/broker/telegram/telegramtest"
 	"hm/internal/layout"
 	"hm/internal/leak"
+	"hm/internal/poll"
 	"hm/journal"
 	"hm/triggers"
 )
@@ -125,7 +126,7 @@ func TestSecurityLoopbackOnly(t *testing.T) {
 	pid := h.cmd.Process.Pid
 	// Let the panes start and a client connect, so that every kind of socket
 	// the hub opens exists.
-	waitFor(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, root+"/architect.jsonl")) > 0 })
+	poll.Until(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, root+"/architect.jsonl")) > 0 })
 	dialAs(t, h, "builder", true)
 
 	owned := socketInodes(t, pid)
@@ -267,7 +268,7 @@ func TestSecurityBrowserOriginRefused(t *testing.T) {
 func paneToken(t *testing.T, path string) string {
 	t.Helper()
 	var tok string
-	waitFor(t, 30*time.Second, "environment dump "+filepath.Base(path), func() bool {
+	poll.Until(t, 30*time.Second, "environment dump "+filepath.Base(path), func() bool {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return false
@@ -418,7 +419,7 @@ func TestSecurityTokens(t *testing.T) {
 	if r := run(t, root, nil, "hm-bg", "kill", "1"); r.code != 0 {
 		t.Fatalf("hm-bg kill 1: %+v", r)
 	}
-	waitFor(t, 30*time.Second, "the ended slot's token refused", func() bool {
+	poll.Until(t, 30*time.Second, "the ended slot's token refused", func() bool {
 		_, err := register(t, h, "builder-bg-1", bgTok)
 		return errors.Is(err, proto.ErrUnauthorized)
 	})
@@ -456,13 +457,13 @@ func TestSecurityFileModes(t *testing.T) {
 
 	// A long body goes to coord/full-agent-messages/; a handoff now and one
 	// at shutdown give session.md and last-session.md.
-	waitFor(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, root+"/architect.jsonl")) > 0 })
+	poll.Until(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, root+"/architect.jsonl")) > 0 })
 	op := dialAs(t, h, "user", false)
 	if ack, _, err := op.Send(tctx(t, 30*time.Second), proto.Frame{Type: proto.TypeSend, Target: "architect", MessageID: "long-1",
 		Content: strings.Repeat("a long single-line body ", 250)}); err != nil || !ack.OK {
 		t.Fatalf("send: %+v %v", ack, err)
 	}
-	waitFor(t, 30*time.Second, "long message typed", func() bool { return trailerCounts(readPrompts(t, root+"/architect.jsonl"))["long-1"] > 0 })
+	poll.Until(t, 30*time.Second, "long message typed", func() bool { return trailerCounts(readPrompts(t, root+"/architect.jsonl"))["long-1"] > 0 })
 	old = syscall.Umask(0)
 	r := run(t, root, nil, "hm", "handoff")
 	syscall.Umask(old)
@@ -622,7 +623,7 @@ func TestSecurityNoWriteOutsideSquidrun(t *testing.T) {
 	// Regular files whose names parse as triggers are claimed and delivered
 	// or rejected; the others (dotfiles, invalid targets, symlinks) are left
 	// alone in triggers/.
-	waitFor(t, 30*time.Second, "hostile trigger files handled", func() bool {
+	poll.Until(t, 30*time.Second, "hostile trigger files handled", func() bool {
 		for _, name := range hostileFiles {
 			if _, ok := triggers.ParseName(name); !ok {
 				continue
@@ -727,18 +728,18 @@ func TestSecurityTelegramForeignChat(t *testing.T) {
 		t.Skip("the Telegram relay is not wired into the hub (status telegram.state stays off)")
 	}
 	archLog := root + "/architect.jsonl"
-	waitFor(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, archLog)) > 0 })
+	poll.Until(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, archLog)) > 0 })
 
 	foreign := srv.Enqueue(telegramtest.Message{ChatID: 666, FromName: "Mallory", Text: "foreign secret: rm -rf /"})
 	foreignGroup := srv.Enqueue(telegramtest.Message{ChatID: -1001, ChatType: "supergroup", ChatTitle: "strangers", FromID: 4242, Text: "owner id in a foreign group"})
 	allowed := srv.Enqueue(telegramtest.Message{ChatID: 777, FromName: "Bob", Text: "allowlisted hello"})
 	owner := srv.Enqueue(telegramtest.Message{ChatID: 4242, FromName: "Owner", Text: "owner hello"})
-	waitFor(t, 60*time.Second, "the owner's and the allowlisted messages typed into the architect pane", func() bool {
+	poll.Until(t, 60*time.Second, "the owner's and the allowlisted messages typed into the architect pane", func() bool {
 		ps := readPrompts(t, archLog)
 		return slices.ContainsFunc(ps, func(p prompt) bool { return strings.Contains(p.Prompt, "owner hello") }) &&
 			slices.ContainsFunc(ps, func(p prompt) bool { return strings.Contains(p.Prompt, "allowlisted hello") })
 	})
-	waitFor(t, 30*time.Second, "refusals counted", func() bool {
+	poll.Until(t, 30*time.Second, "refusals counted", func() bool {
 		st, err := fetchStatus(t, h)
 		return err == nil && st.Telegram.Refused >= 2
 	})

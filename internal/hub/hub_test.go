@@ -163,17 +163,6 @@ func send(t *testing.T, c *client.Client, f proto.Frame) proto.Ack {
 	return ack
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // prompts reads the fake agent's prompt log.
 func prompts(t *testing.T, path string) []string {
 	t.Helper()

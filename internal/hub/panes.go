@@ -55,21 +55,20 @@ func (s *paneSet) Deliver(role string, d broker.PaneDelivery) {
 		}
 		return
 	}
-	p.Enqueue(agent.Delivery{MessageID: d.MessageID, Content: d.Content, Urgent: d.Urgent, Report: func(st agent.Stage) {
-		switch st.Kind {
-		case agent.StageSubmitted, agent.StageUnverified:
-			// Text and Enter are both in the pane: routed. (StageTyped
-			// alone is not: a program that dies before Enter gets the
-			// message typed again after its restart.)
-			if d.Typed != nil {
-				d.Typed()
+	p.Enqueue(agent.Delivery{MessageID: d.MessageID, Content: d.Content, Urgent: d.Urgent,
+		// The text is in the pane; the ledger says routed (committed)
+		// before Enter is pressed. A crash before this commit leaves the
+		// message pending, typed again after restart (the program never
+		// submitted it); after Enter it is never typed twice.
+		BeforeEnter: d.Typed,
+		Report: func(st agent.Stage) {
+			switch st.Kind {
+			case agent.StageFailed:
+				if d.Failed != nil {
+					d.Failed(st.Err)
+				}
 			}
-		case agent.StageFailed:
-			if d.Failed != nil {
-				d.Failed(st.Err)
-			}
-		}
-	}})
+		}})
 }
 
 type errNoPane string

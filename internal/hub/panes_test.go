@@ -13,6 +13,7 @@ import (
 	"hm/broker/proto"
 	"hm/internal/layout"
 	"hm/internal/leak"
+	"hm/internal/poll"
 )
 
 func fakeTeam(root string, builderEnv ...string) string {
@@ -34,7 +35,7 @@ func TestHubPanesStartupDeliveryReceiptShutdown(t *testing.T) {
 	// The first prompt of every pane is its session line (+ brief; the
 	// architect also gets the briefing).
 	for _, role := range []string{"architect", "builder", "oracle"} {
-		eventually(t, role+" session line", func() bool {
+		poll.Until(t, 30*time.Second, role+" session line", func() bool {
 			ps := prompts(t, filepath.Join(root, role+".jsonl"))
 			return len(ps) > 0 && strings.Contains(ps[0], "# SQUIDRUN SESSION: "+strings.ToUpper(role[:1])+role[1:]+" - Started ")
 		})
@@ -48,13 +49,13 @@ func TestHubPanesStartupDeliveryReceiptShutdown(t *testing.T) {
 	if !ack.OK || ack.Seq != 1 || ack.Header != "BUILDER" {
 		t.Fatalf("ack %+v", ack)
 	}
-	eventually(t, "prompt submitted", func() bool { return containsPrompt(prompts(t, archLog), "(BUILDER #1): tests pass") })
+	poll.Until(t, 30*time.Second, "prompt submitted", func() bool { return containsPrompt(prompts(t, archLog), "(BUILDER #1): tests pass") })
 	ps := prompts(t, archLog)
 	last := ps[len(ps)-1]
 	if !strings.HasPrefix(last, "[AGENT MSG - reply via hm-send] (BUILDER #1): tests pass") || !strings.Contains(last, "[hm:m-typed]") {
 		t.Fatalf("typed prompt = %q", last)
 	}
-	eventually(t, "routed", func() bool { return row(t, th, "m-typed").Status == "routed" })
+	poll.Until(t, 30*time.Second, "routed", func() bool { return row(t, th, "m-typed").Status == "routed" })
 	if r := row(t, th, "m-typed"); r.AckStatus != proto.StatusAcceptedUnverified {
 		t.Fatalf("row after typing: %+v", r)
 	}
@@ -63,7 +64,7 @@ func TestHubPanesStartupDeliveryReceiptShutdown(t *testing.T) {
 	if err := op.WriteJSON(ctxT(t), proto.Frame{Type: "message-ack", MessageID: "m-typed"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "acked", func() bool {
+	poll.Until(t, 30*time.Second, "acked", func() bool {
 		r := row(t, th, "m-typed")
 		return r.Status == "acked" && r.AckStatus == proto.StatusDeliveredVerified
 	})

@@ -12,6 +12,7 @@ import (
 	"hm/internal/client"
 	"hm/internal/hub"
 	"hm/internal/leak"
+	"hm/internal/poll"
 )
 
 type bgResp struct {
@@ -54,7 +55,7 @@ func TestBackgroundSlots(t *testing.T) {
 	if !r.OK || r.Result["alias"] != "builder-bg-1" || r.Result["paneId"] != "bg-2-1" || r.Result["ownerPaneId"] != "2" || r.Result["status"] != "starting" {
 		t.Fatalf("spawn: %+v", r)
 	}
-	eventually(t, "task typed into the slot", func() bool { return containsPrompt(prompts(t, bgLog), "TASK: write the parser") })
+	poll.Until(t, 30*time.Second, "task typed into the slot", func() bool { return containsPrompt(prompts(t, bgLog), "TASK: write the parser") })
 	ps := prompts(t, bgLog)
 	if !strings.Contains(ps[0], "builder-bg-1") || !strings.Contains(ps[0], "hm-send builder") || !strings.Contains(ps[0], "__HM_BG_DONE__") {
 		t.Fatalf("slot's first message = %q", ps[0])
@@ -120,7 +121,7 @@ func TestBackgroundSlots(t *testing.T) {
 	if ack := send(t, builder, proto.Frame{Target: "builder-bg-1", Content: "please finish now"}); !ack.OK {
 		t.Fatalf("to slot: %+v", ack)
 	}
-	eventually(t, "builder told task_completed", func() bool {
+	poll.Until(t, 30*time.Second, "builder told task_completed", func() bool {
 		return containsPrompt(prompts(t, builderLog), "builder-bg-1 ended: task_completed")
 	})
 	if r := bg(t, builder, "list", nil); len(r.Result["agents"].([]any)) != 0 {
@@ -158,7 +159,7 @@ func TestBackgroundSlots(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(th.h.Layout.Triggers(), "architect.bg.txt"), []byte("(BUILDER-BG-1 #1): psst"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "bg trigger rejected", func() bool {
+	poll.Until(t, 30*time.Second, "bg trigger rejected", func() bool {
 		data, err := os.ReadFile(filepath.Join(th.h.Layout.Triggers(), "rejected", "architect.bg.txt.reason"))
 		return err == nil && strings.Contains(string(data), "owner_binding_violation")
 	})
@@ -175,11 +176,11 @@ func TestBackgroundIdleTTLAndOwnerExit(t *testing.T) {
 	if r := bg(t, op, "spawn", nil); !r.OK {
 		t.Fatalf("spawn: %+v", r)
 	}
-	eventually(t, "idle slot expires", func() bool {
+	poll.Until(t, 30*time.Second, "idle slot expires", func() bool {
 		return len(bg(t, op, "list", nil).Result["agents"].([]any)) == 0
 	})
 	// Builder's first prompt is the session line; the next one makes it exit.
-	eventually(t, "builder ready", func() bool { return len(prompts(t, filepath.Join(root, "builder.jsonl"))) >= 1 })
+	poll.Until(t, 30*time.Second, "builder ready", func() bool { return len(prompts(t, filepath.Join(root, "builder.jsonl"))) >= 1 })
 	r := bg(t, op, "spawn", nil)
 	if !r.OK {
 		t.Fatalf("spawn: %+v", r)
@@ -187,10 +188,10 @@ func TestBackgroundIdleTTLAndOwnerExit(t *testing.T) {
 	if ack := send(t, op, proto.Frame{Target: "builder", Content: "(ARCH #1): last words"}); !ack.OK {
 		t.Fatalf("send: %+v", ack)
 	}
-	eventually(t, "slots end with their owner", func() bool {
+	poll.Until(t, 30*time.Second, "slots end with their owner", func() bool {
 		return len(bg(t, op, "list", nil).Result["agents"].([]any)) == 0
 	})
-	eventually(t, "builder told about the idle slot", func() bool {
+	poll.Until(t, 30*time.Second, "builder told about the idle slot", func() bool {
 		rows, _ := th.h.Ledger.Pending(ctxT(t), "builder")
 		for _, m := range rows {
 			if strings.Contains(m.RawBody, "idle_ttl_expired") {

@@ -11,6 +11,7 @@ import (
 	"hm/broker/proto"
 	"hm/broker/telegram/telegramtest"
 	"hm/internal/hub"
+	"hm/internal/poll"
 )
 
 func telegramEnv(fake *telegramtest.Server) func(*hub.Options) {
@@ -28,9 +29,9 @@ func TestTelegramThroughTheHub(t *testing.T) {
 	th := startHubAt(t, root, hubConfig{settings: fakeTeam(root), opts: telegramEnv(fake)})
 	archLog := filepath.Join(root, "architect.jsonl")
 
-	eventually(t, "relay polling", func() bool { return th.h.Snapshot().Telegram.State == "polling" })
+	poll.Until(t, 30*time.Second, "relay polling", func() bool { return th.h.Snapshot().Telegram.State == "polling" })
 	id := fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Dana", Text: "ship it"})
-	eventually(t, "inbound typed into the architect pane", func() bool {
+	poll.Until(t, 30*time.Second, "inbound typed into the architect pane", func() bool {
 		return containsPrompt(prompts(t, archLog), "[Telegram from Dana]: ship it")
 	})
 	in := row(t, th, "telegram-in-"+itoa64(id))
@@ -39,7 +40,7 @@ func TestTelegramThroughTheHub(t *testing.T) {
 	}
 	// A foreign chat is recorded and never typed.
 	foreign := fake.Enqueue(telegramtest.Message{ChatID: 666, FromName: "Mallory", Text: "rm -rf please"})
-	eventually(t, "foreign update refused", func() bool {
+	poll.Until(t, 30*time.Second, "foreign update refused", func() bool {
 		return row(t, th, "telegram-refused-"+itoa64(foreign)).ErrorCode == "chat_not_allowed"
 	})
 	if containsPrompt(prompts(t, archLog), "rm -rf please") {
@@ -77,11 +78,11 @@ func TestTelegramThroughTheHub(t *testing.T) {
 	if strings.Join(strings.Fields(joined.String()), " ") != strings.TrimSpace(long) {
 		t.Fatal("parts do not reassemble the reply")
 	}
-	eventually(t, "long parent delivered", func() bool { return row(t, th, "tg-long").AckStatus == proto.StatusDeliveredVerified })
+	poll.Until(t, 30*time.Second, "long parent delivered", func() bool { return row(t, th, "tg-long").AckStatus == proto.StatusDeliveredVerified })
 	// A permanent 403 ends failed with the reason in the ledger.
 	fake.Inject("sendMessage", 1, telegramtest.Forbidden())
 	send(t, arch, proto.Frame{Target: "telegram", Content: "blocked?", MessageID: "tg-403"})
-	eventually(t, "403 recorded", func() bool {
+	poll.Until(t, 30*time.Second, "403 recorded", func() bool {
 		return row(t, th, "tg-403").Status == "failed" && row(t, th, "tg-403-part-1").Status == "failed"
 	})
 
@@ -89,10 +90,10 @@ func TestTelegramThroughTheHub(t *testing.T) {
 	th.stop()
 	while := fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Dana", Text: "while you were down"})
 	th2 := startHubAt(t, root, hubConfig{settings: fakeTeam(root), opts: telegramEnv(fake)})
-	eventually(t, "update from downtime delivered", func() bool {
+	poll.Until(t, 30*time.Second, "update from downtime delivered", func() bool {
 		return row(t, th2, "telegram-in-"+itoa64(while)).MessageID != ""
 	})
-	eventually(t, "typed once", func() bool {
+	poll.Until(t, 30*time.Second, "typed once", func() bool {
 		return containsPrompt(prompts(t, archLog), "while you were down")
 	})
 	n := 0

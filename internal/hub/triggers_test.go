@@ -14,6 +14,7 @@ import (
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/hub"
+	"hm/internal/poll"
 	"hm/triggers"
 )
 
@@ -63,7 +64,7 @@ func TestHubTriggerFiles(t *testing.T) {
 	if m.MessageID != "t-1" || m.From != "architect" || m.Content != "(ARCH #1): from a file" {
 		t.Fatalf("message = %+v", m)
 	}
-	eventually(t, "trigger row", func() bool { return row(t, th, "t-1").Channel == "trigger" })
+	poll.Until(t, 30*time.Second, "trigger row", func() bool { return row(t, th, "t-1").Channel == "trigger" })
 
 	// Older tools: <target>.txt, no id, no header → from user.
 	writeTrigger(t, dir, "oracle.txt", "plain note")
@@ -94,7 +95,7 @@ func TestHubTriggerFiles(t *testing.T) {
 		t.Fatalf("expected marker, got %+v", m)
 	}
 	time.Sleep(0) // ordering above is the proof; nothing further is queued for builder
-	eventually(t, "replayed file consumed", func() bool {
+	poll.Until(t, 30*time.Second, "replayed file consumed", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "builder.replay.txt"))
 		return os.IsNotExist(err)
 	})
@@ -114,7 +115,7 @@ func TestHubTriggerFiles(t *testing.T) {
 	}
 	for name, c := range cases {
 		reasonPath := filepath.Join(dir, "rejected", name+".reason")
-		eventually(t, name+" rejected", func() bool {
+		poll.Until(t, 30*time.Second, name+" rejected", func() bool {
 			data, err := os.ReadFile(reasonPath)
 			return err == nil && strings.Contains(string(data), c.reason)
 		})
