@@ -1006,8 +1006,6 @@ func TestQueries(t *testing.T) {
 		{"history s1", func() ([]Message, error) { return l.History(ctx, HistoryQuery{SessionID: "s1"}) }, []string{"q1", "q2"}},
 		{"history s2 last 1", func() ([]Message, error) { return l.History(ctx, HistoryQuery{SessionID: "s2", Last: 1}) }, []string{"q5"}},
 		{"history after", func() ([]Message, error) { return l.History(ctx, HistoryQuery{AfterRowID: 3}) }, []string{"q4", "q5"}},
-		{"find seq", func() ([]Message, error) { return l.FindSeq(ctx, "s2", "architect", 2) }, []string{"q4", "q5"}},
-		{"find seq none", func() ([]Message, error) { return l.FindSeq(ctx, "s1", "architect", 7) }, nil},
 	}
 	for _, tt := range tests {
 		got, err := tt.get()
@@ -1017,12 +1015,6 @@ func TestQueries(t *testing.T) {
 		if !reflect.DeepEqual(ids(got), tt.want) {
 			t.Errorf("%s = %v, want %v", tt.name, ids(got), tt.want)
 		}
-	}
-	if n, err := l.LastSeq(ctx, "s2", "architect"); n != 2 || err != nil {
-		t.Fatalf("LastSeq = %d, %v", n, err)
-	}
-	if n, err := l.LastSeq(ctx, "s9", "architect"); n != 0 || err != nil {
-		t.Fatalf("LastSeq empty = %d, %v", n, err)
 	}
 }
 

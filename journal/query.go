@@ -150,32 +150,6 @@ func (l *Ledger) History(ctx context.Context, q HistoryQuery) ([]Message, error)
 	return out, nil
 }
 
-// FindSeq returns the messages of senderRole in sessionID carrying sequence
-// number seq, in row order (normally zero or one; more after seq_reused).
-func (l *Ledger) FindSeq(ctx context.Context, sessionID, senderRole string, seq int64) ([]Message, error) {
-	out, err := l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal WHERE sender_role = ? AND session_id = ? AND seq = ? ORDER BY row_id", senderRole, sessionID, seq)
-	if err != nil {
-		return nil, fmt.Errorf("journal find seq: %w", err)
-	}
-	return out, nil
-}
-
-// LastSeq returns the highest sequence number senderRole used in sessionID
-// (0 if none).
-func (l *Ledger) LastSeq(ctx context.Context, sessionID, senderRole string) (int64, error) {
-	var n int64
-	err := l.Read(ctx, func(conn *sqlite.Conn) error {
-		return execArgs(conn, "SELECT coalesce(max(seq), 0) FROM comms_journal WHERE sender_role = ? AND session_id = ?", func(stmt *sqlite.Stmt) error {
-			n = stmt.ColumnInt64(0)
-			return nil
-		}, senderRole, sessionID)
-	})
-	if err != nil {
-		return 0, fmt.Errorf("journal last seq: %w", err)
-	}
-	return n, nil
-}
-
 // Hit is one Search result: the message and a snippet of its body around
 // the match, with matches wrapped in [ and ].
 type Hit struct {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -424,13 +423,6 @@ func (t *Team) Others(role string) []Member {
 		}
 	}
 	return out
-}
-
-// SortedRoles returns all member roles sorted, for stable output.
-func (t *Team) SortedRoles() []string {
-	r := t.Roles()
-	sort.Strings(r)
-	return r
 }
 
 func clip(s string, n int) string {

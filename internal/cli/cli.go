@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
-	"sort"
 	"strings"
 	"syscall"
 )
@@ -165,13 +164,4 @@ func usageError(env Env, fs *flag.FlagSet, synopsis string, err error) int {
 	fmt.Fprintln(env.Stderr, "usage: "+synopsis)
 	fs.PrintDefaults()
 	return ExitUsage
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
