@@ -335,7 +335,9 @@ func (l *Ledger) AdvanceAsync(c Change) {
 		l.log.Error("journal: advance without message_id dropped")
 		return
 	}
-	if err := l.submit(context.Background(), l.advanceOp(c, nil)); err != nil {
+	o := l.advanceOp(c, nil)
+	o.retry = true
+	if err := l.submit(context.Background(), o); err != nil {
 		l.log.Error("journal: async advance dropped", "message_id", c.MessageID, "err", err)
 	}
 }

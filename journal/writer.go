@@ -32,7 +32,15 @@ type op struct {
 	// onErr, if set, handles the failure of a fire-and-forget op instead
 	// of the default error log.
 	onErr func(error)
+	// retry marks a fire-and-forget op that is kept and committed later
+	// when it fails because the ledger cannot commit (AdvanceAsync): its
+	// caller has moved on and nobody else would record the change.
+	retry bool
 }
+
+// maxRetries bounds the fire-and-forget ops kept for a later commit while
+// the ledger cannot commit.
+const maxRetries = 1 << 16
 
 // logicalError marks an op failure that happened before the op wrote
 // anything (duplicate, not found, invalid), so the rest of its batch can
@@ -58,6 +66,11 @@ type writer struct {
 	// maxCommitsPerCheckpoint commits under sustained load, so WAL copying
 	// does not land on a random Append.
 	commitsSinceCkpt int
+
+	// retry holds fire-and-forget ops that failed because the ledger could
+	// not commit; flushRetries commits them after the next successful
+	// transaction.
+	retry []*op
 }
 
 const (
@@ -339,6 +352,7 @@ func (w *writer) process(batch []*op) {
 		for i, o := range batch {
 			w.finish(o, errs[i])
 		}
+		w.flushRetries()
 		return
 	}
 	if len(batch) == 1 {
@@ -364,10 +378,40 @@ func (w *writer) txError(o *op, err error) error {
 	return fmt.Errorf("journal %s: %w", o.name, err)
 }
 
+// flushRetries commits the fire-and-forget ops kept while the ledger could
+// not commit, now that a transaction went through; if they still fail they
+// are kept for the next one.
+func (w *writer) flushRetries() {
+	if len(w.retry) == 0 {
+		return
+	}
+	ops := w.retry
+	w.retry = nil
+	errs, err := w.runTx(ops)
+	if err != nil {
+		w.retry = ops
+		return
+	}
+	for i, o := range ops {
+		w.finish(o, errs[i])
+	}
+	w.l.log.Info("journal: writes kept while the ledger could not commit are committed", "ops", len(ops))
+}
+
 func (w *writer) finish(o *op, err error) {
 	var le logicalError
 	if errors.As(err, &le) {
 		err = le.err
+	} else if err != nil && o.done == nil && o.retry && errors.Is(err, ErrUnavailable) {
+		if len(w.retry) < maxRetries {
+			if len(w.retry) == 0 {
+				w.l.log.Warn("journal: cannot commit; keeping async writes to retry", "op", o.name, "err", err)
+			}
+			w.retry = append(w.retry, o)
+			return
+		}
+		w.l.log.Error("journal: async write dropped: too many waiting for the ledger", "op", o.name, "err", err)
+		return
 	}
 	if o.done != nil {
 		o.done <- err

@@ -1,0 +1,56 @@
+package journal
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"hm/internal/poll"
+)
+
+// TestAsyncAdvanceKeptWhileUnavailable: a fire-and-forget state change that
+// cannot commit because the ledger is full is kept and committed after the
+// next successful transaction, not dropped.
+func TestAsyncAdvanceKeptWhileUnavailable(t *testing.T) {
+	l := openTest(t, Options{})
+	ctx := context.Background()
+	if _, err := l.Append(ctx, &Message{MessageID: "m1", SessionID: "s", SenderRole: "architect", TargetRole: "builder", RawBody: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(l.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cap the database at its current size: a change that needs a new page
+	// cannot commit.
+	if err := l.SetMaxBytes(ctx, st.Size()); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 64<<10)
+	l.AdvanceAsync(Change{MessageID: "m1", Status: StatusRouted, AckStatus: "delivered.websocket", Event: "delivered", Detail: map[string]any{"pad": big}})
+	// The cap refuses a write that needs room: wait until the async change
+	// has been tried and kept (the row is still brokered).
+	_, err = l.Append(ctx, &Message{MessageID: "m2", SessionID: "s", SenderRole: "architect", TargetRole: "builder", RawBody: big})
+	if err == nil {
+		t.Fatal("append over the cap committed")
+	}
+	if m, _ := l.Get(ctx, "m1"); m.Status != StatusBrokered {
+		t.Fatalf("m1 = %s while the ledger is full", m.Status)
+	}
+	if err := l.SetMaxBytes(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, &Message{MessageID: "m3", SessionID: "s", SenderRole: "architect", TargetRole: "builder", RawBody: "room again"}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 5*time.Second, "the kept change committed", func() bool {
+		m, err := l.Get(ctx, "m1")
+		return err == nil && m.Status == StatusRouted && m.AckStatus == "delivered.websocket"
+	})
+	rep, err := l.Verify(ctx)
+	if err != nil || !rep.OK {
+		t.Fatalf("verify: %+v %v", rep, err)
+	}
+}
