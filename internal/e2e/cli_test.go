@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -115,5 +117,55 @@ func TestCLICommands(t *testing.T) {
 	r = run(t, root, nil, "hm", "journal", "verify")
 	if r.code != 1 || !strings.Contains(r.stdout, "FAILED") || !strings.Contains(r.stdout, ack.MessageID) {
 		t.Fatalf("verify after tampering: %+v", r)
+	}
+}
+
+// TestCommsTailFollow: `hm comms tail -f` prints ledger changes live.
+func TestCommsTailFollow(t *testing.T) {
+	root := t.TempDir()
+	startHub(t, root, "--no-panes")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "hm"), "comms", "tail", "-f")
+	cmd.Env, cmd.Dir = cleanEnv(root), root
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	// Keep sending until tail (which subscribes after printing history)
+	// shows one of them.
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("tail-%d", i)
+		if r := run(t, root, []string{"SQUIDRUN_ROLE=architect"}, "hm-send", "oracle", "watch this", "--message-id", id); r.code != 0 {
+			t.Fatalf("hm-send: %+v", r)
+		}
+		select {
+		case l, ok := <-lines:
+			for ok {
+				if strings.Contains(l, "brokered") && strings.Contains(l, "tail-") && strings.Contains(l, "watch this") {
+					return
+				}
+				select {
+				case l, ok = <-lines:
+				case <-time.After(300 * time.Millisecond):
+					ok = false
+				}
+			}
+		case <-time.After(300 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatalf("tail -f never showed a sent message\n%s", hubLog(root))
+		}
 	}
 }
