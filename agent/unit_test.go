@@ -232,7 +232,7 @@ func FuzzCompose(f *testing.F) {
 		if id != "" && !strings.HasSuffix(text, Trailer(id)) {
 			t.Fatalf("trailer missing: %q", text)
 		}
-		if c.Pointer != (len(c.Body) > MaxInlineBody || strings.Contains(strings.Trim(c.Body, " \t\n"), "\n") && (shell || !bracketed) || shell && !strings.Contains(text, strings.Trim(c.Body, " \t\n"))) {
+		if c.Pointer != (len(c.Body) > MaxInlineBody || strings.Contains(strings.Trim(c.Body, " \t\n"), "\n") && (shell || !bracketed) || shell && !strings.Contains(text, flatten(strings.Trim(c.Body, " \t\n")))) {
 			t.Fatalf("pointer decision %v for %q", c.Pointer, content)
 		}
 		if !c.Pointer && len(text) > MaxInlineBody+len(AgentPrefix)+len(Trailer(id))+2+len(Neutralize(content))-len(c.Body)+64 {
