@@ -134,16 +134,11 @@ func writeFile(t testing.TB, dir, name string, data []byte) string {
 // triggerNames lists the non-dot entries of dir other than rejected/.
 func triggerNames(t testing.TB, dir string) []string {
 	t.Helper()
-	des, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, de := range des {
-		if strings.HasPrefix(de.Name(), ".") || de.Name() == RejectedDir {
-			continue
+	for _, name := range listDir(t, dir) {
+		if !strings.HasPrefix(name, ".") && name != RejectedDir {
+			out = append(out, name)
 		}
-		out = append(out, de.Name())
 	}
 	sort.Strings(out)
 	return out
