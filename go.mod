@@ -8,6 +8,7 @@ require (
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/go-telegram/bot v1.19.0
 	golang.org/x/sys v0.33.0
+	golang.org/x/term v0.32.0
 	zombiezen.com/go/sqlite v1.4.2
 )
 

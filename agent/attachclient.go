@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 // DetachKey (Ctrl-\) typed locally ends an AttachClient session.
@@ -216,35 +216,34 @@ func redact(raw string) string {
 // RawMode puts the terminal fd in raw mode (no echo, no line editing, no
 // signal keys, 8-bit) and returns a function restoring the previous mode.
 func RawMode(fd int) (restore func(), err error) {
-	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	old, err := term.MakeRaw(fd)
 	if err != nil {
-		return nil, fmt.Errorf("raw mode: get terminal attributes: %w", err)
+		return nil, fmt.Errorf("raw mode: %w", err)
 	}
-	t := *old
-	t.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
-	t.Oflag &^= unix.OPOST
-	t.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
-	t.Cflag &^= unix.CSIZE | unix.PARENB
-	t.Cflag |= unix.CS8
-	t.Cc[unix.VMIN] = 1
-	t.Cc[unix.VTIME] = 0
-	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &t); err != nil {
-		return nil, fmt.Errorf("raw mode: set terminal attributes: %w", err)
-	}
-	return func() { _ = unix.IoctlSetTermios(fd, unix.TCSETS, old) }, nil
+	return func() { _ = term.Restore(fd, old) }, nil
 }
 
 // TerminalSize returns the size of the terminal fd (for the first resize).
 func TerminalSize(fd int) (cols, rows uint16, err error) {
-	ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
+	w, h, err := term.GetSize(fd)
 	if err != nil {
 		return 0, 0, fmt.Errorf("terminal size: %w", err)
 	}
-	return ws.Col, ws.Row, nil
+	return clampDim(w), clampDim(h), nil
+}
+
+// clampDim converts a terminal dimension to the uint16 the PTY protocol uses.
+func clampDim(n int) uint16 {
+	switch {
+	case n < 0:
+		return 0
+	case n > 0xffff:
+		return 0xffff
+	}
+	return uint16(n)
 }
 
 // IsTerminal reports whether fd is a terminal.
 func IsTerminal(fd int) bool {
-	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
-	return err == nil
+	return term.IsTerminal(fd)
 }

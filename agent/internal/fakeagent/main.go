@@ -30,7 +30,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 const (
@@ -86,15 +86,8 @@ func run() error {
 	if a.doneLine == "" {
 		a.doneLine = "__HM_BG_DONE__"
 	}
-	if t, err := unix.IoctlGetTermios(0, unix.TCGETS); err == nil {
-		raw := *t
-		raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
-		raw.Oflag &^= unix.OPOST
-		raw.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
-		raw.Cflag &^= unix.CSIZE | unix.PARENB
-		raw.Cflag |= unix.CS8
-		raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
-		if err := unix.IoctlSetTermios(0, unix.TCSETS, &raw); err != nil {
+	if term.IsTerminal(0) {
+		if _, err := term.MakeRaw(0); err != nil {
 			return fmt.Errorf("raw mode: %w", err)
 		}
 	}
