@@ -184,8 +184,7 @@ func (s *syncBuffer) String() string {
 
 // processGone reports whether pid no longer runs (gone or a zombie).
 func processGone(pid int) bool {
-	state, _, ok := procStat(pid)
-	return !ok || state == 'Z' || state == 'X'
+	return !procAlive(pid)
 }
 
 // contextWithTimeout is context.WithTimeout on the background context.

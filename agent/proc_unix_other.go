@@ -1,0 +1,23 @@
+//go:build unix && !linux && !darwin
+
+package agent
+
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+)
+
+// groupAlive reports whether any process of the group still exists. Without
+// a portable way to list a group's members (Linux has /proc, macOS a
+// sysctl), a zombie left in the group counts as alive here: Stop then waits
+// out KillGrace and sends SIGKILL, which is harmless.
+func groupAlive(pgid int) bool {
+	return !errors.Is(unix.Kill(-pgid, 0), unix.ESRCH)
+}
+
+// procAlive reports whether pid still exists (zombies included, see
+// groupAlive).
+func procAlive(pid int) bool {
+	return !errors.Is(unix.Kill(pid, 0), unix.ESRCH)
+}
