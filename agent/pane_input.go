@@ -1,0 +1,90 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+)
+
+// Write types b into the pane as if from the keyboard. It blocks while the
+// program does not read its input and fails with ErrNotRunning when no
+// program runs.
+func (p *Pane) Write(b []byte) (int, error) {
+	return p.WriteContext(context.Background(), b)
+}
+
+// WriteContext is Write with a context that can abandon a blocked write.
+func (p *Pane) WriteContext(ctx context.Context, b []byte) (int, error) {
+	p.mu.Lock()
+	pr := p.proc
+	p.mu.Unlock()
+	if pr == nil || pr.isExited() {
+		return 0, fmt.Errorf("write to pane %s: %w", p.name(), ErrNotRunning)
+	}
+	p.inputMu.Lock()
+	defer p.inputMu.Unlock()
+	n, err := p.writeTo(ctx, pr, b)
+	if err != nil {
+		return n, fmt.Errorf("write to pane %s: %w", p.name(), err)
+	}
+	return n, nil
+}
+
+// writeTo writes all of b to the program's terminal, giving up when the
+// program exits, the pane stops or ctx ends. The caller holds inputMu.
+func (p *Pane) writeTo(ctx context.Context, pr *proc, b []byte) (int, error) {
+	written := 0
+	for written < len(b) {
+		_ = pr.master.SetWriteDeadline(time.Now().Add(writeSlice))
+		n, err := pr.master.Write(b[written:])
+		written += n
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			select {
+			case <-pr.exited:
+				return written, ErrPaneExited
+			case <-p.stopCh:
+				return written, ErrStopped
+			case <-ctx.Done():
+				return written, ctx.Err()
+			default:
+				continue
+			}
+		}
+		if pr.isExited() || errors.Is(err, fs.ErrClosed) || errors.Is(err, syscall.EIO) {
+			return written, fmt.Errorf("%w: %w", ErrPaneExited, err)
+		}
+		return written, err
+	}
+	if written > 0 {
+		p.mu.Lock()
+		p.lastInput = time.Now()
+		p.mu.Unlock()
+	}
+	return written, nil
+}
+
+// Resize changes the terminal size of the running program (it receives
+// SIGWINCH) and of later runs.
+func (p *Pane) Resize(cols, rows uint16) error {
+	if cols == 0 || rows == 0 {
+		return fmt.Errorf("resize pane %s to %dx%d: size must be positive", p.name(), cols, rows)
+	}
+	p.mu.Lock()
+	p.cols, p.rows = cols, rows
+	pr := p.proc
+	p.mu.Unlock()
+	if pr == nil {
+		return nil
+	}
+	if err := setWinsize(pr.master, cols, rows); err != nil && !errors.Is(err, fs.ErrClosed) {
+		return fmt.Errorf("pane %s: %w", p.name(), err)
+	}
+	return nil
+}

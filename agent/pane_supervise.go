@@ -1,0 +1,175 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// spawn starts one run of the program and records it as current.
+func (p *Pane) spawn() (*proc, error) {
+	p.mu.Lock()
+	cols, rows := p.cols, p.rows
+	p.mu.Unlock()
+	pr, err := startProc(&p.spec, cols, rows)
+	if err != nil {
+		return nil, err
+	}
+	if p.spec.OnLine != nil {
+		pr.scan.emit = func(line string) {
+			on := p.spec.OnLine
+			p.disp.post(func() { on(line) }, true)
+		}
+	}
+	p.mu.Lock()
+	p.proc = pr
+	p.startedAt = pr.startedAt
+	p.lastOutput = pr.startedAt
+	p.sawOutput = false
+	p.bracketed = false
+	close(p.procChanged)
+	p.procChanged = make(chan struct{})
+	p.mu.Unlock()
+	p.log.Info("pane program started", "pid", pr.pid, "command", p.spec.Command, "profile", p.profile.Name)
+	return pr, nil
+}
+
+// supervise owns the program's lifecycle: it waits for each run to end,
+// reports it, and restarts with backoff until the pane stops.
+func (p *Pane) supervise(pr *proc, startErr error) {
+	backoff := p.spec.MinBackoff
+	for {
+		if startErr != nil {
+			msg := "cannot start: " + startErr.Error()
+			p.mu.Lock()
+			p.lastError = msg
+			if p.startedAt.IsZero() {
+				p.startedAt = time.Now()
+			}
+			p.mu.Unlock()
+			p.log.Warn("pane program cannot start", "err", startErr)
+			p.notice(msg)
+			p.postExit(-1, startErr)
+		} else {
+			ran := p.runProc(pr)
+			if ran >= p.spec.MaxBackoff {
+				backoff = p.spec.MinBackoff
+			}
+		}
+		select {
+		case <-p.stopCh:
+			return
+		default:
+		}
+		if !p.spec.Restart {
+			p.notice("program ended; not restarting")
+			<-p.stopCh
+			return
+		}
+		p.notice(fmt.Sprintf("restarting in %s", backoff))
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-p.stopCh:
+			t.Stop()
+			return
+		}
+		backoff = min(backoff*2, p.spec.MaxBackoff)
+		p.mu.Lock()
+		p.restarts++
+		p.mu.Unlock()
+		pr, startErr = p.spawn()
+	}
+}
+
+// runProc watches one run until it ends (stopping it when the pane stops)
+// and returns how long it ran.
+func (p *Pane) runProc(pr *proc) time.Duration {
+	go p.readLoop(pr)
+	go func() {
+		pr.waitErr = pr.cmd.Wait()
+		close(pr.exited)
+	}()
+	select {
+	case <-pr.exited:
+		// Hang up what the program left behind, as a closing terminal does.
+		_ = signalGroup(pr.pid, syscall.SIGHUP)
+	case <-p.stopCh:
+		p.killGroup(pr)
+	}
+	ran := time.Since(pr.startedAt)
+	t := time.NewTimer(drainTimeout)
+	select {
+	case <-pr.readerDone:
+	case <-t.C:
+		p.log.Debug("pane output still open after exit; closing it", "pid", pr.pid)
+	}
+	t.Stop()
+	pr.master.Close()
+	<-pr.readerDone
+
+	p.mu.Lock()
+	last := lastLine(p.ring.Tail(2048))
+	p.mu.Unlock()
+	code, msg := describeExit(pr.waitErr, last)
+	p.mu.Lock()
+	p.proc = nil
+	p.lastError = msg
+	p.bracketed = false
+	close(p.procChanged)
+	p.procChanged = make(chan struct{})
+	p.mu.Unlock()
+	p.log.Info("pane program ended", "pid", pr.pid, "code", code, "ran", ran.Round(time.Millisecond), "detail", msg)
+	p.notice("program " + msg)
+	p.postExit(code, pr.waitErr)
+	return ran
+}
+
+// killGroup stops a run: SIGHUP to the process group, SIGKILL once
+// KillGrace passed and anything of the group still runs.
+func (p *Pane) killGroup(pr *proc) {
+	deadline := time.Now().Add(p.spec.KillGrace)
+	if err := signalGroup(pr.pid, syscall.SIGHUP); err != nil {
+		p.log.Warn("hang up pane program", "err", err)
+	}
+	t := time.NewTimer(p.spec.KillGrace)
+	select {
+	case <-pr.exited:
+	case <-t.C:
+	}
+	t.Stop()
+	for groupAlive(pr.pid) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if groupAlive(pr.pid) {
+		p.log.Warn("pane program ignored SIGHUP; killing its process group", "pid", pr.pid)
+		if err := signalGroup(pr.pid, syscall.SIGKILL); err != nil {
+			p.log.Warn("kill pane program", "err", err)
+		}
+	}
+	<-pr.exited
+}
+
+// postExit queues the OnExit callback.
+func (p *Pane) postExit(code int, err error) {
+	if on := p.spec.OnExit; on != nil {
+		p.disp.post(func() { on(code, err) }, false)
+	}
+}
+
+// lastLine returns the last non-empty ANSI-stripped line of out, shortened.
+func lastLine(out []byte) string {
+	var last string
+	s := termScanner{emit: func(l string) {
+		if strings.TrimSpace(l) != "" && !strings.HasPrefix(l, "[hm] ") {
+			last = strings.TrimSpace(l)
+		}
+	}}
+	s.Write(out)
+	s.endLine(false)
+	if r := []rune(last); len(r) > 200 {
+		last = string(r[:200]) + "…"
+	}
+	return last
+}
