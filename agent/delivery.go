@@ -18,14 +18,16 @@ type StageKind int
 // Typed; Failed replaces them). Typed repeats when the program ended after
 // the text but before Enter: the message is typed again into the next run.
 const (
-	// StageTyped: the whole text was written into the pane.
+	// StageTyped: the whole text was written into the pane; Delivery.Typed
+	// is called just before Enter.
 	StageTyped StageKind = iota + 1
 	// StageSubmitted: the program produced output after Enter.
 	StageSubmitted
 	// StageUnverified: no output after Enter, even after a second Enter,
 	// or the program ended or the pane stopped before output was seen.
 	StageUnverified
-	// StageFailed: the message could not be typed at all (Err says why).
+	// StageFailed: the message could not be typed at all (Err says why);
+	// Delivery.Failed is called with Err.
 	StageFailed
 )
 
@@ -72,13 +74,29 @@ type Delivery struct {
 	// Report, if set, receives the stages in order, on a goroutine of the
 	// pane; it must not block for long.
 	Report func(Stage)
-	// BeforeEnter, if set, is called on the delivery goroutine after the
-	// whole text is in the pane and just before the first Enter is written
-	// (so a caller can durably record "submitted" first: a crash before it
-	// leaves the message to be typed again, one after it cannot repeat it).
-	// It is called once per successful typing and delays the Enter while it
-	// runs.
-	BeforeEnter func()
+	// Typed, if set, is called at StageTyped: on the delivery goroutine,
+	// once the whole text is in the pane (after StageTyped was reported) and
+	// just before the first Enter is written, so a caller can durably record
+	// the message as typed first: a crash before it leaves the message to be
+	// typed again, one after it cannot repeat it. It is called at most once
+	// per typing (not when the program ends before Enter, when the text is
+	// typed again) and delays the Enter while it runs.
+	Typed func()
+	// Failed, if set, is called at StageFailed with its Err, on the same
+	// goroutine as Report and after it.
+	Failed func(err error)
+}
+
+// Fail reports StageFailed with err to d's Report and Failed callbacks, for a
+// caller giving up on a delivery the pane will never type (see Undelivered).
+// It runs the callbacks on the calling goroutine.
+func (d Delivery) Fail(err error) {
+	if d.Report != nil {
+		d.Report(Stage{Kind: StageFailed, At: time.Now(), Err: err})
+	}
+	if d.Failed != nil {
+		d.Failed(err)
+	}
 }
 
 // item is a queued delivery.
@@ -247,8 +265,8 @@ func (p *Pane) deliver(it *item) bool {
 		p.mu.Lock()
 		out := p.outChanged
 		p.mu.Unlock()
-		if attempt == 0 && it.d.BeforeEnter != nil {
-			it.d.BeforeEnter()
+		if attempt == 0 && it.d.Typed != nil {
+			it.d.Typed()
 		}
 		if _, err := p.writeTo(context.Background(), pr, []byte{'\r'}); err != nil {
 			if attempt == 0 {
@@ -385,12 +403,16 @@ func (p *Pane) waitIdle(pr *proc, deadline time.Time, acc *time.Duration) bool {
 	}
 }
 
-// report passes a stage to the delivery's Report callback.
+// report passes a stage to the delivery's Report callback, and StageFailed
+// to its Failed callback.
 func (p *Pane) report(it *item, s Stage) {
 	s.At = time.Now()
 	p.log.Debug("delivery stage", "id", it.d.MessageID, "stage", s.Kind.String(), "overhead", s.CommitToFirstByte, "err", s.Err)
 	if fn := it.d.Report; fn != nil {
 		p.disp.post(func() { fn(s) }, false)
+	}
+	if fn := it.d.Failed; fn != nil && s.Kind == StageFailed {
+		p.disp.post(func() { fn(s.Err) }, false)
 	}
 }
 

@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"hm/internal/leak"
 	"hm/internal/poll"
+	"hm/internal/promptlog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -423,4 +425,75 @@ func TestPartlyTypedMessageRetypedAfterRestart(t *testing.T) {
 	if st := stages.get("p1"); len(st) != 2 || st[0].Kind != StageTyped || st[1].Kind != StageSubmitted {
 		t.Errorf("stages = %+v", st)
 	}
+}
+
+// TestDeliveryCallbacks checks that each callback fires at the stage of its
+// name: Typed once the text is in the pane and before Enter, Failed when the
+// delivery reaches StageFailed.
+func TestDeliveryCallbacks(t *testing.T) {
+	leak.Check(t)
+	t.Run("typed before enter", func(t *testing.T) {
+		spec, logPath := fakeSpec(t)
+		p := startPane(t, spec)
+		stages := newStageLog()
+		var mu sync.Mutex
+		var typed []int // prompts already logged each time Typed ran
+		p.Enqueue(Delivery{MessageID: "t1", Content: "(ARCH #1): typed callback", Report: stages.reporter("t1"),
+			Typed: func() {
+				got, err := promptlog.Read(logPath)
+				if err != nil {
+					t.Errorf("read prompt log: %v", err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				typed = append(typed, len(got))
+			},
+			Failed: func(err error) { t.Errorf("Failed(%v) for a delivered message", err) },
+		})
+		poll.Until(t, 10*time.Second, "delivery", func() bool { return stages.final("t1") })
+		mu.Lock()
+		defer mu.Unlock()
+		if len(typed) != 1 || typed[0] != 0 {
+			t.Errorf("Typed ran %d times with prompts logged %v; want once, before Enter (0 prompts)", len(typed), typed)
+		}
+		if st := stages.get("t1"); len(st) != 2 || st[0].Kind != StageTyped || st[1].Kind != StageSubmitted {
+			t.Errorf("stages = %+v", st)
+		}
+	})
+	t.Run("failed at StageFailed", func(t *testing.T) {
+		spec, _ := fakeSpec(t)
+		spec.PointerDir = "" // a long body needs a pointer file it cannot get
+		p := startPane(t, spec)
+		stages := newStageLog()
+		failed := make(chan error, 2)
+		p.Enqueue(Delivery{MessageID: "f1", Content: "(ARCH #1): " + strings.Repeat("x", MaxInlineBody+1), Report: stages.reporter("f1"),
+			Typed:  func() { t.Error("Typed called for a message that cannot be typed") },
+			Failed: func(err error) { failed <- err },
+		})
+		select {
+		case err := <-failed:
+			if !errors.Is(err, ErrNoPointerDir) {
+				t.Errorf("Failed(%v), want ErrNoPointerDir", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Failed not called")
+		}
+		if st := stages.get("f1"); len(st) != 1 || st[0].Kind != StageFailed {
+			t.Errorf("stages = %+v", st)
+		}
+	})
+	t.Run("Fail by the caller", func(t *testing.T) {
+		stages := newStageLog()
+		var got error
+		d := Delivery{MessageID: "g1", Report: stages.reporter("g1"), Failed: func(err error) { got = err }}
+		want := errors.New("slot ended")
+		d.Fail(want)
+		if got != want {
+			t.Errorf("Failed got %v, want %v", got, want)
+		}
+		if st := stages.get("g1"); len(st) != 1 || st[0].Kind != StageFailed || st[0].Err != want || st[0].At.IsZero() {
+			t.Errorf("stages = %+v", st)
+		}
+		Delivery{}.Fail(want) // no callbacks: must not panic
+	})
 }

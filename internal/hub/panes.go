@@ -60,15 +60,7 @@ func (s *paneSet) Deliver(role string, d broker.PaneDelivery) {
 		// before Enter is pressed. A crash before this commit leaves the
 		// message pending, typed again after restart (the program never
 		// submitted it); after Enter it is never typed twice.
-		BeforeEnter: d.Typed,
-		Report: func(st agent.Stage) {
-			switch st.Kind {
-			case agent.StageFailed:
-				if d.Failed != nil {
-					d.Failed(st.Err)
-				}
-			}
-		}})
+		Typed: d.Typed, Failed: d.Failed})
 }
 
 type errNoPane string

@@ -318,9 +318,7 @@ func (s *slotSet) end(slotNo int, reason string) bool {
 	// What was queued for the slot can no longer be typed: fail it rather
 	// than leave it pending for a slot that is gone.
 	for _, d := range sl.pane.Undelivered() {
-		if d.Report != nil {
-			d.Report(agent.Stage{Kind: agent.StageFailed, At: time.Now(), Err: fmt.Errorf("%s ended (%s) before the message was typed", sl.m.Role, reason)})
-		}
+		d.Fail(fmt.Errorf("%s ended (%s) before the message was typed", sl.m.Role, reason))
 	}
 	s.h.panes.remove(sl.m.Role)
 	s.h.Tokens.Revoke(sl.m.Role)
