@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"hm/roles"
 )
 
 // Errors reported by panes.
@@ -78,7 +80,10 @@ type Spec struct {
 	// process group, with the pane's PTY as controlling terminal.
 	Command string
 	// Profile names the timing profile (see ProfileFor). Empty: inferred from
-	// Command by InferProfile, so a shell gets the "shell" profile.
+	// Command by roles.InferProfile, so a shell gets the "shell" profile. An
+	// explicit profile is used as given, except that "default" on a command
+	// inferred as an interactive shell becomes "shell" (SPEC §6: message
+	// text is never typed into a shell).
 	Profile string
 	// Timing overrides the profile's durations field by field (zero fields
 	// keep the profile's value).
@@ -200,7 +205,7 @@ func Start(ctx context.Context, spec Spec, logger *slog.Logger) (*Pane, error) {
 	}
 	applyDefaults(&spec)
 	profName := spec.Profile
-	inferred := InferProfile(spec.Command)
+	inferred := roles.InferProfile(spec.Command)
 	switch {
 	case profName == "":
 		profName = inferred

@@ -1,9 +1,10 @@
 package agent
 
 import (
-	"path/filepath"
 	"strings"
 	"time"
+
+	"hm/roles"
 )
 
 // Profile holds the injection timing used for one kind of agent program.
@@ -21,19 +22,20 @@ type Profile struct {
 	Verify time.Duration
 }
 
-// Profile names understood by [ProfileFor].
+// Profile names understood by [ProfileFor] (the names of package roles,
+// where [roles.InferProfile] picks one from a command line).
 const (
 	// ProfileClaude is for Claude Code (Enter delay 120 ms).
-	ProfileClaude = "claude"
+	ProfileClaude = roles.ProfileClaude
 	// ProfileCodex is for Codex CLI (Enter delay 250 ms).
-	ProfileCodex = "codex"
+	ProfileCodex = roles.ProfileCodex
 	// ProfileGemini is for Gemini CLI (Enter delay 120 ms).
-	ProfileGemini = "gemini"
+	ProfileGemini = roles.ProfileGemini
 	// ProfileShell is for interactive shells: messages are typed as one
 	// comment line (Enter delay 30 ms).
-	ProfileShell = "shell"
+	ProfileShell = roles.ProfileShell
 	// ProfileDefault is for any other program (Enter delay 150 ms).
-	ProfileDefault = "default"
+	ProfileDefault = roles.ProfileDefault
 )
 
 const (
@@ -70,47 +72,4 @@ func (p Profile) withOverrides(o Profile) Profile {
 		p.Verify = o.Verify
 	}
 	return p
-}
-
-// shells are program names treated as interactive shells by InferProfile.
-var shells = map[string]bool{
-	"sh": true, "bash": true, "dash": true, "zsh": true, "fish": true, "ksh": true,
-	"mksh": true, "tcsh": true, "csh": true, "ash": true, "busybox": true, "nu": true,
-}
-
-// InferProfile guesses the profile name from a pane command line when no
-// profile is configured: the first word that is not a VAR=value assignment
-// or exec/env decides. Interactive shells (including "$SHELL") map to
-// "shell" so that message text is typed as a comment and never executed; a
-// shell given "-c" runs a command and maps to "default"; claude, codex and
-// gemini map to their own profiles; anything else is "default".
-func InferProfile(command string) string {
-	fields := strings.Fields(command)
-	for i, f := range fields {
-		if strings.Contains(f, "=") && !strings.HasPrefix(f, "=") && !strings.ContainsAny(f[:strings.Index(f, "=")], "/$") {
-			continue // VAR=value prefix
-		}
-		if f == "exec" || f == "env" || f == "command" || f == "nohup" {
-			continue
-		}
-		f = strings.Trim(f, `"'`)
-		base := filepath.Base(f)
-		switch {
-		case shells[base] || f == "$SHELL" || f == "${SHELL}":
-			for _, arg := range fields[i+1:] {
-				if arg == "-c" || strings.HasPrefix(arg, "-") && !strings.HasPrefix(arg, "--") && strings.Contains(arg, "c") {
-					return ProfileDefault
-				}
-			}
-			return ProfileShell
-		case strings.HasPrefix(base, ProfileClaude):
-			return ProfileClaude
-		case strings.HasPrefix(base, ProfileCodex):
-			return ProfileCodex
-		case strings.HasPrefix(base, ProfileGemini):
-			return ProfileGemini
-		}
-		return ProfileDefault
-	}
-	return ProfileDefault
 }

@@ -165,7 +165,7 @@ func build(s settings) (*Team, error) {
 			}
 		}
 		if pos < 0 {
-			members = append(members, Member{Role: role, Transport: TransportPTY, Profile: "default", Command: DefaultShell()})
+			members = append(members, Member{Role: role, Transport: TransportPTY, Profile: InferProfile(DefaultShell()), Command: DefaultShell()})
 			pos = len(members) - 1
 		}
 		m := &members[pos]
@@ -178,10 +178,10 @@ func build(s settings) (*Team, error) {
 		if p.Command != "" {
 			m.Command = p.Command
 			if p.Profile == "" {
-				m.Profile = guessProfile(p.Command)
+				m.Profile = InferProfile(p.Command)
 			}
 		}
-		if p.Profile != "" {
+		if p.Profile != "" { // an explicit profile always wins
 			m.Profile = strings.ToLower(p.Profile)
 		}
 		if p.Transport != "" {
@@ -229,8 +229,13 @@ func build(s settings) (*Team, error) {
 	if !ok {
 		return nil, fmt.Errorf("background owner %q is not a pane", bg.Owner)
 	}
+	// Slots run the owner's command with the owner's profile, or their own
+	// command with the profile it implies (background has no profile key).
+	bgProfile := owner.Profile
 	if bg.Command == "" {
 		bg.Command = owner.Command
+	} else if bg.Command != owner.Command {
+		bgProfile = InferProfile(bg.Command)
 	}
 	t.Background = bg
 	for i := 1; i <= bg.Max; i++ {
@@ -239,7 +244,7 @@ func build(s settings) (*Team, error) {
 			PaneID:     fmt.Sprintf("bg-%s-%d", owner.PaneID, i),
 			Header:     fmt.Sprintf("%s-BG-%d", owner.Header, i),
 			Command:    bg.Command,
-			Profile:    owner.Profile,
+			Profile:    bgProfile,
 			Transport:  TransportPTY,
 			Background: true,
 			Owner:      owner.Role,
@@ -253,24 +258,6 @@ func build(s settings) (*Team, error) {
 		return nil, err
 	}
 	return t, nil
-}
-
-func guessProfile(command string) string {
-	f := strings.Fields(command)
-	for _, w := range f {
-		if strings.Contains(w, "=") {
-			continue
-		}
-		base := w[strings.LastIndexByte(w, '/')+1:]
-		switch base {
-		case "claude", "codex", "gemini":
-			return base
-		case "sh", "bash", "zsh", "fish", "dash":
-			return "shell"
-		}
-		break
-	}
-	return "default"
 }
 
 func isReserved(role string) bool {
