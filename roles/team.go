@@ -385,7 +385,7 @@ func (t *Team) Resolve(name string) (Target, error) {
 	if m, ok := t.Lookup(key); ok {
 		return Target{Kind: TargetMember, Member: m}, nil
 	}
-	return Target{}, fmt.Errorf("%w: %q", ErrInvalidTarget, clip(name, 64))
+	return Target{}, t.unknownTarget(name)
 }
 
 // HeaderFor returns the header name for a sender role: the member's header,
