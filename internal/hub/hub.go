@@ -14,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"hm/broker"
@@ -56,6 +57,7 @@ type Options struct {
 type Hub struct {
 	opts    Options
 	log     *slog.Logger
+	lock    *layout.HubLock // runtime/hub.lock, held until the hub has stopped
 	Layout  layout.Layout
 	Team    *roles.Team
 	Session int
@@ -108,15 +110,27 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 	if port < 0 {
 		port = team.Port
 	}
-	// Bind first: a second hub on the same port must fail before it
-	// touches the session counter.
+	// One hub per root: the lock, then the port, both before the session
+	// counter or the ledger is touched.
+	lock, err := lay.LockHub()
+	if err != nil {
+		return nil, nil, err
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
+		lock.Release()
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, nil, fmt.Errorf("port %d on 127.0.0.1 is already in use (by a hub for another root, or another program); choose another with --port", port)
+		}
 		return nil, nil, fmt.Errorf("listen on 127.0.0.1:%d: %w", port, err)
 	}
 	fail := func(err error) (*Hub, net.Listener, error) {
 		ln.Close()
+		lock.Release()
 		return nil, nil, err
+	}
+	if err := lock.Record(os.Getpid(), ln.Addr().(*net.TCPAddr).Port); err != nil {
+		return fail(err)
 	}
 	st, err := lay.NextSession(Version, time.Now())
 	if err != nil {
@@ -131,7 +145,7 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 		return fail(fmt.Errorf("open ledger: %w", err))
 	}
 	h := &Hub{
-		opts: opts, log: opts.Logger, Layout: lay, Team: team, Session: st.Session,
+		opts: opts, log: opts.Logger, lock: lock, Layout: lay, Team: team, Session: st.Session,
 		Ledger: ledger, Tokens: broker.NewTokens(tok), Port: ln.Addr().(*net.TCPAddr).Port, Started: time.Now(),
 	}
 	deps := broker.Deps{Ledger: ledger}
@@ -229,6 +243,9 @@ func (h *Hub) serve(ctx context.Context, ln net.Listener) error {
 		_ = h.Layout.WriteAppStatus(st)
 	}
 	h.log.Info("hub stopped", "session", h.Session)
+	if lerr := h.lock.Release(); lerr != nil {
+		h.log.Warn("release hub lock", "err", lerr)
+	}
 	return err
 }
 
