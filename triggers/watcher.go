@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"hm/internal/atomicfile"
 )
 
 // Defaults for Options.
@@ -766,7 +768,7 @@ func (s *runState) reject(path, name string, cause error) {
 			werr = cerr
 		}
 		if werr == nil {
-			werr = publish(path, dst)
+			werr = atomicfile.RenameNoReplace(path, dst)
 		}
 		if werr != nil {
 			_ = os.Remove(dst + ".reason")
