@@ -24,7 +24,7 @@ func (s *runState) step(ctx context.Context) bool {
 	if len(s.claimedQ) > 0 {
 		c := s.claimedQ[0]
 		s.claimedQ = s.claimedQ[1:]
-		now := time.Now()
+		now := s.w.now()
 		target, _ := ParseName(c.name)
 		s.process(ctx, c.name, target, now, now)
 		return true
@@ -60,7 +60,7 @@ func (s *runState) claim(ctx context.Context, e *entry) {
 		return
 	}
 	s.drop(e)
-	s.process(ctx, e.name, e.target, e.seen, time.Now())
+	s.process(ctx, e.name, e.target, e.seen, s.w.now())
 }
 
 func (s *runState) fsError(op, name string, err error) {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -48,7 +46,7 @@ func (s *runState) loop(ctx context.Context) {
 			return
 		}
 		s.drain(ticker.C)
-		now := time.Now()
+		now := s.w.now()
 		if s.rescanDue {
 			s.rescan(now)
 		}
@@ -57,7 +55,7 @@ func (s *runState) loop(ctx context.Context) {
 		if s.step(ctx) {
 			continue
 		}
-		if d, ok := s.nextDeadline(time.Now()); ok {
+		if d, ok := s.nextDeadline(s.w.now()); ok {
 			timer.Reset(max(d, time.Millisecond))
 		}
 		select {
@@ -115,15 +113,7 @@ func (s *runState) handleError(err error) {
 	if errors.Is(err, fsnotify.ErrEventOverflow) {
 		s.w.overflows.Add(1)
 		s.w.log.Warn("fsnotify queue overflow, rescanning")
-		// Write events may be lost: nothing awaiting a marker may take the
-		// fast path.
-		now := time.Now()
-		for _, e := range append(s.waiting, s.inFlight...) {
-			if s.live(e) && e.state == stCandidate {
-				s.settle(e, e.checked, now)
-			}
-		}
-		s.waiting, s.inFlight, s.marker = nil, nil, ""
+		s.eventsLost(s.w.now())
 		s.rescanDue = true
 		return
 	}
@@ -143,7 +133,7 @@ func (s *runState) handleEvent(ev fsnotify.Event) {
 	}
 	if strings.HasPrefix(name, syncPrefix) {
 		if ev.Has(fsnotify.Create) && name == s.marker {
-			s.resolveMarker(time.Now())
+			s.resolveMarker(s.w.now())
 		}
 		return
 	}
@@ -151,28 +141,14 @@ func (s *runState) handleEvent(ev fsnotify.Event) {
 	if !valid {
 		return
 	}
-	now := time.Now()
-	e := s.entries[name]
+	now := s.w.now()
 	if ev.Has(fsnotify.Create) {
-		s.observeCreate(name, target, e, now)
-		e = s.entries[name]
+		s.observeCreate(name, target, now)
 	}
 	if ev.Has(fsnotify.Write) {
-		switch {
-		case e == nil:
-			s.observeUnknown(name, target, now)
-		case e.state == stCandidate:
-			e.wrote = true
-			e.quiet = now
-		case e.state == stSettling:
-			e.quiet = now
-		default: // ready or blocked: written after it looked complete
-			s.settle(e, now, now)
-		}
+		s.observeWrite(name, target, now)
 	}
-	if e != nil && ev.Has(fsnotify.Remove|fsnotify.Rename) && !ev.Has(fsnotify.Create) {
-		if _, err := os.Lstat(filepath.Join(s.w.dir, name)); errors.Is(err, fs.ErrNotExist) {
-			s.drop(e)
-		}
+	if ev.Has(fsnotify.Remove|fsnotify.Rename) && !ev.Has(fsnotify.Create) {
+		s.observeRemove(name)
 	}
 }

@@ -2,7 +2,9 @@ package triggers
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,9 +56,10 @@ func (s *runState) nextDeadline(now time.Time) (time.Duration, bool) {
 
 func (s *runState) live(e *entry) bool { return s.entries[e.name] == e && e.state != stGone }
 
-// observeCreate records a new file: non-empty ones become candidates for the
-// fast path, empty ones settle.
-func (s *runState) observeCreate(name, target string, e *entry, now time.Time) {
+// observeCreate records a Create event: non-empty files become candidates
+// for the fast path, empty ones settle.
+func (s *runState) observeCreate(name, target string, now time.Time) {
+	e := s.entries[name]
 	fi, err := os.Lstat(filepath.Join(s.w.dir, name))
 	if err != nil || !fi.Mode().IsRegular() {
 		if e != nil {
@@ -80,6 +83,46 @@ func (s *runState) observeCreate(name, target string, e *entry, now time.Time) {
 		return
 	}
 	s.waiting = append(s.waiting, e)
+}
+
+// observeWrite records a Write event: activity that restarts the quiet
+// period, and takes a candidate off the fast path.
+func (s *runState) observeWrite(name, target string, now time.Time) {
+	e := s.entries[name]
+	switch {
+	case e == nil:
+		s.observeUnknown(name, target, now)
+	case e.state == stCandidate:
+		e.wrote = true
+		e.quiet = now
+	case e.state == stSettling:
+		e.quiet = now
+	default: // ready or blocked: written after it looked complete
+		s.settle(e, now, now)
+	}
+}
+
+// observeRemove records a Remove or Rename-away event: the file is forgotten
+// if it is really gone (a rename onto the name may have replaced it).
+func (s *runState) observeRemove(name string) {
+	e := s.entries[name]
+	if e == nil {
+		return
+	}
+	if _, err := os.Lstat(filepath.Join(s.w.dir, name)); errors.Is(err, fs.ErrNotExist) {
+		s.drop(e)
+	}
+}
+
+// eventsLost handles an fsnotify queue overflow: Write events may be lost,
+// so nothing awaiting a marker may take the fast path.
+func (s *runState) eventsLost(now time.Time) {
+	for _, e := range append(s.waiting, s.inFlight...) {
+		if s.live(e) && e.state == stCandidate {
+			s.settle(e, e.checked, now)
+		}
+	}
+	s.waiting, s.inFlight, s.marker = nil, nil, ""
 }
 
 // observeUnknown records a file first seen through a Write event.

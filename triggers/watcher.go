@@ -76,6 +76,11 @@ type Watcher struct {
 	opts     Options
 	log      *slog.Logger
 
+	// now is the clock of every readiness decision (quiet periods, marker
+	// timeouts, claim times); time.Now unless a test drives time by hand.
+	// The event loop's ticker and timer only wake it up, so they stay real.
+	now func() time.Time
+
 	running atomic.Bool
 
 	processed atomic.Uint64
@@ -114,6 +119,7 @@ func NewWatcher(dir string, sink Sink, opts Options) *Watcher {
 		sink:     sink,
 		opts:     opts,
 		log:      opts.Logger.With("component", "triggers", "dir", dir),
+		now:      time.Now,
 	}
 }
 
@@ -138,7 +144,7 @@ func (w *Watcher) Stats() Stats {
 func (w *Watcher) noteError(err error) {
 	w.errMu.Lock()
 	w.lastErr = err.Error()
-	w.lastErrAt = time.Now()
+	w.lastErrAt = w.now()
 	w.errMu.Unlock()
 }
 
@@ -191,7 +197,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		}
 	}
 	s.removeStaleMarkers()
-	s.rescan(time.Now())
+	s.rescan(w.now())
 	w.log.Debug("trigger watcher started", "claimed", len(s.claimedQ), "files", len(s.entries))
 	s.loop(ctx)
 	return nil
