@@ -1,14 +1,117 @@
 package triggers
 
 import (
+	"fmt"
+	"hm/internal/leak"
+	"hm/internal/poll"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
+
+// slowWrite writes parts to path in place with a pause between parts (an
+// empty first part makes the file sit empty for a pause first).
+func slowWrite(path string, parts []string, pause time.Duration) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	for i, p := range parts {
+		if i > 0 {
+			time.Sleep(pause) // the writer's own behaviour, not a wait for a condition
+		}
+		if _, err := f.WriteString(p); err != nil {
+			_ = f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+// TestSlowWriterNeverTruncated: files written in place with pauses shorter
+// than Settle are delivered whole.
+func TestSlowWriterNeverTruncated(t *testing.T) {
+	leak.Check(t)
+	tests := []struct {
+		name  string
+		parts []string
+		pause time.Duration
+	}{
+		{"pause before first byte", []string{"", "(ARCH #1): whole"}, 50 * time.Millisecond},
+		{"three parts", []string{"(ARCH #2): part one, ", "part two, ", "part three"}, 50 * time.Millisecond},
+		{"empty then parts", []string{"", "(ARCH #3): part one, ", "part two"}, 50 * time.Millisecond},
+		{"many small parts", strings.Split("(ARCH #4): a b c d e f g h i j", " "), 20 * time.Millisecond},
+		{"id line first", []string{"[HM-MESSAGE-ID:slow-1]\n", "(ARCH #5): ", "body"}, 50 * time.Millisecond},
+		{"long pause", []string{"(ARCH #6): before ", "after a long pause"}, 300 * time.Millisecond},
+	}
+	dir := t.TempDir()
+	rec := &recorder{}
+	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Settle: time.Second, Rescan: 100 * time.Millisecond})
+	r := startWatcher(t, w)
+	waitStarted(t, w)
+	var wg sync.WaitGroup
+	for i, tc := range tests {
+		wg.Go(func() {
+			if err := slowWrite(filepath.Join(dir, fmt.Sprintf("builder.slow%d.txt", i)), tc.parts, tc.pause); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	poll.Until(t, 10*time.Second, "all delivered", func() bool { return rec.count() >= len(tests) })
+	r.stop()
+	got := map[string]File{}
+	for _, f := range rec.got() {
+		got[f.Name] = f
+	}
+	for i, tc := range tests {
+		want := strings.TrimSpace(strings.Join(tc.parts, ""))
+		if strings.HasPrefix(want, "[HM-MESSAGE-ID:") {
+			_, want, _ = strings.Cut(want, "\n")
+		}
+		if f := got[fmt.Sprintf("builder.slow%d.txt", i)]; f.Content != want {
+			t.Errorf("%s: delivered %q, want %q", tc.name, f.Content, want)
+		}
+	}
+	if rec.callCount() != len(tests) {
+		t.Errorf("%d sink calls", rec.callCount())
+	}
+}
+
+// TestRenameFastPathVersusInPlace: with a very long Settle, a renamed file is
+// delivered at once while a file written in place waits.
+func TestRenameFastPathVersusInPlace(t *testing.T) {
+	leak.Check(t)
+	dir := t.TempDir()
+	rec := &recorder{}
+	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Settle: time.Hour, Rescan: 50 * time.Millisecond})
+	r := startWatcher(t, w)
+	waitStarted(t, w)
+	inPlace := filepath.Join(dir, "architect.inplace.txt")
+	if err := os.WriteFile(inPlace, []byte("written in place"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "architect.renamed.txt", []byte("renamed"))
+	if _, err := Write(dir, "oracle", "linked", "via Write"); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "fast path", func() bool { return rec.count() >= 2 })
+	poll.Until(t, 10*time.Second, "rescans", func() bool { return w.Stats().Rescans >= 4 })
+	r.stop()
+	for _, f := range rec.got() {
+		if f.Name == "architect.inplace.txt" {
+			t.Errorf("in-place file delivered before Settle: %+v", f)
+		}
+	}
+	if _, err := os.Stat(inPlace); err != nil {
+		t.Errorf("in-place file: %v", err)
+	}
+}
 
 // readyHarness drives the readiness state machine of one runState by hand:
 // file operations, synthetic fsnotify events and a fake clock. Nothing
