@@ -11,13 +11,19 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// runState is owned by the single Run goroutine; it needs no locks.
+// runState is owned by the single Run goroutine; it needs no locks. Its
+// methods are spread by job: the event loop and dispatch here, the readiness
+// state machine in ready.go, claiming and rejecting in claim.go, rescans in
+// rescan.go.
 type runState struct {
-	w      *Watcher
+	w *Watcher
+
+	// event source (nil channels when fsnotify is unavailable)
 	fw     *fsnotify.Watcher
 	events <-chan fsnotify.Event
 	errs   <-chan error
 
+	// readiness (ready.go)
 	entries    map[string]*entry
 	ready      readyHeap
 	waiting    []*entry // stat'ed candidates not yet covered by a marker
@@ -29,12 +35,18 @@ type runState struct {
 	token      string
 	settling   int       // entries in stSettling
 	nextSettle time.Time // earliest time a settling entry may be ready
-	claimedQ   []claimedItem
-	paused     bool // a transient sink error: wait for the next rescan
-	rescanDue  bool
-	ignored    map[string]bool
+
+	// claiming (claim.go) and rescans (rescan.go)
+	claimedQ  []claimedItem
+	paused    bool // a transient sink error: wait for the next rescan
+	rescanDue bool
+	ignored   map[string]bool
 }
 
+// loop is the event loop: it feeds fsnotify events and errors to the
+// readiness state machine, runs due rescans, and processes one ready file at
+// a time until ctx is done. Its ticker and timer only wake it; every
+// decision reads the Watcher's clock.
 func (s *runState) loop(ctx context.Context) {
 	ticker := time.NewTicker(s.w.opts.Rescan)
 	defer ticker.Stop()
@@ -109,6 +121,9 @@ func (s *runState) drain(tick <-chan time.Time) {
 	}
 }
 
+// handleError handles an fsnotify error: an overflow means lost events (no
+// fast path for what awaits a marker, and a rescan); anything else is noted
+// and also answered with a rescan.
 func (s *runState) handleError(err error) {
 	if errors.Is(err, fsnotify.ErrEventOverflow) {
 		s.w.overflows.Add(1)
@@ -122,6 +137,8 @@ func (s *runState) handleError(err error) {
 	s.rescanDue = true
 }
 
+// handleEvent dispatches one fsnotify event: the directory itself going
+// away, the return of the pending marker, or activity on a trigger file.
 func (s *runState) handleEvent(ev fsnotify.Event) {
 	name, ok := strings.CutPrefix(ev.Name, s.w.dir+string(filepath.Separator))
 	if !ok || name == "" || strings.ContainsRune(name, filepath.Separator) {
