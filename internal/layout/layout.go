@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"hm/internal/atomicfile"
 )
 
 // Dir is the name of the state directory under the root.
@@ -91,37 +93,6 @@ func (l Layout) Ensure() error {
 	return nil
 }
 
-// WriteFileAtomic writes data to a temp file in the same directory, syncs
-// it and renames it over path.
-func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", path, err)
-	}
-	return nil
-}
-
 // HubInfo is runtime/hub.json.
 type HubInfo struct {
 	PID     int    `json:"pid"`
@@ -167,7 +138,7 @@ func (l Layout) WriteAppStatus(s AppStatus) error {
 	if err != nil {
 		return fmt.Errorf("encode app-status: %w", err)
 	}
-	return WriteFileAtomic(l.AppStatus(), append(data, '\n'), 0o600)
+	return atomicfile.WriteFile(l.AppStatus(), append(data, '\n'), 0o600)
 }
 
 // NextSession increments the session counter and returns the new status.
@@ -201,7 +172,7 @@ func (l Layout) WriteHubInfo(h HubInfo) error {
 	if err != nil {
 		return fmt.Errorf("encode hub.json: %w", err)
 	}
-	return WriteFileAtomic(l.HubJSON(), append(data, '\n'), 0o600)
+	return atomicfile.WriteFile(l.HubJSON(), append(data, '\n'), 0o600)
 }
 
 // EnsureToken returns the operator secret, creating it (0600) if missing.
@@ -217,7 +188,7 @@ func (l Layout) EnsureToken() (string, error) {
 		return "", fmt.Errorf("make token: %w", err)
 	}
 	tok := hex.EncodeToString(b)
-	if err := WriteFileAtomic(l.Token(), []byte(tok+"\n"), 0o600); err != nil {
+	if err := atomicfile.WriteFile(l.Token(), []byte(tok+"\n"), 0o600); err != nil {
 		return "", err
 	}
 	return tok, nil
