@@ -192,3 +192,15 @@ func TestSendFileBounded(t *testing.T) {
 		t.Fatal("hm send --file /dev/zero did not stop reading")
 	}
 }
+
+func TestTokenRotate(t *testing.T) {
+	root := t.TempDir()
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	if code := MainContext(t.Context(), []string{"token", "rotate", "--root", root}, env); code != ExitOK || !strings.Contains(out.String(), "wrote a new operator token") {
+		t.Fatalf("hm token rotate: exit %d, %q %q", code, out.String(), errb.String())
+	}
+	if code := MainContext(t.Context(), []string{"token", "--root", root}, env); code != ExitUsage {
+		t.Fatalf("hm token without rotate: exit %d", code)
+	}
+}

@@ -4,14 +4,11 @@
 package layout
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"hm/internal/atomicfile"
@@ -173,32 +170,4 @@ func (l Layout) WriteHubInfo(h HubInfo) error {
 		return fmt.Errorf("encode hub.json: %w", err)
 	}
 	return atomicfile.WriteFile(l.HubJSON(), append(data, '\n'), 0o600)
-}
-
-// EnsureToken returns the operator secret, creating it (0600) if missing.
-func (l Layout) EnsureToken() (string, error) {
-	if tok, err := l.ReadToken(); err == nil && tok != "" {
-		if err := os.Chmod(l.Token(), 0o600); err != nil {
-			return "", fmt.Errorf("chmod token: %w", err)
-		}
-		return tok, nil
-	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("make token: %w", err)
-	}
-	tok := hex.EncodeToString(b)
-	if err := atomicfile.WriteFile(l.Token(), []byte(tok+"\n"), 0o600); err != nil {
-		return "", err
-	}
-	return tok, nil
-}
-
-// ReadToken reads the operator secret.
-func (l Layout) ReadToken() (string, error) {
-	data, err := os.ReadFile(l.Token())
-	if err != nil {
-		return "", fmt.Errorf("read token: %w", err)
-	}
-	return strings.TrimSpace(string(data)), nil
 }
