@@ -48,7 +48,7 @@ func (h *Hub) startExtras(ctx context.Context, deps *broker.Deps) error {
 	}
 	if h.slots != nil {
 		deps.Background = h.slots
-		h.extras = append(h.extras, h.slots)
+		h.extras = append(h.extras, slotComponent{h.slots})
 	}
 	return nil
 }
@@ -62,7 +62,7 @@ func (h *Hub) mountExtras(ctx context.Context, mux *http.ServeMux) {
 
 func (h *Hub) lookupPane(name string) (*agent.Pane, bool) {
 	if h.slots != nil {
-		if p, ok := h.slots.lookup(name); ok {
+		if p, ok := h.slots.Lookup(name); ok {
 			return p, true
 		}
 	}
@@ -136,7 +136,7 @@ func (h *Hub) runExtras(ctx context.Context, wg *sync.WaitGroup) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h.slots.run(ctx)
+			h.slots.Run(ctx)
 		}()
 	}
 	every := h.opts.HandoffEvery

@@ -19,6 +19,7 @@ import (
 	"hm/broker"
 	"hm/broker/telegram"
 	"hm/internal/layout"
+	"hm/internal/slots"
 	"hm/journal"
 	"hm/roles"
 	"hm/triggers"
@@ -67,7 +68,7 @@ type Hub struct {
 
 	extras  []component // started components, in start order
 	panes   *paneSet
-	slots   *slotSet
+	slots   *slots.Set
 	relay   *telegram.Relay
 	watcher *triggers.Watcher
 }

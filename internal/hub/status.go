@@ -77,7 +77,7 @@ func (h *Hub) Snapshot() Status {
 	}
 	s.Slots = []map[string]any{}
 	if h.slots != nil {
-		s.Slots = h.slots.list()
+		s.Slots = h.slots.List()
 	}
 	s.Listeners = h.Broker.ListenerRoles()
 	if s.Listeners == nil {
