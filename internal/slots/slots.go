@@ -17,6 +17,7 @@ import (
 
 	"hm/agent"
 	"hm/broker"
+	"hm/broker/proto"
 	"hm/roles"
 )
 
@@ -165,12 +166,12 @@ func rawString(r json.RawMessage) string {
 	return string(r)
 }
 
-func refusal(status, msg string) (map[string]any, bool) {
-	return map[string]any{"ok": false, "status": status, "error": msg}, false
+func refusal(status, msg string) (proto.BgResult, bool) {
+	return proto.BgRefusal{Status: status, Error: msg}, false
 }
 
 // Handle implements broker.Background.
-func (s *Set) Handle(ctx context.Context, action string, payload json.RawMessage) (map[string]any, bool) {
+func (s *Set) Handle(ctx context.Context, action string, payload json.RawMessage) (proto.BgResult, bool) {
 	var p slotPayload
 	if len(payload) > 0 && string(payload) != "null" {
 		if err := json.Unmarshal(payload, &p); err != nil {
@@ -195,22 +196,22 @@ func (s *Set) Handle(ctx context.Context, action string, payload json.RawMessage
 		if !s.end(m.Slot, EndKilled) {
 			return refusal("not_running", m.Role+" is not running")
 		}
-		return map[string]any{"ok": true, "alias": m.Role, "paneId": m.PaneID, "reason": EndKilled}, true
+		return proto.BgKillResult{OK: true, Alias: m.Role, PaneID: m.PaneID, Reason: EndKilled}, true
 	case "kill-all":
-		return map[string]any{"ok": true, "killed": s.endAll(EndKilled)}, true
+		return proto.BgKillAllResult{OK: true, Killed: s.endAll(EndKilled)}, true
 	case "list":
-		return map[string]any{"ok": true, "agents": s.List()}, true
+		return proto.BgListResult{OK: true, Agents: s.List()}, true
 	case "target-map":
 		aliases, ids := []string{}, []string{}
 		for _, m := range s.members {
 			aliases, ids = append(aliases, m.Role), append(ids, m.PaneID)
 		}
-		return map[string]any{"ok": true, "ownerPaneId": s.owner.PaneID, "maxAgents": len(s.members), "aliases": aliases, "paneIds": ids}, true
+		return proto.BgTargetMapResult{OK: true, OwnerPaneID: s.owner.PaneID, MaxAgents: len(s.members), Aliases: aliases, PaneIDs: ids}, true
 	}
 	return refusal("bad_request", fmt.Sprintf("unknown action %q (spawn, kill, kill-all, list, target-map)", action))
 }
 
-func (s *Set) spawn(ctx context.Context, p slotPayload) (map[string]any, bool) {
+func (s *Set) spawn(ctx context.Context, p slotPayload) (proto.BgResult, bool) {
 	want := rawString(p.Slot)
 	if want == "" {
 		want = p.Alias
@@ -283,14 +284,14 @@ func (s *Set) spawn(ctx context.Context, p slotPayload) (map[string]any, bool) {
 		}
 	}
 	s.log.Info("background slot started", "slot", m.Role, "command", command)
-	return map[string]any{"ok": true, "alias": m.Role, "paneId": m.PaneID, "ownerPaneId": s.owner.PaneID, "status": "starting"}, true
+	return proto.BgSpawnResult{OK: true, Alias: m.Role, PaneID: m.PaneID, OwnerPaneID: s.owner.PaneID, Status: "starting"}, true
 }
 
 // List describes the running slots, in slot order.
-func (s *Set) List() []map[string]any {
+func (s *Set) List() []proto.BgAgent {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := []map[string]any{}
+	out := []proto.BgAgent{}
 	for _, m := range s.members {
 		sl, ok := s.running[m.Slot]
 		if !ok || sl.pane == nil {
@@ -304,10 +305,10 @@ func (s *Set) List() []map[string]any {
 		if sl.ending {
 			status = "stopping"
 		}
-		out = append(out, map[string]any{
-			"alias": m.Role, "paneId": m.PaneID, "ownerPaneId": s.owner.PaneID, "command": sl.command,
-			"status": status, "pid": st.PID, "createdAtMs": sl.createdAt.UnixMilli(), "lastActivityAtMs": st.LastActivity.UnixMilli(),
-			"queued": st.Queued,
+		out = append(out, proto.BgAgent{
+			Alias: m.Role, PaneID: m.PaneID, OwnerPaneID: s.owner.PaneID, Command: sl.command,
+			Status: status, PID: st.PID, CreatedAtMs: sl.createdAt.UnixMilli(), LastActivityAtMs: st.LastActivity.UnixMilli(),
+			Queued: st.Queued,
 		})
 	}
 	return out

@@ -12,6 +12,7 @@ import (
 
 	"hm/agent"
 	"hm/broker"
+	"hm/broker/proto"
 	"hm/internal/leak"
 	"hm/internal/poll"
 	"hm/roles"
@@ -111,9 +112,29 @@ func newSet(t *testing.T, n int, command string, ttl time.Duration) (*Set, *fake
 	return s, host
 }
 
-func handle(t *testing.T, s *Set, action string, payload string) (map[string]any, bool) {
+func handle(t *testing.T, s *Set, action string, payload string) (proto.BgResult, bool) {
 	t.Helper()
 	return s.Handle(context.Background(), action, json.RawMessage(payload))
+}
+
+// as returns a function that asserts a Handle result is a T.
+func as[T proto.BgResult](t *testing.T) func(proto.BgResult, bool) T {
+	return func(r proto.BgResult, ok bool) T {
+		t.Helper()
+		v, isT := r.(T)
+		if !isT {
+			t.Fatalf("result %#v (ok=%v) is not a %T", r, ok, v)
+		}
+		return v
+	}
+}
+
+// status is the status of a refusal, "" for a success.
+func status(r proto.BgResult) string {
+	if f, ok := r.(proto.BgRefusal); ok {
+		return f.Status
+	}
+	return ""
 }
 
 func TestResolve(t *testing.T) {
@@ -152,29 +173,29 @@ func TestHandleRefusalsAndTargetMap(t *testing.T) {
 		{"kill", `{"target":"1"}`, "not_running"},
 		{"spawn", `{"slot":7}`, "slot_unavailable"},
 	} {
-		r, ok := handle(t, s, c.action, c.payload)
-		if ok || r["ok"] != false || r["status"] != c.status || r["error"] == "" {
-			t.Errorf("%s %s = %v, %v; want status %s", c.action, c.payload, r, ok, c.status)
+		r := as[proto.BgRefusal](t)(handle(t, s, c.action, c.payload))
+		if r.OK || r.Status != c.status || r.Error == "" {
+			t.Errorf("%s %s = %+v; want status %s", c.action, c.payload, r, c.status)
 		}
 	}
-	r, ok := handle(t, s, "target-map", "")
-	if !ok || r["ownerPaneId"] != "2" || r["maxAgents"] != 2 || fmt.Sprint(r["aliases"]) != "[builder-bg-1 builder-bg-2]" || fmt.Sprint(r["paneIds"]) != "[bg-2-1 bg-2-2]" {
-		t.Errorf("target-map = %v, %v", r, ok)
+	tm := as[proto.BgTargetMapResult](t)(handle(t, s, "target-map", ""))
+	if !tm.OK || tm.OwnerPaneID != "2" || tm.MaxAgents != 2 || fmt.Sprint(tm.Aliases) != "[builder-bg-1 builder-bg-2]" || fmt.Sprint(tm.PaneIDs) != "[bg-2-1 bg-2-2]" {
+		t.Errorf("target-map = %+v", tm)
 	}
-	if r, ok := handle(t, s, "list", "null"); !ok || len(r["agents"].([]map[string]any)) != 0 {
-		t.Errorf("list = %v, %v", r, ok)
+	if l := as[proto.BgListResult](t)(handle(t, s, "list", "null")); !l.OK || l.Agents == nil || len(l.Agents) != 0 {
+		t.Errorf("list = %+v", l)
 	}
-	if r, ok := handle(t, s, "kill-all", ""); !ok || len(r["killed"].([]string)) != 0 {
-		t.Errorf("kill-all = %v, %v", r, ok)
+	if k := as[proto.BgKillAllResult](t)(handle(t, s, "kill-all", "")); !k.OK || k.Killed == nil || len(k.Killed) != 0 {
+		t.Errorf("kill-all = %+v", k)
 	}
 }
 
 func TestSpawnListKill(t *testing.T) {
 	leak.Check(t)
 	s, host := newSet(t, 2, "sleep 30", time.Minute)
-	r, ok := handle(t, s, "spawn", `{"task":"write the parser"}`)
-	if !ok || r["alias"] != "builder-bg-1" || r["paneId"] != "bg-2-1" || r["ownerPaneId"] != "2" || r["status"] != "starting" {
-		t.Fatalf("spawn = %v, %v", r, ok)
+	sp := as[proto.BgSpawnResult](t)(handle(t, s, "spawn", `{"task":"write the parser"}`))
+	if want := (proto.BgSpawnResult{OK: true, Alias: "builder-bg-1", PaneID: "bg-2-1", OwnerPaneID: "2", Status: "starting"}); sp != want {
+		t.Fatalf("spawn = %+v", sp)
 	}
 	if !host.hosted("builder-bg-1") || !s.Running("builder-bg-1") || s.Running("builder-bg-2") {
 		t.Fatal("spawned slot is not hosted and running")
@@ -185,28 +206,28 @@ func TestSpawnListKill(t *testing.T) {
 	if !host.told("builder-bg-1", "builder-bg-1") || !host.told("builder-bg-1", "TASK: write the parser") {
 		t.Fatalf("slot got no brief and task: %+v", host.sent)
 	}
-	if r, ok := handle(t, s, "spawn", `{"alias":"builder-bg-2","command":"sleep 29"}`); !ok || r["alias"] != "builder-bg-2" {
-		t.Fatalf("spawn 2 = %v, %v", r, ok)
+	if sp := as[proto.BgSpawnResult](t)(handle(t, s, "spawn", `{"alias":"builder-bg-2","command":"sleep 29"}`)); sp.Alias != "builder-bg-2" {
+		t.Fatalf("spawn 2 = %+v", sp)
 	}
-	if r, ok := handle(t, s, "spawn", ``); ok || r["status"] != "capacity_reached" {
-		t.Fatalf("spawn 3 = %v, %v", r, ok)
+	if r, ok := handle(t, s, "spawn", ``); ok || status(r) != "capacity_reached" {
+		t.Fatalf("spawn 3 = %+v, %v", r, ok)
 	}
-	if r, ok := handle(t, s, "spawn", `{"slot":"2"}`); ok || r["status"] != "slot_unavailable" {
-		t.Fatalf("spawn busy = %v, %v", r, ok)
+	if r, ok := handle(t, s, "spawn", `{"slot":"2"}`); ok || status(r) != "slot_unavailable" {
+		t.Fatalf("spawn busy = %+v, %v", r, ok)
 	}
-	list, _ := handle(t, s, "list", "")
-	agents := list["agents"].([]map[string]any)
-	if len(agents) != 2 || agents[0]["alias"] != "builder-bg-1" || agents[1]["command"] != "sleep 29" || agents[1]["ownerPaneId"] != "2" {
-		t.Fatalf("list = %v", agents)
+	agents := as[proto.BgListResult](t)(handle(t, s, "list", "")).Agents
+	if len(agents) != 2 || agents[0].Alias != "builder-bg-1" || agents[1].Command != "sleep 29" || agents[1].OwnerPaneID != "2" ||
+		agents[0].PID == 0 || agents[0].CreatedAtMs == 0 {
+		t.Fatalf("list = %+v", agents)
 	}
-	if r, ok := handle(t, s, "kill", `{"target":"bg-2-2"}`); !ok || r["alias"] != "builder-bg-2" || r["paneId"] != "bg-2-2" || r["reason"] != EndKilled {
-		t.Fatalf("kill = %v, %v", r, ok)
+	if k := as[proto.BgKillResult](t)(handle(t, s, "kill", `{"target":"bg-2-2"}`)); k != (proto.BgKillResult{OK: true, Alias: "builder-bg-2", PaneID: "bg-2-2", Reason: EndKilled}) {
+		t.Fatalf("kill = %+v", k)
 	}
 	if host.hosted("builder-bg-2") || s.Running("builder-bg-2") || !host.told("builder", "builder-bg-2 ended: killed") {
 		t.Fatal("killed slot still hosted, or owner not told")
 	}
-	if r, ok := handle(t, s, "kill-all", ""); !ok || fmt.Sprint(r["killed"]) != "[builder-bg-1]" {
-		t.Fatalf("kill-all = %v, %v", r, ok)
+	if k := as[proto.BgKillAllResult](t)(handle(t, s, "kill-all", "")); fmt.Sprint(k.Killed) != "[builder-bg-1]" {
+		t.Fatalf("kill-all = %+v", k)
 	}
 	host.mu.Lock()
 	revoked := fmt.Sprint(host.revoked)
@@ -258,7 +279,7 @@ func TestStopEndsSlots(t *testing.T) {
 	if s.Running("builder-bg-1") || host.hosted("builder-bg-1") || !host.told("builder", "builder-bg-1 ended: "+EndHubStopped) {
 		t.Fatal("slot survived Stop, or the owner was not told")
 	}
-	if r, ok := handle(t, s, "spawn", ""); ok || r["status"] != "slot_unavailable" {
+	if r, ok := handle(t, s, "spawn", ""); ok || status(r) != "slot_unavailable" {
 		t.Fatalf("spawn after Stop = %v, %v", r, ok)
 	}
 }
