@@ -628,21 +628,21 @@ func (c *conn) background(f proto.Frame, registered bool) {
 	resp := proto.Response{Type: proto.TypeResponse, RequestID: f.RequestID}
 	switch {
 	case !registered:
-		resp.Result = map[string]any{"ok": false, "status": string(proto.CodeNotRegistered)}
+		resp.Result = proto.BgRefusal{Status: string(proto.CodeNotRegistered)}
 		resp.Error = string(proto.CodeNotRegistered)
 	case !id.Operator && id.Role != c.b.team.Background.Owner:
-		resp.Result = map[string]any{"ok": false, "status": string(proto.CodeOwnerBindingViolation)}
+		resp.Result = proto.BgRefusal{Status: string(proto.CodeOwnerBindingViolation)}
 		resp.Error = "only " + c.b.team.Background.Owner + " or the operator may control background slots"
 	case c.b.deps.Background == nil:
-		resp.Result = map[string]any{"ok": false, "status": string(proto.CodeSlotUnavailable)}
+		resp.Result = proto.BgRefusal{Status: string(proto.CodeSlotUnavailable)}
 		resp.Error = "background slots are not available in this hub"
 	default:
 		result, ok := c.b.deps.Background.Handle(c.ctx, f.Action, f.Payload)
 		resp.OK = ok
 		resp.Result = result
 		if !ok {
-			if st, _ := result["status"].(string); st != "" {
-				resp.Error = st
+			if r, _ := result.(proto.BgRefusal); r.Status != "" {
+				resp.Error = r.Status
 			}
 		}
 	}

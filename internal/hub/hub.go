@@ -20,6 +20,7 @@ import (
 	"hm/broker"
 	"hm/broker/telegram"
 	"hm/internal/layout"
+	"hm/internal/slots"
 	"hm/journal"
 	"hm/roles"
 	"hm/triggers"
@@ -67,11 +68,11 @@ type Hub struct {
 	Port    int
 	Started time.Time
 
-	extras  []component // started components, in start order
-	panes   *paneSet
-	slots   *slotSet
-	relay   *telegram.Relay
-	watcher *triggers.Watcher
+	components []component // started components, in start order
+	panes      *paneSet
+	slots      *slots.Set
+	relay      *telegram.Relay
+	watcher    *triggers.Watcher
 }
 
 // component is an optional part of the hub with its own lifecycle.
@@ -149,8 +150,8 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 		Ledger: ledger, Tokens: broker.NewTokens(tok), Port: ln.Addr().(*net.TCPAddr).Port, Started: time.Now(),
 	}
 	deps := broker.Deps{Ledger: ledger}
-	if err := h.startExtras(ctx, &deps); err != nil {
-		h.stopExtras(context.Background())
+	if err := h.startComponents(ctx, &deps); err != nil {
+		h.stopComponents(context.Background())
 		ledger.Close()
 		return fail(err)
 	}
@@ -163,7 +164,7 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 	st.Hub = &layout.HubRef{PID: os.Getpid(), Port: h.Port}
 	if err := lay.WriteAppStatus(st); err != nil {
 		h.Broker.Close()
-		h.stopExtras(context.Background())
+		h.stopComponents(context.Background())
 		ledger.Close()
 		return fail(err)
 	}
@@ -181,7 +182,7 @@ func (h *Hub) serve(ctx context.Context, ln net.Listener) error {
 	defer cancelBase()
 	mux := http.NewServeMux()
 	mux.Handle("/", h.Broker.Handler())
-	h.mountExtras(baseCtx, mux)
+	h.mountEndpoints(baseCtx, mux)
 	srv := &http.Server{
 		Handler:           loopbackOnly(mux),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -197,7 +198,7 @@ func (h *Hub) serve(ctx context.Context, ln net.Listener) error {
 	runCtx, stopRun := context.WithCancel(ctx)
 	h.startup(runCtx)
 	var wg sync.WaitGroup
-	h.runExtras(runCtx, &wg)
+	h.runLoops(runCtx, &wg)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -225,7 +226,7 @@ func (h *Hub) serve(ctx context.Context, ln net.Listener) error {
 	// Stop accepting, end hijacked WebSocket handlers, then drain.
 	srv.SetKeepAlivesEnabled(false)
 	ln.Close()
-	h.stopExtras(shutCtx)
+	h.stopComponents(shutCtx)
 	h.Broker.Close()
 	cancelBase()
 	if serr := srv.Shutdown(shutCtx); serr != nil && !errors.Is(serr, http.ErrServerClosed) {

@@ -217,8 +217,8 @@ func (h *Hub) startPanes(ps *paneSet) {
 		spec := h.paneSpec(m, true)
 		spec.OnExit = func(code int, err error) {
 			h.log.Info("pane program exited", "role", role, "code", code, "err", err)
-			if h.slots != nil && role == h.slots.owner.Role {
-				h.slots.endAllAsync(EndOwnerExited)
+			if h.slots != nil && role == h.slots.Owner().Role {
+				h.slots.OwnerExited()
 			}
 		}
 		p, err := agent.Start(ps.ctx, spec, h.log.With("pane", role))
