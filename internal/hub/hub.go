@@ -133,11 +133,11 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 	if err := lock.Record(os.Getpid(), ln.Addr().(*net.TCPAddr).Port); err != nil {
 		return fail(err)
 	}
-	st, err := lay.NextSession(Version, time.Now())
+	tok, err := lay.EnsureToken()
 	if err != nil {
 		return fail(err)
 	}
-	tok, err := lay.EnsureToken()
+	st, err := lay.NextSession(Version, time.Now())
 	if err != nil {
 		return fail(err)
 	}

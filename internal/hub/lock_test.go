@@ -71,3 +71,22 @@ func TestPortInUseByAnotherRoot(t *testing.T) {
 		t.Fatalf("hub on a taken port: %v", err)
 	}
 }
+
+// TestWeakTokenRefusedAtStart: a hub whose hub-token is short or readable by
+// others does not start, and the session counter does not move.
+func TestWeakTokenRefusedAtStart(t *testing.T) {
+	lay := layout.Layout{Root: t.TempDir()}
+	if err := lay.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lay.Token(), []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := hub.Run(t.Context(), hub.Options{Layout: lay, Port: 0, NoPanes: true, Logger: slog.New(slog.DiscardHandler), Getenv: func(string) string { return "" }})
+	if !errors.Is(err, layout.ErrWeakToken) || !strings.Contains(err.Error(), "hm token rotate") {
+		t.Fatalf("hub with a one-character token: %v", err)
+	}
+	if st, err := lay.ReadAppStatus(); err == nil && st.Session != 0 {
+		t.Fatalf("a refused hub moved the session counter to %d", st.Session)
+	}
+}
