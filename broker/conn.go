@@ -53,7 +53,7 @@ type conn struct {
 }
 
 type inflightSend struct {
-	p         *Pending
+	p         *queuedSubmit
 	requestID string
 	target    string
 	isSend    bool
@@ -293,13 +293,13 @@ func (c *conn) ackLoop() {
 				select {
 				case in := <-c.inflight:
 					in.p.s.Wait = 0 // nobody is waiting for this ACK any more
-					c.b.End(context.Background(), in.p)
+					c.b.end(context.Background(), in.p)
 				default:
 					return
 				}
 			}
 		case in := <-c.inflight:
-			ack, _ := c.b.End(c.ctx, in.p)
+			ack, _ := c.b.end(c.ctx, in.p)
 			ack.RequestID = in.requestID
 			if in.isSend {
 				ack.Target = in.target

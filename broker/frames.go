@@ -145,7 +145,7 @@ func (c *conn) send(f proto.Frame, received time.Time) {
 	if wait > 30*time.Second {
 		wait = 30 * time.Second
 	}
-	p := c.b.Begin(c.ctx, Submission{
+	p := c.b.begin(c.ctx, Submission{
 		From:        id.Role,
 		Trusted:     id.Operator,
 		Target:      f.Target,

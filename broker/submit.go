@@ -102,12 +102,12 @@ func refuse(code proto.Code, format string, args ...any) error {
 // Ack is sent to the client; err is non-nil for refusals (ok:false), carrying
 // a *proto.Error.
 func (b *Broker) Submit(ctx context.Context, s Submission) (proto.Ack, error) {
-	return b.End(ctx, b.Begin(ctx, s))
+	return b.end(ctx, b.begin(ctx, s))
 }
 
-// Pending is a submission whose commit has been queued (or that was
-// answered at once). Begin creates it; End waits for the commit and routes.
-type Pending struct {
+// queuedSubmit is a submission whose commit has been queued (or that was
+// answered at once). begin creates it; end waits for the commit and routes.
+type queuedSubmit struct {
 	s     Submission
 	ack   proto.Ack
 	err   error // a refusal known before anything was queued
@@ -119,24 +119,24 @@ type Pending struct {
 	body  string
 }
 
-// Begin does everything up to queueing the commit: validation, target
+// begin does everything up to queueing the commit: validation, target
 // resolution, owner binding, the header and sequence rules. Calls made in
 // order by one goroutine commit in that order, so a connection can have many
-// submissions in flight (pipelining) while End calls complete in order.
-func (b *Broker) Begin(ctx context.Context, s Submission) *Pending {
+// submissions in flight (pipelining) while end calls complete in order.
+func (b *Broker) begin(ctx context.Context, s Submission) *queuedSubmit {
 	if s.Received.IsZero() {
 		s.Received = b.now()
 	}
-	p := &Pending{s: s, ack: proto.Ack{MessageID: s.MessageID}}
-	p.err = b.begin(ctx, p)
+	p := &queuedSubmit{s: s, ack: proto.Ack{MessageID: s.MessageID}}
+	p.err = b.queue(ctx, p)
 	return p
 }
 
-// End waits for p's commit, routes the message and returns its ACK.
-func (b *Broker) End(ctx context.Context, p *Pending) (proto.Ack, error) {
+// end waits for p's commit, routes the message and returns its ACK.
+func (b *Broker) end(ctx context.Context, p *queuedSubmit) (proto.Ack, error) {
 	ack, err := p.ack, p.err
 	if err == nil {
-		ack, err = b.end(ctx, p)
+		ack, err = b.finish(ctx, p)
 	}
 	ack.Type = proto.TypeSendAck
 	ack.SessionID = b.cfg.SessionID
@@ -157,7 +157,9 @@ func (b *Broker) End(ctx context.Context, p *Pending) (proto.Ack, error) {
 	return ack, err
 }
 
-func (b *Broker) begin(ctx context.Context, p *Pending) error {
+// queue validates p, resolves its route, applies the sequence rules and
+// queues its commit; it is begin's work.
+func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	s := &p.s
 	if s.MessageID != "" && !ValidMessageID(s.MessageID) {
 		return refuse(proto.CodeBadRequest, "messageId must be 1-128 letters, digits or -_.:")
@@ -239,7 +241,9 @@ func (b *Broker) begin(ctx context.Context, p *Pending) error {
 	return nil
 }
 
-func (b *Broker) end(ctx context.Context, p *Pending) (proto.Ack, error) {
+// finish waits for p's commit (or the first copy of a duplicate), routes the
+// message and builds the ACK; it is end's work for submissions begin queued.
+func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error) {
 	ack := p.ack
 	if p.dupOf != "" {
 		// The first copy may still be committing: give it a moment.
