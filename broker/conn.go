@@ -41,7 +41,6 @@ type conn struct {
 	registered bool
 	identity   Identity
 	role       string
-	listen     bool
 	delivered  map[string]struct{}
 	subscribed bool
 	// replaying is set while the ledger backlog is being replayed: a live

@@ -19,7 +19,6 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 	content := prefix + m.RawBody
 	urgent := roles.HasTag(bodyOf(m.RawBody), roles.TagUrgent) || m.Priority == "urgent"
 	handed := false
-	routedNoProof := false
 	for _, mem := range rt.members {
 		if b.toListeners(mem.Role, m, content) {
 			handed = true
@@ -39,11 +38,11 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 			})
 		}
 	}
-	switch rt.kind {
-	case roles.TargetUser:
+	// A message for the user is shown in the hub's log: routed, with no
+	// proof anyone read it.
+	routedNoProof := rt.kind == roles.TargetUser
+	if routedNoProof {
 		b.log.Info("message for user", "from", m.SenderRole, "messageId", m.MessageID, "content", m.RawBody)
-		routedNoProof = true
-	case roles.TargetTelegram:
 	}
 	if rt.telegram != "" && b.deps.Telegram != nil {
 		b.sendTelegram(m, rt.telegram, routedNoProof)

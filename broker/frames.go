@@ -99,7 +99,7 @@ func (c *conn) register(f proto.Frame) bool {
 	}
 	id.Role = role
 	c.mu.Lock()
-	c.registered, c.identity, c.role, c.listen = true, id, role, f.Listen
+	c.registered, c.identity, c.role = true, id, role
 	c.mu.Unlock()
 	b.touch(role)
 	c.sendJSON(proto.Registered{Type: proto.TypeRegistered, Role: role, PaneID: paneID, ClientID: c.id})
@@ -230,6 +230,8 @@ func (c *conn) background(f proto.Frame, registered bool) {
 	c.sendJSON(resp)
 }
 
+// health answers a health-check: a hosted pane's own state when it has one,
+// otherwise how long ago the role was last heard from.
 func (b *Broker) health(f proto.Frame) proto.HealthResult {
 	stale := time.Duration(f.StaleAfterMs) * time.Millisecond
 	if stale <= 0 {
@@ -246,37 +248,27 @@ func (b *Broker) health(f proto.Frame) proto.HealthResult {
 	now := b.now()
 	b.mu.Lock()
 	seen, hasSeen := b.lastSeen[t.Member.Role]
-	listening := len(b.listeners[t.Member.Role]) > 0
 	b.mu.Unlock()
+	paneState, hosted := "", false
 	if b.deps.Panes != nil {
-		if state, last, ok := b.deps.Panes.Health(t.Member.Role); ok {
-			if last.After(seen) {
-				seen, hasSeen = last, true
-			}
-			if state == "exited" || state == "starting" {
-				res.Status = state
-				if hasSeen {
-					res.LastSeen, res.AgeMs = seen.UnixMilli(), now.Sub(seen).Milliseconds()
-				}
-				return res
-			}
-			res.Healthy, res.Status = true, "healthy"
-			if hasSeen {
-				res.LastSeen, res.AgeMs = seen.UnixMilli(), now.Sub(seen).Milliseconds()
-			}
-			return res
+		var last time.Time
+		paneState, last, hosted = b.deps.Panes.Health(t.Member.Role)
+		if hosted && last.After(seen) {
+			seen, hasSeen = last, true
 		}
 	}
-	if !hasSeen {
-		res.Status = "offline"
-		return res
+	if hasSeen {
+		res.LastSeen, res.AgeMs = seen.UnixMilli(), now.Sub(seen).Milliseconds()
 	}
-	res.LastSeen, res.AgeMs = seen.UnixMilli(), now.Sub(seen).Milliseconds()
 	switch {
+	case hosted && (paneState == "exited" || paneState == "starting"):
+		res.Status = paneState
+	case hosted:
+		res.Healthy, res.Status = true, "healthy"
+	case !hasSeen:
+		res.Status = "offline"
 	case now.Sub(seen) > stale:
 		res.Status = "stale"
-	case listening:
-		res.Healthy, res.Status = true, "healthy"
 	default:
 		res.Healthy, res.Status = true, "healthy"
 	}
