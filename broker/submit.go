@@ -5,16 +5,15 @@ package broker
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"hm/broker/proto"
+	"hm/internal/msgid"
 	"hm/journal"
 	"hm/roles"
 )
@@ -66,32 +65,6 @@ type route struct {
 	kind     roles.TargetKind
 	members  []roles.Member // member recipients
 	telegram string         // chat id for telegram delivery, "" if none
-}
-
-// NewMessageID returns "hm-<unixms>-<6 random>".
-func NewMessageID(now time.Time) string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return "hm-" + strconv.FormatInt(now.UnixMilli(), 10) + "-" + string(b[:])
-}
-
-// ValidMessageID reports whether id is acceptable: 1..128 bytes of letters,
-// digits and -_.:
-func ValidMessageID(id string) bool {
-	if id == "" || len(id) > 128 || id[0] == '.' || id[0] == '-' {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
-			return false
-		}
-	}
-	return true
 }
 
 func refuse(code proto.Code, format string, args ...any) error {
@@ -161,8 +134,8 @@ func (b *Broker) end(ctx context.Context, p *queuedSubmit) (proto.Ack, error) {
 // queues its commit; it is begin's work.
 func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	s := &p.s
-	if s.MessageID != "" && !ValidMessageID(s.MessageID) {
-		return refuse(proto.CodeBadRequest, "messageId must be 1-128 letters, digits or -_.:")
+	if s.MessageID != "" && !msgid.Valid(s.MessageID) {
+		return refuse(proto.CodeBadRequest, "messageId must be 1-%d ASCII letters, digits or -_.: starting with a letter or digit", msgid.MaxLen)
 	}
 	if !utf8.ValidString(s.Content) {
 		s.Content = strings.ToValidUTF8(s.Content, "\uFFFD")
@@ -208,7 +181,7 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	// atomically in the writer (ErrDuplicate) and the stored state is
 	// repeated; nothing is committed for it.
 	if s.MessageID == "" {
-		s.MessageID = NewMessageID(b.now())
+		s.MessageID = msgid.New(b.now())
 	}
 	p.ack.MessageID = s.MessageID
 
