@@ -23,7 +23,7 @@ import (
 type conn struct {
 	b      *Broker
 	id     int64
-	ws     *websocket.Conn
+	ws     socket
 	out    chan outFrame
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -49,6 +49,15 @@ type conn struct {
 	replaying bool
 
 	closeOnce sync.Once
+}
+
+// socket is what a conn needs of its WebSocket (*websocket.Conn); the
+// in-process frame fuzzer supplies its own.
+type socket interface {
+	Read(ctx context.Context) (websocket.MessageType, []byte, error)
+	Write(ctx context.Context, typ websocket.MessageType, p []byte) error
+	Close(code websocket.StatusCode, reason string) error
+	CloseNow() error
 }
 
 type inflightSend struct {
@@ -103,8 +112,18 @@ func (b *Broker) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(proto.MaxSocketFrame)
+	c := b.newConn(ws)
+	if !b.add(c) {
+		ws.Close(websocket.StatusGoingAway, "hub shutting down")
+		return
+	}
+	c.serve(c.readLoop)
+}
+
+// newConn returns a connection over ws, not yet added to the broker.
+func (b *Broker) newConn(ws socket) *conn {
 	ctx, cancel := context.WithCancel(b.ctx)
-	c := &conn{
+	return &conn{
 		b: b, id: b.nextID.Add(1), ws: ws, ctx: ctx, cancel: cancel,
 		out:       make(chan outFrame, b.cfg.SendQueue),
 		limit:     newBucket(b.cfg.RateLimit, b.cfg.RateBurst),
@@ -112,24 +131,33 @@ func (b *Broker) serveWS(w http.ResponseWriter, r *http.Request) {
 		inflight:  make(chan inflightSend, maxInflight),
 		drained:   make(chan struct{}, 1),
 	}
+}
+
+// add records c as open; it reports false (and cancels c) once the broker
+// is closing.
+func (b *Broker) add(c *conn) bool {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.closed {
-		b.mu.Unlock()
-		cancel()
-		ws.Close(websocket.StatusGoingAway, "hub shutting down")
-		return
+		c.cancel()
+		return false
 	}
 	b.conns[c.id] = c
-	b.mu.Unlock()
+	return true
+}
 
+// serve runs c: it starts the writer and the acker, sends the welcome and
+// calls read in the caller's goroutine; when read returns, c is closed,
+// its goroutines are waited for and it is forgotten.
+func (c *conn) serve(read func()) {
 	c.wg.Add(2)
 	go c.writeLoop()
 	go c.ackLoop()
 	c.sendJSON(proto.Welcome{Type: proto.TypeWelcome, ClientID: c.id, Protocol: proto.Protocol})
-	c.readLoop()
+	read()
 	c.close()
 	c.wg.Wait()
-	b.forget(c)
+	c.b.forget(c)
 }
 
 func (b *Broker) forget(c *conn) {
@@ -249,27 +277,34 @@ func (c *conn) readLoop() {
 		if err != nil {
 			return
 		}
-		if !c.limit.allow(time.Now()) {
-			c.sendError(proto.CodeRateLimited, "more than the allowed frames per second", "", "")
-			continue
-		}
-		if len(data) > proto.MaxMessageFrame {
-			c.sendError(proto.CodeTooLarge, "frame over 256 KiB dropped", "", "")
-			continue
-		}
-		if typ != websocket.MessageText {
-			c.sendError(proto.CodeBadJSON, "binary frames are not JSON", "", "")
-			continue
-		}
-		var f proto.Frame
-		if err := json.Unmarshal(data, &f); err != nil {
-			c.sendError(proto.CodeBadJSON, "frame is not a JSON object: "+clip(err.Error(), 120), "", "")
-			continue
-		}
-		if !c.handle(f, time.Now()) {
+		if !c.readFrame(typ, data) {
 			return
 		}
 	}
+}
+
+// readFrame applies the rate and size limits to one frame read from the
+// client, decodes it and hands it to its handler. Every frame refused here
+// gets an error frame. It returns false when the connection must end.
+func (c *conn) readFrame(typ websocket.MessageType, data []byte) bool {
+	if !c.limit.allow(time.Now()) {
+		c.sendError(proto.CodeRateLimited, "more than the allowed frames per second", "", "")
+		return true
+	}
+	if len(data) > proto.MaxMessageFrame {
+		c.sendError(proto.CodeTooLarge, "frame over 256 KiB dropped", "", "")
+		return true
+	}
+	if typ != websocket.MessageText {
+		c.sendError(proto.CodeBadJSON, "binary frames are not JSON", "", "")
+		return true
+	}
+	var f proto.Frame
+	if err := json.Unmarshal(data, &f); err != nil {
+		c.sendError(proto.CodeBadJSON, "frame is not a JSON object: "+clip(err.Error(), 120), "", "")
+		return true
+	}
+	return c.handle(f, time.Now())
 }
 
 func clip(s string, n int) string {
