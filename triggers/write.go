@@ -1,16 +1,15 @@
 package triggers
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"hm/internal/atomicfile"
+	"hm/internal/msgid"
 	"hm/roles"
 )
 
@@ -21,16 +20,9 @@ const DefaultMaxBytes = 256 << 10
 // a safe trigger file name.
 var ErrBadName = errors.New("invalid trigger name")
 
-// NewMessageID returns a fresh id in the hub's format "hm-<unixms>-<6 random>".
-func NewMessageID() string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	var b [6]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return "hm-" + strconv.FormatInt(time.Now().UnixMilli(), 10) + "-" + string(b[:])
-}
+// NewMessageID returns a fresh id in the hub's format "hm-<unixms>-<6 random>"
+// (msgid.New).
+func NewMessageID() string { return msgid.New(time.Now()) }
 
 // Write is hm-send's fallback writer. It writes content into dir (created 0700
 // if missing) as "<target>.<messageID>.txt" whose first line is

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/layout"
+	"hm/internal/msgid"
 	"hm/roles"
 	"hm/triggers"
 )
@@ -151,7 +151,7 @@ func runSend(ctx context.Context, env Env, args []string) int {
 	}
 	id := *messageID
 	if id == "" {
-		id = broker.NewMessageID(time.Now())
+		id = msgid.New(time.Now())
 	}
 	s := sender{env: env, cfg: cfg, target: target, content: content, id: id, json: *asJSON, noFallback: *noFallback}
 	return s.run(ctx, *priority, *timeout, *wait)
