@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"hm/broker/proto"
 	"hm/journal"
 	"hm/roles"
 )
@@ -51,8 +52,8 @@ type Telegram interface {
 // Background handles background-agent control frames (SPEC §8).
 type Background interface {
 	// Handle runs action for caller. The result is the frame's result
-	// object; ok=false results carry a "status".
-	Handle(ctx context.Context, action string, payload json.RawMessage) (result map[string]any, ok bool)
+	// object; ok=false results are a proto.BgRefusal with a Status.
+	Handle(ctx context.Context, action string, payload json.RawMessage) (result proto.BgResult, ok bool)
 	// Running reports whether the background slot role is running.
 	Running(role string) bool
 }

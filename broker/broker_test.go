@@ -450,46 +450,6 @@ func TestSlowConsumerDropped(t *testing.T) {
 	}
 }
 
-func FuzzFrameDecoder(f *testing.F) {
-	for _, s := range []string{`{"type":"register","role":"builder","token":"x"}`, `{"type":"send"}`, `{}`, `null`, `{"type":"send","target":"../../x","content":"\u0000"}`, `{"type":"health-check","staleAfterMs":-1}`, `{"type":"background-agent","payload":"x"}`, `{"type":"subscribe","topics":null}`, "\xff\xfe"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		hh := newHarness(t)
-		c := hh.as("architect", false)
-		ctx := ctxT(t)
-		// Raw write of arbitrary bytes as a text frame.
-		if err := c.WriteText(ctx, data); err != nil {
-			t.Skip("client could not write")
-		}
-		if err := alive(ctx, c); err != nil {
-			// Only an unauthorized register may close the connection.
-			if !strings.Contains(string(data), "register") {
-				t.Fatalf("hub stopped serving after %q: %v", data, err)
-			}
-		}
-		if err := alive(ctx, hh.as("oracle", false)); err != nil {
-			t.Fatalf("hub stopped serving others after %q: %v", data, err)
-		}
-	})
-}
-
-// alive sends a heartbeat and reads until its answer, skipping other frames.
-func alive(ctx context.Context, c *client.Client) error {
-	if err := c.WriteJSON(ctx, proto.Frame{Type: "heartbeat", RequestID: "alive"}); err != nil {
-		return err
-	}
-	for {
-		typ, raw, err := c.Next(ctx)
-		if err != nil {
-			return err
-		}
-		if typ == "heartbeat-ack" && strings.Contains(string(raw), `"alive"`) {
-			return nil
-		}
-	}
-}
-
 func TestOnlyRootPathServed(t *testing.T) {
 	h := newHarness(t)
 	for _, path := range []string{"attach/architect", "status", "x/../"} {

@@ -1,9 +1,11 @@
+// This file is the WebSocket transport: accepting a connection, its read,
+// write and ACK loops, the rate and size limits, and the bounded outbound queue.
+
 package broker
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net"
 	"net/http"
 	"strings"
@@ -14,8 +16,6 @@ import (
 	"github.com/coder/websocket"
 
 	"hm/broker/proto"
-	"hm/journal"
-	"hm/roles"
 )
 
 // conn is one WebSocket client. Its read loop runs in the HTTP handler
@@ -23,7 +23,7 @@ import (
 type conn struct {
 	b      *Broker
 	id     int64
-	ws     *websocket.Conn
+	ws     socket
 	out    chan outFrame
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -41,7 +41,6 @@ type conn struct {
 	registered bool
 	identity   Identity
 	role       string
-	listen     bool
 	delivered  map[string]struct{}
 	subscribed bool
 	// replaying is set while the ledger backlog is being replayed: a live
@@ -52,8 +51,17 @@ type conn struct {
 	closeOnce sync.Once
 }
 
+// socket is what a conn needs of its WebSocket (*websocket.Conn); the
+// in-process frame fuzzer supplies its own.
+type socket interface {
+	Read(ctx context.Context) (websocket.MessageType, []byte, error)
+	Write(ctx context.Context, typ websocket.MessageType, p []byte) error
+	Close(code websocket.StatusCode, reason string) error
+	CloseNow() error
+}
+
 type inflightSend struct {
-	p         *Pending
+	p         *queuedSubmit
 	requestID string
 	target    string
 	isSend    bool
@@ -104,8 +112,18 @@ func (b *Broker) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(proto.MaxSocketFrame)
+	c := b.newConn(ws)
+	if !b.add(c) {
+		ws.Close(websocket.StatusGoingAway, "hub shutting down")
+		return
+	}
+	c.serve(c.readLoop)
+}
+
+// newConn returns a connection over ws, not yet added to the broker.
+func (b *Broker) newConn(ws socket) *conn {
 	ctx, cancel := context.WithCancel(b.ctx)
-	c := &conn{
+	return &conn{
 		b: b, id: b.nextID.Add(1), ws: ws, ctx: ctx, cancel: cancel,
 		out:       make(chan outFrame, b.cfg.SendQueue),
 		limit:     newBucket(b.cfg.RateLimit, b.cfg.RateBurst),
@@ -113,24 +131,33 @@ func (b *Broker) serveWS(w http.ResponseWriter, r *http.Request) {
 		inflight:  make(chan inflightSend, maxInflight),
 		drained:   make(chan struct{}, 1),
 	}
+}
+
+// add records c as open; it reports false (and cancels c) once the broker
+// is closing.
+func (b *Broker) add(c *conn) bool {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.closed {
-		b.mu.Unlock()
-		cancel()
-		ws.Close(websocket.StatusGoingAway, "hub shutting down")
-		return
+		c.cancel()
+		return false
 	}
 	b.conns[c.id] = c
-	b.mu.Unlock()
+	return true
+}
 
+// serve runs c: it starts the writer and the acker, sends the welcome and
+// calls read in the caller's goroutine; when read returns, c is closed,
+// its goroutines are waited for and it is forgotten.
+func (c *conn) serve(read func()) {
 	c.wg.Add(2)
 	go c.writeLoop()
 	go c.ackLoop()
 	c.sendJSON(proto.Welcome{Type: proto.TypeWelcome, ClientID: c.id, Protocol: proto.Protocol})
-	c.readLoop()
+	read()
 	c.close()
 	c.wg.Wait()
-	b.forget(c)
+	c.b.forget(c)
 }
 
 func (b *Broker) forget(c *conn) {
@@ -250,27 +277,34 @@ func (c *conn) readLoop() {
 		if err != nil {
 			return
 		}
-		if !c.limit.allow(time.Now()) {
-			c.sendError(proto.CodeRateLimited, "more than the allowed frames per second", "", "")
-			continue
-		}
-		if len(data) > proto.MaxMessageFrame {
-			c.sendError(proto.CodeTooLarge, "frame over 256 KiB dropped", "", "")
-			continue
-		}
-		if typ != websocket.MessageText {
-			c.sendError(proto.CodeBadJSON, "binary frames are not JSON", "", "")
-			continue
-		}
-		var f proto.Frame
-		if err := json.Unmarshal(data, &f); err != nil {
-			c.sendError(proto.CodeBadJSON, "frame is not a JSON object: "+clip(err.Error(), 120), "", "")
-			continue
-		}
-		if !c.handle(f, time.Now()) {
+		if !c.readFrame(typ, data) {
 			return
 		}
 	}
+}
+
+// readFrame applies the rate and size limits to one frame read from the
+// client, decodes it and hands it to its handler. Every frame refused here
+// gets an error frame. It returns false when the connection must end.
+func (c *conn) readFrame(typ websocket.MessageType, data []byte) bool {
+	if !c.limit.allow(time.Now()) {
+		c.sendError(proto.CodeRateLimited, "more than the allowed frames per second", "", "")
+		return true
+	}
+	if len(data) > proto.MaxMessageFrame {
+		c.sendError(proto.CodeTooLarge, "frame over 256 KiB dropped", "", "")
+		return true
+	}
+	if typ != websocket.MessageText {
+		c.sendError(proto.CodeBadJSON, "binary frames are not JSON", "", "")
+		return true
+	}
+	var f proto.Frame
+	if err := json.Unmarshal(data, &f); err != nil {
+		c.sendError(proto.CodeBadJSON, "frame is not a JSON object: "+clip(err.Error(), 120), "", "")
+		return true
+	}
+	return c.handle(f, time.Now())
 }
 
 func clip(s string, n int) string {
@@ -278,155 +312,6 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n]
-}
-
-// handle processes one frame; false ends the connection.
-func (c *conn) handle(f proto.Frame, received time.Time) bool {
-	c.mu.Lock()
-	registered, role := c.registered, c.role
-	c.mu.Unlock()
-	if registered {
-		c.b.touch(role)
-	}
-	switch f.Type {
-	case proto.TypeRegister:
-		return c.register(f)
-	case proto.TypeSend, proto.TypeBroadcast:
-		if !registered {
-			c.sendError(proto.CodeNotRegistered, "register before sending", f.RequestID, f.MessageID)
-			return true
-		}
-		c.send(f, received)
-	case proto.TypeHealthCheck:
-		c.sendJSON(c.b.health(f))
-	case proto.TypeDeliveryCheck:
-		c.sendJSON(c.b.deliveryCheck(c.ctx, f))
-	case proto.TypeHeartbeat:
-		c.sendJSON(proto.HeartbeatAck{Type: proto.TypeHeartbeatAck, RequestID: f.RequestID, Timestamp: time.Now().UnixMilli()})
-	case proto.TypeMessageAck:
-		if !registered {
-			c.sendError(proto.CodeNotRegistered, "register before acknowledging", f.RequestID, f.MessageID)
-			return true
-		}
-		if f.MessageID == "" {
-			c.sendError(proto.CodeBadRequest, "message-ack needs messageId", f.RequestID, "")
-			return true
-		}
-		if err := c.b.Acknowledge(c.ctx, f.MessageID, role); err != nil && !errors.Is(err, journal.ErrNotFound) {
-			c.sendError(proto.CodeJournalUnavailable, err.Error(), f.RequestID, f.MessageID)
-		}
-	case proto.TypeSubscribe:
-		c.subscribe(f)
-	case proto.TypeBackgroundAgent:
-		c.background(f, registered)
-	default:
-		c.sendError(proto.CodeUnknownType, "unknown frame type "+clip(f.Type, 40), f.RequestID, "")
-	}
-	return true
-}
-
-func (c *conn) register(f proto.Frame) bool {
-	b := c.b
-	role := strings.ToLower(strings.TrimSpace(f.Role))
-	var id Identity
-	if f.Token != "" {
-		got, ok := b.cfg.Tokens.Check(f.Token)
-		if !ok || (!got.Operator && role != "" && role != got.Role) {
-			return c.unauthorized("token is not valid for role " + clip(role, 40))
-		}
-		id = got
-		if !got.Operator {
-			role = got.Role
-		}
-	} else if b.cfg.AllowAnonymous {
-		id = Identity{Role: role}
-	} else {
-		return c.unauthorized("register needs a token")
-	}
-	if role == "" {
-		role = roles.RoleUser
-	}
-	paneID := ""
-	if role != roles.RoleUser {
-		m, ok := b.team.Lookup(role)
-		if !ok || m.Role != role {
-			if !id.Operator && f.Token != "" {
-				return c.unauthorized("unknown role")
-			}
-			c.sendError(proto.CodeInvalidTarget, "no role "+clip(role, 40)+" in this team", f.RequestID, "")
-			return true
-		}
-		paneID = m.PaneID
-	}
-	if role == roles.RoleUser && !id.Operator && !b.cfg.AllowAnonymous {
-		return c.unauthorized("only the operator may act as user")
-	}
-	id.Role = role
-	c.mu.Lock()
-	c.registered, c.identity, c.role, c.listen = true, id, role, f.Listen
-	c.mu.Unlock()
-	b.touch(role)
-	c.sendJSON(proto.Registered{Type: proto.TypeRegistered, Role: role, PaneID: paneID, ClientID: c.id})
-	if f.Listen {
-		b.mu.Lock()
-		if b.listeners[role] == nil {
-			b.listeners[role] = map[int64]*conn{}
-		}
-		b.listeners[role][c.id] = c
-		b.mu.Unlock()
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			b.replayPending(c, role)
-		}()
-	}
-	return true
-}
-
-func (c *conn) unauthorized(why string) bool {
-	c.b.log.Warn("unauthorized register", "client", c.id, "why", why)
-	data, _ := json.Marshal(proto.ErrorFrame{Type: proto.TypeError, Code: proto.CodeUnauthorized, Message: why})
-	c.enqueue(outFrame{data: data})
-	code := websocket.StatusPolicyViolation
-	c.enqueue(outFrame{data: []byte("unauthorized"), closeWith: &code})
-	// Wait for the writer to send the error and close.
-	<-c.ctx.Done()
-	return false
-}
-
-func (c *conn) send(f proto.Frame, received time.Time) {
-	c.mu.Lock()
-	id := c.identity
-	c.mu.Unlock()
-	ackRequired := false
-	if f.AckRequired != nil {
-		ackRequired = *f.AckRequired
-	}
-	wait := time.Duration(f.WaitMs) * time.Millisecond
-	if wait < 0 {
-		wait = 0
-	}
-	if wait > 30*time.Second {
-		wait = 30 * time.Second
-	}
-	p := c.b.Begin(c.ctx, Submission{
-		From:        id.Role,
-		Trusted:     id.Operator,
-		Target:      f.Target,
-		Broadcast:   f.Type == proto.TypeBroadcast,
-		Content:     f.Content,
-		MessageID:   f.MessageID,
-		Priority:    f.Priority,
-		AckRequired: ackRequired,
-		Wait:        wait,
-		Metadata:    f.Metadata,
-		Channel:     ChannelWS,
-		Received:    received,
-	})
-	select {
-	case c.inflight <- inflightSend{p: p, requestID: f.RequestID, target: f.Target, isSend: f.Type == proto.TypeSend}:
-	case <-c.ctx.Done():
-	}
 }
 
 // ackLoop finishes queued sends in order and writes their ACKs.
@@ -442,288 +327,18 @@ func (c *conn) ackLoop() {
 				select {
 				case in := <-c.inflight:
 					in.p.s.Wait = 0 // nobody is waiting for this ACK any more
-					c.b.End(context.Background(), in.p)
+					c.b.end(context.Background(), in.p)
 				default:
 					return
 				}
 			}
 		case in := <-c.inflight:
-			ack, _ := c.b.End(c.ctx, in.p)
+			ack, _ := c.b.end(c.ctx, in.p)
 			ack.RequestID = in.requestID
 			if in.isSend {
 				ack.Target = in.target
 			}
 			c.sendJSON(ack)
 		}
-	}
-}
-
-// toListeners hands m to every listener of role. It reports whether any
-// listener took it.
-func (b *Broker) toListeners(role string, m journal.Message, content string) bool {
-	b.mu.Lock()
-	ls := make([]*conn, 0, len(b.listeners[role]))
-	for _, c := range b.listeners[role] {
-		ls = append(ls, c)
-	}
-	b.mu.Unlock()
-	took := false
-	for _, c := range ls {
-		if c.deliver(m, content) {
-			took = true
-		}
-	}
-	return took
-}
-
-func (c *conn) deliver(m journal.Message, content string) bool {
-	return c.deliverWith(m, content, c.enqueueLive)
-}
-
-// enqueueLive queues a live delivery. While the backlog is replaying, a
-// full queue leaves the message pending for the replay loop; otherwise a
-// full queue is a slow consumer and the client is dropped.
-func (c *conn) enqueueLive(f outFrame) bool {
-	c.mu.Lock()
-	replaying := c.replaying
-	c.mu.Unlock()
-	if !replaying {
-		return c.enqueue(f)
-	}
-	if !c.hasRoom(len(f.data)) {
-		return false
-	}
-	c.queued.Add(int64(len(f.data)))
-	select {
-	case c.out <- f:
-		return true
-	default:
-		c.queued.Add(-int64(len(f.data)))
-		return false
-	}
-}
-
-func (c *conn) deliverWith(m journal.Message, content string, enqueue func(outFrame) bool) bool {
-	c.mu.Lock()
-	if _, dup := c.delivered[m.MessageID]; dup {
-		c.mu.Unlock()
-		return true
-	}
-	c.delivered[m.MessageID] = struct{}{}
-	c.mu.Unlock()
-	meta := json.RawMessage(m.MetadataJSON)
-	if !json.Valid(meta) {
-		meta = json.RawMessage("{}")
-	}
-	data, err := json.Marshal(proto.Message{
-		Type: proto.TypeMessage, From: m.SenderRole, MessageID: m.MessageID, Seq: m.Seq,
-		Content: content, Priority: m.Priority, Metadata: meta, Timestamp: m.BrokeredAtMs,
-	})
-	if err != nil {
-		return false
-	}
-	id, b := m.MessageID, c.b
-	ok := enqueue(outFrame{data: data, onWritten: func() {
-		b.deps.Ledger.AdvanceAsync(journal.Change{MessageID: id, Status: "routed", AckStatus: proto.StatusDeliveredWebsocket, Event: "delivered", Detail: map[string]any{"client": c.id}})
-		b.wake(id)
-	}})
-	if !ok {
-		c.mu.Lock()
-		delete(c.delivered, m.MessageID)
-		c.mu.Unlock()
-	}
-	return ok
-}
-
-// replayPending delivers messages that waited in the ledger for role, with
-// backpressure, until none are left (live messages arriving meanwhile stay
-// pending and are picked up by the next pass).
-func (b *Broker) replayPending(c *conn, role string) {
-	c.mu.Lock()
-	c.replaying = true
-	c.mu.Unlock()
-	for b.replayPass(c, role) > 0 {
-	}
-	c.mu.Lock()
-	c.replaying = false
-	c.mu.Unlock()
-	b.replayPass(c, role) // anything skipped while the flag was being cleared
-}
-
-// replayPass delivers the pending rows not yet delivered on c; it returns
-// how many it delivered.
-func (b *Broker) replayPass(c *conn, role string) int {
-	pending, err := b.deps.Ledger.Pending(c.ctx, role)
-	if err != nil {
-		if c.ctx.Err() == nil {
-			b.log.Warn("load pending for listener", "role", role, "err", err)
-		}
-		return 0
-	}
-	now := b.now()
-	n := 0
-	for _, m := range pending {
-		c.mu.Lock()
-		_, done := c.delivered[m.MessageID]
-		c.mu.Unlock()
-		if done {
-			continue
-		}
-		prefix := ""
-		if m.SessionID != b.cfg.SessionID {
-			if now.Sub(time.UnixMilli(m.BrokeredAtMs)) > b.cfg.DelayedMaxAge {
-				continue // Recover expires it
-			}
-			prefix = delayedPrefix(m)
-		}
-		if !c.deliverWith(m, prefix+m.RawBody, c.enqueueWait) {
-			return 0
-		}
-		n++
-	}
-	return n
-}
-
-func (c *conn) subscribe(f proto.Frame) {
-	want := false
-	for _, t := range f.Topics {
-		if t == "journal" {
-			want = true
-		}
-	}
-	if !want {
-		c.sendError(proto.CodeBadRequest, `subscribe supports the topic "journal"`, f.RequestID, "")
-		return
-	}
-	c.mu.Lock()
-	if c.subscribed {
-		c.mu.Unlock()
-		return
-	}
-	c.subscribed = true
-	c.mu.Unlock()
-	events, cancel := c.b.deps.Ledger.Subscribe(1024)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		defer cancel()
-		for {
-			select {
-			case <-c.ctx.Done():
-				return
-			case ev, ok := <-events:
-				if !ok {
-					return
-				}
-				c.sendJSON(proto.JournalEvent{Type: proto.TypeJournalEvent, Row: EventRow(ev)})
-			}
-		}
-	}()
-}
-
-func (c *conn) background(f proto.Frame, registered bool) {
-	c.mu.Lock()
-	id := c.identity
-	c.mu.Unlock()
-	resp := proto.Response{Type: proto.TypeResponse, RequestID: f.RequestID}
-	switch {
-	case !registered:
-		resp.Result = map[string]any{"ok": false, "status": string(proto.CodeNotRegistered)}
-		resp.Error = string(proto.CodeNotRegistered)
-	case !id.Operator && id.Role != c.b.team.Background.Owner:
-		resp.Result = map[string]any{"ok": false, "status": string(proto.CodeOwnerBindingViolation)}
-		resp.Error = "only " + c.b.team.Background.Owner + " or the operator may control background slots"
-	case c.b.deps.Background == nil:
-		resp.Result = map[string]any{"ok": false, "status": string(proto.CodeSlotUnavailable)}
-		resp.Error = "background slots are not available in this hub"
-	default:
-		result, ok := c.b.deps.Background.Handle(c.ctx, f.Action, f.Payload)
-		resp.OK = ok
-		resp.Result = result
-		if !ok {
-			if st, _ := result["status"].(string); st != "" {
-				resp.Error = st
-			}
-		}
-	}
-	c.sendJSON(resp)
-}
-
-func (b *Broker) health(f proto.Frame) proto.HealthResult {
-	stale := time.Duration(f.StaleAfterMs) * time.Millisecond
-	if stale <= 0 {
-		stale = 60 * time.Second
-	}
-	res := proto.HealthResult{Type: proto.TypeHealthCheckResult, RequestID: f.RequestID, Target: f.Target, StaleThresholdMs: stale.Milliseconds()}
-	t, err := b.team.Resolve(f.Target)
-	if err != nil || t.Kind != roles.TargetMember {
-		res.Status = string(proto.CodeInvalidTarget)
-		res.Error = "health-check needs a team member"
-		return res
-	}
-	res.Role, res.PaneID = t.Member.Role, t.Member.PaneID
-	now := b.now()
-	b.mu.Lock()
-	seen, hasSeen := b.lastSeen[t.Member.Role]
-	listening := len(b.listeners[t.Member.Role]) > 0
-	b.mu.Unlock()
-	if b.deps.Panes != nil {
-		if state, last, ok := b.deps.Panes.Health(t.Member.Role); ok {
-			if last.After(seen) {
-				seen, hasSeen = last, true
-			}
-			if state == "exited" || state == "starting" {
-				res.Status = state
-				if hasSeen {
-					res.LastSeen, res.AgeMs = seen.UnixMilli(), now.Sub(seen).Milliseconds()
-				}
-				return res
-			}
-			res.Healthy, res.Status = true, "healthy"
-			if hasSeen {
-				res.LastSeen, res.AgeMs = seen.UnixMilli(), now.Sub(seen).Milliseconds()
-			}
-			return res
-		}
-	}
-	if !hasSeen {
-		res.Status = "offline"
-		return res
-	}
-	res.LastSeen, res.AgeMs = seen.UnixMilli(), now.Sub(seen).Milliseconds()
-	switch {
-	case now.Sub(seen) > stale:
-		res.Status = "stale"
-	case listening:
-		res.Healthy, res.Status = true, "healthy"
-	default:
-		res.Healthy, res.Status = true, "healthy"
-	}
-	return res
-}
-
-func (b *Broker) deliveryCheck(ctx context.Context, f proto.Frame) proto.DeliveryResult {
-	res := proto.DeliveryResult{Type: proto.TypeDeliveryCheckResult, RequestID: f.RequestID, MessageID: f.MessageID}
-	if f.MessageID == "" {
-		return res
-	}
-	m, err := b.deps.Ledger.Get(ctx, f.MessageID)
-	if err != nil {
-		return res
-	}
-	res.Known = true
-	res.Status, res.AckStatus, res.ErrorCode, res.Target, res.Seq = m.Status, m.AckStatus, m.ErrorCode, m.TargetRole, m.Seq
-	return res
-}
-
-// EventRow renders a ledger event for journal-event frames and `hm comms tail`.
-func EventRow(ev journal.Event) map[string]any {
-	m := ev.Row
-	return map[string]any{
-		"event_id": ev.EventID, "event": ev.Event, "at_ms": ev.AtMs, "detail": ev.Detail,
-		"message_id": m.MessageID, "session_id": m.SessionID, "sender_role": m.SenderRole,
-		"target_role": m.TargetRole, "channel": m.Channel, "seq": m.Seq, "header": m.Header,
-		"priority": m.Priority, "raw_body": m.RawBody, "status": m.Status, "ack_status": m.AckStatus,
-		"error_code": m.ErrorCode, "brokered_at_ms": m.BrokeredAtMs,
 	}
 }

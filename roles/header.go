@@ -4,6 +4,8 @@
 package roles
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -22,8 +24,51 @@ func (h Header) String() string {
 // Ref renders the reference form "ROLE #N".
 func (h Header) Ref() string { return h.Role + " #" + strconv.FormatInt(h.Seq, 10) }
 
-// MaxSeq bounds sequence numbers so they fit comfortably in SQLite integers.
+// MaxSeq bounds sequence numbers: N is below 2^53, so it is exact in JSON
+// numbers and SQLite integers, and the number after it still parses.
 const MaxSeq = 1 << 53
+
+// ErrBadHeader is returned by CheckHeader for a role header whose number is
+// out of range.
+var ErrBadHeader = errors.New("bad_header")
+
+// CheckHeader reports a text that starts like a role header ("(ROLE #") but
+// whose N is not a number below MaxSeq. ParseHeader treats such text as
+// having no header; a hub must refuse it rather than store a number its own
+// headers could not carry.
+func CheckHeader(s string) error {
+	if _, _, ok := ParseHeader(s); ok {
+		return nil
+	}
+	rest := s
+	if strings.HasPrefix(rest, "[AGENT MSG") {
+		end := strings.IndexByte(rest, ']')
+		if end < 0 {
+			return nil
+		}
+		rest = strings.TrimLeft(rest[end+1:], " ")
+	}
+	if !strings.HasPrefix(rest, "(") {
+		return nil
+	}
+	n := nameLen(rest[1:])
+	if n == 0 {
+		return nil
+	}
+	rest = strings.TrimPrefix(rest[1+n:], " ")
+	if !strings.HasPrefix(rest, "#") {
+		return nil
+	}
+	rest = rest[1:]
+	d := 0
+	for d < len(rest) && rest[d] >= '0' && rest[d] <= '9' {
+		d++
+	}
+	if d == 0 || !strings.HasPrefix(rest[d:], "):") {
+		return nil
+	}
+	return fmt.Errorf("%w: the header number %s is not below 2^53", ErrBadHeader, clip(rest[:d], 24))
+}
 
 // ParseHeader parses an optional "[AGENT MSG ...]" prefix, then "(", ROLE,
 // optional space, "#", N, "):", optional space. It returns the header, the body
@@ -60,7 +105,7 @@ func ParseHeader(s string) (Header, string, bool) {
 		return Header{}, s, false
 	}
 	seq, err := strconv.ParseInt(rest[:d], 10, 64)
-	if err != nil || seq > MaxSeq {
+	if err != nil || seq >= MaxSeq {
 		return Header{}, s, false
 	}
 	rest = rest[d:]

@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -128,4 +129,33 @@ func FuzzRefsSignals(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestCheckHeader(t *testing.T) {
+	tests := []struct {
+		in  string
+		bad bool
+	}{
+		{"(ARCH #1): hi", false},
+		{"(ARCH #9007199254740991): top", false}, // 2^53-1 is the largest N
+		{"(ARCH #9007199254740992): over", true}, // 2^53
+		{"(ARCH #99999999999999999999): over", true},
+		{"[AGENT MSG - reply via hm-send] (BUILDER #123456789012345678): x", true},
+		{"(ARCH 9007199254740992): no hash", false},
+		{"(ARCH #): no number", false},
+		{"(ARCH #99999999999999999999) no colon", false},
+		{"plain text", false},
+		{"", false},
+		{"(", false},
+		{"[AGENT MSG", false},
+	}
+	for _, tt := range tests {
+		err := CheckHeader(tt.in)
+		if (err != nil) != tt.bad || (err != nil && !errors.Is(err, ErrBadHeader)) {
+			t.Errorf("CheckHeader(%q) = %v, want bad=%v", tt.in, err, tt.bad)
+		}
+	}
+	if _, _, ok := ParseHeader("(ARCH #9007199254740992): x"); ok {
+		t.Error("ParseHeader accepts N = 2^53; the hub's next header would not parse")
+	}
 }

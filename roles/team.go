@@ -60,9 +60,12 @@ type Team struct {
 	Port       int
 	Background Background
 	Telegram   Telegram
-	main       []Member
-	bg         []Member
-	index      map[string]int // key -> position in all()
+	// SecretEnv names more environment variables kept out of panes (see
+	// IsSecretEnv); a name ending in * is a prefix.
+	SecretEnv []string
+	main      []Member
+	bg        []Member
+	index     map[string]int // key -> position in all()
 }
 
 type paneSettings struct {
@@ -86,6 +89,7 @@ type settings struct {
 	Panes      []paneSettings      `json:"panes"`
 	Background *backgroundSettings `json:"background"`
 	Telegram   *Telegram           `json:"telegram"`
+	SecretEnv  []string            `json:"secretEnv"`
 }
 
 // Aliases maps alternative target names to roles.
@@ -201,7 +205,7 @@ func build(s settings) (*Team, error) {
 			return nil, fmt.Errorf("pane %q: header %q: letters, digits and single hyphens only", role, m.Header)
 		}
 	}
-	t := &Team{Port: s.Port, main: members}
+	t := &Team{Port: s.Port, SecretEnv: s.SecretEnv, main: members}
 	if t.Port == 0 {
 		t.Port = 9900
 	}
@@ -372,7 +376,7 @@ func (t *Team) Resolve(name string) (Target, error) {
 	if m, ok := t.Lookup(key); ok {
 		return Target{Kind: TargetMember, Member: m}, nil
 	}
-	return Target{}, fmt.Errorf("%w: %q", ErrInvalidTarget, clip(name, 64))
+	return Target{}, t.unknownTarget(name)
 }
 
 // HeaderFor returns the header name for a sender role: the member's header,

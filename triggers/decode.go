@@ -8,14 +8,16 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"hm/internal/msgid"
 	"hm/roles"
 )
 
 // MaxTargetLen bounds the target part of a trigger file name.
 const MaxTargetLen = 64
 
-// MaxMessageIDLen bounds message ids accepted in files and by Write.
-const MaxMessageIDLen = 128
+// MaxMessageIDLen bounds message ids accepted in files and by Write
+// (msgid.MaxLen).
+const MaxMessageIDLen = msgid.MaxLen
 
 const idLinePrefix = "[HM-MESSAGE-ID:"
 
@@ -45,24 +47,8 @@ func ParseName(name string) (target string, ok bool) {
 }
 
 // ValidMessageID reports whether id may be used as a message id in a trigger
-// file name: 1 to MaxMessageIDLen bytes, starting with an ASCII letter or
-// digit, then letters, digits, '-', '_', '.' or ':'.
-func ValidMessageID(id string) bool {
-	if id == "" || len(id) > MaxMessageIDLen || !isAlnum(id[0]) {
-		return false
-	}
-	for i := 1; i < len(id); i++ {
-		c := id[i]
-		if !isAlnum(c) && c != '-' && c != '_' && c != '.' && c != ':' {
-			return false
-		}
-	}
-	return true
-}
-
-func isAlnum(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
+// file name. It is msgid.Valid, the rule the hub applies too.
+func ValidMessageID(id string) bool { return msgid.Valid(id) }
 
 // DerivedID returns the deterministic message id "trg-<hex16>" used for a
 // trigger file without an explicit id: the first 8 bytes of the SHA-256 of the

@@ -56,6 +56,7 @@ func commands() []command {
 		{"journal", "journal verify: check the ledger's hash chain", runJournal},
 		{"receipt", "mark a message delivered.verified from a CLI hook payload on stdin", runReceipt},
 		{"doctor", "check root, port, permissions, ledger and configured commands", runDoctor},
+		{"token", "token rotate: replace the operator secret", runToken},
 	}
 }
 

@@ -129,7 +129,7 @@ func runSearch(ctx context.Context, env Env, args []string) int {
 	root := fs.String("root", "", "coordination root")
 	limit := fs.Int("limit", 20, "most results")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseArgs(fs, args)
+	pos, err := parseMessageArgs(fs, args, 0)
 	if err != nil || len(pos) == 0 || *limit <= 0 {
 		if err == nil {
 			err = errors.New("missing query")

@@ -86,52 +86,60 @@ func runBg(ctx context.Context, env Env, args []string) int {
 	defer cl.Close()
 	raw, _ := json.Marshal(payload)
 	var resp struct {
-		OK     bool           `json:"ok"`
-		Result map[string]any `json:"result"`
-		Error  string         `json:"error"`
+		OK     bool            `json:"ok"`
+		Result json.RawMessage `json:"result"`
+		Error  string          `json:"error"`
 	}
 	if err := cl.Request(cctx, proto.Frame{Type: proto.TypeBackgroundAgent, Action: action, Payload: raw, RequestID: "bg-1"}, proto.TypeResponse, &resp); err != nil {
 		fmt.Fprintln(env.Stderr, "hm-bg:", err)
 		return ExitFailed
 	}
-	if *asJSON {
-		printJSON(env.Stdout, resp.Result)
-	}
-	if !resp.OK {
-		status, _ := resp.Result["status"].(string)
-		msg, _ := resp.Result["error"].(string)
-		if status == "" {
-			status = resp.Error
-		}
-		fmt.Fprintf(env.Stderr, "hm-bg: %s: %s\n", status, msg)
+	result, err := proto.DecodeBgResult(action, resp.OK, resp.Result)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm-bg:", err)
 		return ExitFailed
 	}
 	if *asJSON {
+		printJSON(env.Stdout, result)
+	}
+	return printBgResult(env, result, resp.Error, *asJSON)
+}
+
+// printBgResult prints a background-agent result for people (unless
+// asJSON) and returns the exit code: 1 with the status on stderr when the
+// hub refused.
+func printBgResult(env Env, result proto.BgResult, respError string, asJSON bool) int {
+	if r, refused := result.(proto.BgRefusal); refused {
+		status := r.Status
+		if status == "" {
+			status = respError
+		}
+		fmt.Fprintf(env.Stderr, "hm-bg: %s: %s\n", status, r.Error)
+		return ExitFailed
+	}
+	if asJSON {
 		return ExitOK
 	}
-	r := resp.Result
-	switch action {
-	case "spawn":
-		fmt.Fprintf(env.Stdout, "spawned %v (pane %v, owner pane %v): %v\n", r["alias"], r["paneId"], r["ownerPaneId"], r["status"])
-	case "kill":
-		fmt.Fprintf(env.Stdout, "killed %v\n", r["alias"])
-	case "kill-all":
-		fmt.Fprintf(env.Stdout, "killed %v\n", r["killed"])
-	case "list":
-		agents, _ := r["agents"].([]any)
-		if len(agents) == 0 {
+	switch r := result.(type) {
+	case proto.BgSpawnResult:
+		fmt.Fprintf(env.Stdout, "spawned %s (pane %s, owner pane %s): %s\n", r.Alias, r.PaneID, r.OwnerPaneID, r.Status)
+	case proto.BgKillResult:
+		fmt.Fprintf(env.Stdout, "killed %s\n", r.Alias)
+	case proto.BgKillAllResult:
+		fmt.Fprintf(env.Stdout, "killed %v\n", r.Killed)
+	case proto.BgListResult:
+		if len(r.Agents) == 0 {
 			fmt.Fprintln(env.Stdout, "no background agents running")
 			return ExitOK
 		}
 		tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ALIAS\tPANE\tSTATUS\tPID\tCOMMAND")
-		for _, a := range agents {
-			m, _ := a.(map[string]any)
-			fmt.Fprintf(tw, "%v\t%v\t%v\t%v\t%v\n", m["alias"], m["paneId"], m["status"], m["pid"], m["command"])
+		for _, a := range r.Agents {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", a.Alias, a.PaneID, a.Status, a.PID, a.Command)
 		}
 		tw.Flush()
-	case "target-map":
-		fmt.Fprintf(env.Stdout, "owner pane %v, max %v: %v %v\n", r["ownerPaneId"], r["maxAgents"], r["aliases"], r["paneIds"])
+	case proto.BgTargetMapResult:
+		fmt.Fprintf(env.Stdout, "owner pane %s, max %d: %v %v\n", r.OwnerPaneID, r.MaxAgents, r.Aliases, r.PaneIDs)
 	}
 	return ExitOK
 }
@@ -188,7 +196,7 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 	}
 	fmt.Fprintf(env.Stdout, "slots: %d running\n", len(st.Slots))
 	for _, s := range st.Slots {
-		fmt.Fprintf(env.Stdout, "  %v (pane %v) %v pid %v\n", s["alias"], s["paneId"], s["status"], s["pid"])
+		fmt.Fprintf(env.Stdout, "  %s (pane %s) %s pid %d\n", s.Alias, s.PaneID, s.Status, s.PID)
 	}
 	fmt.Fprintf(env.Stdout, "listeners: %s; clients: %d\n", strings.Join(st.Listeners, ", "), st.Clients)
 	tg := st.Telegram.State

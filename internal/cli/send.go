@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/layout"
+	"hm/internal/msgid"
 	"hm/roles"
 	"hm/triggers"
 )
@@ -100,7 +100,7 @@ func runSend(ctx context.Context, env Env, args []string) int {
 	noFallback := fs.Bool("no-fallback", false, "fail instead of writing a trigger file")
 	asJSON := fs.Bool("json", false, "print the ACK as JSON")
 	messageID := fs.String("message-id", "", "message id (default: generated)")
-	pos, err := parseArgs(fs, args)
+	pos, err := parseMessageArgs(fs, args, 1)
 	if err != nil {
 		return usageError(env, fs, sendSynopsis, err)
 	}
@@ -115,19 +115,22 @@ func runSend(ctx context.Context, env Env, args []string) int {
 	case (*file != "" || *stdin) && content != "":
 		return usageError(env, fs, sendSynopsis, errors.New("give the message as words, --file or --stdin, not several"))
 	case *file != "":
-		data, err := os.ReadFile(*file)
+		f, err := os.Open(*file)
 		if err != nil {
 			fmt.Fprintln(env.Stderr, "hm-send:", err)
 			return ExitFailed
 		}
-		content = string(data)
-	case *stdin:
-		data, err := io.ReadAll(io.LimitReader(env.Stdin, proto.MaxSocketFrame))
+		content, err = readMessage(f)
+		f.Close()
 		if err != nil {
-			fmt.Fprintln(env.Stderr, "hm-send: read stdin:", err)
+			fmt.Fprintf(env.Stderr, "hm-send: %s: %v\n", *file, err)
 			return ExitFailed
 		}
-		content = string(data)
+	case *stdin:
+		if content, err = readMessage(env.Stdin); err != nil {
+			fmt.Fprintln(env.Stderr, "hm-send: stdin:", err)
+			return ExitFailed
+		}
 	}
 	if *file != "" || *stdin {
 		content = strings.TrimRight(content, "\n")
@@ -148,10 +151,24 @@ func runSend(ctx context.Context, env Env, args []string) int {
 	}
 	id := *messageID
 	if id == "" {
-		id = broker.NewMessageID(time.Now())
+		id = msgid.New(time.Now())
 	}
 	s := sender{env: env, cfg: cfg, target: target, content: content, id: id, json: *asJSON, noFallback: *noFallback}
 	return s.run(ctx, *priority, *timeout, *wait)
+}
+
+// readMessage reads a message body from r, at most the protocol's message
+// limit: a longer input (say /dev/zero) is refused after reading one byte
+// more than the limit, never read whole.
+func readMessage(r io.Reader) (string, error) {
+	data, err := io.ReadAll(io.LimitReader(r, proto.MaxMessageFrame+1))
+	if err != nil {
+		return "", fmt.Errorf("read: %w", err)
+	}
+	if len(data) > proto.MaxMessageFrame {
+		return "", fmt.Errorf("refused: %s: the message is over the %d KiB limit", proto.CodeTooLarge, proto.MaxMessageFrame>>10)
+	}
+	return string(data), nil
 }
 
 type sender struct {

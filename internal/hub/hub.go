@@ -14,11 +14,13 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"hm/broker"
 	"hm/broker/telegram"
 	"hm/internal/layout"
+	"hm/internal/slots"
 	"hm/journal"
 	"hm/roles"
 	"hm/triggers"
@@ -56,6 +58,7 @@ type Options struct {
 type Hub struct {
 	opts    Options
 	log     *slog.Logger
+	lock    *layout.HubLock // runtime/hub.lock, held until the hub has stopped
 	Layout  layout.Layout
 	Team    *roles.Team
 	Session int
@@ -65,11 +68,11 @@ type Hub struct {
 	Port    int
 	Started time.Time
 
-	extras  []component // started components, in start order
-	panes   *paneSet
-	slots   *slotSet
-	relay   *telegram.Relay
-	watcher *triggers.Watcher
+	components []component // started components, in start order
+	panes      *paneSet
+	slots      *slots.Set
+	relay      *telegram.Relay
+	watcher    *triggers.Watcher
 }
 
 // component is an optional part of the hub with its own lifecycle.
@@ -108,21 +111,33 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 	if port < 0 {
 		port = team.Port
 	}
-	// Bind first: a second hub on the same port must fail before it
-	// touches the session counter.
+	// One hub per root: the lock, then the port, both before the session
+	// counter or the ledger is touched.
+	lock, err := lay.LockHub()
+	if err != nil {
+		return nil, nil, err
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
+		lock.Release()
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, nil, fmt.Errorf("port %d on 127.0.0.1 is already in use (by a hub for another root, or another program); choose another with --port", port)
+		}
 		return nil, nil, fmt.Errorf("listen on 127.0.0.1:%d: %w", port, err)
 	}
 	fail := func(err error) (*Hub, net.Listener, error) {
 		ln.Close()
+		lock.Release()
 		return nil, nil, err
 	}
-	st, err := lay.NextSession(Version, time.Now())
-	if err != nil {
+	if err := lock.Record(os.Getpid(), ln.Addr().(*net.TCPAddr).Port); err != nil {
 		return fail(err)
 	}
 	tok, err := lay.EnsureToken()
+	if err != nil {
+		return fail(err)
+	}
+	st, err := lay.NextSession(Version, time.Now())
 	if err != nil {
 		return fail(err)
 	}
@@ -131,12 +146,12 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 		return fail(fmt.Errorf("open ledger: %w", err))
 	}
 	h := &Hub{
-		opts: opts, log: opts.Logger, Layout: lay, Team: team, Session: st.Session,
+		opts: opts, log: opts.Logger, lock: lock, Layout: lay, Team: team, Session: st.Session,
 		Ledger: ledger, Tokens: broker.NewTokens(tok), Port: ln.Addr().(*net.TCPAddr).Port, Started: time.Now(),
 	}
 	deps := broker.Deps{Ledger: ledger}
-	if err := h.startExtras(ctx, &deps); err != nil {
-		h.stopExtras(context.Background())
+	if err := h.startComponents(ctx, &deps); err != nil {
+		h.stopComponents(context.Background())
 		ledger.Close()
 		return fail(err)
 	}
@@ -149,7 +164,7 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 	st.Hub = &layout.HubRef{PID: os.Getpid(), Port: h.Port}
 	if err := lay.WriteAppStatus(st); err != nil {
 		h.Broker.Close()
-		h.stopExtras(context.Background())
+		h.stopComponents(context.Background())
 		ledger.Close()
 		return fail(err)
 	}
@@ -167,7 +182,7 @@ func (h *Hub) serve(ctx context.Context, ln net.Listener) error {
 	defer cancelBase()
 	mux := http.NewServeMux()
 	mux.Handle("/", h.Broker.Handler())
-	h.mountExtras(baseCtx, mux)
+	h.mountEndpoints(baseCtx, mux)
 	srv := &http.Server{
 		Handler:           loopbackOnly(mux),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -183,7 +198,7 @@ func (h *Hub) serve(ctx context.Context, ln net.Listener) error {
 	runCtx, stopRun := context.WithCancel(ctx)
 	h.startup(runCtx)
 	var wg sync.WaitGroup
-	h.runExtras(runCtx, &wg)
+	h.runLoops(runCtx, &wg)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -211,7 +226,7 @@ func (h *Hub) serve(ctx context.Context, ln net.Listener) error {
 	// Stop accepting, end hijacked WebSocket handlers, then drain.
 	srv.SetKeepAlivesEnabled(false)
 	ln.Close()
-	h.stopExtras(shutCtx)
+	h.stopComponents(shutCtx)
 	h.Broker.Close()
 	cancelBase()
 	if serr := srv.Shutdown(shutCtx); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
@@ -229,6 +244,9 @@ func (h *Hub) serve(ctx context.Context, ln net.Listener) error {
 		_ = h.Layout.WriteAppStatus(st)
 	}
 	h.log.Info("hub stopped", "session", h.Session)
+	if lerr := h.lock.Release(); lerr != nil {
+		h.log.Warn("release hub lock", "err", lerr)
+	}
 	return err
 }
 

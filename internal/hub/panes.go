@@ -141,11 +141,15 @@ func (s *paneSet) stop(ctx context.Context) {
 	s.cancel()
 }
 
-// paneEnv is the environment of a hosted program (SPEC §6).
+// paneEnv is the environment of a hosted program (SPEC §6): the hub's own
+// minus secrets (roles.Team.IsSecretEnv) and the variables it sets itself.
 func paneEnv(lay layout.Layout, team *roles.Team, m roles.Member, port int, token string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
+		if team.IsSecretEnv(k) {
+			continue
+		}
 		switch k {
 		case "SQUIDRUN_ROLE", "SQUIDRUN_PANE_ID", "SQUIDRUN_ROOT", "SQUIDRUN_PARENT_PANE_ID", "HM_PORT", "HM_SEND_PORT", "HM_TOKEN", "PATH":
 			continue
@@ -205,8 +209,8 @@ func (h *Hub) startPanes(ps *paneSet) {
 		spec := h.paneSpec(m, true)
 		spec.OnExit = func(code int, err error) {
 			h.log.Info("pane program exited", "role", role, "code", code, "err", err)
-			if h.slots != nil && role == h.slots.owner.Role {
-				h.slots.endAllAsync(EndOwnerExited)
+			if h.slots != nil && role == h.slots.Owner().Role {
+				h.slots.OwnerExited()
 			}
 		}
 		p, err := agent.Start(ps.ctx, spec, h.log.With("pane", role))

@@ -2,54 +2,16 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"strconv"
-	"strings"
-	"sync"
-	"time"
 
 	"hm/agent"
 	"hm/broker"
+	"hm/internal/slots"
 	"hm/roles"
 )
 
-// DoneMarker is the line a background agent prints to end its slot.
-const DoneMarker = "__HM_BG_DONE__"
-
-// Slot end reasons.
-const (
-	EndTaskCompleted = "task_completed"
-	EndIdleTTL       = "idle_ttl_expired"
-	EndKilled        = "killed"
-	EndOwnerExited   = "owner_exited"
-	EndExited        = "exited"
-	EndHubStopped    = "hub_stopped"
-)
-
-// slotSet runs the owner-bound background slots (SPEC §8) and implements
-// broker.Background.
-type slotSet struct {
-	h       *Hub
-	owner   roles.Member
-	members []roles.Member
-	idleTTL time.Duration
-
-	mu      sync.Mutex
-	running map[int]*slot
-	stopped bool
-	wg      sync.WaitGroup
-}
-
-type slot struct {
-	m         roles.Member
-	pane      *agent.Pane
-	command   string
-	createdAt time.Time
-	ending    bool
-}
-
-func (h *Hub) newSlots() *slotSet {
+// newSlots composes the background slots (SPEC §8), or returns nil when this
+// hub has none: no panes, max 0, or an owner that is not a member.
+func (h *Hub) newSlots() *slots.Set {
 	if h.opts.NoPanes || h.Team.Background.Max == 0 {
 		return nil
 	}
@@ -61,340 +23,29 @@ func (h *Hub) newSlots() *slotSet {
 	if ttl <= 0 {
 		ttl = h.Team.Background.IdleTTL
 	}
-	return &slotSet{h: h, owner: owner, members: h.Team.BackgroundMembers(), idleTTL: ttl, running: map[int]*slot{}}
+	return slots.New(slots.Config{Owner: owner, Members: h.Team.BackgroundMembers(), IdleTTL: ttl, Host: slotHost{h}, Logger: h.log})
 }
 
-func (s *slotSet) name() string { return "background slots" }
+// slotHost gives the slots the hub's panes, tokens and broker.
+type slotHost struct{ h *Hub }
 
-// Running implements broker.Background.
-func (s *slotSet) Running(role string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, sl := range s.running {
-		if sl.m.Role == role && !sl.ending {
-			return true
-		}
-	}
-	return false
+func (s slotHost) PaneSpec(m roles.Member) agent.Spec { return s.h.paneSpec(m, false) }
+
+func (s slotHost) StartPane(spec agent.Spec) (*agent.Pane, error) {
+	return agent.Start(s.h.panes.ctx, spec, s.h.log.With("pane", spec.Role))
 }
 
-func (s *slotSet) lookup(name string) (*agent.Pane, bool) {
-	m, ok := s.resolve(name)
-	if !ok {
-		return nil, false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sl, ok := s.running[m.Slot]; ok {
-		return sl.pane, true
-	}
-	return nil, false
+func (s slotHost) AddPane(role string, p *agent.Pane) { s.h.panes.add(role, p) }
+func (s slotHost) RemovePane(role string)             { s.h.panes.remove(role) }
+func (s slotHost) RevokeToken(role string)            { s.h.Tokens.Revoke(role) }
+
+func (s slotHost) Submit(ctx context.Context, sub broker.Submission) error {
+	_, err := s.h.Broker.Submit(ctx, sub)
+	return err
 }
 
-// resolve maps N, alias, header or pane id to a slot member.
-func (s *slotSet) resolve(name string) (roles.Member, bool) {
-	name = strings.ToLower(strings.TrimSpace(name))
-	if n, err := strconv.Atoi(name); err == nil {
-		for _, m := range s.members {
-			if m.Slot == n {
-				return m, true
-			}
-		}
-		return roles.Member{}, false
-	}
-	for _, m := range s.members {
-		if name == m.Role || name == strings.ToLower(m.PaneID) || name == strings.ToLower(m.Header) {
-			return m, true
-		}
-	}
-	return roles.Member{}, false
-}
+// slotComponent stops the slots with the hub's other components.
+type slotComponent struct{ *slots.Set }
 
-type slotPayload struct {
-	Slot    json.RawMessage `json:"slot"`
-	Alias   string          `json:"alias"`
-	Target  json.RawMessage `json:"target"`
-	Command string          `json:"command"`
-	Task    string          `json:"task"`
-}
-
-func rawString(r json.RawMessage) string {
-	if len(r) == 0 || string(r) == "null" {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(r, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(r, &n) == nil {
-		return n.String()
-	}
-	return string(r)
-}
-
-func refusal(status, msg string) (map[string]any, bool) {
-	return map[string]any{"ok": false, "status": status, "error": msg}, false
-}
-
-// Handle implements broker.Background.
-func (s *slotSet) Handle(ctx context.Context, action string, payload json.RawMessage) (map[string]any, bool) {
-	var p slotPayload
-	if len(payload) > 0 && string(payload) != "null" {
-		if err := json.Unmarshal(payload, &p); err != nil {
-			return refusal("bad_request", "payload: "+err.Error())
-		}
-	}
-	switch action {
-	case "spawn":
-		return s.spawn(ctx, p)
-	case "kill":
-		target := rawString(p.Target)
-		if target == "" {
-			target = p.Alias
-		}
-		if target == "" {
-			target = rawString(p.Slot)
-		}
-		m, ok := s.resolve(target)
-		if !ok {
-			return refusal("invalid_target", fmt.Sprintf("no background slot %q", target))
-		}
-		if !s.end(m.Slot, EndKilled) {
-			return refusal("not_running", m.Role+" is not running")
-		}
-		return map[string]any{"ok": true, "alias": m.Role, "paneId": m.PaneID, "reason": EndKilled}, true
-	case "kill-all":
-		return map[string]any{"ok": true, "killed": s.endAll(EndKilled)}, true
-	case "list":
-		return map[string]any{"ok": true, "agents": s.list()}, true
-	case "target-map":
-		aliases, ids := []string{}, []string{}
-		for _, m := range s.members {
-			aliases, ids = append(aliases, m.Role), append(ids, m.PaneID)
-		}
-		return map[string]any{"ok": true, "ownerPaneId": s.owner.PaneID, "maxAgents": len(s.members), "aliases": aliases, "paneIds": ids}, true
-	}
-	return refusal("bad_request", fmt.Sprintf("unknown action %q (spawn, kill, kill-all, list, target-map)", action))
-}
-
-func (s *slotSet) spawn(ctx context.Context, p slotPayload) (map[string]any, bool) {
-	want := rawString(p.Slot)
-	if want == "" {
-		want = p.Alias
-	}
-	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
-		return refusal("slot_unavailable", "the hub is stopping")
-	}
-	var m roles.Member
-	if want != "" {
-		var ok bool
-		if m, ok = s.resolve(want); !ok {
-			s.mu.Unlock()
-			return refusal("slot_unavailable", fmt.Sprintf("no background slot %q (1..%d)", want, len(s.members)))
-		}
-		if _, busy := s.running[m.Slot]; busy {
-			s.mu.Unlock()
-			return refusal("slot_unavailable", m.Role+" is already running")
-		}
-	} else {
-		found := false
-		for _, c := range s.members {
-			if _, busy := s.running[c.Slot]; !busy {
-				m, found = c, true
-				break
-			}
-		}
-		if !found {
-			s.mu.Unlock()
-			return refusal("capacity_reached", fmt.Sprintf("all %d background slots are running", len(s.members)))
-		}
-	}
-	command := p.Command
-	if command == "" {
-		command = m.Command
-	}
-	sl := &slot{m: m, command: command, createdAt: time.Now()}
-	s.running[m.Slot] = sl // reserve before starting
-	s.mu.Unlock()
-
-	spec := s.h.paneSpec(roles.Member{Role: m.Role, PaneID: m.PaneID, Header: m.Header, Command: command, Profile: m.Profile,
-		Background: true, Owner: m.Owner, Slot: m.Slot}, false)
-	slotNo := m.Slot
-	spec.OnLine = func(line string) {
-		if strings.TrimSpace(line) == DoneMarker {
-			s.endAsync(slotNo, EndTaskCompleted)
-		}
-	}
-	spec.OnExit = func(code int, err error) { s.endAsync(slotNo, EndExited) }
-	pane, err := agent.Start(s.h.panes.ctx, spec, s.h.log.With("pane", m.Role))
-	if err != nil {
-		s.mu.Lock()
-		delete(s.running, m.Slot)
-		s.mu.Unlock()
-		s.h.Tokens.Revoke(m.Role)
-		return refusal("slot_unavailable", "start: "+err.Error())
-	}
-	s.mu.Lock()
-	sl.pane = pane
-	s.mu.Unlock()
-	s.h.panes.add(m.Role, pane)
-	brief := roles.BackgroundBrief(m, "")
-	if _, err := s.h.Broker.Submit(ctx, broker.Submission{From: roles.RoleSystem, Target: m.Role, Content: brief, Raw: true, Channel: broker.ChannelSystem}); err != nil {
-		s.h.log.Warn("background brief", "slot", m.Role, "err", err)
-	}
-	if strings.TrimSpace(p.Task) != "" {
-		if _, err := s.h.Broker.Submit(ctx, broker.Submission{From: s.owner.Role, Target: m.Role, Content: "TASK: " + p.Task, Channel: broker.ChannelSystem}); err != nil {
-			s.h.log.Warn("background task", "slot", m.Role, "err", err)
-		}
-	}
-	s.h.log.Info("background slot started", "slot", m.Role, "command", command)
-	return map[string]any{"ok": true, "alias": m.Role, "paneId": m.PaneID, "ownerPaneId": s.owner.PaneID, "status": "starting"}, true
-}
-
-func (s *slotSet) list() []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := []map[string]any{}
-	for _, m := range s.members {
-		sl, ok := s.running[m.Slot]
-		if !ok || sl.pane == nil {
-			continue
-		}
-		st := sl.pane.Status()
-		status := "running"
-		if st.State == "starting" || st.State == "exited" {
-			status = st.State
-		}
-		if sl.ending {
-			status = "stopping"
-		}
-		out = append(out, map[string]any{
-			"alias": m.Role, "paneId": m.PaneID, "ownerPaneId": s.owner.PaneID, "command": sl.command,
-			"status": status, "pid": st.PID, "createdAtMs": sl.createdAt.UnixMilli(), "lastActivityAtMs": st.LastActivity.UnixMilli(),
-			"queued": st.Queued,
-		})
-	}
-	return out
-}
-
-// endAsync ends a slot from a pane callback (which must not block).
-func (s *slotSet) endAsync(slotNo int, reason string) { s.async(func() { s.end(slotNo, reason) }) }
-
-// async runs fn on a goroutine tracked for stop, unless the set is stopping.
-func (s *slotSet) async(fn func()) {
-	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
-		return
-	}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		fn()
-	}()
-}
-
-// end stops a running slot and tells the owner. It reports whether the slot
-// was running.
-func (s *slotSet) end(slotNo int, reason string) bool {
-	s.mu.Lock()
-	sl, ok := s.running[slotNo]
-	if !ok || sl.ending || sl.pane == nil {
-		s.mu.Unlock()
-		return false
-	}
-	sl.ending = true
-	s.mu.Unlock()
-
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := sl.pane.Stop(ctx); err != nil {
-		s.h.log.Warn("stop background slot", "slot", sl.m.Role, "err", err)
-	}
-	// What was queued for the slot can no longer be typed: fail it rather
-	// than leave it pending for a slot that is gone.
-	for _, d := range sl.pane.Undelivered() {
-		d.Fail(fmt.Errorf("%s ended (%s) before the message was typed", sl.m.Role, reason))
-	}
-	s.h.panes.remove(sl.m.Role)
-	s.h.Tokens.Revoke(sl.m.Role)
-	s.mu.Lock()
-	delete(s.running, slotNo)
-	stopped := s.stopped
-	s.mu.Unlock()
-	s.h.log.Info("background slot ended", "slot", sl.m.Role, "reason", reason)
-	if !stopped && reason != EndOwnerExited {
-		text := fmt.Sprintf("%s ended: %s", sl.m.Role, reason)
-		if _, err := s.h.Broker.Submit(ctx, broker.Submission{From: roles.RoleSystem, Target: s.owner.Role, Content: text, Channel: broker.ChannelSystem}); err != nil {
-			s.h.log.Warn("notify owner", "slot", sl.m.Role, "err", err)
-		}
-	}
-	return true
-}
-
-// endAllAsync ends every slot from a pane callback.
-func (s *slotSet) endAllAsync(reason string) { s.async(func() { s.endAll(reason) }) }
-
-// endAll ends every running slot and returns their aliases.
-func (s *slotSet) endAll(reason string) []string {
-	s.mu.Lock()
-	var nums []int
-	for _, m := range s.members {
-		if sl, ok := s.running[m.Slot]; ok && !sl.ending && sl.pane != nil {
-			nums = append(nums, m.Slot)
-		}
-	}
-	s.mu.Unlock()
-	killed := []string{}
-	for _, n := range nums {
-		if s.end(n, reason) {
-			killed = append(killed, s.members[n-1].Role)
-		}
-	}
-	return killed
-}
-
-// run expires idle slots and ends all of them when the owner's pane
-// exits, until ctx ends.
-func (s *slotSet) run(ctx context.Context) {
-	every := s.idleTTL / 4
-	if every > time.Second {
-		every = time.Second
-	}
-	if every < 10*time.Millisecond {
-		every = 10 * time.Millisecond
-	}
-	tick(ctx, every, func() {
-		now := time.Now()
-		s.mu.Lock()
-		var idle []int
-		for n, sl := range s.running {
-			if sl.pane == nil || sl.ending {
-				continue
-			}
-			last := sl.pane.Status().LastActivity
-			if last.Before(sl.createdAt) {
-				last = sl.createdAt
-			}
-			if now.Sub(last) > s.idleTTL {
-				idle = append(idle, n)
-			}
-		}
-		s.mu.Unlock()
-		for _, n := range idle {
-			s.end(n, EndIdleTTL)
-		}
-	})
-}
-
-func (s *slotSet) stop(ctx context.Context) {
-	s.endAll(EndHubStopped)
-	s.mu.Lock()
-	s.stopped = true
-	s.mu.Unlock()
-	s.wg.Wait()
-}
+func (slotComponent) name() string               { return "background slots" }
+func (c slotComponent) stop(ctx context.Context) { c.Stop(ctx) }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"hm/broker"
+	"hm/broker/proto"
 	"hm/broker/telegram"
 )
 
@@ -40,12 +41,12 @@ type Status struct {
 		UptimeMs  int64  `json:"uptimeMs"`
 		Version   string `json:"version"`
 	} `json:"hub"`
-	Panes     []PaneStatus     `json:"panes"`
-	Slots     []map[string]any `json:"slots"`
-	Listeners []string         `json:"listeners"`
-	Clients   int              `json:"clients"`
-	Triggers  any              `json:"triggers,omitempty"`
-	Telegram  telegramStatus   `json:"telegram"`
+	Panes     []PaneStatus    `json:"panes"`
+	Slots     []proto.BgAgent `json:"slots"`
+	Listeners []string        `json:"listeners"`
+	Clients   int             `json:"clients"`
+	Triggers  any             `json:"triggers,omitempty"`
+	Telegram  telegramStatus  `json:"telegram"`
 }
 
 type telegramStatus struct {
@@ -75,9 +76,9 @@ func (h *Hub) Snapshot() Status {
 				LastError: p.LastError, BracketedPaste: p.BracketedPaste})
 		}
 	}
-	s.Slots = []map[string]any{}
+	s.Slots = []proto.BgAgent{}
 	if h.slots != nil {
-		s.Slots = h.slots.list()
+		s.Slots = h.slots.List()
 	}
 	s.Listeners = h.Broker.ListenerRoles()
 	if s.Listeners == nil {

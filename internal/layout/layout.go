@@ -4,15 +4,14 @@
 package layout
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
+
+	"hm/internal/atomicfile"
 )
 
 // Dir is the name of the state directory under the root.
@@ -91,37 +90,6 @@ func (l Layout) Ensure() error {
 	return nil
 }
 
-// WriteFileAtomic writes data to a temp file in the same directory, syncs
-// it and renames it over path.
-func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", path, err)
-	}
-	return nil
-}
-
 // HubInfo is runtime/hub.json.
 type HubInfo struct {
 	PID     int    `json:"pid"`
@@ -167,7 +135,7 @@ func (l Layout) WriteAppStatus(s AppStatus) error {
 	if err != nil {
 		return fmt.Errorf("encode app-status: %w", err)
 	}
-	return WriteFileAtomic(l.AppStatus(), append(data, '\n'), 0o600)
+	return atomicfile.WriteFile(l.AppStatus(), append(data, '\n'), 0o600)
 }
 
 // NextSession increments the session counter and returns the new status.
@@ -201,33 +169,5 @@ func (l Layout) WriteHubInfo(h HubInfo) error {
 	if err != nil {
 		return fmt.Errorf("encode hub.json: %w", err)
 	}
-	return WriteFileAtomic(l.HubJSON(), append(data, '\n'), 0o600)
-}
-
-// EnsureToken returns the operator secret, creating it (0600) if missing.
-func (l Layout) EnsureToken() (string, error) {
-	if tok, err := l.ReadToken(); err == nil && tok != "" {
-		if err := os.Chmod(l.Token(), 0o600); err != nil {
-			return "", fmt.Errorf("chmod token: %w", err)
-		}
-		return tok, nil
-	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("make token: %w", err)
-	}
-	tok := hex.EncodeToString(b)
-	if err := WriteFileAtomic(l.Token(), []byte(tok+"\n"), 0o600); err != nil {
-		return "", err
-	}
-	return tok, nil
-}
-
-// ReadToken reads the operator secret.
-func (l Layout) ReadToken() (string, error) {
-	data, err := os.ReadFile(l.Token())
-	if err != nil {
-		return "", fmt.Errorf("read token: %w", err)
-	}
-	return strings.TrimSpace(string(data)), nil
+	return atomicfile.WriteFile(l.HubJSON(), append(data, '\n'), 0o600)
 }

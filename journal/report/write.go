@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"hm/internal/atomicfile"
 )
 
 // File names inside the handoffs directory (SPEC §1).
@@ -41,14 +43,14 @@ func WriteHandoff(dir string, data []byte) (changed bool, err error) {
 		if bytes.Equal(old, data) {
 			return false, nil
 		}
-		if err := writeAtomic(filepath.Join(dir, LastSessionFile), old); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, LastSessionFile), old, 0o600); err != nil {
 			return false, fmt.Errorf("write handoff: keep previous: %w", err)
 		}
 	case errors.Is(err, fs.ErrNotExist):
 	default:
 		return false, fmt.Errorf("write handoff: read current: %w", err)
 	}
-	if err := writeAtomic(cur, data); err != nil {
+	if err := atomicfile.WriteFile(cur, data, 0o600); err != nil {
 		return false, fmt.Errorf("write handoff: %w", err)
 	}
 	return true, nil
@@ -61,40 +63,8 @@ func WriteBriefing(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write briefing: %w", err)
 	}
-	if err := writeAtomic(path, data); err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
 		return fmt.Errorf("write briefing: %w", err)
-	}
-	return nil
-}
-
-// writeAtomic writes data to a temporary file beside path, syncs it and
-// renames it over path. The temporary file is removed on failure.
-func writeAtomic(path string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("create temp for %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(0o600); err != nil {
-		return fmt.Errorf("chmod %s: %w", tmp, err)
-	}
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", tmp, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
 	}
 	return nil
 }

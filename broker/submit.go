@@ -1,17 +1,19 @@
+// This file is the submit path: validation, target resolution, sequencing,
+// the ledger commit and the ACK.
+
 package broker
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"hm/broker/proto"
+	"hm/internal/msgid"
 	"hm/journal"
 	"hm/roles"
 )
@@ -65,32 +67,6 @@ type route struct {
 	telegram string         // chat id for telegram delivery, "" if none
 }
 
-// NewMessageID returns "hm-<unixms>-<6 random>".
-func NewMessageID(now time.Time) string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return "hm-" + strconv.FormatInt(now.UnixMilli(), 10) + "-" + string(b[:])
-}
-
-// ValidMessageID reports whether id is acceptable: 1..128 bytes of letters,
-// digits and -_.:
-func ValidMessageID(id string) bool {
-	if id == "" || len(id) > 128 || id[0] == '.' || id[0] == '-' {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
-			return false
-		}
-	}
-	return true
-}
-
 func refuse(code proto.Code, format string, args ...any) error {
 	return proto.Errorf(code, fmt.Sprintf(format, args...))
 }
@@ -99,12 +75,12 @@ func refuse(code proto.Code, format string, args ...any) error {
 // Ack is sent to the client; err is non-nil for refusals (ok:false), carrying
 // a *proto.Error.
 func (b *Broker) Submit(ctx context.Context, s Submission) (proto.Ack, error) {
-	return b.End(ctx, b.Begin(ctx, s))
+	return b.end(ctx, b.begin(ctx, s))
 }
 
-// Pending is a submission whose commit has been queued (or that was
-// answered at once). Begin creates it; End waits for the commit and routes.
-type Pending struct {
+// queuedSubmit is a submission whose commit has been queued (or that was
+// answered at once). begin creates it; end waits for the commit and routes.
+type queuedSubmit struct {
 	s     Submission
 	ack   proto.Ack
 	err   error // a refusal known before anything was queued
@@ -116,24 +92,24 @@ type Pending struct {
 	body  string
 }
 
-// Begin does everything up to queueing the commit: validation, target
+// begin does everything up to queueing the commit: validation, target
 // resolution, owner binding, the header and sequence rules. Calls made in
 // order by one goroutine commit in that order, so a connection can have many
-// submissions in flight (pipelining) while End calls complete in order.
-func (b *Broker) Begin(ctx context.Context, s Submission) *Pending {
+// submissions in flight (pipelining) while end calls complete in order.
+func (b *Broker) begin(ctx context.Context, s Submission) *queuedSubmit {
 	if s.Received.IsZero() {
 		s.Received = b.now()
 	}
-	p := &Pending{s: s, ack: proto.Ack{MessageID: s.MessageID}}
-	p.err = b.begin(ctx, p)
+	p := &queuedSubmit{s: s, ack: proto.Ack{MessageID: s.MessageID}}
+	p.err = b.queue(ctx, p)
 	return p
 }
 
-// End waits for p's commit, routes the message and returns its ACK.
-func (b *Broker) End(ctx context.Context, p *Pending) (proto.Ack, error) {
+// end waits for p's commit, routes the message and returns its ACK.
+func (b *Broker) end(ctx context.Context, p *queuedSubmit) (proto.Ack, error) {
 	ack, err := p.ack, p.err
 	if err == nil {
-		ack, err = b.end(ctx, p)
+		ack, err = b.finish(ctx, p)
 	}
 	ack.Type = proto.TypeSendAck
 	ack.SessionID = b.cfg.SessionID
@@ -154,10 +130,12 @@ func (b *Broker) End(ctx context.Context, p *Pending) (proto.Ack, error) {
 	return ack, err
 }
 
-func (b *Broker) begin(ctx context.Context, p *Pending) error {
+// queue validates p, resolves its route, applies the sequence rules and
+// queues its commit; it is begin's work.
+func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	s := &p.s
-	if s.MessageID != "" && !ValidMessageID(s.MessageID) {
-		return refuse(proto.CodeBadRequest, "messageId must be 1-128 letters, digits or -_.:")
+	if s.MessageID != "" && !msgid.Valid(s.MessageID) {
+		return refuse(proto.CodeBadRequest, "messageId must be 1-%d ASCII letters, digits or -_.: starting with a letter or digit", msgid.MaxLen)
 	}
 	if !utf8.ValidString(s.Content) {
 		s.Content = strings.ToValidUTF8(s.Content, "\uFFFD")
@@ -203,7 +181,7 @@ func (b *Broker) begin(ctx context.Context, p *Pending) error {
 	// atomically in the writer (ErrDuplicate) and the stored state is
 	// repeated; nothing is committed for it.
 	if s.MessageID == "" {
-		s.MessageID = NewMessageID(b.now())
+		s.MessageID = msgid.New(b.now())
 	}
 	p.ack.MessageID = s.MessageID
 
@@ -236,7 +214,9 @@ func (b *Broker) begin(ctx context.Context, p *Pending) error {
 	return nil
 }
 
-func (b *Broker) end(ctx context.Context, p *Pending) (proto.Ack, error) {
+// finish waits for p's commit (or the first copy of a duplicate), routes the
+// message and builds the ACK; it is end's work for submissions begin queued.
+func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error) {
 	ack := p.ack
 	if p.dupOf != "" {
 		// The first copy may still be committing: give it a moment.
@@ -441,127 +421,6 @@ func ackStatusOf(m journal.Message) string {
 	return proto.StatusAcceptedUnverified
 }
 
-// dispatch hands a committed message to its recipients. prefix is prepended
-// to the typed/sent content (used for delayed delivery). It reports whether
-// a listener took the message.
-func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
-	content := prefix + m.RawBody
-	urgent := roles.HasTag(bodyOf(m.RawBody), roles.TagUrgent) || m.Priority == "urgent"
-	handed := false
-	routedNoProof := false
-	for _, mem := range rt.members {
-		if b.toListeners(mem.Role, m, content) {
-			handed = true
-		}
-		if mem.Transport == roles.TransportPTY && b.deps.Panes != nil && b.deps.Panes.Hosted(mem.Role) {
-			id := m.MessageID
-			b.deps.Panes.Deliver(mem.Role, PaneDelivery{
-				MessageID: id,
-				Content:   content,
-				Urgent:    urgent,
-				Typed: func() {
-					b.advance(journal.Change{MessageID: id, Status: "routed", AckStatus: proto.StatusAcceptedUnverified, Event: "typed", Detail: map[string]any{"pane": mem.Role}})
-				},
-				Failed: func(err error) {
-					b.advance(journal.Change{MessageID: id, Status: "failed", ErrorCode: "pane_failed", Event: "failed", Detail: map[string]any{"pane": mem.Role, "error": err.Error()}})
-				},
-			})
-		}
-	}
-	switch rt.kind {
-	case roles.TargetUser:
-		b.log.Info("message for user", "from", m.SenderRole, "messageId", m.MessageID, "content", m.RawBody)
-		routedNoProof = true
-	case roles.TargetTelegram:
-	}
-	if rt.telegram != "" && b.deps.Telegram != nil {
-		b.sendTelegram(m, rt.telegram, routedNoProof)
-	} else if routedNoProof {
-		b.advance(journal.Change{MessageID: m.MessageID, Status: "routed", AckStatus: proto.StatusAcceptedUnverified, Event: "shown"})
-	}
-	return handed
-}
-
-func (b *Broker) sendTelegram(m journal.Message, chat string, alsoShown bool) {
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		err := b.deps.Telegram.Send(b.ctx, m.MessageID, chat, m.SenderRole, m.RawBody)
-		switch {
-		case err == nil:
-			b.advance(journal.Change{MessageID: m.MessageID, Status: "routed", AckStatus: proto.StatusDeliveredVerified, Event: "telegram_sent"})
-		case alsoShown:
-			b.advance(journal.Change{MessageID: m.MessageID, Status: "routed", AckStatus: proto.StatusAcceptedUnverified, Event: "telegram_failed", Detail: map[string]any{"error": err.Error()}})
-		default:
-			b.advance(journal.Change{MessageID: m.MessageID, Status: "failed", ErrorCode: "telegram_failed", Event: "failed", Detail: map[string]any{"error": err.Error()}})
-		}
-	}()
-}
-
-func bodyOf(content string) string {
-	_, body, _ := roles.ParseHeader(content)
-	return body
-}
-
-// advance commits a state change and wakes waiters. Errors are logged: the
-// message stays in its earlier state and is retried after restart.
-func (b *Broker) advance(c journal.Change) {
-	if _, err := b.deps.Ledger.Advance(b.ctx, c); err != nil {
-		b.log.Warn("ledger advance failed", "messageId", c.MessageID, "status", c.Status, "err", err)
-	}
-	b.wake(c.MessageID)
-}
-
-// Acknowledge marks a message delivered.verified (listener message-ack or a
-// prompt-submit receipt).
-func (b *Broker) Acknowledge(ctx context.Context, messageID, by string) error {
-	if _, err := b.deps.Ledger.Get(ctx, messageID); err != nil {
-		return fmt.Errorf("acknowledge %s: %w", messageID, err)
-	}
-	_, err := b.deps.Ledger.Advance(ctx, journal.Change{MessageID: messageID, Status: "acked", AckStatus: proto.StatusDeliveredVerified, Event: "acked", Detail: map[string]any{"by": by}})
-	b.wake(messageID)
-	if err != nil {
-		return fmt.Errorf("acknowledge %s: %w", messageID, err)
-	}
-	return nil
-}
-
-func (b *Broker) addWaiter(id string) chan struct{} {
-	ch := make(chan struct{}, 1)
-	b.mu.Lock()
-	b.waiters[id] = append(b.waiters[id], ch)
-	b.mu.Unlock()
-	return ch
-}
-
-func (b *Broker) removeWaiter(id string, ch chan struct{}) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	ws := b.waiters[id]
-	for i, w := range ws {
-		if w == ch {
-			ws = append(ws[:i], ws[i+1:]...)
-			break
-		}
-	}
-	if len(ws) == 0 {
-		delete(b.waiters, id)
-	} else {
-		b.waiters[id] = ws
-	}
-}
-
-func (b *Broker) wake(id string) {
-	b.mu.Lock()
-	for _, ch := range b.waiters[id] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-	b.mu.Unlock()
-}
-
 // waitDefinitive waits up to d for a definitive stage: delivered.* or a
 // failure (SPEC §5.2 waitMs).
 func (b *Broker) waitDefinitive(ctx context.Context, ack proto.Ack, d time.Duration, wake chan struct{}) proto.Ack {
@@ -594,122 +453,6 @@ func (b *Broker) waitDefinitive(ctx context.Context, ack proto.Ack, d time.Durat
 			return ack
 		case <-b.ctx.Done():
 			return ack
-		}
-	}
-}
-
-// routeFor rebuilds a route from a committed row (restart recovery and late
-// listeners).
-func (b *Broker) routeFor(m journal.Message) (route, bool) {
-	switch m.TargetRole {
-	case roles.RoleAll:
-		rt := route{name: m.TargetRole, kind: roles.TargetAll}
-		for _, mem := range b.team.Members() {
-			if mem.Role != m.SenderRole {
-				rt.members = append(rt.members, mem)
-			}
-		}
-		return rt, true
-	case roles.RoleUser:
-		return route{name: m.TargetRole, kind: roles.TargetUser}, true
-	case roles.RoleTelegram:
-		if b.deps.Telegram == nil || !b.deps.Telegram.Enabled() {
-			return route{}, false
-		}
-		return route{name: m.TargetRole, kind: roles.TargetTelegram, telegram: b.deps.Telegram.OwnerChat()}, true
-	}
-	if strings.HasPrefix(m.TargetRole, "others-") {
-		skip := strings.TrimPrefix(m.TargetRole, "others-")
-		rt := route{name: m.TargetRole, kind: roles.TargetMember}
-		for _, mem := range b.team.Members() {
-			if mem.Role != skip && mem.Role != m.SenderRole {
-				rt.members = append(rt.members, mem)
-			}
-		}
-		return rt, true
-	}
-	mem, ok := b.team.Lookup(m.TargetRole)
-	if !ok {
-		return route{}, false
-	}
-	return route{name: m.TargetRole, kind: roles.TargetMember, members: []roles.Member{mem}}, true
-}
-
-// Recover re-routes messages left pending by earlier sessions: under
-// DelayedMaxAge they are delivered with a "[delayed from session N]" prefix,
-// older ones fail with expired_session. Call once at start, after panes are
-// up. It returns how many were re-routed and expired.
-func (b *Broker) Recover(ctx context.Context) (delivered, expired int, err error) {
-	pending, err := b.deps.Ledger.Pending(ctx, "")
-	if err != nil {
-		return 0, 0, fmt.Errorf("recover pending: %w", err)
-	}
-	now := b.now()
-	for _, m := range pending {
-		if m.SessionID == b.cfg.SessionID {
-			continue
-		}
-		age := now.Sub(time.UnixMilli(m.BrokeredAtMs))
-		if age > b.cfg.DelayedMaxAge {
-			b.advance(journal.Change{MessageID: m.MessageID, Status: "failed", ErrorCode: string(proto.CodeExpiredSession), Event: "failed", Detail: map[string]any{"ageMs": age.Milliseconds()}})
-			expired++
-			continue
-		}
-		rt, ok := b.routeFor(m)
-		if !ok {
-			b.advance(journal.Change{MessageID: m.MessageID, Status: "failed", ErrorCode: string(proto.CodeNoRoute), Event: "failed"})
-			expired++
-			continue
-		}
-		b.dispatch(m, rt, delayedPrefix(m))
-		delivered++
-	}
-	return delivered, expired, nil
-}
-
-func delayedPrefix(m journal.Message) string {
-	n := strings.TrimPrefix(m.SessionID, "app-session-")
-	return "[delayed from session " + n + "] "
-}
-
-// RunReminders sends one reminder for each [ACK REQUIRED] obligation left
-// open for ReminderAfter, until ctx ends.
-func (b *Broker) RunReminders(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		b.RemindOnce(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-b.ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// RemindOnce sends the due reminders now (RunReminders calls it on a tick).
-func (b *Broker) RemindOnce(ctx context.Context) {
-	obs, err := b.deps.Ledger.OpenObligations(ctx, b.cfg.ReminderAfter.Milliseconds())
-	if err != nil {
-		b.log.Warn("list obligations", "err", err)
-		return
-	}
-	for _, o := range obs {
-		if o.RemindedAtMs != 0 {
-			continue
-		}
-		text := fmt.Sprintf("Reminder: %s asked for an acknowledgement %s ago. Reply with a message that references %s.",
-			o.Ref, b.now().Sub(time.UnixMilli(o.OpenedAtMs)).Round(time.Minute), o.Ref)
-		_, err := b.Submit(ctx, Submission{From: roles.RoleSystem, Target: o.OwnerRole, Content: text, Channel: ChannelSystem,
-			MessageID: "reminder-" + o.MessageID})
-		if err != nil && !errors.Is(err, proto.ErrNoRoute) {
-			b.log.Warn("send reminder", "obligation", o.MessageID, "err", err)
-			continue
-		}
-		if err := b.deps.Ledger.MarkReminded(ctx, o.MessageID); err != nil {
-			b.log.Warn("mark reminded", "obligation", o.MessageID, "err", err)
 		}
 	}
 }

@@ -1,0 +1,155 @@
+// This file routes a committed message to its recipients (listeners, panes,
+// Telegram), records state changes and wakes those waiting for them.
+
+package broker
+
+import (
+	"context"
+	"fmt"
+
+	"hm/broker/proto"
+	"hm/journal"
+	"hm/roles"
+)
+
+// dispatch hands a committed message to its recipients. prefix is prepended
+// to the typed/sent content (used for delayed delivery). It reports whether
+// a listener took the message.
+func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
+	content := prefix + m.RawBody
+	urgent := roles.HasTag(bodyOf(m.RawBody), roles.TagUrgent) || m.Priority == "urgent"
+	handed := false
+	for _, mem := range rt.members {
+		if b.toListeners(mem.Role, m, content) {
+			handed = true
+		}
+		if mem.Transport == roles.TransportPTY && b.deps.Panes != nil && b.deps.Panes.Hosted(mem.Role) {
+			id := m.MessageID
+			b.deps.Panes.Deliver(mem.Role, PaneDelivery{
+				MessageID: id,
+				Content:   content,
+				Urgent:    urgent,
+				Typed: func() {
+					b.advance(journal.Change{MessageID: id, Status: "routed", AckStatus: proto.StatusAcceptedUnverified, Event: "typed", Detail: map[string]any{"pane": mem.Role}})
+				},
+				Failed: func(err error) {
+					b.advance(journal.Change{MessageID: id, Status: "failed", ErrorCode: "pane_failed", Event: "failed", Detail: map[string]any{"pane": mem.Role, "error": err.Error()}})
+				},
+			})
+		}
+	}
+	// A message for the user is shown in the hub's log: routed, with no
+	// proof anyone read it.
+	routedNoProof := rt.kind == roles.TargetUser
+	if routedNoProof {
+		b.log.Info("message for user", "from", m.SenderRole, "messageId", m.MessageID, "content", m.RawBody)
+	}
+	if rt.telegram != "" && b.deps.Telegram != nil {
+		b.sendTelegram(m, rt.telegram, routedNoProof)
+	} else if routedNoProof {
+		b.advance(journal.Change{MessageID: m.MessageID, Status: "routed", AckStatus: proto.StatusAcceptedUnverified, Event: "shown"})
+	}
+	return handed
+}
+
+func (b *Broker) sendTelegram(m journal.Message, chat string, alsoShown bool) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		err := b.deps.Telegram.Send(b.ctx, m.MessageID, chat, m.SenderRole, m.RawBody)
+		switch {
+		case err == nil:
+			b.advance(journal.Change{MessageID: m.MessageID, Status: "routed", AckStatus: proto.StatusDeliveredVerified, Event: "telegram_sent"})
+		case alsoShown:
+			b.advance(journal.Change{MessageID: m.MessageID, Status: "routed", AckStatus: proto.StatusAcceptedUnverified, Event: "telegram_failed", Detail: map[string]any{"error": err.Error()}})
+		default:
+			b.advance(journal.Change{MessageID: m.MessageID, Status: "failed", ErrorCode: "telegram_failed", Event: "failed", Detail: map[string]any{"error": err.Error()}})
+		}
+	}()
+}
+
+func bodyOf(content string) string {
+	_, body, _ := roles.ParseHeader(content)
+	return body
+}
+
+// advance commits a state change and wakes waiters. Errors are logged: the
+// message stays in its earlier state and is retried after restart.
+func (b *Broker) advance(c journal.Change) {
+	if _, err := b.deps.Ledger.Advance(b.ctx, c); err != nil {
+		b.log.Warn("ledger advance failed", "messageId", c.MessageID, "status", c.Status, "err", err)
+	}
+	b.wake(c.MessageID)
+}
+
+// Acknowledge marks a message delivered.verified (listener message-ack or a
+// prompt-submit receipt).
+func (b *Broker) Acknowledge(ctx context.Context, messageID, by string) error {
+	if _, err := b.deps.Ledger.Get(ctx, messageID); err != nil {
+		return fmt.Errorf("acknowledge %s: %w", messageID, err)
+	}
+	_, err := b.deps.Ledger.Advance(ctx, journal.Change{MessageID: messageID, Status: "acked", AckStatus: proto.StatusDeliveredVerified, Event: "acked", Detail: map[string]any{"by": by}})
+	b.wake(messageID)
+	if err != nil {
+		return fmt.Errorf("acknowledge %s: %w", messageID, err)
+	}
+	return nil
+}
+
+func (b *Broker) addWaiter(id string) chan struct{} {
+	ch := make(chan struct{}, 1)
+	b.mu.Lock()
+	b.waiters[id] = append(b.waiters[id], ch)
+	b.mu.Unlock()
+	return ch
+}
+
+func (b *Broker) removeWaiter(id string, ch chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ws := b.waiters[id]
+	for i, w := range ws {
+		if w == ch {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(b.waiters, id)
+	} else {
+		b.waiters[id] = ws
+	}
+}
+
+func (b *Broker) wake(id string) {
+	b.mu.Lock()
+	for _, ch := range b.waiters[id] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	b.mu.Unlock()
+}
+
+// toListeners hands m to every listener of role. It reports whether any
+// listener took it.
+func (b *Broker) toListeners(role string, m journal.Message, content string) bool {
+	b.mu.Lock()
+	ls := make([]*conn, 0, len(b.listeners[role]))
+	for _, c := range b.listeners[role] {
+		ls = append(ls, c)
+	}
+	b.mu.Unlock()
+	took := false
+	for _, c := range ls {
+		if c.deliver(m, content) {
+			took = true
+		}
+	}
+	return took
+}
+
+func (c *conn) deliver(m journal.Message, content string) bool {
+	return c.deliverWith(m, content, c.enqueueLive)
+}

@@ -1,0 +1,302 @@
+// This file holds the frame handlers: one per client frame type (SPEC §5).
+
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"hm/broker/proto"
+	"hm/journal"
+	"hm/roles"
+)
+
+// handle processes one frame; false ends the connection.
+func (c *conn) handle(f proto.Frame, received time.Time) bool {
+	c.mu.Lock()
+	registered, role := c.registered, c.role
+	c.mu.Unlock()
+	if registered {
+		c.b.touch(role)
+	}
+	switch f.Type {
+	case proto.TypeRegister:
+		return c.register(f)
+	case proto.TypeSend, proto.TypeBroadcast:
+		if !registered {
+			c.sendError(proto.CodeNotRegistered, "register before sending", f.RequestID, f.MessageID)
+			return true
+		}
+		c.send(f, received)
+	case proto.TypeHealthCheck:
+		c.sendJSON(c.b.health(f))
+	case proto.TypeDeliveryCheck:
+		c.sendJSON(c.b.deliveryCheck(c.ctx, f))
+	case proto.TypeHeartbeat:
+		c.sendJSON(proto.HeartbeatAck{Type: proto.TypeHeartbeatAck, RequestID: f.RequestID, Timestamp: time.Now().UnixMilli()})
+	case proto.TypeMessageAck:
+		if !registered {
+			c.sendError(proto.CodeNotRegistered, "register before acknowledging", f.RequestID, f.MessageID)
+			return true
+		}
+		if f.MessageID == "" {
+			c.sendError(proto.CodeBadRequest, "message-ack needs messageId", f.RequestID, "")
+			return true
+		}
+		if err := c.b.Acknowledge(c.ctx, f.MessageID, role); err != nil && !errors.Is(err, journal.ErrNotFound) {
+			c.sendError(proto.CodeJournalUnavailable, err.Error(), f.RequestID, f.MessageID)
+		}
+	case proto.TypeSubscribe:
+		c.subscribe(f)
+	case proto.TypeBackgroundAgent:
+		c.background(f, registered)
+	default:
+		c.sendError(proto.CodeUnknownType, "unknown frame type "+clip(f.Type, 40), f.RequestID, "")
+	}
+	return true
+}
+
+func (c *conn) register(f proto.Frame) bool {
+	b := c.b
+	role := strings.ToLower(strings.TrimSpace(f.Role))
+	var id Identity
+	if f.Token != "" {
+		got, ok := b.cfg.Tokens.Check(f.Token)
+		if !ok || (!got.Operator && role != "" && role != got.Role) {
+			return c.unauthorized("token is not valid for role " + clip(role, 40))
+		}
+		id = got
+		if !got.Operator {
+			role = got.Role
+		}
+	} else if b.cfg.AllowAnonymous {
+		id = Identity{Role: role}
+	} else {
+		return c.unauthorized("register needs a token")
+	}
+	if role == "" {
+		role = roles.RoleUser
+	}
+	paneID := ""
+	if role != roles.RoleUser {
+		m, ok := b.team.Lookup(role)
+		if !ok || m.Role != role {
+			if !id.Operator && f.Token != "" {
+				return c.unauthorized("unknown role")
+			}
+			c.sendError(proto.CodeInvalidTarget, "no role "+clip(role, 40)+" in this team", f.RequestID, "")
+			return true
+		}
+		paneID = m.PaneID
+	}
+	if role == roles.RoleUser && !id.Operator && !b.cfg.AllowAnonymous {
+		return c.unauthorized("only the operator may act as user")
+	}
+	id.Role = role
+	c.mu.Lock()
+	c.registered, c.identity, c.role = true, id, role
+	c.mu.Unlock()
+	b.touch(role)
+	c.sendJSON(proto.Registered{Type: proto.TypeRegistered, Role: role, PaneID: paneID, ClientID: c.id})
+	if f.Listen {
+		b.mu.Lock()
+		if b.listeners[role] == nil {
+			b.listeners[role] = map[int64]*conn{}
+		}
+		b.listeners[role][c.id] = c
+		b.mu.Unlock()
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			b.replayPending(c, role)
+		}()
+	}
+	return true
+}
+
+func (c *conn) unauthorized(why string) bool {
+	c.b.log.Warn("unauthorized register", "client", c.id, "why", why)
+	data, _ := json.Marshal(proto.ErrorFrame{Type: proto.TypeError, Code: proto.CodeUnauthorized, Message: why})
+	c.enqueue(outFrame{data: data})
+	code := websocket.StatusPolicyViolation
+	c.enqueue(outFrame{data: []byte("unauthorized"), closeWith: &code})
+	// Wait for the writer to send the error and close.
+	<-c.ctx.Done()
+	return false
+}
+
+func (c *conn) send(f proto.Frame, received time.Time) {
+	c.mu.Lock()
+	id := c.identity
+	c.mu.Unlock()
+	ackRequired := false
+	if f.AckRequired != nil {
+		ackRequired = *f.AckRequired
+	}
+	wait := time.Duration(f.WaitMs) * time.Millisecond
+	if wait < 0 {
+		wait = 0
+	}
+	if wait > 30*time.Second {
+		wait = 30 * time.Second
+	}
+	p := c.b.begin(c.ctx, Submission{
+		From:        id.Role,
+		Trusted:     id.Operator,
+		Target:      f.Target,
+		Broadcast:   f.Type == proto.TypeBroadcast,
+		Content:     f.Content,
+		MessageID:   f.MessageID,
+		Priority:    f.Priority,
+		AckRequired: ackRequired,
+		Wait:        wait,
+		Metadata:    f.Metadata,
+		Channel:     ChannelWS,
+		Received:    received,
+	})
+	select {
+	case c.inflight <- inflightSend{p: p, requestID: f.RequestID, target: f.Target, isSend: f.Type == proto.TypeSend}:
+	case <-c.ctx.Done():
+	}
+}
+
+func (c *conn) subscribe(f proto.Frame) {
+	want := false
+	for _, t := range f.Topics {
+		if t == "journal" {
+			want = true
+		}
+	}
+	if !want {
+		c.sendError(proto.CodeBadRequest, `subscribe supports the topic "journal"`, f.RequestID, "")
+		return
+	}
+	c.mu.Lock()
+	if c.subscribed {
+		c.mu.Unlock()
+		return
+	}
+	c.subscribed = true
+	c.mu.Unlock()
+	events, cancel := c.b.deps.Ledger.Subscribe(1024)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer cancel()
+		for {
+			select {
+			case <-c.ctx.Done():
+				return
+			case ev, ok := <-events:
+				if !ok {
+					return
+				}
+				c.sendJSON(proto.JournalEvent{Type: proto.TypeJournalEvent, Row: EventRow(ev)})
+			}
+		}
+	}()
+}
+
+func (c *conn) background(f proto.Frame, registered bool) {
+	c.mu.Lock()
+	id := c.identity
+	c.mu.Unlock()
+	resp := proto.Response{Type: proto.TypeResponse, RequestID: f.RequestID}
+	switch {
+	case !registered:
+		resp.Result = proto.BgRefusal{Status: string(proto.CodeNotRegistered)}
+		resp.Error = string(proto.CodeNotRegistered)
+	case !id.Operator && id.Role != c.b.team.Background.Owner:
+		resp.Result = proto.BgRefusal{Status: string(proto.CodeOwnerBindingViolation)}
+		resp.Error = "only " + c.b.team.Background.Owner + " or the operator may control background slots"
+	case c.b.deps.Background == nil:
+		resp.Result = proto.BgRefusal{Status: string(proto.CodeSlotUnavailable)}
+		resp.Error = "background slots are not available in this hub"
+	default:
+		result, ok := c.b.deps.Background.Handle(c.ctx, f.Action, f.Payload)
+		resp.OK = ok
+		resp.Result = result
+		if !ok {
+			if r, _ := result.(proto.BgRefusal); r.Status != "" {
+				resp.Error = r.Status
+			}
+		}
+	}
+	c.sendJSON(resp)
+}
+
+// health answers a health-check: a hosted pane's own state when it has one,
+// otherwise how long ago the role was last heard from.
+func (b *Broker) health(f proto.Frame) proto.HealthResult {
+	stale := time.Duration(f.StaleAfterMs) * time.Millisecond
+	if stale <= 0 {
+		stale = 60 * time.Second
+	}
+	res := proto.HealthResult{Type: proto.TypeHealthCheckResult, RequestID: f.RequestID, Target: f.Target, StaleThresholdMs: stale.Milliseconds()}
+	t, err := b.team.Resolve(f.Target)
+	if err != nil || t.Kind != roles.TargetMember {
+		res.Status = string(proto.CodeInvalidTarget)
+		res.Error = "health-check needs a team member"
+		return res
+	}
+	res.Role, res.PaneID = t.Member.Role, t.Member.PaneID
+	now := b.now()
+	b.mu.Lock()
+	seen, hasSeen := b.lastSeen[t.Member.Role]
+	b.mu.Unlock()
+	paneState, hosted := "", false
+	if b.deps.Panes != nil {
+		var last time.Time
+		paneState, last, hosted = b.deps.Panes.Health(t.Member.Role)
+		if hosted && last.After(seen) {
+			seen, hasSeen = last, true
+		}
+	}
+	if hasSeen {
+		res.LastSeen, res.AgeMs = seen.UnixMilli(), now.Sub(seen).Milliseconds()
+	}
+	switch {
+	case hosted && (paneState == "exited" || paneState == "starting"):
+		res.Status = paneState
+	case hosted:
+		res.Healthy, res.Status = true, "healthy"
+	case !hasSeen:
+		res.Status = "offline"
+	case now.Sub(seen) > stale:
+		res.Status = "stale"
+	default:
+		res.Healthy, res.Status = true, "healthy"
+	}
+	return res
+}
+
+func (b *Broker) deliveryCheck(ctx context.Context, f proto.Frame) proto.DeliveryResult {
+	res := proto.DeliveryResult{Type: proto.TypeDeliveryCheckResult, RequestID: f.RequestID, MessageID: f.MessageID}
+	if f.MessageID == "" {
+		return res
+	}
+	m, err := b.deps.Ledger.Get(ctx, f.MessageID)
+	if err != nil {
+		return res
+	}
+	res.Known = true
+	res.Status, res.AckStatus, res.ErrorCode, res.Target, res.Seq = m.Status, m.AckStatus, m.ErrorCode, m.TargetRole, m.Seq
+	return res
+}
+
+// EventRow renders a ledger event for journal-event frames and `hm comms tail`.
+func EventRow(ev journal.Event) map[string]any {
+	m := ev.Row
+	return map[string]any{
+		"event_id": ev.EventID, "event": ev.Event, "at_ms": ev.AtMs, "detail": ev.Detail,
+		"message_id": m.MessageID, "session_id": m.SessionID, "sender_role": m.SenderRole,
+		"target_role": m.TargetRole, "channel": m.Channel, "seq": m.Seq, "header": m.Header,
+		"priority": m.Priority, "raw_body": m.RawBody, "status": m.Status, "ack_status": m.AckStatus,
+		"error_code": m.ErrorCode, "brokered_at_ms": m.BrokeredAtMs,
+	}
+}

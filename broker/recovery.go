@@ -1,0 +1,89 @@
+// This file recovers at startup: messages left pending by earlier sessions
+// are delivered late (delayed) or expired.
+
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"hm/broker/proto"
+	"hm/journal"
+	"hm/roles"
+)
+
+// routeFor rebuilds a route from a committed row (restart recovery and late
+// listeners).
+func (b *Broker) routeFor(m journal.Message) (route, bool) {
+	switch m.TargetRole {
+	case roles.RoleAll:
+		rt := route{name: m.TargetRole, kind: roles.TargetAll}
+		for _, mem := range b.team.Members() {
+			if mem.Role != m.SenderRole {
+				rt.members = append(rt.members, mem)
+			}
+		}
+		return rt, true
+	case roles.RoleUser:
+		return route{name: m.TargetRole, kind: roles.TargetUser}, true
+	case roles.RoleTelegram:
+		if b.deps.Telegram == nil || !b.deps.Telegram.Enabled() {
+			return route{}, false
+		}
+		return route{name: m.TargetRole, kind: roles.TargetTelegram, telegram: b.deps.Telegram.OwnerChat()}, true
+	}
+	if strings.HasPrefix(m.TargetRole, "others-") {
+		skip := strings.TrimPrefix(m.TargetRole, "others-")
+		rt := route{name: m.TargetRole, kind: roles.TargetMember}
+		for _, mem := range b.team.Members() {
+			if mem.Role != skip && mem.Role != m.SenderRole {
+				rt.members = append(rt.members, mem)
+			}
+		}
+		return rt, true
+	}
+	mem, ok := b.team.Lookup(m.TargetRole)
+	if !ok {
+		return route{}, false
+	}
+	return route{name: m.TargetRole, kind: roles.TargetMember, members: []roles.Member{mem}}, true
+}
+
+// Recover re-routes messages left pending by earlier sessions: under
+// DelayedMaxAge they are delivered with a "[delayed from session N]" prefix,
+// older ones fail with expired_session. Call once at start, after panes are
+// up. It returns how many were re-routed and expired.
+func (b *Broker) Recover(ctx context.Context) (delivered, expired int, err error) {
+	pending, err := b.deps.Ledger.Pending(ctx, "")
+	if err != nil {
+		return 0, 0, fmt.Errorf("recover pending: %w", err)
+	}
+	now := b.now()
+	for _, m := range pending {
+		if m.SessionID == b.cfg.SessionID {
+			continue
+		}
+		age := now.Sub(time.UnixMilli(m.BrokeredAtMs))
+		if age > b.cfg.DelayedMaxAge {
+			b.advance(journal.Change{MessageID: m.MessageID, Status: "failed", ErrorCode: string(proto.CodeExpiredSession), Event: "failed", Detail: map[string]any{"ageMs": age.Milliseconds()}})
+			expired++
+			continue
+		}
+		rt, ok := b.routeFor(m)
+		if !ok {
+			b.advance(journal.Change{MessageID: m.MessageID, Status: "failed", ErrorCode: string(proto.CodeNoRoute), Event: "failed"})
+			expired++
+			continue
+		}
+		b.dispatch(m, rt, delayedPrefix(m))
+		delivered++
+	}
+	return delivered, expired, nil
+}
+
+func delayedPrefix(m journal.Message) string {
+	n := strings.TrimPrefix(m.SessionID, "app-session-")
+	return "[delayed from session " + n + "] "
+}

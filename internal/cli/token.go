@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"hm/internal/layout"
+)
+
+const tokenSynopsis = "hm token rotate [--root D]"
+
+// runToken: `hm token rotate` replaces the operator secret.
+func runToken(_ context.Context, env Env, args []string) int {
+	fs := newFlags("token", env)
+	root := fs.String("root", "", "coordination root")
+	pos, err := parseArgs(fs, args)
+	if err == nil && (len(pos) != 1 || pos[0] != "rotate") {
+		err = errors.New("the only subcommand is rotate")
+	}
+	if err != nil {
+		return usageError(env, fs, tokenSynopsis, err)
+	}
+	lay, err := layout.FindRoot(*root, env.Getenv)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm token:", err)
+		return ExitFailed
+	}
+	if _, err := lay.RotateToken(); err != nil {
+		fmt.Fprintln(env.Stderr, "hm token:", err)
+		return ExitFailed
+	}
+	fmt.Fprintf(env.Stdout, "wrote a new operator token to %s (mode 0600)\n", lay.Token())
+	if lock, err := lay.LockHub(); err != nil {
+		var are *layout.AlreadyRunningError
+		if errors.As(err, &are) {
+			fmt.Fprintf(env.Stdout, "%v: restart it for the new token to take effect\n", are)
+		}
+	} else {
+		lock.Release()
+	}
+	return ExitOK
+}

@@ -1,0 +1,132 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"hm/agent"
+	"hm/broker"
+	"hm/broker/telegram"
+	"hm/triggers"
+)
+
+// startComponents starts the components the broker depends on and fills deps.
+func (h *Hub) startComponents(ctx context.Context, deps *broker.Deps) error {
+	if !h.opts.NoPanes {
+		h.panes = newPaneSet(h.log.With("component", "panes"), h.Team)
+		h.slots = h.newSlots() // before the owner's pane, whose exit ends them
+		h.startPanes(h.panes)
+		deps.Panes = h.panes
+		h.components = append(h.components, h.panes)
+	}
+	cfg, err := telegram.LoadConfig(h.Layout.Root, h.Team.Telegram.ChatID, h.Team.Telegram.Allowlist, h.opts.Getenv)
+	if err != nil {
+		return fmt.Errorf("telegram config: %w", err)
+	}
+	if cfg.Enabled() {
+		cfg.Logger = h.log.With("component", "telegram")
+		if h.opts.TelegramPoll > 0 {
+			cfg.PollTimeout = h.opts.TelegramPoll
+		}
+		relay, err := telegram.New(cfg, telegramStore{h}, h.telegramDeliver)
+		if err != nil {
+			return fmt.Errorf("telegram relay: %w", err)
+		}
+		h.relay = relay
+		deps.Telegram = relay
+	}
+	if h.slots != nil {
+		deps.Background = h.slots
+		h.components = append(h.components, slotComponent{h.slots})
+	}
+	return nil
+}
+
+// mountEndpoints adds the components' HTTP endpoints: /attach/<pane> and
+// /status.
+func (h *Hub) mountEndpoints(ctx context.Context, mux *http.ServeMux) {
+	// Mounted even without panes, so that /attach/<x> gets a clear 404.
+	mux.Handle("/attach/", agent.AttachHandlerContext(ctx, h.lookupPane, h.authorizeAttach, h.log.With("component", "attach")))
+	mux.HandleFunc("/status", h.serveStatus)
+}
+
+func (h *Hub) lookupPane(name string) (*agent.Pane, bool) {
+	if h.slots != nil {
+		if p, ok := h.slots.Lookup(name); ok {
+			return p, true
+		}
+	}
+	if h.panes == nil {
+		return nil, false
+	}
+	return h.panes.lookup(name)
+}
+
+// runLoops starts the components' loops under ctx, tracked by wg: the
+// trigger watcher, the Telegram relay, the slots' idle reaper and the
+// handoff writer.
+func (h *Hub) runLoops(ctx context.Context, wg *sync.WaitGroup) {
+	rescan := h.opts.TriggerRescan
+	if rescan <= 0 {
+		rescan = 2 * time.Second
+	}
+	w := triggers.NewWatcher(h.Layout.Triggers(), h.triggerSink, triggers.Options{Rescan: rescan, Logger: h.log.With("component", "triggers")})
+	h.watcher = w
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := w.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			h.log.Error("trigger watcher stopped", "err", err)
+		}
+	}()
+	if h.relay != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := h.relay.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				h.log.Error("telegram relay stopped", "err", err)
+			}
+		}()
+	}
+	if h.slots != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.slots.Run(ctx)
+		}()
+	}
+	every := h.opts.HandoffEvery
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick(ctx, every, func() { _, _ = h.writeHandoff(ctx) })
+	}()
+}
+
+// tick calls fn every d until ctx ends.
+func tick(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
+		}
+	}
+}
+
+// stopComponents stops components in reverse order.
+func (h *Hub) stopComponents(ctx context.Context) {
+	for i := len(h.components) - 1; i >= 0; i-- {
+		h.components[i].stop(ctx)
+	}
+}

@@ -1,0 +1,47 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"hm/broker"
+	"hm/journal/report"
+	"hm/roles"
+)
+
+// startup types each pane's first message (session line, brief, briefing)
+// and re-routes what earlier sessions left pending.
+func (h *Hub) startup(ctx context.Context) {
+	now := time.Now()
+	opts := report.Options{SessionID: h.SessionID(), Session: h.Session, Now: now, Roles: report.RolesFromTeam(h.Team)}
+	briefing, err := report.Briefing(ctx, h.Ledger, opts)
+	if err != nil {
+		h.log.Error("build briefing", "err", err)
+	} else if err := report.WriteBriefing(h.Layout.Briefing(), briefing); err != nil {
+		h.log.Error("write briefing", "err", err)
+	}
+	if h.panes != nil {
+		for _, m := range h.Team.Members() {
+			if !h.panes.Hosted(m.Role) {
+				continue
+			}
+			var content string
+			if m.Role == "architect" {
+				content = report.ArchitectFirstMessage(briefing, now) + "\n\n" + h.Team.Brief(m.Role)
+			} else {
+				content = report.PaneFirstMessage(m.Role, now, ".squidrun/handoffs/session.md") + "\n\n" + h.Team.Brief(m.Role)
+			}
+			if _, err := h.Broker.Submit(ctx, broker.Submission{From: roles.RoleSystem, Target: m.Role, Content: content, Raw: true,
+				Channel: broker.ChannelSystem, MessageID: fmt.Sprintf("session-%d-%s", h.Session, m.Role)}); err != nil {
+				h.log.Warn("startup message", "role", m.Role, "err", err)
+			}
+		}
+	}
+	delivered, expired, err := h.Broker.Recover(ctx)
+	if err != nil {
+		h.log.Error("recover pending messages", "err", err)
+	} else if delivered+expired > 0 {
+		h.log.Info("pending messages from earlier sessions", "delivered", delivered, "expired", expired)
+	}
+}

@@ -1,0 +1,82 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"hm/broker"
+	"hm/broker/proto"
+	"hm/broker/telegram"
+	"hm/journal"
+	"hm/roles"
+)
+
+// telegramDeliver commits an inbound Telegram update and queues it for the
+// architect.
+func (h *Hub) telegramDeliver(ctx context.Context, in telegram.Inbound, text string) error {
+	meta, _ := json.Marshal(map[string]any{"chatId": in.ChatID, "sender": in.Sender, "updateId": in.UpdateID})
+	_, err := h.Broker.Submit(ctx, broker.Submission{From: roles.RoleUser, Target: "architect", Content: text,
+		MessageID: "telegram-in-" + strconv.FormatInt(in.UpdateID, 10), Channel: broker.ChannelTelegram, Direction: "inbound",
+		Metadata: meta, SentAt: in.Date})
+	if err != nil && proto.CodeOf(err) == proto.CodeJournalUnavailable {
+		return err
+	}
+	if err != nil {
+		h.log.Warn("telegram update refused", "update", in.UpdateID, "err", err)
+	}
+	return nil
+}
+
+// telegramStore keeps the relay's state in the ledger.
+type telegramStore struct{ h *Hub }
+
+func (s telegramStore) KVGet(ctx context.Context, key string) (string, bool, error) {
+	return s.h.Ledger.KVGet(ctx, key)
+}
+
+func (s telegramStore) KVSet(ctx context.Context, key, value string) error {
+	return s.h.Ledger.KVSet(ctx, key, value)
+}
+
+func (s telegramStore) RecordPart(ctx context.Context, p telegram.Part) error {
+	meta, _ := json.Marshal(map[string]any{"parent": p.ParentID, "part": p.Index, "parts": p.Total, "chatId": p.ChatID})
+	_, err := s.h.Ledger.Append(ctx, &journal.Message{
+		MessageID: p.ID, SessionID: s.h.SessionID(), SenderRole: p.SenderRole, TargetRole: roles.RoleTelegram,
+		Channel: broker.ChannelTelegram, Direction: "outbound", Header: s.h.Team.HeaderFor(p.SenderRole),
+		RawBody: p.Text, MetadataJSON: string(meta), Status: "recorded",
+	})
+	if errors.Is(err, journal.ErrDuplicate) {
+		existing, gerr := s.h.Ledger.Get(ctx, p.ID)
+		if gerr == nil && existing.Status == "acked" {
+			return fmt.Errorf("part %s: %w", p.ID, telegram.ErrPartDelivered)
+		}
+		return nil // recorded earlier but not delivered: send it again
+	}
+	return err
+}
+
+func (s telegramStore) FinishPart(ctx context.Context, partID string, ok bool, reason string) error {
+	// A part is recorded before the API call; Telegram's answer settles it.
+	c := journal.Change{MessageID: partID, Status: "acked", AckStatus: proto.StatusDeliveredVerified, Event: "telegram_sent"}
+	if !ok {
+		c = journal.Change{MessageID: partID, Status: "failed", ErrorCode: "telegram_failed", Event: "failed", Detail: map[string]any{"reason": reason}}
+	}
+	_, err := s.h.Ledger.Advance(ctx, c)
+	return err
+}
+
+func (s telegramStore) RecordRefused(ctx context.Context, in telegram.Inbound) error {
+	meta, _ := json.Marshal(map[string]any{"chatId": in.ChatID, "sender": in.Sender, "updateId": in.UpdateID})
+	_, err := s.h.Ledger.Append(ctx, &journal.Message{
+		MessageID: "telegram-refused-" + strconv.FormatInt(in.UpdateID, 10), SessionID: s.h.SessionID(),
+		SenderRole: roles.RoleUser, TargetRole: "architect", Channel: broker.ChannelTelegram, Direction: "inbound",
+		RawBody: in.Text, MetadataJSON: string(meta), Status: "failed", ErrorCode: "chat_not_allowed",
+	})
+	if errors.Is(err, journal.ErrDuplicate) {
+		return nil
+	}
+	return err
+}

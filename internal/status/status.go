@@ -1,0 +1,125 @@
+// Package status is the one place where hm spells the words its protocol and
+// its ledger share: message statuses, delivery stages, refusal and error
+// codes, and the names of ledger events. Every other package uses these typed
+// constants; none writes the strings itself.
+package status
+
+// Status is a message's routing status (comms_journal.status, SPEC §9). It
+// only moves to a higher Rank: a later failure never overwrites routed or
+// acked, while proof of delivery may overwrite failed.
+type Status string
+
+// Message statuses, in rank order.
+const (
+	Recorded Status = "recorded" // recorded by the hub, never routed (e.g. a refused Telegram update)
+	Brokered Status = "brokered" // committed by the hub, not yet handed over
+	Failed   Status = "failed"   // could not be handed over (ErrorCode says why)
+	Routed   Status = "routed"   // handed to a pane, a listener or Telegram
+	Acked    Status = "acked"    // proof of receipt
+)
+
+// Statuses lists every Status in rank order.
+var Statuses = []Status{Recorded, Brokered, Failed, Routed, Acked}
+
+// Rank orders statuses: recorded 0, brokered 1, failed 2, routed 3, acked 4.
+// Anything else (including "") ranks -1.
+func (s Status) Rank() int {
+	for i, v := range Statuses {
+		if s == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// Stage is a delivery stage: the ledger's ack_status and, on success, the
+// status a send-ack reports (SPEC §5.3).
+type Stage string
+
+// Delivery stages, in rank order (see Stage.Rank). FallbackTriggered is
+// reported by hm-send alone and never stored.
+const (
+	StageNone          Stage = ""
+	AcceptedUnverified Stage = "accepted.unverified" // committed and queued or typed; no proof yet
+	Typed              Stage = "typed"               // visibly at the program's input
+	Stuck              Stage = "stuck"               // repeated attempts did not get it submitted
+	Submitted          Stage = "submitted"           // the screen shows it left the input area
+	DeliveredWebSocket Stage = "delivered.websocket" // handed to a listener
+	DeliveredContext   Stage = "delivered.context"   // a CLI hook emitted it as context
+	DeliveredVerified  Stage = "delivered.verified"  // the target acknowledged it
+	FallbackTriggered  Stage = "fallback.triggered"  // hm-send wrote a trigger file instead
+)
+
+// Stages lists the stages the ledger stores, in rank order.
+var Stages = []Stage{StageNone, AcceptedUnverified, Typed, Stuck, Submitted, DeliveredWebSocket, DeliveredContext, DeliveredVerified}
+
+// Rank orders the stored stages as Stages lists them ("" is 0). A stage the
+// ledger does not store, such as FallbackTriggered, ranks -1.
+func (s Stage) Rank() int {
+	for i, v := range Stages {
+		if s == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// Delivered reports whether s is a definitive success stage (delivered.*).
+func (s Stage) Delivered() bool {
+	return s == DeliveredWebSocket || s == DeliveredContext || s == DeliveredVerified
+}
+
+// Code is a refusal or error code: the send-ack's error, an error frame's
+// code, a background-slot refusal's status, or the ledger's error_code.
+type Code string
+
+// Refusal and error codes named by SPEC §5.2, §5.3 and §8.
+const (
+	CodeInvalidTarget         Code = "invalid_target"
+	CodeOwnerBindingViolation Code = "owner_binding_violation"
+	CodeRoleMismatch          Code = "role_mismatch"
+	CodeUnauthorized          Code = "unauthorized"
+	CodeNotRegistered         Code = "not_registered"
+	CodeTooLarge              Code = "too_large"
+	CodeRateLimited           Code = "rate_limited"
+	CodeEmptyContent          Code = "empty_content"
+	CodeNoRoute               Code = "no_route"
+	CodeTelegramUnconfigured  Code = "telegram_unconfigured"
+	CodeJournalUnavailable    Code = "journal_unavailable"
+	CodeDuplicateID           Code = "duplicate_id"
+	CodeReservedID            Code = "reserved_id"
+	CodeBadHeader             Code = "bad_header"
+	CodeUnknownType           Code = "unknown_type"
+	CodeBadJSON               Code = "bad_json"
+	CodeBadRequest            Code = "bad_request"
+	CodeExpiredSession        Code = "expired_session"
+	CodeCapacityReached       Code = "capacity_reached"
+	CodeSlotUnavailable       Code = "slot_unavailable"
+	CodeNotRunning            Code = "not_running"
+	CodeInternal              Code = "internal"
+)
+
+// Error codes the hub records in comms_journal.error_code for its own
+// failures (not sent as refusals).
+const (
+	CodePaneFailed     Code = "pane_failed"      // the pane could not take the message
+	CodeTelegramFailed Code = "telegram_failed"  // the Bot API refused or kept failing
+	CodeChatNotAllowed Code = "chat_not_allowed" // a Telegram update from a chat not allowed in
+)
+
+// Event names a comms_events row: what happened to a message.
+type Event string
+
+// Ledger events.
+const (
+	EventBrokered           Event = "brokered"            // the message row was committed
+	EventTyped              Event = "typed"               // typed into a pane
+	EventDelivered          Event = "delivered"           // handed to a listener
+	EventShown              Event = "shown"               // shown to the human (target user)
+	EventAcked              Event = "acked"               // receipt or message-ack
+	EventFailed             Event = "failed"              // delivery failed (see error_code)
+	EventTelegramSent       Event = "telegram_sent"       // the Bot API accepted it
+	EventTelegramFailed     Event = "telegram_failed"     // the Bot API refused it
+	EventObligationClosed   Event = "obligation_closed"   // an [ACK REQUIRED] was answered
+	EventObligationReminded Event = "obligation_reminded" // its one reminder was sent
+)

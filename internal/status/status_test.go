@@ -1,0 +1,50 @@
+package status
+
+import "testing"
+
+func TestStatusRank(t *testing.T) {
+	tests := []struct {
+		s    Status
+		want int
+	}{
+		{Recorded, 0}, {Brokered, 1}, {Failed, 2}, {Routed, 3}, {Acked, 4},
+		{"", -1}, {"ROUTED", -1}, {"delivered.verified", -1},
+	}
+	for _, tt := range tests {
+		if got := tt.s.Rank(); got != tt.want {
+			t.Errorf("Status(%q).Rank() = %d, want %d", tt.s, got, tt.want)
+		}
+	}
+}
+
+func TestStageRank(t *testing.T) {
+	// The order SPEC §5.3 gives for a pane, with the listener's stage between
+	// submitted and the hook's; stuck sits where a retry can still raise it.
+	order := []Stage{StageNone, AcceptedUnverified, Typed, Stuck, Submitted, DeliveredWebSocket, DeliveredContext, DeliveredVerified}
+	for i, s := range order {
+		if got := s.Rank(); got != i {
+			t.Errorf("Stage(%q).Rank() = %d, want %d", s, got, i)
+		}
+	}
+	for _, s := range []Stage{FallbackTriggered, "routed", "DELIVERED.VERIFIED", " "} {
+		if got := s.Rank(); got != -1 {
+			t.Errorf("Stage(%q).Rank() = %d, want -1 (not a stored stage)", s, got)
+		}
+	}
+}
+
+func TestStageDelivered(t *testing.T) {
+	tests := []struct {
+		s    Stage
+		want bool
+	}{
+		{DeliveredVerified, true}, {DeliveredWebSocket, true}, {DeliveredContext, true},
+		{AcceptedUnverified, false}, {Typed, false}, {Submitted, false}, {Stuck, false},
+		{FallbackTriggered, false}, {StageNone, false},
+	}
+	for _, tt := range tests {
+		if got := tt.s.Delivered(); got != tt.want {
+			t.Errorf("Stage(%q).Delivered() = %v, want %v", tt.s, got, tt.want)
+		}
+	}
+}

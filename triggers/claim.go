@@ -1,0 +1,191 @@
+package triggers
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"hm/internal/atomicfile"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// step processes one file. It reports whether it did any work.
+func (s *runState) step(ctx context.Context) bool {
+	if s.paused {
+		return false
+	}
+	if len(s.claimedQ) > 0 {
+		c := s.claimedQ[0]
+		s.claimedQ = s.claimedQ[1:]
+		now := s.w.now()
+		target, _ := ParseName(c.name)
+		s.process(ctx, c.name, target, now, now)
+		return true
+	}
+	for s.ready.Len() > 0 {
+		it := heap.Pop(&s.ready).(readyItem)
+		e := it.e
+		if !s.live(e) || e.state != stReady || e.ver != it.ver {
+			continue
+		}
+		s.claim(ctx, e)
+		return true
+	}
+	return false
+}
+
+// claim renames the file into .claimed/ and processes it.
+func (s *runState) claim(ctx context.Context, e *entry) {
+	src := filepath.Join(s.w.dir, e.name)
+	dst := filepath.Join(s.w.claimed, e.name)
+	if _, err := os.Lstat(dst); err == nil {
+		// an earlier file of that name awaits a retry: keep order
+		s.setState(e, stBlocked)
+		return
+	}
+	if err := os.Rename(src, dst); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			s.drop(e)
+			return
+		}
+		s.fsError("claim", e.name, err)
+		s.setState(e, stBlocked)
+		return
+	}
+	s.drop(e)
+	s.process(ctx, e.name, e.target, e.seen, s.w.now())
+}
+
+func (s *runState) fsError(op, name string, err error) {
+	s.w.log.Error("trigger file", "op", op, "name", name, "err", err)
+	s.w.noteError(fmt.Errorf("%s %s: %w", op, name, err))
+}
+
+// process reads a claimed file, hands it to the sink and finishes it.
+func (s *runState) process(ctx context.Context, name, target string, seen, claimedAt time.Time) {
+	path := filepath.Join(s.w.claimed, name)
+	data, rerr := s.read(path)
+	if rerr != nil {
+		if CodeOf(rerr) != "" {
+			s.reject(path, name, rerr)
+			return
+		}
+		if !errors.Is(rerr, fs.ErrNotExist) {
+			s.fsError("read", name, rerr)
+		}
+		return
+	}
+	id, content, err := Decode(data)
+	if err != nil {
+		s.reject(path, name, err)
+		return
+	}
+	if id == "" {
+		id = DerivedID(name, content)
+	}
+	f := File{Name: name, Target: target, MessageID: id, Content: content, ClaimedAt: claimedAt, Seen: seen}
+	err = s.w.sink(ctx, f)
+	switch {
+	case err == nil:
+		s.w.processed.Add(1)
+		if rmErr := os.Remove(path); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+			s.fsError("remove", name, rmErr)
+		}
+		s.w.log.Debug("trigger committed", "name", name, "id", id, "target", target)
+	case errors.Is(err, ErrReject):
+		s.reject(path, name, err)
+	default:
+		s.paused = true
+		if ctx.Err() != nil {
+			return // shutting down; the file waits in .claimed/
+		}
+		s.w.retried.Add(1)
+		s.w.noteError(fmt.Errorf("sink %s: %w", name, err))
+		s.w.log.Warn("trigger sink failed, retrying at next rescan", "name", name, "id", id, "err", err)
+	}
+}
+
+// read returns the file's bytes, or a RejectError for files that are too
+// large or not regular.
+func (s *runState) read(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, Reject(CodeNotRegular, "a symbolic link, not a regular file")
+		}
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, Reject(CodeNotRegular, "not a regular file (%s)", fi.Mode().Type())
+	}
+	limit := s.w.opts.MaxBytes
+	if fi.Size() > limit {
+		return nil, Reject(CodeTooLarge, "the file is %d bytes, the limit is %d", fi.Size(), limit)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, Reject(CodeTooLarge, "the file is over the %d-byte limit", limit)
+	}
+	return data, nil
+}
+
+// reject moves a claimed file to rejected/ beside a reason file, never
+// overwriting an earlier rejected file.
+func (s *runState) reject(path, name string, cause error) {
+	code := CodeOf(cause)
+	if code == "" {
+		code = CodeRejected
+	}
+	reason := strings.Join(strings.Fields(reasonText(cause)), " ")
+	for n := 0; n < 10000; n++ {
+		dstName := name
+		if n > 0 {
+			dstName = name + "." + strconv.Itoa(n)
+		}
+		dst := filepath.Join(s.w.rejected, dstName)
+		rf, err := os.OpenFile(dst+".reason", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			s.fsError("reject", name, err)
+			return
+		}
+		_, werr := fmt.Fprintf(rf, "%s\n%s\n", code, reason)
+		if cerr := rf.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr == nil {
+			werr = atomicfile.RenameNoReplace(path, dst)
+		}
+		if werr != nil {
+			_ = os.Remove(dst + ".reason")
+			if errors.Is(werr, fs.ErrExist) {
+				continue
+			}
+			if !errors.Is(werr, fs.ErrNotExist) {
+				s.fsError("reject", name, werr)
+			}
+			return
+		}
+		s.w.rejectedN.Add(1)
+		s.w.log.Warn("trigger rejected", "name", name, "as", dstName, "code", code, "reason", reason)
+		return
+	}
+	s.fsError("reject", name, errors.New("no free name in rejected/"))
+}

@@ -1,0 +1,316 @@
+package triggers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hm/internal/leak"
+	"hm/internal/poll"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestTransientRetry: a failing sink keeps the file, stops processing and
+// retries in order at the next rescan.
+func TestTransientRetry(t *testing.T) {
+	leak.Check(t)
+	dir := t.TempDir()
+	var mu sync.Mutex
+	failing := true
+	rec := &recorder{fail: func(f File, call int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return errors.New("journal_unavailable")
+		}
+		return nil
+	}}
+	old := time.Now().Add(-time.Hour)
+	for i, name := range []string{"architect.1.txt", "architect.2.txt"} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("msg %d", i+1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		mt := old.Add(time.Duration(i) * time.Second)
+		if err := os.Chtimes(p, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 100 * time.Millisecond})
+	r := startWatcher(t, w)
+	poll.Until(t, 10*time.Second, "retries", func() bool { return w.Stats().Retried >= 3 })
+	if got := listDir(t, filepath.Join(dir, ClaimedDir)); len(got) != 1 || got[0] != "architect.1.txt" {
+		t.Errorf(".claimed holds %v, want the first file only (processing paused)", got)
+	}
+	if got := triggerNames(t, dir); len(got) != 1 || got[0] != "architect.2.txt" {
+		t.Errorf("dir holds %v, want the second file untouched", got)
+	}
+	if st := w.Stats(); !strings.Contains(st.LastError, "journal_unavailable") || st.Processed != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	calls := rec.callCount()
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	poll.Until(t, 10*time.Second, "delivery after recovery", func() bool { return rec.count() == 2 })
+	r.stop()
+	got := rec.got()
+	if got[0].Content != "msg 1" || got[1].Content != "msg 2" {
+		t.Errorf("order %q, %q", got[0].Content, got[1].Content)
+	}
+	// one failed attempt per rescan, not a busy loop
+	if st := w.Stats(); uint64(calls) > st.Rescans+2 {
+		t.Errorf("%d sink calls for %d rescans", calls, st.Rescans)
+	}
+	if got := listDir(t, filepath.Join(dir, ClaimedDir)); len(got) != 0 {
+		t.Errorf(".claimed holds %v", got)
+	}
+}
+
+func readReason(t *testing.T, dir, name string) (code, text string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, RejectedDir, name+".reason"))
+	if err != nil {
+		t.Fatalf("reason file: %v", err)
+	}
+	code, text, _ = strings.Cut(strings.TrimRight(string(raw), "\n"), "\n")
+	return code, text
+}
+
+// TestRejections covers sink refusals and files refused by the watcher.
+func TestRejections(t *testing.T) {
+	leak.Check(t)
+	tests := []struct {
+		name     string
+		file     string
+		data     []byte
+		code     string
+		contains string
+	}{
+		{"sink reject", "nobody.txt", []byte("hi nobody"), "invalid_target", "no such target"},
+		{"owner binding", "oracle.x.txt", []byte("(BUILDER-BG-1 #1): hi"), "owner_binding_violation", "builder"},
+		{"too large", "architect.big.txt", []byte(strings.Repeat("x", 5000)), CodeTooLarge, "4096"},
+		{"empty", "architect.empty.txt", nil, CodeEmpty, "printable"},
+		{"whitespace", "architect.ws.txt", []byte(" \r\n\t \n"), CodeEmpty, ""},
+		{"binary controls", "architect.bin.txt", []byte{0, 1, 2, 3, 4, 0x1b, 0x7f, 0x10, 0x11}, CodeEmpty, ""},
+		{"id only", "architect.id.txt", []byte("[HM-MESSAGE-ID:x]\n"), CodeEmpty, ""},
+	}
+	dir := t.TempDir()
+	sink := func(ctx context.Context, f File) error {
+		switch {
+		case f.Target == "nobody":
+			return Reject("invalid_target", "no such target %q", f.Target)
+		case strings.HasPrefix(f.Content, "(BUILDER-BG-1"):
+			return fmt.Errorf("route: %w", Reject("owner_binding_violation", "builder-bg-1 may only message builder"))
+		}
+		return errors.New("unexpected file " + f.Name)
+	}
+	w := NewWatcher(dir, sink, Options{Logger: testLogger(t), MaxBytes: 4096, Settle: 50 * time.Millisecond})
+	r := startWatcher(t, w)
+	for _, tc := range tests {
+		writeFile(t, dir, tc.file, tc.data)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			poll.Until(t, 10*time.Second, "rejected "+tc.file, func() bool {
+				_, err := os.Stat(filepath.Join(dir, RejectedDir, tc.file))
+				return err == nil
+			})
+			code, text := readReason(t, dir, tc.file)
+			if code != tc.code || !strings.Contains(text, tc.contains) || text == "" {
+				t.Errorf("reason %q / %q, want %q containing %q", code, text, tc.code, tc.contains)
+			}
+			raw, err := os.ReadFile(filepath.Join(dir, RejectedDir, tc.file))
+			if err != nil || string(raw) != string(tc.data) {
+				t.Errorf("rejected file changed: %q %v", raw, err)
+			}
+		})
+	}
+	// A second file of an already rejected name gets a suffix.
+	writeFile(t, dir, "nobody.txt", []byte("again"))
+	poll.Until(t, 10*time.Second, "second rejection", func() bool {
+		_, err := os.Stat(filepath.Join(dir, RejectedDir, "nobody.txt.1"))
+		return err == nil // the reason file is written before the file moves
+	})
+	raw, err := os.ReadFile(filepath.Join(dir, RejectedDir, "nobody.txt"))
+	if err != nil || string(raw) != "hi nobody" {
+		t.Errorf("first rejected file overwritten: %q %v", raw, err)
+	}
+	raw, err = os.ReadFile(filepath.Join(dir, RejectedDir, "nobody.txt.1"))
+	if err != nil || string(raw) != "again" {
+		t.Errorf("second rejected file: %q %v", raw, err)
+	}
+	r.stop()
+	if st := w.Stats(); st.Rejected != uint64(len(tests)+1) || st.Processed != 0 || st.Retried != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	if got := triggerNames(t, dir); len(got) != 0 {
+		t.Errorf("left: %v", got)
+	}
+}
+
+// TestSymlinkNotFollowed: a symlink with a trigger name never leaks the
+// file it points to.
+func TestSymlinkNotFollowed(t *testing.T) {
+	leak.Check(t)
+	dir := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("TOP SECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(dir, "architect.pre.txt")); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 30 * time.Millisecond})
+	r := startWatcher(t, w)
+	if err := os.Symlink(secret, filepath.Join(dir, "architect.live.txt")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "oracle.ok.txt", []byte("fine"))
+	poll.Until(t, 10*time.Second, "rescans", func() bool { return w.Stats().Rescans >= 4 && rec.count() >= 1 })
+	// a symlink that reaches .claimed/ (a crash, or a swap race) is rejected unread
+	if err := os.Symlink(secret, filepath.Join(dir, ClaimedDir, "architect.claimed.txt")); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "claimed symlink rejected", func() bool {
+		_, err := os.Lstat(filepath.Join(dir, RejectedDir, "architect.claimed.txt.reason"))
+		return err == nil
+	})
+	r.stop()
+	for _, f := range rec.got() {
+		if strings.Contains(f.Content, "SECRET") {
+			t.Fatalf("symlink followed: %+v", f)
+		}
+	}
+	if code, _ := readReason(t, dir, "architect.claimed.txt"); code != CodeNotRegular {
+		t.Errorf("code %q", code)
+	}
+	if raw, err := os.ReadFile(secret); err != nil || string(raw) != "TOP SECRET" {
+		t.Errorf("secret changed: %q %v", raw, err)
+	}
+}
+
+// TestClaimedLeftovers: files a crash left in .claimed/ go first, and a
+// file without an id gets the deterministic one.
+func TestClaimedLeftovers(t *testing.T) {
+	leak.Check(t)
+	dir := t.TempDir()
+	claimed := filepath.Join(dir, ClaimedDir)
+	if err := os.MkdirAll(claimed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.WriteFile(filepath.Join(claimed, "builder.txt"), []byte("(ARCH #7): crashed mid-claim\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(claimed, "oracle.hm-9-x.txt"), []byte("[HM-MESSAGE-ID:hm-9-x]\nwith id"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "architect.txt")
+	if err := os.WriteFile(p, []byte("older but unclaimed"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+	// a stale marker from the crashed run is cleaned up
+	if err := os.WriteFile(filepath.Join(dir, syncPrefix+"dead-1"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t)})
+	r := startWatcher(t, w)
+	poll.Until(t, 10*time.Second, "all delivered", func() bool { return rec.count() == 3 })
+	r.stop()
+	got := rec.got()
+	if got[2].Name != "architect.txt" {
+		t.Errorf("directory file delivered before leftovers: %v, %v, %v", got[0].Name, got[1].Name, got[2].Name)
+	}
+	for _, f := range got {
+		switch f.Name {
+		case "builder.txt":
+			if want := DerivedID("builder.txt", "(ARCH #7): crashed mid-claim"); f.MessageID != want || f.Target != "builder" {
+				t.Errorf("leftover %+v, want id %s", f, want)
+			}
+		case "oracle.hm-9-x.txt":
+			if f.MessageID != "hm-9-x" || f.Content != "with id" {
+				t.Errorf("leftover %+v", f)
+			}
+		}
+	}
+	if got := listDir(t, claimed); len(got) != 0 {
+		t.Errorf(".claimed holds %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, syncPrefix+"dead-1")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale marker kept: %v", err)
+	}
+}
+
+// TestDerivedIDSurvivesRetry: a file without an id re-processed after a
+// failure carries the same id both times, so the ledger can dedupe it.
+func TestDerivedIDSurvivesRetry(t *testing.T) {
+	leak.Check(t)
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var ids []string
+	sink := func(ctx context.Context, f File) error {
+		mu.Lock()
+		defer mu.Unlock()
+		ids = append(ids, f.MessageID)
+		if len(ids) == 1 {
+			return errors.New("committed but the reply was lost")
+		}
+		return nil
+	}
+	w := NewWatcher(dir, sink, Options{Logger: testLogger(t), Rescan: 50 * time.Millisecond})
+	r := startWatcher(t, w)
+	writeFile(t, dir, "oracle.txt", []byte("no id here"))
+	poll.Until(t, 10*time.Second, "second attempt", func() bool { return w.Stats().Processed == 1 })
+	r.stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ids) != 2 || ids[0] != ids[1] || ids[0] != DerivedID("oracle.txt", "no id here") {
+		t.Errorf("ids %v", ids)
+	}
+}
+
+// TestClaimCollision: a new file with the name of one awaiting a retry in
+// .claimed/ is not claimed over it, and both are delivered in order.
+func TestClaimCollision(t *testing.T) {
+	leak.Check(t)
+	dir := t.TempDir()
+	var mu sync.Mutex
+	fail := true
+	rec := &recorder{fail: func(f File, call int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			return errors.New("down")
+		}
+		return nil
+	}}
+	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 50 * time.Millisecond})
+	r := startWatcher(t, w)
+	writeFile(t, dir, "architect.txt", []byte("first"))
+	poll.Until(t, 10*time.Second, "first failure", func() bool { return w.Stats().Retried >= 1 })
+	writeFile(t, dir, "architect.txt", []byte("second"))
+	poll.Until(t, 10*time.Second, "more failures", func() bool { return w.Stats().Retried >= 3 })
+	raw, err := os.ReadFile(filepath.Join(dir, ClaimedDir, "architect.txt"))
+	if err != nil || string(raw) != "first" {
+		t.Errorf("claimed file: %q %v", raw, err)
+	}
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+	poll.Until(t, 10*time.Second, "both delivered", func() bool { return rec.count() == 2 })
+	r.stop()
+	got := rec.got()
+	if got[0].Content != "first" || got[1].Content != "second" {
+		t.Errorf("order %q %q", got[0].Content, got[1].Content)
+	}
+}

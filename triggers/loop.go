@@ -1,0 +1,171 @@
+package triggers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// runState is owned by the single Run goroutine; it needs no locks. Its
+// methods are spread by job: the event loop and dispatch here, the readiness
+// state machine in ready.go, claiming and rejecting in claim.go, rescans in
+// rescan.go.
+type runState struct {
+	w *Watcher
+
+	// event source (nil channels when fsnotify is unavailable)
+	fw     *fsnotify.Watcher
+	events <-chan fsnotify.Event
+	errs   <-chan error
+
+	// readiness (ready.go)
+	entries    map[string]*entry
+	ready      readyHeap
+	waiting    []*entry // stat'ed candidates not yet covered by a marker
+	inFlight   []*entry // candidates covered by the current marker
+	marker     string   // name of the in-flight marker file, "" if none
+	markerDue  time.Time
+	markerSeq  uint64
+	entrySeq   uint64
+	token      string
+	settling   int       // entries in stSettling
+	nextSettle time.Time // earliest time a settling entry may be ready
+
+	// claiming (claim.go) and rescans (rescan.go)
+	claimedQ  []claimedItem
+	paused    bool // a transient sink error: wait for the next rescan
+	rescanDue bool
+	ignored   map[string]bool
+}
+
+// loop is the event loop: it feeds fsnotify events and errors to the
+// readiness state machine, runs due rescans, and processes one ready file at
+// a time until ctx is done. Its ticker and timer only wake it; every
+// decision reads the Watcher's clock.
+func (s *runState) loop(ctx context.Context) {
+	ticker := time.NewTicker(s.w.opts.Rescan)
+	defer ticker.Stop()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		if ctx.Err() != nil {
+			return
+		}
+		s.drain(ticker.C)
+		now := s.w.now()
+		if s.rescanDue {
+			s.rescan(now)
+		}
+		s.fireMarker(now)
+		s.promote(now)
+		if s.step(ctx) {
+			continue
+		}
+		if d, ok := s.nextDeadline(s.w.now()); ok {
+			timer.Reset(max(d, time.Millisecond))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-s.events:
+			if !ok {
+				s.events = nil
+				continue
+			}
+			s.handleEvent(ev)
+		case err, ok := <-s.errs:
+			if !ok {
+				s.errs = nil
+				continue
+			}
+			s.handleError(err)
+		case err := <-s.w.injectErr:
+			s.handleError(err)
+		case <-ticker.C:
+			s.rescanDue = true
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// drain handles what is already queued without blocking.
+func (s *runState) drain(tick <-chan time.Time) {
+	for range 4096 {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				s.events = nil
+				return
+			}
+			s.handleEvent(ev)
+		case err, ok := <-s.errs:
+			if !ok {
+				s.errs = nil
+				return
+			}
+			s.handleError(err)
+		case err := <-s.w.injectErr:
+			s.handleError(err)
+		case <-tick:
+			s.rescanDue = true
+		default:
+			return
+		}
+	}
+}
+
+// handleError handles an fsnotify error: an overflow means lost events (no
+// fast path for what awaits a marker, and a rescan); anything else is noted
+// and also answered with a rescan.
+func (s *runState) handleError(err error) {
+	if errors.Is(err, fsnotify.ErrEventOverflow) {
+		s.w.overflows.Add(1)
+		s.w.log.Warn("fsnotify queue overflow, rescanning")
+		s.eventsLost(s.w.now())
+		s.rescanDue = true
+		return
+	}
+	s.w.log.Warn("fsnotify error", "err", err)
+	s.w.noteError(fmt.Errorf("fsnotify: %w", err))
+	s.rescanDue = true
+}
+
+// handleEvent dispatches one fsnotify event: the directory itself going
+// away, the return of the pending marker, or activity on a trigger file.
+func (s *runState) handleEvent(ev fsnotify.Event) {
+	name, ok := strings.CutPrefix(ev.Name, s.w.dir+string(filepath.Separator))
+	if !ok || name == "" || strings.ContainsRune(name, filepath.Separator) {
+		if filepath.Clean(ev.Name) == s.w.dir && ev.Has(fsnotify.Remove|fsnotify.Rename) {
+			s.w.log.Warn("trigger dir removed or moved; recreating it")
+			s.rescanDue = true
+		}
+		return
+	}
+	if strings.HasPrefix(name, syncPrefix) {
+		if ev.Has(fsnotify.Create) && name == s.marker {
+			s.resolveMarker(s.w.now())
+		}
+		return
+	}
+	target, valid := ParseName(name)
+	if !valid {
+		return
+	}
+	now := s.w.now()
+	if ev.Has(fsnotify.Create) {
+		s.observeCreate(name, target, now)
+	}
+	if ev.Has(fsnotify.Write) {
+		s.observeWrite(name, target, now)
+	}
+	if ev.Has(fsnotify.Remove|fsnotify.Rename) && !ev.Has(fsnotify.Create) {
+		s.observeRemove(name)
+	}
+}
