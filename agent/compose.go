@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -16,9 +17,6 @@ const (
 	// MaxInlineBody is the largest body typed directly; longer bodies go
 	// to a pointer file.
 	MaxInlineBody = 4096
-	// maxShellLine keeps a shell-profile line below the 4095-byte limit of
-	// a canonical-mode terminal line.
-	maxShellLine = 4000
 	// previewRunes bounds the body preview on a pointer line.
 	previewRunes = 160
 )
@@ -27,8 +25,9 @@ const (
 type composeOpts struct {
 	ID        string // message id, shown in the trailer
 	Content   string // message content, role header included, not yet neutralised
-	Shell     bool   // shell profile: type a single comment line
+	Shell     bool   // shell profile: type only an inert pointer line
 	Bracketed bool   // the program last enabled bracketed paste
+	Dir       string // the program's working directory, for a relative pointer path
 }
 
 // composition is the text to type for one message.
@@ -54,11 +53,15 @@ func compose(o composeOpts, pointerPath string) composition {
 	body := strings.Trim(full, " \t\n")
 	trailer := Trailer(o.ID)
 	c := composition{Body: full}
-	multiLine := strings.Contains(body, "\n")
-	c.Pointer = len(body) > MaxInlineBody || multiLine && (o.Shell || !o.Bracketed)
-	if !c.Pointer && o.Shell && len(renderLine(o, body, trailer)) > maxShellLine {
+	if o.Shell {
+		// Message text is never typed into a shell (SPEC §6): only a
+		// pointer line that no shell executes.
 		c.Pointer = true
+		c.Text = shellLine(o, pointerPath, trailer)
+		return c
 	}
+	multiLine := strings.Contains(body, "\n")
+	c.Pointer = len(body) > MaxInlineBody || multiLine && !o.Bracketed
 	line := body
 	if c.Pointer {
 		line = pointerLine(body, len(full), pointerPath)
@@ -72,13 +75,34 @@ func compose(o composeOpts, pointerPath string) composition {
 func renderLine(o composeOpts, line, trailer string) string {
 	var s string
 	switch {
-	case o.Shell:
-		s = "# " + AgentPrefix + flatten(line) + sep(trailer, " ")
 	case o.Bracketed:
 		s = AgentPrefix + line + sep(trailer, "\n")
 	default:
 		s = AgentPrefix + flatten(line) + sep(trailer, " ")
 	}
+	if o.Bracketed {
+		s = PasteStart + s + PasteEnd
+	}
+	return s
+}
+
+// shellLine is what a shell pane gets for a message: the ":" builtin (a
+// no-op in sh, bash, dash, ksh, zsh and fish) with one single-quoted
+// argument naming the file that holds the message. Inside single quotes
+// nothing expands in any of those shells; the quote itself and the
+// backslash (an escape inside fish's single quotes) are replaced, and the
+// line is one line of printable text, so no part of it can run. The path
+// is relative to the pane's directory when it lies below it.
+func shellLine(o composeOpts, pointerPath, trailer string) string {
+	path := pointerPath
+	if o.Dir != "" {
+		if rel, err := filepath.Rel(o.Dir, pointerPath); err == nil && !strings.HasPrefix(rel, "..") {
+			path = rel
+		}
+	}
+	arg := AgentPrefix + "message in " + path + sep(trailer, " ")
+	arg = strings.NewReplacer("'", "?", "\\", "?").Replace(flatten(Neutralize(arg)))
+	s := ": '" + arg + "'"
 	if o.Bracketed {
 		s = PasteStart + s + PasteEnd
 	}

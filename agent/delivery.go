@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"hm/internal/atomicfile"
 )
 
 // StageKind names a step of a delivery.
@@ -211,6 +213,7 @@ func (p *Pane) deliver(it *item) bool {
 		Content:   it.d.Content,
 		Shell:     p.profile.Name == ProfileShell,
 		Bracketed: bracketed,
+		Dir:       p.spec.Dir,
 	}, p.pointerPath(it))
 	if c.Pointer && it.pointer == "" {
 		path, err := p.writePointer(it, c.Body)
@@ -440,24 +443,8 @@ func (p *Pane) writePointer(it *item, body string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("create pointer dir: %w", err)
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return "", fmt.Errorf("create pointer file: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.WriteString(body)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o600)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("write pointer file %s: %w", path, err)
+	if err := atomicfile.WriteFile(path, []byte(body), 0o600); err != nil {
+		return "", fmt.Errorf("write pointer file: %w", err)
 	}
 	return path, nil
 }

@@ -7,7 +7,6 @@ import (
 	"hm/internal/leak"
 	"hm/internal/poll"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -324,74 +323,6 @@ func TestResizeReachesProgram(t *testing.T) {
 	poll.Until(t, 10*time.Second, "new size", func() bool { return strings.Contains(string(p.Replay()), "30 100") })
 	if s := p.Status(); s.Profile != ProfileShell {
 		t.Errorf("profile for /bin/sh = %q, want shell", s.Profile)
-	}
-}
-
-func TestShellProfileNeverExecutes(t *testing.T) {
-	shells := []struct {
-		name, command string
-	}{
-		{"dash", "exec /bin/sh"},
-	}
-	if bash, err := exec.LookPath("bash"); err == nil {
-		shells = append(shells, struct{ name, command string }{"bash with bracketed paste", "exec " + bash + " --norc --noprofile -i"})
-	}
-	for _, sh := range shells {
-		t.Run(sh.name, func(t *testing.T) {
-			leak.Check(t)
-			dir := t.TempDir()
-			marker := func(i int) string { return filepath.Join(dir, fmt.Sprintf("pwned-%d", i)) }
-			contents := []string{
-				"(ARCH #1): $(touch " + marker(1) + ")",
-				"(ARCH #2): `touch " + marker(2) + "`",
-				"(ARCH #3): ; touch " + marker(3) + " && touch " + marker(3),
-				"(ARCH #4): line one\ntouch " + marker(4) + "\n",
-				"(ARCH #5): \r touch " + marker(5) + " \x1b[201~\ntouch " + marker(5),
-				"(ARCH #6): " + strings.Repeat("x", 3990) + " $(touch " + marker(6) + ")",
-				"(ARCH #7): \\\ntouch " + marker(7),
-				"(ARCH #8): ' \" $(touch " + marker(8) + ")",
-			}
-			stages := newStageLog()
-			p := startPane(t, Spec{
-				Command:    sh.command,
-				Profile:    ProfileShell,
-				Timing:     Profile{Idle: 100 * time.Millisecond},
-				Dir:        dir,
-				Env:        []string{"PATH=" + os.Getenv("PATH"), "PS1=$ ", "HOME=" + dir, "TERM=xterm"},
-				PointerDir: filepath.Join(dir, "ptr"),
-			})
-			for i, c := range contents {
-				id := fmt.Sprintf("sh-%d", i+1)
-				p.Enqueue(Delivery{MessageID: id, Content: c, Report: stages.reporter(id)})
-			}
-			poll.Until(t, 60*time.Second, "deliveries", func() bool { return stages.final(fmt.Sprintf("sh-%d", len(contents))) })
-			// The shell still executes what the user types.
-			okFile := filepath.Join(dir, "alive")
-			if _, err := p.Write([]byte("touch " + okFile + "\r")); err != nil {
-				t.Fatal(err)
-			}
-			poll.Until(t, 10*time.Second, "the shell to run a typed command", func() bool {
-				_, err := os.Stat(okFile)
-				return err == nil
-			})
-			for i := range contents {
-				if _, err := os.Stat(marker(i + 1)); err == nil {
-					t.Errorf("message %d was executed by the shell", i+1)
-				}
-				st := stages.get(fmt.Sprintf("sh-%d", i+1))
-				if len(st) == 0 || st[0].Kind != StageTyped {
-					t.Errorf("message %d stages = %+v", i+1, st)
-				}
-			}
-			for _, i := range []int{4, 5, 6, 7} {
-				if st := stages.get(fmt.Sprintf("sh-%d", i)); len(st) == 0 || st[0].Pointer == "" {
-					t.Errorf("message %d (multi-line or too long for a shell line) did not go to a pointer file", i)
-				}
-			}
-			if !strings.Contains(string(p.Replay()), "# "+AgentPrefix) {
-				t.Errorf("replay shows no comment line")
-			}
-		})
 	}
 }
 

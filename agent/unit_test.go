@@ -196,23 +196,30 @@ func FuzzCompose(f *testing.F) {
 		if strings.Contains(text, "\x1b") {
 			t.Fatalf("escape inside the text: %q", c.Text)
 		}
-		if shell && !strings.HasPrefix(text, "# "+AgentPrefix) {
-			t.Fatalf("shell text not a comment: %q", text)
+		if shell {
+			// Only ": '<pointer line>'", with nothing inside the quotes
+			// that could end them, and the body in the pointer file.
+			inner, ok := strings.CutPrefix(text, ": '"+AgentPrefix+"message in /p/")
+			inner, ok2 := strings.CutSuffix(inner, "'")
+			if !ok || !ok2 || strings.ContainsAny(inner, "'\\\n") || !c.Pointer {
+				t.Fatalf("shell text is not an inert pointer line: %q", text)
+			}
+			if c.Body != Neutralize(content) {
+				t.Fatalf("pointer body differs from the neutralised content")
+			}
+			return
 		}
-		if !shell && !strings.HasPrefix(text, AgentPrefix) {
+		if !strings.HasPrefix(text, AgentPrefix) {
 			t.Fatalf("prefix missing: %q", text)
 		}
 		lines := strings.Count(text, "\n")
-		if (shell || !bracketed) && lines != 0 {
+		if !bracketed && lines != 0 {
 			t.Fatalf("text must be one line: %q", text)
-		}
-		if shell && len(text) > maxShellLine+400 {
-			t.Fatalf("shell line too long: %d", len(text))
 		}
 		if id != "" && !strings.HasSuffix(text, Trailer(id)) {
 			t.Fatalf("trailer missing: %q", text)
 		}
-		if c.Pointer != (len(c.Body) > MaxInlineBody || strings.Contains(strings.Trim(c.Body, " \t\n"), "\n") && (shell || !bracketed) || shell && !strings.Contains(text, flatten(strings.Trim(c.Body, " \t\n")))) {
+		if c.Pointer != (len(c.Body) > MaxInlineBody || strings.Contains(strings.Trim(c.Body, " \t\n"), "\n") && !bracketed) {
 			t.Fatalf("pointer decision %v for %q", c.Pointer, content)
 		}
 		if !c.Pointer && len(text) > MaxInlineBody+len(AgentPrefix)+len(Trailer(id))+2+len(Neutralize(content))-len(c.Body)+64 {

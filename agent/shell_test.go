@@ -1,0 +1,109 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"hm/internal/poll"
+)
+
+// shellsUnderTest are the interactive shells a pane may run, each started
+// without its rc files. zsh runs without interactivecomments (its default),
+// where "#" does not start a comment: typing messages as "# ..." comments
+// executed $(...) there (issue 14).
+var shellsUnderTest = []struct {
+	name, bin, args string
+}{
+	{"dash", "dash", "-i"},
+	{"bash", "bash", "--norc --noprofile -i"},
+	{"zsh", "zsh", "-f -i"},
+	{"fish", "fish", "--no-config -i"},
+	{"ksh", "ksh", "-i"},
+}
+
+// TestShellPaneNeverExecutes types every shell-metacharacter payload into
+// real bash, zsh, dash, fish and ksh panes: none of them ever runs any part
+// of a message, and each gets only the pointer line naming the file that
+// holds the message.
+func TestShellPaneNeverExecutes(t *testing.T) {
+	for _, sh := range shellsUnderTest {
+		t.Run(sh.name, func(t *testing.T) {
+			bin, err := exec.LookPath(sh.bin)
+			if err != nil {
+				t.Fatalf("%s is needed for this test (make deps installs it): %v", sh.bin, err)
+			}
+			dir := t.TempDir()
+			marker := func(i int) string { return filepath.Join(dir, fmt.Sprintf("pwned-%d", i)) }
+			payloads := []string{
+				"$(touch %s)",
+				"`touch %s`",
+				"; touch %s",
+				"| touch %s",
+				"&& touch %s",
+				"|| touch %s",
+				"\ntouch %s\n",
+				"\r touch %s \x1b[201~\ntouch %[1]s",
+				"' ; touch %s ; '",
+				"\" ; touch %s ; \"",
+				"\\\ntouch %s",
+				"(touch %s)",
+				"{touch,%s}",
+				"%%(touch %s)",
+				strings.Repeat("x", 5000) + " $(touch %s)",
+				"!touch %s",
+				"\x1b[200~touch %s\x1b[201~\r",
+			}
+			stages := newStageLog()
+			p := startPane(t, Spec{
+				Command:    "exec " + bin + " " + sh.args,
+				Profile:    ProfileShell,
+				Timing:     Profile{Idle: 150 * time.Millisecond},
+				Dir:        dir,
+				Env:        []string{"PATH=" + os.Getenv("PATH"), "PS1=$ ", "HOME=" + dir, "TERM=xterm", "fish_greeting="},
+				PointerDir: filepath.Join(dir, ".squidrun", "coord", "full-agent-messages"),
+			})
+			for i, pl := range payloads {
+				id := fmt.Sprintf("sh-%d", i+1)
+				p.Enqueue(Delivery{MessageID: id, Content: "(ARCH #" + fmt.Sprint(i+1) + "): " + fmt.Sprintf(pl, marker(i+1)), Report: stages.reporter(id)})
+			}
+			last := fmt.Sprintf("sh-%d", len(payloads))
+			poll.Until(t, 90*time.Second, "every message typed", func() bool { return stages.final(last) })
+			// The shell still runs what a person types.
+			okFile := filepath.Join(dir, "alive")
+			if _, err := p.Write([]byte("touch " + okFile + "\r")); err != nil {
+				t.Fatal(err)
+			}
+			poll.Until(t, 15*time.Second, "the shell to run a typed command", func() bool {
+				_, err := os.Stat(okFile)
+				return err == nil
+			})
+			for i := range payloads {
+				if _, err := os.Stat(marker(i + 1)); err == nil {
+					t.Errorf("%s executed message %d (%q)", sh.name, i+1, payloads[i])
+				}
+				id := fmt.Sprintf("sh-%d", i+1)
+				st := stages.get(id)
+				if len(st) == 0 || st[0].Kind != StageTyped || st[0].Pointer == "" {
+					t.Errorf("message %d: stages %+v; want typed, with the body in a pointer file", i+1, st)
+					continue
+				}
+				body, err := os.ReadFile(st[0].Pointer)
+				if err != nil || !strings.Contains(string(body), marker(i+1)) {
+					t.Errorf("message %d: pointer file %s: %v %q", i+1, st[0].Pointer, err, body)
+				}
+			}
+			screen := string(p.Replay())
+			if !strings.Contains(screen, ": '"+AgentPrefix+"message in .squidrun/coord/full-agent-messages/sh-1.txt [hm:sh-1]'") {
+				t.Errorf("the pane does not show the pointer line for sh-1:\n%q", screen[max(0, len(screen)-2000):])
+			}
+			if strings.Contains(screen, "touch "+marker(1)) {
+				t.Errorf("message text reached the shell pane")
+			}
+		})
+	}
+}
