@@ -69,9 +69,9 @@ func TestCannotStart(t *testing.T) {
 			spec.OnExit = func(int, error) { mu.Lock(); exits++; mu.Unlock() }
 			start := time.Now()
 			p := startPane(t, spec)
-			poll.Until(t, 10*time.Second, "state exited with an explanation", func() bool {
+			poll.For(t, 10*time.Second, func() error {
 				s := p.Status()
-				return s.State == StateExited && s.LastError != ""
+				return poll.Want(s.State == StateExited && s.LastError != "", "state exited with an explanation")
 			})
 			st := p.Status()
 			for _, w := range tc.wantErr {
@@ -79,7 +79,9 @@ func TestCannotStart(t *testing.T) {
 					t.Errorf("LastError %q lacks %q", st.LastError, w)
 				}
 			}
-			poll.Until(t, 10*time.Second, "reason in the replay", func() bool { return strings.Contains(string(p.Replay()), tc.wantOut) })
+			poll.For(t, 10*time.Second, func() error {
+				return poll.Want(strings.Contains(string(p.Replay()), tc.wantOut), "reason in the replay")
+			})
 			// A program failing in a loop restarts with backoff, no spin:
 			// 100+200+400+400... ms between attempts.
 			time.Sleep(1500 * time.Millisecond) // observation window, not a sync wait
@@ -104,7 +106,7 @@ func TestCannotStart(t *testing.T) {
 func TestNoRestartStaysExited(t *testing.T) {
 	leak.Check(t)
 	p := startPane(t, Spec{Command: "echo bye; exit 4"})
-	poll.Until(t, 10*time.Second, "exit", func() bool { return p.Status().State == StateExited && p.Status().LastError != "" })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(p.Status().State == StateExited && p.Status().LastError != "", "exit") })
 	if s := p.Status(); !strings.Contains(s.LastError, "exited with code 4: bye") || s.Restarts != 0 || s.PID != 0 {
 		t.Errorf("status = %+v", s)
 	}
@@ -129,10 +131,10 @@ func TestOutputFloodBounded(t *testing.T) {
 		LogPath:   logPath,
 	})
 	maxSeen := 0
-	poll.Until(t, 60*time.Second, "the end of the flood in the replay", func() bool {
+	poll.For(t, 60*time.Second, func() error {
 		r := p.Replay()
 		maxSeen = max(maxSeen, len(r))
-		return strings.Contains(string(r), "flood-done")
+		return poll.Want(strings.Contains(string(r), "flood-done"), "the end of the flood in the replay")
 	})
 	if n := len(p.Replay()); n > 8192 || n == 0 || maxSeen > 8192 {
 		t.Errorf("replay holds %d bytes (at most %d seen), want 1..8192", n, maxSeen)
@@ -158,7 +160,7 @@ func TestLogRotation(t *testing.T) {
 	leak.Check(t)
 	logPath := filepath.Join(t.TempDir(), "pane.log")
 	p := startPane(t, Spec{Command: "head -c 50000 /dev/zero | tr '\\0' y", LogPath: logPath, LogMaxBytes: 20000})
-	poll.Until(t, 20*time.Second, "exit", func() bool { return p.Status().State == StateExited })
+	poll.For(t, 20*time.Second, func() error { return poll.Want(p.Status().State == StateExited, "exit, have %v", p.Status().State) })
 	ctx, cancel := contextWithTimeout(10 * time.Second)
 	defer cancel()
 	if err := p.Stop(ctx); err != nil {
@@ -187,13 +189,13 @@ func TestStopKillsProcessGroup(t *testing.T) {
 			dir := t.TempDir()
 			p := startPane(t, Spec{Command: tc.command, Dir: dir, KillGrace: tc.grace})
 			var grandchild int
-			poll.Until(t, 10*time.Second, "grandchild pid", func() bool {
+			poll.For(t, 10*time.Second, func() error {
 				b, err := os.ReadFile(filepath.Join(dir, "pid"))
 				if err != nil {
-					return false
+					return fmt.Errorf("grandchild pid: %v", err)
 				}
 				grandchild, err = strconv.Atoi(strings.TrimSpace(string(b)))
-				return err == nil
+				return poll.Want(err == nil, "grandchild pid")
 			})
 			leader := p.Status().PID
 			if processGone(grandchild) || processGone(leader) {
@@ -206,7 +208,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 				t.Fatal(err)
 			}
 			took := time.Since(start)
-			poll.Until(t, 5*time.Second, "grandchild gone", func() bool { return processGone(grandchild) })
+			poll.For(t, 5*time.Second, func() error { return poll.Want(processGone(grandchild), "grandchild gone") })
 			if !processGone(leader) {
 				t.Errorf("leader %d still running", leader)
 			}
@@ -307,11 +309,11 @@ func TestStopFromCallbacks(t *testing.T) {
 func TestResizeReachesProgram(t *testing.T) {
 	leak.Check(t)
 	p := startPane(t, Spec{Command: "exec /bin/sh", Env: []string{"PATH=" + os.Getenv("PATH"), "PS1=$ ", "HOME=" + t.TempDir()}, Cols: 90, Rows: 20})
-	poll.Until(t, 10*time.Second, "prompt", func() bool { return strings.Contains(string(p.Replay()), "$ ") })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(strings.Contains(string(p.Replay()), "$ "), "prompt") })
 	if _, err := p.Write([]byte("stty size\r")); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "initial size", func() bool { return strings.Contains(string(p.Replay()), "20 90") })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(strings.Contains(string(p.Replay()), "20 90"), "initial size") })
 	if err := p.Resize(100, 30); err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +323,7 @@ func TestResizeReachesProgram(t *testing.T) {
 	if _, err := p.Write([]byte("stty size\r")); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "new size", func() bool { return strings.Contains(string(p.Replay()), "30 100") })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(strings.Contains(string(p.Replay()), "30 100"), "new size") })
 	if s := p.Status(); s.Profile != ProfileShell {
 		t.Errorf("profile for /bin/sh = %q, want shell", s.Profile)
 	}
@@ -364,15 +366,15 @@ func TestShellProfileNeverExecutes(t *testing.T) {
 				id := fmt.Sprintf("sh-%d", i+1)
 				p.Enqueue(Delivery{MessageID: id, Content: c, Report: stages.reporter(id)})
 			}
-			poll.Until(t, 60*time.Second, "deliveries", func() bool { return stages.final(fmt.Sprintf("sh-%d", len(contents))) })
+			poll.For(t, 60*time.Second, func() error { return poll.Want(stages.final(fmt.Sprintf("sh-%d", len(contents))), "deliveries") })
 			// The shell still executes what the user types.
 			okFile := filepath.Join(dir, "alive")
 			if _, err := p.Write([]byte("touch " + okFile + "\r")); err != nil {
 				t.Fatal(err)
 			}
-			poll.Until(t, 10*time.Second, "the shell to run a typed command", func() bool {
+			poll.For(t, 10*time.Second, func() error {
 				_, err := os.Stat(okFile)
-				return err == nil
+				return poll.Want(err == nil, "the shell to run a typed command")
 			})
 			for i := range contents {
 				if _, err := os.Stat(marker(i + 1)); err == nil {

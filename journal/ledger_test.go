@@ -428,9 +428,9 @@ func TestSearchWithoutFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	poll.Until(t, 5*time.Second, "search to find the new body", func() bool {
+	poll.For(t, 5*time.Second, func() error {
 		hits, err := l.Search(ctx, "zebracorn", 5)
-		return err == nil && len(hits) == 1 && hits[0].MessageID == "late"
+		return poll.Want(err == nil && len(hits) == 1 && hits[0].MessageID == "late", "search to find the new body")
 	})
 	t.Logf("indexed after %v", time.Since(start))
 }
@@ -661,12 +661,12 @@ func TestBatchFailureIsolated(t *testing.T) {
 	}
 	results := make(chan res, 3)
 	go func() { m, err := l.Append(ctx, msg("a1", "oracle", "architect", 1, "one")); results <- res{m, err} }()
-	poll.Until(t, 5*time.Second, "first append queued", func() bool { return len(l.ops) == 1 })
+	poll.For(t, 5*time.Second, func() error { return poll.Want(len(l.ops) == 1, "first append queued, have %v", len(l.ops)) })
 	if err := l.submit(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
 	go func() { m, err := l.Append(ctx, msg("a2", "oracle", "architect", 2, "two")); results <- res{m, err} }()
-	poll.Until(t, 5*time.Second, "ops queued", func() bool { return len(l.ops) == 3 })
+	poll.For(t, 5*time.Second, func() error { return poll.Want(len(l.ops) == 3, "ops queued, have %v", len(l.ops)) })
 	close(release)
 	if err := <-stall.done; err != nil {
 		t.Fatal(err)
@@ -1070,9 +1070,9 @@ func TestKillSafety(t *testing.T) {
 		t.Fatalf("Verify after crash = %+v, %v", r, err)
 	}
 	// The crash left bodies unindexed; indexing catches up after reopen.
-	poll.Until(t, 10*time.Second, "search to catch up after crash", func() bool {
+	poll.For(t, 10*time.Second, func() error {
 		hits, err := l.Search(ctx, "crashy", 50)
-		return err == nil && len(hits) == 20
+		return poll.Want(err == nil && len(hits) == 20, "search to catch up after crash")
 	})
 }
 

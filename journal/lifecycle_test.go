@@ -148,9 +148,9 @@ func TestFTSCatchesUp(t *testing.T) {
 	if err := l.AppendBatch(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 20*time.Second, "the whole backlog to be indexed", func() bool {
+	poll.For(t, 20*time.Second, func() error {
 		hits, err := l.Search(ctx, fmt.Sprintf("tok%d", n-1), 1)
-		return err == nil && len(hits) == 1
+		return poll.Want(err == nil && len(hits) == 1, "the whole backlog to be indexed")
 	})
 	hits, err := l.Search(ctx, "backlog", n+1)
 	if err != nil || len(hits) != n {

@@ -34,10 +34,10 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "sink call", func() bool { return rec.count() == 1 })
-	poll.Until(t, 10*time.Second, "file removed", func() bool {
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == 1, "sink call, have %v", rec.count()) })
+	poll.For(t, 10*time.Second, func() error {
 		_, err := os.Stat(path)
-		return errors.Is(err, os.ErrNotExist)
+		return poll.Want(errors.Is(err, os.ErrNotExist), "file removed")
 	})
 	f := rec.got()[0]
 	want := File{Name: "architect.hm-42-abcdef.txt", Target: "architect", MessageID: "hm-42-abcdef", Content: "(BUILDER #3): build is green"}
@@ -98,7 +98,7 @@ func TestBurst(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("Write: %v", err)
 	}
-	poll.Until(t, 60*time.Second, "1000 deliveries", func() bool { return rec.count() >= writers*per })
+	poll.For(t, 60*time.Second, func() error { return poll.Want(rec.count() >= writers*per, "1000 deliveries, have %v", rec.count()) })
 	r.stop()
 
 	files := rec.got()
@@ -165,7 +165,7 @@ func TestDrainAtStart(t *testing.T) {
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Settle: 200 * time.Millisecond})
 	r := startWatcher(t, w)
-	poll.Until(t, 10*time.Second, "all delivered", func() bool { return rec.count() == len(files) })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == len(files), "all delivered") })
 	r.stop()
 	var order []string
 	for _, f := range rec.got() {
@@ -207,7 +207,7 @@ func TestTransientRetry(t *testing.T) {
 	}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 100 * time.Millisecond})
 	r := startWatcher(t, w)
-	poll.Until(t, 10*time.Second, "retries", func() bool { return w.Stats().Retried >= 3 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Retried >= 3, "retries, have %v", w.Stats().Retried) })
 	if got := listDir(t, filepath.Join(dir, ClaimedDir)); len(got) != 1 || got[0] != "architect.1.txt" {
 		t.Errorf(".claimed holds %v, want the first file only (processing paused)", got)
 	}
@@ -221,7 +221,7 @@ func TestTransientRetry(t *testing.T) {
 	mu.Lock()
 	failing = false
 	mu.Unlock()
-	poll.Until(t, 10*time.Second, "delivery after recovery", func() bool { return rec.count() == 2 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == 2, "delivery after recovery, have %v", rec.count()) })
 	r.stop()
 	got := rec.got()
 	if got[0].Content != "msg 1" || got[1].Content != "msg 2" {
@@ -281,9 +281,9 @@ func TestRejections(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			poll.Until(t, 10*time.Second, "rejected "+tc.file, func() bool {
+			poll.For(t, 10*time.Second, func() error {
 				_, err := os.Stat(filepath.Join(dir, RejectedDir, tc.file))
-				return err == nil
+				return poll.Want(err == nil, "rejected %s", tc.file)
 			})
 			code, text := readReason(t, dir, tc.file)
 			if code != tc.code || !strings.Contains(text, tc.contains) || text == "" {
@@ -297,9 +297,9 @@ func TestRejections(t *testing.T) {
 	}
 	// A second file of an already rejected name gets a suffix.
 	writeFile(t, dir, "nobody.txt", []byte("again"))
-	poll.Until(t, 10*time.Second, "second rejection", func() bool {
+	poll.For(t, 10*time.Second, func() error {
 		_, err := os.Stat(filepath.Join(dir, RejectedDir, "nobody.txt.1"))
-		return err == nil // the reason file is written before the file moves
+		return poll.Want(err == nil, "second rejection") // the reason file is written before the file moves
 	})
 	raw, err := os.ReadFile(filepath.Join(dir, RejectedDir, "nobody.txt"))
 	if err != nil || string(raw) != "hi nobody" {
@@ -327,7 +327,7 @@ func TestBinaryGarbageCleaned(t *testing.T) {
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t)})
 	r := startWatcher(t, w)
 	writeFile(t, dir, "oracle.g.txt", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x01\x1b[2J"))
-	poll.Until(t, 10*time.Second, "delivery", func() bool { return rec.count() == 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == 1, "delivery, have %v", rec.count()) })
 	r.stop()
 	if got := rec.got()[0].Content; got != "\uFFFDPNG\n\n\nIHDR[2J" {
 		t.Errorf("content %q", got)
@@ -364,7 +364,7 @@ func TestIgnoredNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "oracle.ok.txt", []byte("deliver me"))
-	poll.Until(t, 10*time.Second, "several rescans", func() bool { return w.Stats().Rescans >= 5 && rec.count() >= 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 5 && rec.count() >= 1, "several rescans") })
 	r.stop()
 	if got := rec.got(); len(got) != 1 || got[0].Content != "deliver me" {
 		t.Errorf("delivered %+v", got)
@@ -405,14 +405,14 @@ func TestSymlinkNotFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "oracle.ok.txt", []byte("fine"))
-	poll.Until(t, 10*time.Second, "rescans", func() bool { return w.Stats().Rescans >= 4 && rec.count() >= 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 4 && rec.count() >= 1, "rescans") })
 	// a symlink that reaches .claimed/ (a crash, or a swap race) is rejected unread
 	if err := os.Symlink(secret, filepath.Join(dir, ClaimedDir, "architect.claimed.txt")); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "claimed symlink rejected", func() bool {
+	poll.For(t, 10*time.Second, func() error {
 		_, err := os.Lstat(filepath.Join(dir, RejectedDir, "architect.claimed.txt.reason"))
-		return err == nil
+		return poll.Want(err == nil, "claimed symlink rejected")
 	})
 	r.stop()
 	for _, f := range rec.got() {
@@ -477,7 +477,7 @@ func TestSlowWriterNeverTruncated(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	poll.Until(t, 10*time.Second, "all delivered", func() bool { return rec.count() >= len(tests) })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() >= len(tests), "all delivered") })
 	r.stop()
 	got := map[string]File{}
 	for _, f := range rec.got() {
@@ -514,8 +514,8 @@ func TestRenameFastPathVersusInPlace(t *testing.T) {
 	if _, err := Write(dir, "oracle", "linked", "via Write"); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "fast path", func() bool { return rec.count() >= 2 })
-	poll.Until(t, 10*time.Second, "rescans", func() bool { return w.Stats().Rescans >= 4 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() >= 2, "fast path, have %v", rec.count()) })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 4, "rescans, have %v", w.Stats().Rescans) })
 	r.stop()
 	for _, f := range rec.got() {
 		if f.Name == "architect.inplace.txt" {
@@ -557,7 +557,7 @@ func TestClaimedLeftovers(t *testing.T) {
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t)})
 	r := startWatcher(t, w)
-	poll.Until(t, 10*time.Second, "all delivered", func() bool { return rec.count() == 3 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == 3, "all delivered, have %v", rec.count()) })
 	r.stop()
 	got := rec.got()
 	if got[2].Name != "architect.txt" {
@@ -602,7 +602,9 @@ func TestDerivedIDSurvivesRetry(t *testing.T) {
 	w := NewWatcher(dir, sink, Options{Logger: testLogger(t), Rescan: 50 * time.Millisecond})
 	r := startWatcher(t, w)
 	writeFile(t, dir, "oracle.txt", []byte("no id here"))
-	poll.Until(t, 10*time.Second, "second attempt", func() bool { return w.Stats().Processed == 1 })
+	poll.For(t, 10*time.Second, func() error {
+		return poll.Want(w.Stats().Processed == 1, "second attempt, have %v", w.Stats().Processed)
+	})
 	r.stop()
 	mu.Lock()
 	defer mu.Unlock()
@@ -629,7 +631,7 @@ func TestUTF16Files(t *testing.T) {
 	for _, tc := range tests {
 		writeFile(t, dir, tc.name, tc.data)
 	}
-	poll.Until(t, 10*time.Second, "delivery", func() bool { return rec.count() >= len(tests) })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() >= len(tests), "delivery") })
 	r.stop()
 	got := map[string]File{}
 	for _, f := range rec.got() {
@@ -659,7 +661,7 @@ func TestPollingOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	poll.Until(t, 10*time.Second, "delivery", func() bool { return rec.count() == 20 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == 20, "delivery, have %v", rec.count()) })
 	r.stop()
 	if got := triggerNames(t, dir); len(got) != 0 {
 		t.Errorf("left: %v", got)
@@ -675,16 +677,18 @@ func TestOverflowRescans(t *testing.T) {
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: time.Hour, Settle: 20 * time.Millisecond})
 	w.injectErr = make(chan error)
 	r := startWatcher(t, w)
-	poll.Until(t, 10*time.Second, "first scan", func() bool { return w.Stats().Rescans == 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans == 1, "first scan, have %v", w.Stats().Rescans) })
 	// Simulate lost events: a file appears in .claimed/ without any event
 	// in the watched directory.
 	if err := os.WriteFile(filepath.Join(dir, ClaimedDir, "oracle.lost.txt"), []byte("lost event"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	w.injectErr <- fsnotify.ErrEventOverflow
-	poll.Until(t, 10*time.Second, "delivery after overflow", func() bool { return rec.count() == 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == 1, "delivery after overflow, have %v", rec.count()) })
 	w.injectErr <- errors.New("some watcher error")
-	poll.Until(t, 10*time.Second, "rescan after error", func() bool { return w.Stats().Rescans >= 3 })
+	poll.For(t, 10*time.Second, func() error {
+		return poll.Want(w.Stats().Rescans >= 3, "rescan after error, have %v", w.Stats().Rescans)
+	})
 	r.stop()
 	st := w.Stats()
 	if st.Overflows != 1 || !strings.Contains(st.LastError, "some watcher error") {
@@ -736,7 +740,7 @@ func TestRunStopsPromptly(t *testing.T) {
 					t.Fatal("sink not called")
 				}
 			} else {
-				poll.Until(t, 10*time.Second, "started", func() bool { return w.Stats().Rescans >= 1 })
+				poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 1, "started, have %v", w.Stats().Rescans) })
 			}
 			cancel()
 			select {
@@ -764,14 +768,14 @@ func TestRunTwice(t *testing.T) {
 	leak.Check(t)
 	w := NewWatcher(t.TempDir(), (&recorder{}).sink, Options{Logger: testLogger(t)})
 	r := startWatcher(t, w)
-	poll.Until(t, 10*time.Second, "started", func() bool { return w.Stats().Rescans >= 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 1, "started, have %v", w.Stats().Rescans) })
 	if err := w.Run(context.Background()); !errors.Is(err, ErrRunning) {
 		t.Errorf("second Run: %v, want ErrRunning", err)
 	}
 	r.stop()
 	// runs again after stopping
 	r2 := startWatcher(t, w)
-	poll.Until(t, 10*time.Second, "restarted", func() bool { return w.Stats().Rescans >= 2 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 2, "restarted, have %v", w.Stats().Rescans) })
 	r2.stop()
 }
 
@@ -805,9 +809,9 @@ func TestClaimCollision(t *testing.T) {
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 50 * time.Millisecond})
 	r := startWatcher(t, w)
 	writeFile(t, dir, "architect.txt", []byte("first"))
-	poll.Until(t, 10*time.Second, "first failure", func() bool { return w.Stats().Retried >= 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Retried >= 1, "first failure, have %v", w.Stats().Retried) })
 	writeFile(t, dir, "architect.txt", []byte("second"))
-	poll.Until(t, 10*time.Second, "more failures", func() bool { return w.Stats().Retried >= 3 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Retried >= 3, "more failures, have %v", w.Stats().Retried) })
 	raw, err := os.ReadFile(filepath.Join(dir, ClaimedDir, "architect.txt"))
 	if err != nil || string(raw) != "first" {
 		t.Errorf("claimed file: %q %v", raw, err)
@@ -815,7 +819,7 @@ func TestClaimCollision(t *testing.T) {
 	mu.Lock()
 	fail = false
 	mu.Unlock()
-	poll.Until(t, 10*time.Second, "both delivered", func() bool { return rec.count() == 2 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == 2, "both delivered, have %v", rec.count()) })
 	r.stop()
 	got := rec.got()
 	if got[0].Content != "first" || got[1].Content != "second" {
@@ -835,16 +839,18 @@ func TestDirRecreated(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "dir recreated", func() bool {
+	poll.For(t, 10*time.Second, func() error {
 		_, err := os.Stat(filepath.Join(dir, ClaimedDir))
-		return err == nil
+		return poll.Want(err == nil, "dir recreated")
 	})
 	start := w.Stats().Rescans
-	poll.Until(t, 10*time.Second, "rescan after recreation", func() bool { return w.Stats().Rescans >= start+2 })
+	poll.For(t, 10*time.Second, func() error {
+		return poll.Want(w.Stats().Rescans >= start+2, "rescan after recreation, have %v", w.Stats().Rescans)
+	})
 	if _, err := Write(dir, "oracle", "after", "still here"); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "delivery", func() bool { return rec.count() == 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == 1, "delivery, have %v", rec.count()) })
 	r.stop()
 	if got := rec.got()[0]; got.MessageID != "after" || got.Content != "still here" {
 		t.Errorf("got %+v", got)
@@ -867,9 +873,9 @@ func TestBadTxtNamesRejected(t *testing.T) {
 		}
 	}
 	for _, name := range bad {
-		poll.Until(t, 10*time.Second, name+" rejected", func() bool {
+		poll.For(t, 10*time.Second, func() error {
 			data, err := os.ReadFile(filepath.Join(dir, RejectedDir, name+".reason"))
-			return err == nil && strings.HasPrefix(string(data), "invalid_target\n")
+			return poll.Want(err == nil && strings.HasPrefix(string(data), "invalid_target\n"), "%s rejected", name)
 		})
 	}
 	// Names that are not trigger files at all stay where they are.

@@ -257,7 +257,9 @@ func TestSendCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Send(ctx, "m3", "", "architect", "hello") }()
-	poll.Until(t, 10*time.Second, "first attempt", func() bool { return fake.Calls("sendMessage") == 1 })
+	poll.For(t, 10*time.Second, func() error {
+		return poll.Want(fake.Calls("sendMessage") == 1, "first attempt, have %v", fake.Calls("sendMessage"))
+	})
 	cancel()
 	select {
 	case err := <-done:
@@ -316,7 +318,7 @@ func TestUserWindowAfterInbound(t *testing.T) {
 		t.Fatalf("LastInbound before any message = %q %v", chat, at)
 	}
 	fake.Enqueue(telegramtest.Message{ChatID: 43, FromName: "Bob", Text: "status?"})
-	poll.Until(t, 10*time.Second, "delivery", func() bool { d, _, _ := store.snapshot(); return len(d) == 1 })
+	poll.For(t, 10*time.Second, func() error { d, _, _ := store.snapshot(); return poll.Want(len(d) == 1, "delivery, have %v", len(d)) })
 	chat, at := ru.relay.LastInbound()
 	if chat != "43" || time.Since(at) > time.Minute {
 		t.Fatalf("LastInbound = %q %v", chat, at)
