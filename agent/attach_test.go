@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"io"
 	"net/http"
@@ -67,7 +66,6 @@ func (c *client) waitOutput(t *testing.T, want string) {
 }
 
 func TestAttach(t *testing.T) {
-	leak.Check(t)
 	spec, logPath := fakeSpec(t, "FAKEAGENT_ECHO=1", "FAKEAGENT_ENTER_MS=0")
 	p := startPane(t, spec)
 	poll.For(t, 10*time.Second, func() error { return poll.Want(strings.Contains(string(p.Replay()), "fakeagent ready"), "banner") })
@@ -152,7 +150,6 @@ func paneSize(p *Pane) (cols, rows uint16) {
 }
 
 func TestAttachRefusals(t *testing.T) {
-	leak.Check(t)
 	p := startPane(t, Spec{Command: "exec sleep 300"})
 	base := attachServer(t, map[string]*Pane{"builder": p})
 	tests := []struct {
@@ -218,7 +215,6 @@ func TestAttachRefusals(t *testing.T) {
 }
 
 func TestAttachViewOnlyCannotType(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	p := startPane(t, Spec{Command: "exec /bin/sh", Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH"), "PS1=$ ", "HOME=" + dir}})
 	base := attachServer(t, map[string]*Pane{"builder": p})
@@ -244,7 +240,6 @@ func TestAttachViewOnlyCannotType(t *testing.T) {
 }
 
 func TestAttachHubShutdown(t *testing.T) {
-	leak.Check(t)
 	p := startPane(t, Spec{Command: "echo up; exec sleep 300"})
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := httptest.NewServer(AttachHandlerContext(ctx, func(string) (*Pane, bool) { return p, true }, nil, testLogger(t)))

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"os"
 	"path/filepath"
@@ -37,7 +36,6 @@ func mixedMessage(i int) (content string, urgent bool) {
 }
 
 func TestDeliverMixedHundred(t *testing.T) {
-	leak.Check(t)
 	spec, logPath := fakeSpec(t)
 	p := startPane(t, spec)
 	stages := newStageLog()
@@ -105,7 +103,6 @@ func TestDeliverMixedHundred(t *testing.T) {
 }
 
 func TestDeliverWithoutBracketedPaste(t *testing.T) {
-	leak.Check(t)
 	spec, logPath := fakeSpec(t, "FAKEAGENT_NO_PASTE=1")
 	p := startPane(t, spec)
 	stages := newStageLog()
@@ -152,7 +149,6 @@ func TestDeliverWithoutBracketedPaste(t *testing.T) {
 }
 
 func TestBusyPaneWaits(t *testing.T) {
-	leak.Check(t)
 	const busy = 1200 * time.Millisecond
 	spec, logPath := fakeSpec(t, fmt.Sprintf("FAKEAGENT_BUSY_MS=%d", busy.Milliseconds()))
 	spec.Timing.Idle = 150 * time.Millisecond
@@ -188,7 +184,6 @@ func TestTimingUrgentSkipsIdleWait(t *testing.T) {
 	if raceEnabled {
 		t.Skip("relies on a shell ticker never pausing for 300 ms; runs in the un-raced Timing pass")
 	}
-	leak.Check(t)
 	spec, logPath := fakeSpec(t)
 	// A ticker keeps the pane busy for a few seconds.
 	spec.Command = "(i=0; while [ $i -lt 60 ]; do echo tick $i; i=$((i+1)); sleep 0.05; done) & exec " + shellQuote(fakeAgent(t))
@@ -226,7 +221,6 @@ func TestTimingUrgentSkipsIdleWait(t *testing.T) {
 }
 
 func TestRestartMidQueueDeliversRest(t *testing.T) {
-	leak.Check(t)
 	spec, logPath := fakeSpec(t, "FAKEAGENT_EXIT_AFTER=3")
 	spec.Restart = true
 	var exits []int
@@ -277,7 +271,6 @@ func TestRestartMidQueueDeliversRest(t *testing.T) {
 }
 
 func TestKilledMidQueue(t *testing.T) {
-	leak.Check(t)
 	spec, logPath := fakeSpec(t)
 	spec.Restart = true
 	p := startPane(t, spec)
@@ -321,7 +314,6 @@ func TestKilledMidQueue(t *testing.T) {
 }
 
 func TestStartupWaitsForFirstOutput(t *testing.T) {
-	leak.Check(t)
 	spec, logPath := fakeSpec(t, "FAKEAGENT_START_MS=700")
 	p := startPane(t, spec)
 	start := p.Status().StartedAt
@@ -338,7 +330,6 @@ func TestStartupWaitsForFirstOutput(t *testing.T) {
 }
 
 func TestEscapeSequencesNeutralised(t *testing.T) {
-	leak.Check(t)
 	spec, logPath := fakeSpec(t)
 	p := startPane(t, spec)
 	stages := newStageLog()
@@ -364,7 +355,6 @@ func TestEscapeSequencesNeutralised(t *testing.T) {
 }
 
 func TestStopWhileQueued(t *testing.T) {
-	leak.Check(t)
 	spec, _ := fakeSpec(t, "FAKEAGENT_BUSY_MS=60000")
 	p := startPane(t, spec)
 	stages := newStageLog()
@@ -394,7 +384,6 @@ func TestStopWhileQueued(t *testing.T) {
 }
 
 func TestPartlyTypedMessageRetypedAfterRestart(t *testing.T) {
-	leak.Check(t)
 	spec, logPath := fakeSpec(t)
 	// First run: raw mode, bracketed paste on, never reads its input.
 	// Later runs: the fake agent.

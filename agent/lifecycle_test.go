@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"os"
 	"os/exec"
@@ -53,7 +52,6 @@ func TestCannotStart(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			leak.Check(t)
 			spec := tc.spec
 			if spec.Dir == "" {
 				spec.Dir = t.TempDir()
@@ -104,7 +102,6 @@ func TestCannotStart(t *testing.T) {
 }
 
 func TestNoRestartStaysExited(t *testing.T) {
-	leak.Check(t)
 	p := startPane(t, Spec{Command: "echo bye; exit 4"})
 	poll.For(t, 10*time.Second, func() error { return poll.Want(p.Status().State == StateExited && p.Status().LastError != "", "exit") })
 	if s := p.Status(); !strings.Contains(s.LastError, "exited with code 4: bye") || s.Restarts != 0 || s.PID != 0 {
@@ -121,7 +118,6 @@ func TestNoRestartStaysExited(t *testing.T) {
 }
 
 func TestOutputFloodBounded(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "logs", "sub", "pane.log")
 	const total = 3_000_000
@@ -157,7 +153,6 @@ func TestOutputFloodBounded(t *testing.T) {
 }
 
 func TestLogRotation(t *testing.T) {
-	leak.Check(t)
 	logPath := filepath.Join(t.TempDir(), "pane.log")
 	p := startPane(t, Spec{Command: "head -c 50000 /dev/zero | tr '\\0' y", LogPath: logPath, LogMaxBytes: 20000})
 	poll.For(t, 20*time.Second, func() error { return poll.Want(p.Status().State == StateExited, "exit, have %v", p.Status().State) })
@@ -185,7 +180,6 @@ func TestStopKillsProcessGroup(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			leak.Check(t)
 			dir := t.TempDir()
 			p := startPane(t, Spec{Command: tc.command, Dir: dir, KillGrace: tc.grace})
 			var grandchild int
@@ -223,7 +217,6 @@ func TestStopKillsProcessGroup(t *testing.T) {
 }
 
 func TestContextCancelStopsPane(t *testing.T) {
-	leak.Check(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := Start(ctx, Spec{Role: "oracle", PaneID: "3", Command: "exec sleep 300"}, testLogger(t))
 	if err != nil {
@@ -245,7 +238,6 @@ func TestContextCancelStopsPane(t *testing.T) {
 }
 
 func TestStopFromCallbacks(t *testing.T) {
-	leak.Check(t)
 	spec, _ := fakeSpec(t, "FAKEAGENT_DONE_WORD=finish")
 	var once sync.Once
 	var p *Pane
@@ -307,7 +299,6 @@ func TestStopFromCallbacks(t *testing.T) {
 }
 
 func TestResizeReachesProgram(t *testing.T) {
-	leak.Check(t)
 	p := startPane(t, Spec{Command: "exec /bin/sh", Env: []string{"PATH=" + os.Getenv("PATH"), "PS1=$ ", "HOME=" + t.TempDir()}, Cols: 90, Rows: 20})
 	poll.For(t, 10*time.Second, func() error { return poll.Want(strings.Contains(string(p.Replay()), "$ "), "prompt") })
 	if _, err := p.Write([]byte("stty size\r")); err != nil {
@@ -340,7 +331,6 @@ func TestShellProfileNeverExecutes(t *testing.T) {
 	}
 	for _, sh := range shells {
 		t.Run(sh.name, func(t *testing.T) {
-			leak.Check(t)
 			dir := t.TempDir()
 			marker := func(i int) string { return filepath.Join(dir, fmt.Sprintf("pwned-%d", i)) }
 			contents := []string{
@@ -409,7 +399,6 @@ func TestProfileSelection(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.command+"/"+tc.profile, func(t *testing.T) {
-			leak.Check(t)
 			p := startPane(t, Spec{Command: tc.command, Profile: tc.profile, Timing: Profile{Verify: 42 * time.Millisecond}})
 			if got := p.Status().Profile; got != tc.want {
 				t.Errorf("profile = %q, want %q", got, tc.want)

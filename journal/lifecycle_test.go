@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"os"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 )
 
 func TestOpenRejects(t *testing.T) {
-	leak.Check(t)
 	tests := []struct {
 		name    string
 		prep    func(t *testing.T, path string)
@@ -79,7 +77,6 @@ func TestOpenRejects(t *testing.T) {
 // TestCloseDrains queues many writes and closes at once: every queued write
 // is committed and every waiter answered.
 func TestCloseDrains(t *testing.T) {
-	leak.Check(t)
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	l := openAt(t, path, Options{FTSInterval: time.Hour})
 	ctx := ctxT(t)
@@ -137,7 +134,6 @@ func TestCloseDrains(t *testing.T) {
 // TestFTSCatchesUp indexes a backlog larger than one tick's chunk, through
 // the writer's idle continuation.
 func TestFTSCatchesUp(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{FTSInterval: 50 * time.Millisecond})
 	ctx := ctxT(t)
 	const n = ftsTickChunk + ftsIdleChunk + 10
@@ -165,7 +161,6 @@ func TestFTSCatchesUp(t *testing.T) {
 // (e.g. a CLI beside the hub) keeps the chain valid: the writer reloads the
 // chain tail inside each transaction.
 func TestTwoWriters(t *testing.T) {
-	leak.Check(t)
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	a := openAt(t, path, Options{})
 	b := openAt(t, path, Options{})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"os"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 )
 
 func TestRoundTrip(t *testing.T) {
-	leak.Check(t)
 	dir := filepath.Join(t.TempDir(), "triggers")
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t)})
@@ -62,7 +60,6 @@ func TestRoundTrip(t *testing.T) {
 // TestBurst: 1,000 files from 4 concurrent writers (two using Write, two a
 // temp file and rename) are each delivered once, in order per writer.
 func TestBurst(t *testing.T) {
-	leak.Check(t)
 	const writers, per = 4, 250
 	dir := t.TempDir()
 	rec := &recorder{}
@@ -136,7 +133,6 @@ func TestBurst(t *testing.T) {
 
 // TestDrainAtStart: files present before Run are delivered, oldest first.
 func TestDrainAtStart(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	base := time.Now().Add(-time.Hour)
 	files := []struct {
@@ -182,7 +178,6 @@ func TestDrainAtStart(t *testing.T) {
 // TestTransientRetry: a failing sink keeps the file, stops processing and
 // retries in order at the next rescan.
 func TestTransientRetry(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	var mu sync.Mutex
 	failing := true
@@ -248,7 +243,6 @@ func readReason(t *testing.T, dir, name string) (code, text string) {
 
 // TestRejections covers sink refusals and files refused by the watcher.
 func TestRejections(t *testing.T) {
-	leak.Check(t)
 	tests := []struct {
 		name     string
 		file     string
@@ -321,7 +315,6 @@ func TestRejections(t *testing.T) {
 // TestBinaryGarbageCleaned: garbage with printable parts is delivered
 // without control characters.
 func TestBinaryGarbageCleaned(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t)})
@@ -338,7 +331,6 @@ func TestBinaryGarbageCleaned(t *testing.T) {
 // .txt files whose names name no target go to rejected/ (SPEC §7: nothing is
 // silently dropped).
 func TestIgnoredNames(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	names := []string{".hidden.txt", ".architect.hm-1.txt.tmp", "architect.txt.tmp", "notes.md", "architect"}
 	badNames := []string{"-x.txt", "a b.txt", "all..txt", "under_score.txt"}
@@ -389,7 +381,6 @@ func TestIgnoredNames(t *testing.T) {
 // TestSymlinkNotFollowed: a symlink with a trigger name never leaks the
 // file it points to.
 func TestSymlinkNotFollowed(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte("TOP SECRET"), 0o600); err != nil {
@@ -450,7 +441,6 @@ func slowWrite(path string, parts []string, pause time.Duration) error {
 // TestSlowWriterNeverTruncated: files written in place with pauses shorter
 // than Settle are delivered whole.
 func TestSlowWriterNeverTruncated(t *testing.T) {
-	leak.Check(t)
 	tests := []struct {
 		name  string
 		parts []string
@@ -500,7 +490,6 @@ func TestSlowWriterNeverTruncated(t *testing.T) {
 // TestRenameFastPathVersusInPlace: with a very long Settle, a renamed file is
 // delivered at once while a file written in place waits.
 func TestRenameFastPathVersusInPlace(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Settle: time.Hour, Rescan: 50 * time.Millisecond})
@@ -530,7 +519,6 @@ func TestRenameFastPathVersusInPlace(t *testing.T) {
 // TestClaimedLeftovers: files a crash left in .claimed/ go first, and a
 // file without an id gets the deterministic one.
 func TestClaimedLeftovers(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	claimed := filepath.Join(dir, ClaimedDir)
 	if err := os.MkdirAll(claimed, 0o700); err != nil {
@@ -586,7 +574,6 @@ func TestClaimedLeftovers(t *testing.T) {
 // TestDerivedIDSurvivesRetry: a file without an id re-processed after a
 // failure carries the same id both times, so the ledger can dedupe it.
 func TestDerivedIDSurvivesRetry(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	var mu sync.Mutex
 	var ids []string
@@ -614,7 +601,6 @@ func TestDerivedIDSurvivesRetry(t *testing.T) {
 }
 
 func TestUTF16Files(t *testing.T) {
-	leak.Check(t)
 	tests := []struct {
 		name string
 		data []byte
@@ -650,7 +636,6 @@ func TestUTF16Files(t *testing.T) {
 
 // TestPollingOnly: without fsnotify, rescans alone deliver everything.
 func TestPollingOnly(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 30 * time.Millisecond, Settle: 20 * time.Millisecond})
@@ -671,7 +656,6 @@ func TestPollingOnly(t *testing.T) {
 // TestOverflowRescans: a queue overflow triggers a full rescan, and files
 // whose events were lost are still delivered.
 func TestOverflowRescans(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: time.Hour, Settle: 20 * time.Millisecond})
@@ -699,7 +683,6 @@ func TestOverflowRescans(t *testing.T) {
 // TestRunStopsPromptly: Run returns soon after cancel, even with files
 // waiting and a sink that blocks until its context ends.
 func TestRunStopsPromptly(t *testing.T) {
-	leak.Check(t)
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, dir string)
@@ -765,7 +748,6 @@ func TestRunStopsPromptly(t *testing.T) {
 }
 
 func TestRunTwice(t *testing.T) {
-	leak.Check(t)
 	w := NewWatcher(t.TempDir(), (&recorder{}).sink, Options{Logger: testLogger(t)})
 	r := startWatcher(t, w)
 	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 1, "started, have %v", w.Stats().Rescans) })
@@ -780,7 +762,6 @@ func TestRunTwice(t *testing.T) {
 }
 
 func TestRunBadDir(t *testing.T) {
-	leak.Check(t)
 	file := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -794,7 +775,6 @@ func TestRunBadDir(t *testing.T) {
 // TestClaimCollision: a new file with the name of one awaiting a retry in
 // .claimed/ is not claimed over it, and both are delivered in order.
 func TestClaimCollision(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	var mu sync.Mutex
 	fail := true
@@ -830,7 +810,6 @@ func TestClaimCollision(t *testing.T) {
 // TestDirRecreated: the watcher recreates a removed directory and keeps
 // delivering.
 func TestDirRecreated(t *testing.T) {
-	leak.Check(t)
 	dir := filepath.Join(t.TempDir(), "triggers")
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 50 * time.Millisecond})
@@ -858,7 +837,6 @@ func TestDirRecreated(t *testing.T) {
 }
 
 func TestBadTxtNamesRejected(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Rescan: 50 * time.Millisecond, Settle: 10 * time.Millisecond, Logger: testLogger(t)})

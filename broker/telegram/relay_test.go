@@ -11,14 +11,12 @@ import (
 	"time"
 
 	"hm/broker/telegram/telegramtest"
-	"hm/internal/leak"
 	"hm/internal/poll"
 )
 
 // TestInbound enqueues one update of each interesting kind and checks what
 // reaches the architect, what is refused, and that the offset ends past all.
 func TestInbound(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 
@@ -164,7 +162,6 @@ func trim(s string) string {
 // same store, with a server that never forgets confirmed updates: every
 // update arrives exactly once, and the offset only moves after the commit.
 func TestRestart(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	fake.RetainConfirmed(true)
 	store := newMemStore()
@@ -226,7 +223,6 @@ func TestRestart(t *testing.T) {
 // TestStopDuringDelivery stops the relay while a delivery is in flight (and
 // fails because of it): the update is not lost, the next relay delivers it.
 func TestStopDuringDelivery(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	fake.RetainConfirmed(true)
 	store := newMemStore()
@@ -273,7 +269,6 @@ func TestStopDuringDelivery(t *testing.T) {
 // TestDeliverFailureRetried: journal_unavailable on Deliver keeps the offset
 // and retries the same update until it commits, then continues.
 func TestDeliverFailureRetried(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	store.failDeliver = 3
@@ -316,7 +311,6 @@ func TestPollErrorsRecover(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leak.Check(t)
 			fake := newFake(t)
 			store := newMemStore()
 			fake.Inject("getUpdates", tt.n, tt.fault)
@@ -359,7 +353,6 @@ func TestRejectedToken(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leak.Check(t)
 			fake := newFake(t)
 			if tt.inject != nil {
 				tt.inject(fake)
@@ -398,7 +391,6 @@ func TestRejectedToken(t *testing.T) {
 // TestRejectedTokenRetriesSlowly: with a short RejectedBackoff the relay tries
 // again, at that pace, and recovers when the token works again.
 func TestRejectedTokenRetriesSlowly(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	fake.Inject("getMe", 3, telegramtest.Unauthorized())
 	cfg := testConfig(t, fake)
@@ -447,7 +439,6 @@ func TestRunStopsPromptly(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leak.Check(t)
 			fake := newFake(t)
 			store := newMemStore()
 			cfg := testConfig(t, fake)
@@ -466,7 +457,6 @@ func TestRunStopsPromptly(t *testing.T) {
 }
 
 func TestRunTwice(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	ru := startRelay(t, testConfig(t, fake), newMemStore())
 	poll.For(t, 10*time.Second, func() error {
@@ -478,7 +468,6 @@ func TestRunTwice(t *testing.T) {
 }
 
 func TestOffRelay(t *testing.T) {
-	leak.Check(t)
 	r, err := New(Config{ChatID: "42"}, nil, nil)
 	if err != nil {
 		t.Fatalf("New without token: %v", err)
@@ -564,7 +553,6 @@ func TestOwnerChat(t *testing.T) {
 // TestOffsetKeyPerBot: the offset is stored per bot id, and a corrupt stored
 // value does not stop the relay.
 func TestOffsetKeyPerBot(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	store.kv["telegram.offset.424242"] = "garbage"
@@ -581,7 +569,6 @@ func TestOffsetKeyPerBot(t *testing.T) {
 // TestOffsetSaveFailure: a failed offset save (the update is committed) does
 // not stop the relay, loses nothing and repeats nothing.
 func TestOffsetSaveFailure(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	store.failKVSet = 1

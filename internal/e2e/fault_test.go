@@ -18,7 +18,6 @@ import (
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/layout"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"hm/journal"
 	"hm/triggers"
@@ -94,7 +93,6 @@ func burstTeam(root string) string {
 // hub died, the pane sees every message exactly once, and the hash chain
 // verifies.
 func TestFaultKill9DuringBurst(t *testing.T) {
-	leak.Check(t)
 	root := t.TempDir()
 	writeSettings(t, root, burstTeam(root))
 	archLog := root + "/architect.jsonl"
@@ -329,7 +327,6 @@ func waitQueueDrained(t *testing.T, h *hubProc, role string) {
 // typed into a pane but before its Enter: after the restart the message must
 // still be submitted, exactly once.
 func TestFaultKill9WhileTypingIntoPane(t *testing.T) {
-	leak.Check(t)
 	root := t.TempDir()
 	writeSettings(t, root, typingTeam(root))
 	archLog := root + "/architect.jsonl"
@@ -380,7 +377,6 @@ func TestFaultPaneKilledDuringInjection(t *testing.T) {
 		{name: "mid-typing", midTyping: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			leak.Check(t)
 			root := t.TempDir()
 			writeSettings(t, root, typingTeam(root))
 			archLog := root + "/architect.jsonl"
@@ -496,7 +492,6 @@ func TestFaultLedgerUnwritable(t *testing.T) {
 // the hub starts, breakIt makes the ledger unable to commit, repair undoes
 // it.
 func ledgerUnwritable(t *testing.T, prepare, breakIt, repair func(*testing.T, layout.Layout)) {
-	leak.Check(t)
 	root := t.TempDir()
 	lay := layout.Layout{Root: root}
 	prepare(t, lay)
@@ -637,7 +632,6 @@ func TestFaultSlowConsumer(t *testing.T) {
 }
 
 func slowConsumer(t *testing.T, bodySize, afterDrop int, boundMB, growMB float64) {
-	leak.Check(t)
 	root := t.TempDir()
 	h := startHub(t, root, "--no-panes", "--rate-limit", "0")
 	pid := h.cmd.Process.Pid

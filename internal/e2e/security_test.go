@@ -24,7 +24,6 @@ import (
 	"hm/broker/proto"
 	"hm/broker/telegram/telegramtest"
 	"hm/internal/layout"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"hm/journal"
 	"hm/triggers"
@@ -119,7 +118,6 @@ func socketInodes(t *testing.T, pid int) map[string]bool {
 // listens on is bound to 127.0.0.1 or ::1, and that the hub's port does not
 // answer on the machine's other addresses.
 func TestSecurityLoopbackOnly(t *testing.T) {
-	leak.Check(t)
 	root := t.TempDir()
 	writeSettings(t, root, burstTeam(root))
 	h := startHub(t, root)
@@ -222,7 +220,6 @@ func rawRequest(t *testing.T, port int, path, host, origin, token string, upgrad
 // with the operator token so that only the origin and host checks can
 // refuse them.
 func TestSecurityBrowserOriginRefused(t *testing.T) {
-	leak.Check(t)
 	root := t.TempDir()
 	writeSettings(t, root, burstTeam(root))
 	h := startHub(t, root)
@@ -320,7 +317,6 @@ func register(t *testing.T, h *hubProc, role, token string) (string, error) {
 // missing, wrong and foreign tokens, and what a pane's own HM_TOKEN allows:
 // its role only, over WebSocket, hm-send and attach, in its session only.
 func TestSecurityTokens(t *testing.T) {
-	leak.Check(t)
 	root := t.TempDir()
 	writeSettings(t, root, tokenTeam(root))
 	h := startHub(t, root)
@@ -449,7 +445,6 @@ func TestSecurityTokens(t *testing.T) {
 // .squidrun/, with the hub started under umask 000 so that the modes it asks
 // for are what count: directories 0700, every file 0600.
 func TestSecurityFileModes(t *testing.T) {
-	leak.Check(t)
 	root := t.TempDir()
 	writeSettings(t, root, burstTeam(root))
 	old := syscall.Umask(0)
@@ -576,7 +571,6 @@ func diffTrees(before, after map[string]string) []string {
 // files), and drops hostile trigger files and symlinks into triggers/:
 // nothing outside .squidrun/ may be created, changed or removed.
 func TestSecurityNoWriteOutsideSquidrun(t *testing.T) {
-	leak.Check(t)
 	base := t.TempDir()
 	root := filepath.Join(base, "a", "b", "proj") // "../../x" still lands inside base
 	if err := os.MkdirAll(root, 0o700); err != nil {
@@ -706,7 +700,6 @@ func TestSecurityNoWriteOutsideSquidrun(t *testing.T) {
 // recorded as refused and never typed into a pane, while the owner's and an
 // allowlisted chat's messages reach the architect.
 func TestSecurityTelegramForeignChat(t *testing.T) {
-	leak.Check(t)
 	root := t.TempDir()
 	writeSettings(t, root, burstTeam(root))
 	srv := telegramtest.NewServer("123456:hm-e2e-token")

@@ -12,7 +12,6 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/layout"
-	"hm/internal/leak"
 	"hm/internal/poll"
 )
 
@@ -27,7 +26,6 @@ func fakeTeam(root string, builderEnv ...string) string {
 }
 
 func TestHubPanesStartupDeliveryReceiptShutdown(t *testing.T) {
-	leak.CheckSlack(t, 2)
 	root := t.TempDir()
 	th := startHubAt(t, root, hubConfig{settings: fakeTeam(root)})
 	archLog := filepath.Join(root, "architect.jsonl")

@@ -11,7 +11,6 @@ import (
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/hub"
-	"hm/internal/leak"
 	"hm/internal/poll"
 )
 
@@ -34,7 +33,6 @@ func bg(t *testing.T, c *client.Client, action string, payload map[string]any) b
 func (th *testHub) paneToken(role string) string { return th.h.Tokens.Issue(role) }
 
 func TestBackgroundSlots(t *testing.T) {
-	leak.CheckSlack(t, 2)
 	root := t.TempDir()
 	th := startHubAt(t, root, hubConfig{settings: fakeTeam(root)})
 	builder := th.as("builder", false, th.paneToken("builder"))
