@@ -27,9 +27,6 @@ import (
 // Helpers shared by the fault suite (fault_test.go) and the security suite
 // (security_test.go).
 
-// fakeAgentBin is the fake agent CLI built by TestMain.
-func fakeAgentBin() string { return filepath.Join(binDir, "fakeagent") }
-
 // agentCommand is a settings.json command line that runs the fake agent,
 // logging its submitted prompts to <root>/<name>.jsonl. "exec env" keeps the
 // pane's pid the agent's own, so that a test can kill exactly the agent.

@@ -93,6 +93,7 @@ func burstTeam(root string) string {
 // hub died, the pane sees every message exactly once, and the hash chain
 // verifies.
 func TestFaultKill9DuringBurst(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeSettings(t, root, burstTeam(root))
 	archLog := root + "/architect.jsonl"
@@ -327,6 +328,7 @@ func waitQueueDrained(t *testing.T, h *hubProc, role string) {
 // typed into a pane but before its Enter: after the restart the message must
 // still be submitted, exactly once.
 func TestFaultKill9WhileTypingIntoPane(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeSettings(t, root, typingTeam(root))
 	archLog := root + "/architect.jsonl"
@@ -369,6 +371,7 @@ func TestFaultKill9WhileTypingIntoPane(t *testing.T) {
 // the pid `hm status --json` reports) while a queue of messages is being
 // typed into it: the pane restarts and every message arrives exactly once.
 func TestFaultPaneKilledDuringInjection(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		midTyping bool // kill between a message's text and its Enter
@@ -449,6 +452,7 @@ func TestFaultPaneKilledDuringInjection(t *testing.T) {
 // of being dropped or rejected; when the fault is repaired the same hub
 // process accepts messages again, and every ACKed message is in the ledger.
 func TestFaultLedgerUnwritable(t *testing.T) {
+	t.Parallel()
 	t.Run("disk-full", func(t *testing.T) {
 		var filler string
 		ledgerUnwritable(t,
@@ -615,6 +619,7 @@ func ledgerUnwritable(t *testing.T, prepare, breakIt, repair func(*testing.T, la
 // live data). The stalled connection must be dropped, and every message it
 // did not read is redelivered when the listener returns.
 func TestFaultSlowConsumer(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		bodySize  int

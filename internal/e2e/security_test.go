@@ -118,6 +118,7 @@ func socketInodes(t *testing.T, pid int) map[string]bool {
 // listens on is bound to 127.0.0.1 or ::1, and that the hub's port does not
 // answer on the machine's other addresses.
 func TestSecurityLoopbackOnly(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeSettings(t, root, burstTeam(root))
 	h := startHub(t, root)
@@ -220,6 +221,7 @@ func rawRequest(t *testing.T, port int, path, host, origin, token string, upgrad
 // with the operator token so that only the origin and host checks can
 // refuse them.
 func TestSecurityBrowserOriginRefused(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeSettings(t, root, burstTeam(root))
 	h := startHub(t, root)
@@ -317,6 +319,7 @@ func register(t *testing.T, h *hubProc, role, token string) (string, error) {
 // missing, wrong and foreign tokens, and what a pane's own HM_TOKEN allows:
 // its role only, over WebSocket, hm-send and attach, in its session only.
 func TestSecurityTokens(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeSettings(t, root, tokenTeam(root))
 	h := startHub(t, root)
@@ -445,6 +448,7 @@ func TestSecurityTokens(t *testing.T) {
 // .squidrun/, with the hub started under umask 000 so that the modes it asks
 // for are what count: directories 0700, every file 0600.
 func TestSecurityFileModes(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeSettings(t, root, burstTeam(root))
 	old := syscall.Umask(0)
@@ -571,6 +575,7 @@ func diffTrees(before, after map[string]string) []string {
 // files), and drops hostile trigger files and symlinks into triggers/:
 // nothing outside .squidrun/ may be created, changed or removed.
 func TestSecurityNoWriteOutsideSquidrun(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	root := filepath.Join(base, "a", "b", "proj") // "../../x" still lands inside base
 	if err := os.MkdirAll(root, 0o700); err != nil {
@@ -700,6 +705,7 @@ func TestSecurityNoWriteOutsideSquidrun(t *testing.T) {
 // recorded as refused and never typed into a pane, while the owner's and an
 // allowlisted chat's messages reach the architect.
 func TestSecurityTelegramForeignChat(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeSettings(t, root, burstTeam(root))
 	srv := telegramtest.NewServer("123456:hm-e2e-token")
