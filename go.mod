@@ -7,6 +7,7 @@ require (
 	github.com/creack/pty v1.1.24
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/go-telegram/bot v1.19.0
+	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.33.0
 	golang.org/x/term v0.32.0
 	zombiezen.com/go/sqlite v1.4.2

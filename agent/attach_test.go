@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"io"
 	"net/http"
@@ -63,14 +62,13 @@ func attach(t *testing.T, url, token string, view bool) *client {
 
 func (c *client) waitOutput(t *testing.T, want string) {
 	t.Helper()
-	poll.Until(t, 15*time.Second, "attach output "+want, func() bool { return strings.Contains(c.out.String(), want) })
+	poll.For(t, 15*time.Second, func() error { return poll.Want(strings.Contains(c.out.String(), want), "attach output %s", want) })
 }
 
 func TestAttach(t *testing.T) {
-	leak.Check(t)
 	spec, logPath := fakeSpec(t, "FAKEAGENT_ECHO=1", "FAKEAGENT_ENTER_MS=0")
 	p := startPane(t, spec)
-	poll.Until(t, 10*time.Second, "banner", func() bool { return strings.Contains(string(p.Replay()), "fakeagent ready") })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(strings.Contains(string(p.Replay()), "fakeagent ready"), "banner") })
 	base := attachServer(t, map[string]*Pane{"builder": p, "2": p})
 
 	// Interactive client: gets the replay, then live output, and can type.
@@ -98,9 +96,9 @@ func TestAttach(t *testing.T) {
 
 	// Resize from the interactive client; a viewer's resize is ignored.
 	c1.resize <- [2]uint16{101, 31}
-	poll.Until(t, 10*time.Second, "resize", func() bool {
+	poll.For(t, 10*time.Second, func() error {
 		cols, rows := paneSize(p)
-		return cols == 101 && rows == 31
+		return poll.Want(cols == 101 && rows == 31, "resize")
 	})
 	v1.resize <- [2]uint16{50, 10}
 	if _, err := c1.in.Write([]byte("sync\r")); err != nil { // frames are ordered: after this the resize was handled
@@ -152,7 +150,6 @@ func paneSize(p *Pane) (cols, rows uint16) {
 }
 
 func TestAttachRefusals(t *testing.T) {
-	leak.Check(t)
 	p := startPane(t, Spec{Command: "exec sleep 300"})
 	base := attachServer(t, map[string]*Pane{"builder": p})
 	tests := []struct {
@@ -218,7 +215,6 @@ func TestAttachRefusals(t *testing.T) {
 }
 
 func TestAttachViewOnlyCannotType(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	p := startPane(t, Spec{Command: "exec /bin/sh", Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH"), "PS1=$ ", "HOME=" + dir}})
 	base := attachServer(t, map[string]*Pane{"builder": p})
@@ -244,7 +240,6 @@ func TestAttachViewOnlyCannotType(t *testing.T) {
 }
 
 func TestAttachHubShutdown(t *testing.T) {
-	leak.Check(t)
 	p := startPane(t, Spec{Command: "echo up; exec sleep 300"})
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := httptest.NewServer(AttachHandlerContext(ctx, func(string) (*Pane, bool) { return p, true }, nil, testLogger(t)))

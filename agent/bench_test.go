@@ -17,7 +17,7 @@ func BenchmarkInjectOverhead(b *testing.B) {
 	spec.Timing = Profile{Idle: time.Millisecond, EnterDelay: time.Millisecond, Verify: time.Second}
 	spec.LogPath = ""
 	p := startPane(b, spec)
-	poll.Until(b, 10*time.Second, "banner", func() bool { return strings.Contains(string(p.Replay()), "fakeagent ready") })
+	poll.For(b, 10*time.Second, func() error { return poll.Want(strings.Contains(string(p.Replay()), "fakeagent ready"), "banner") })
 	overheads := make([]time.Duration, 0, b.N)
 	stages := make(chan Stage, 4)
 	report := func(s Stage) { stages <- s }

@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"hm/internal/promptlog"
 	"os"
@@ -39,7 +38,6 @@ func mixedMessage(i int) (content string, urgent bool) {
 }
 
 func TestDeliverMixedHundred(t *testing.T) {
-	leak.Check(t)
 	spec, logPath := fakeSpec(t)
 	p := startPane(t, spec)
 	stages := newStageLog()
@@ -55,8 +53,8 @@ func TestDeliverMixedHundred(t *testing.T) {
 	if q := p.Status().Queued; q == 0 {
 		t.Errorf("Status.Queued = 0 right after enqueueing %d messages", n)
 	}
-	poll.Until(t, 90*time.Second, "all deliveries to finish", func() bool {
-		return stages.final(ids[n-1]) && p.Status().Queued == 0
+	poll.For(t, 90*time.Second, func() error {
+		return poll.Want(stages.final(ids[n-1]) && p.Status().Queued == 0, "all deliveries to finish")
 	})
 	prompts := readPrompts(t, logPath)
 	if len(prompts) != n {
@@ -107,7 +105,6 @@ func TestDeliverMixedHundred(t *testing.T) {
 }
 
 func TestDeliverWithoutBracketedPaste(t *testing.T) {
-	leak.Check(t)
 	spec, logPath := fakeSpec(t, "FAKEAGENT_NO_PASTE=1")
 	p := startPane(t, spec)
 	stages := newStageLog()
@@ -123,7 +120,7 @@ func TestDeliverWithoutBracketedPaste(t *testing.T) {
 	for _, m := range msgs {
 		p.Enqueue(Delivery{MessageID: m.id, Content: m.content, Report: stages.reporter(m.id)})
 	}
-	poll.Until(t, 30*time.Second, "deliveries", func() bool { return stages.final("m3") })
+	poll.For(t, 30*time.Second, func() error { return poll.Want(stages.final("m3"), "deliveries") })
 	prompts := readPrompts(t, logPath)
 	if len(prompts) != len(msgs) {
 		t.Fatalf("got %d prompts, want %d: %+v", len(prompts), len(msgs), prompts)
@@ -154,22 +151,21 @@ func TestDeliverWithoutBracketedPaste(t *testing.T) {
 }
 
 func TestBusyPaneWaits(t *testing.T) {
-	leak.Check(t)
 	const busy = 1200 * time.Millisecond
 	spec, logPath := fakeSpec(t, fmt.Sprintf("FAKEAGENT_BUSY_MS=%d", busy.Milliseconds()))
 	spec.Timing.Idle = 150 * time.Millisecond
 	p := startPane(t, spec)
 	stages := newStageLog()
 	p.Enqueue(Delivery{MessageID: "b1", Content: "(ARCH #1): start working", Report: stages.reporter("b1")})
-	poll.Until(t, 20*time.Second, "first message submitted", func() bool { return stages.final("b1") })
+	poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("b1"), "first message submitted") })
 	// The agent now prints for a while; the next message must wait.
 	p.Enqueue(Delivery{MessageID: "b2", Content: "(ARCH #2): next", Report: stages.reporter("b2")})
 	sawBusy := false
-	poll.Until(t, 30*time.Second, "second message submitted", func() bool {
+	poll.For(t, 30*time.Second, func() error {
 		if s := p.Status(); s.State == StateBusy && s.Queued == 1 {
 			sawBusy = true
 		}
-		return stages.final("b2")
+		return poll.Want(stages.final("b2"), "second message submitted")
 	})
 	if !sawBusy {
 		t.Error("never saw state busy with the message queued")
@@ -190,7 +186,6 @@ func TestTimingUrgentSkipsIdleWait(t *testing.T) {
 	if raceEnabled {
 		t.Skip("relies on a shell ticker never pausing for 300 ms; runs in the un-raced Timing pass")
 	}
-	leak.Check(t)
 	spec, logPath := fakeSpec(t)
 	// A ticker keeps the pane busy for a few seconds.
 	spec.Command = "(i=0; while [ $i -lt 60 ]; do echo tick $i; i=$((i+1)); sleep 0.05; done) & exec " + shellQuote(fakeAgent(t))
@@ -207,14 +202,14 @@ func TestTimingUrgentSkipsIdleWait(t *testing.T) {
 	}
 	p := startPane(t, spec)
 	stages := newStageLog()
-	poll.Until(t, 10*time.Second, "ticker output", func() bool { return strings.Contains(string(p.Replay()), "tick 3") })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(strings.Contains(string(p.Replay()), "tick 3"), "ticker output") })
 	p.Enqueue(Delivery{MessageID: "u1", Content: "(ARCH #1): [URGENT] now", Urgent: true, Report: stages.reporter("u1")})
 	p.Enqueue(Delivery{MessageID: "n1", Content: "(ARCH #2): normal", Report: stages.reporter("n1")})
-	poll.Until(t, 10*time.Second, "urgent message submitted", func() bool { return stages.final("u1") })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(stages.final("u1"), "urgent message submitted") })
 	if strings.Contains(string(p.Replay()), "tick 59") {
 		t.Fatalf("urgent message was not delivered while the ticker ran")
 	}
-	poll.Until(t, 30*time.Second, "normal message after the ticker", func() bool { return stages.final("n1") })
+	poll.For(t, 30*time.Second, func() error { return poll.Want(stages.final("n1"), "normal message after the ticker") })
 	mu.Lock()
 	end := lastTick
 	mu.Unlock()
@@ -228,7 +223,6 @@ func TestTimingUrgentSkipsIdleWait(t *testing.T) {
 }
 
 func TestRestartMidQueueDeliversRest(t *testing.T) {
-	leak.Check(t)
 	spec, logPath := fakeSpec(t, "FAKEAGENT_EXIT_AFTER=3")
 	spec.Restart = true
 	var exits []int
@@ -241,7 +235,9 @@ func TestRestartMidQueueDeliversRest(t *testing.T) {
 		id := fmt.Sprintf("r%d", i)
 		p.Enqueue(Delivery{MessageID: id, Content: fmt.Sprintf("(ARCH #%d): restart test %d", i+1, i), Report: stages.reporter(id)})
 	}
-	poll.Until(t, 60*time.Second, "all messages", func() bool { return len(readPrompts(t, logPath)) >= n && stages.final(fmt.Sprintf("r%d", n-1)) })
+	poll.For(t, 60*time.Second, func() error {
+		return poll.Want(len(readPrompts(t, logPath)) >= n && stages.final(fmt.Sprintf("r%d", n-1)), "all messages")
+	})
 	prompts := readPrompts(t, logPath)
 	if len(prompts) != n {
 		t.Fatalf("got %d prompts, want %d", len(prompts), n)
@@ -256,13 +252,13 @@ func TestRestartMidQueueDeliversRest(t *testing.T) {
 	if len(pids) < 3 {
 		t.Errorf("prompts came from %d processes, want at least 3 (exit after 3 prompts)", len(pids))
 	}
-	poll.Until(t, 10*time.Second, "exit callbacks", func() bool {
+	poll.For(t, 10*time.Second, func() error {
 		for {
 			select {
 			case c := <-exitCh:
 				exits = append(exits, c)
 			default:
-				return len(exits) >= 2
+				return poll.Want(len(exits) >= 2, "exit callbacks, have %v", len(exits))
 			}
 		}
 	})
@@ -277,7 +273,6 @@ func TestRestartMidQueueDeliversRest(t *testing.T) {
 }
 
 func TestKilledMidQueue(t *testing.T) {
-	leak.Check(t)
 	spec, logPath := fakeSpec(t)
 	spec.Restart = true
 	p := startPane(t, spec)
@@ -287,7 +282,9 @@ func TestKilledMidQueue(t *testing.T) {
 		id := fmt.Sprintf("k%d", i)
 		p.Enqueue(Delivery{MessageID: id, Content: fmt.Sprintf("(ARCH #%d): kill test %02d", i+1, i), Report: stages.reporter(id)})
 	}
-	poll.Until(t, 30*time.Second, "a few prompts", func() bool { return len(readPrompts(t, logPath)) >= 4 })
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(len(readPrompts(t, logPath)) >= 4, "a few prompts, have %v", len(readPrompts(t, logPath)))
+	})
 	pid := p.Status().PID
 	if pid == 0 {
 		t.Fatal("no pid")
@@ -295,7 +292,7 @@ func TestKilledMidQueue(t *testing.T) {
 	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 60*time.Second, "the rest", func() bool { return stages.final(fmt.Sprintf("k%d", n-1)) })
+	poll.For(t, 60*time.Second, func() error { return poll.Want(stages.final(fmt.Sprintf("k%d", n-1)), "the rest") })
 	prompts := readPrompts(t, logPath)
 	// The message in flight when the agent died may be lost (typed in full
 	// before the kill) but nothing repeats and order holds.
@@ -319,13 +316,12 @@ func TestKilledMidQueue(t *testing.T) {
 }
 
 func TestStartupWaitsForFirstOutput(t *testing.T) {
-	leak.Check(t)
 	spec, logPath := fakeSpec(t, "FAKEAGENT_START_MS=700")
 	p := startPane(t, spec)
 	start := p.Status().StartedAt
 	stages := newStageLog()
 	p.Enqueue(Delivery{MessageID: "s1", Content: "(ARCH #1): early bird", Urgent: true, Report: stages.reporter("s1")})
-	poll.Until(t, 20*time.Second, "delivery", func() bool { return stages.final("s1") })
+	poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("s1"), "delivery") })
 	st := stages.get("s1")
 	if st[0].Kind != StageTyped || st[0].At.Sub(start) < 700*time.Millisecond {
 		t.Errorf("typed %s after start, before the program's first output", st[0].At.Sub(start))
@@ -336,14 +332,13 @@ func TestStartupWaitsForFirstOutput(t *testing.T) {
 }
 
 func TestEscapeSequencesNeutralised(t *testing.T) {
-	leak.Check(t)
 	spec, logPath := fakeSpec(t)
 	p := startPane(t, spec)
 	stages := newStageLog()
 	evil := "(ARCH #1): red \x1b[31mRED\x1b[0m end-paste \x1b[201~ echo pwned\r submit? \x03 ctrl-c \x9b31m c1 \x1b]0;title\x07 osc \x7f del"
 	p.Enqueue(Delivery{MessageID: "e1", Content: evil, Report: stages.reporter("e1")})
 	p.Enqueue(Delivery{MessageID: "e2", Content: "(ARCH #2): after", Report: stages.reporter("e2")})
-	poll.Until(t, 30*time.Second, "deliveries", func() bool { return stages.final("e2") })
+	poll.For(t, 30*time.Second, func() error { return poll.Want(stages.final("e2"), "deliveries") })
 	prompts := readPrompts(t, logPath)
 	if len(prompts) != 2 {
 		t.Fatalf("got %d prompts, want 2 (an escape must not split or end the message): %+v", len(prompts), prompts)
@@ -362,12 +357,11 @@ func TestEscapeSequencesNeutralised(t *testing.T) {
 }
 
 func TestStopWhileQueued(t *testing.T) {
-	leak.Check(t)
 	spec, _ := fakeSpec(t, "FAKEAGENT_BUSY_MS=60000")
 	p := startPane(t, spec)
 	stages := newStageLog()
 	p.Enqueue(Delivery{MessageID: "q1", Content: "(ARCH #1): go busy", Report: stages.reporter("q1")})
-	poll.Until(t, 20*time.Second, "first delivery", func() bool { return stages.final("q1") })
+	poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("q1"), "first delivery") })
 	p.Enqueue(Delivery{MessageID: "q2", Content: "(ARCH #2): waits", Report: stages.reporter("q2")})
 	p.Enqueue(Delivery{MessageID: "q3", Content: "(ARCH #3): waits too", Report: stages.reporter("q3")})
 	ctx, cancel := contextWithTimeout(20 * time.Second)
@@ -392,14 +386,13 @@ func TestStopWhileQueued(t *testing.T) {
 }
 
 func TestPartlyTypedMessageRetypedAfterRestart(t *testing.T) {
-	leak.Check(t)
 	spec, logPath := fakeSpec(t)
 	// First run: raw mode, bracketed paste on, never reads its input.
 	// Later runs: the fake agent.
 	spec.Command = "if [ -e first-run ]; then exec " + shellQuote(fakeAgent(t)) + "; fi; touch first-run; stty raw -echo; printf '\\033[?2004hstuck\\r\\n'; exec sleep 300"
 	spec.Restart = true
 	p := startPane(t, spec)
-	poll.Until(t, 10*time.Second, "first run", func() bool { return strings.Contains(string(p.Replay()), "stuck") })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(strings.Contains(string(p.Replay()), "stuck"), "first run") })
 	// Fill the terminal's input buffer so that typing blocks.
 	ctx, cancel := contextWithTimeout(time.Second)
 	n, err := p.WriteContext(ctx, make([]byte, 1<<20))
@@ -417,7 +410,7 @@ func TestPartlyTypedMessageRetypedAfterRestart(t *testing.T) {
 	if err := syscall.Kill(-p.Status().PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 30*time.Second, "delivery after restart", func() bool { return stages.final("p1") })
+	poll.For(t, 30*time.Second, func() error { return poll.Want(stages.final("p1"), "delivery after restart") })
 	prompts := readPrompts(t, logPath)
 	if len(prompts) != 1 || strings.TrimRight(prompts[0].Prompt, "\n") != expectPrompt("p1", content) {
 		t.Errorf("prompts = %+v", prompts)
@@ -431,7 +424,6 @@ func TestPartlyTypedMessageRetypedAfterRestart(t *testing.T) {
 // name: Typed once the text is in the pane and before Enter, Failed when the
 // delivery reaches StageFailed.
 func TestDeliveryCallbacks(t *testing.T) {
-	leak.Check(t)
 	t.Run("typed before enter", func(t *testing.T) {
 		spec, logPath := fakeSpec(t)
 		p := startPane(t, spec)
@@ -450,7 +442,7 @@ func TestDeliveryCallbacks(t *testing.T) {
 			},
 			Failed: func(err error) { t.Errorf("Failed(%v) for a delivered message", err) },
 		})
-		poll.Until(t, 10*time.Second, "delivery", func() bool { return stages.final("t1") })
+		poll.For(t, 10*time.Second, func() error { return poll.Want(stages.final("t1"), "delivery") })
 		mu.Lock()
 		defer mu.Unlock()
 		if len(typed) != 1 || typed[0] != 0 {

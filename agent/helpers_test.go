@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 var (
@@ -23,12 +25,15 @@ var (
 	fakeDir  string
 )
 
+// TestMain fails the run if a test left a goroutine behind, then removes
+// the fake agent.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if fakeDir != "" {
-		os.RemoveAll(fakeDir)
-	}
-	os.Exit(code)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if fakeDir != "" {
+			os.RemoveAll(fakeDir)
+		}
+		os.Exit(code)
+	}))
 }
 
 // fakeAgent builds agent/internal/fakeagent once per test binary.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"os"
 	"path/filepath"
@@ -52,7 +51,6 @@ func TestCannotStart(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			leak.Check(t)
 			spec := tc.spec
 			if spec.Dir == "" {
 				spec.Dir = t.TempDir()
@@ -68,9 +66,9 @@ func TestCannotStart(t *testing.T) {
 			spec.OnExit = func(int, error) { mu.Lock(); exits++; mu.Unlock() }
 			start := time.Now()
 			p := startPane(t, spec)
-			poll.Until(t, 10*time.Second, "state exited with an explanation", func() bool {
+			poll.For(t, 10*time.Second, func() error {
 				s := p.Status()
-				return s.State == StateExited && s.LastError != ""
+				return poll.Want(s.State == StateExited && s.LastError != "", "state exited with an explanation")
 			})
 			st := p.Status()
 			for _, w := range tc.wantErr {
@@ -78,7 +76,9 @@ func TestCannotStart(t *testing.T) {
 					t.Errorf("LastError %q lacks %q", st.LastError, w)
 				}
 			}
-			poll.Until(t, 10*time.Second, "reason in the replay", func() bool { return strings.Contains(string(p.Replay()), tc.wantOut) })
+			poll.For(t, 10*time.Second, func() error {
+				return poll.Want(strings.Contains(string(p.Replay()), tc.wantOut), "reason in the replay")
+			})
 			// A program failing in a loop restarts with backoff, no spin:
 			// 100+200+400+400... ms between attempts.
 			time.Sleep(1500 * time.Millisecond) // observation window, not a sync wait
@@ -101,9 +101,8 @@ func TestCannotStart(t *testing.T) {
 }
 
 func TestNoRestartStaysExited(t *testing.T) {
-	leak.Check(t)
 	p := startPane(t, Spec{Command: "echo bye; exit 4"})
-	poll.Until(t, 10*time.Second, "exit", func() bool { return p.Status().State == StateExited && p.Status().LastError != "" })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(p.Status().State == StateExited && p.Status().LastError != "", "exit") })
 	if s := p.Status(); !strings.Contains(s.LastError, "exited with code 4: bye") || s.Restarts != 0 || s.PID != 0 {
 		t.Errorf("status = %+v", s)
 	}
@@ -118,7 +117,6 @@ func TestNoRestartStaysExited(t *testing.T) {
 }
 
 func TestOutputFloodBounded(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "logs", "sub", "pane.log")
 	const total = 3_000_000
@@ -128,10 +126,10 @@ func TestOutputFloodBounded(t *testing.T) {
 		LogPath:   logPath,
 	})
 	maxSeen := 0
-	poll.Until(t, 60*time.Second, "the end of the flood in the replay", func() bool {
+	poll.For(t, 60*time.Second, func() error {
 		r := p.Replay()
 		maxSeen = max(maxSeen, len(r))
-		return strings.Contains(string(r), "flood-done")
+		return poll.Want(strings.Contains(string(r), "flood-done"), "the end of the flood in the replay")
 	})
 	if n := len(p.Replay()); n > 8192 || n == 0 || maxSeen > 8192 {
 		t.Errorf("replay holds %d bytes (at most %d seen), want 1..8192", n, maxSeen)
@@ -154,10 +152,9 @@ func TestOutputFloodBounded(t *testing.T) {
 }
 
 func TestLogRotation(t *testing.T) {
-	leak.Check(t)
 	logPath := filepath.Join(t.TempDir(), "pane.log")
 	p := startPane(t, Spec{Command: "head -c 50000 /dev/zero | tr '\\0' y", LogPath: logPath, LogMaxBytes: 20000})
-	poll.Until(t, 20*time.Second, "exit", func() bool { return p.Status().State == StateExited })
+	poll.For(t, 20*time.Second, func() error { return poll.Want(p.Status().State == StateExited, "exit, have %v", p.Status().State) })
 	ctx, cancel := contextWithTimeout(10 * time.Second)
 	defer cancel()
 	if err := p.Stop(ctx); err != nil {
@@ -182,17 +179,16 @@ func TestStopKillsProcessGroup(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			leak.Check(t)
 			dir := t.TempDir()
 			p := startPane(t, Spec{Command: tc.command, Dir: dir, KillGrace: tc.grace})
 			var grandchild int
-			poll.Until(t, 10*time.Second, "grandchild pid", func() bool {
+			poll.For(t, 10*time.Second, func() error {
 				b, err := os.ReadFile(filepath.Join(dir, "pid"))
 				if err != nil {
-					return false
+					return fmt.Errorf("grandchild pid: %v", err)
 				}
 				grandchild, err = strconv.Atoi(strings.TrimSpace(string(b)))
-				return err == nil
+				return poll.Want(err == nil, "grandchild pid")
 			})
 			leader := p.Status().PID
 			if processGone(grandchild) || processGone(leader) {
@@ -205,7 +201,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 				t.Fatal(err)
 			}
 			took := time.Since(start)
-			poll.Until(t, 5*time.Second, "grandchild gone", func() bool { return processGone(grandchild) })
+			poll.For(t, 5*time.Second, func() error { return poll.Want(processGone(grandchild), "grandchild gone") })
 			if !processGone(leader) {
 				t.Errorf("leader %d still running", leader)
 			}
@@ -220,7 +216,6 @@ func TestStopKillsProcessGroup(t *testing.T) {
 }
 
 func TestContextCancelStopsPane(t *testing.T) {
-	leak.Check(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := Start(ctx, Spec{Role: "oracle", PaneID: "3", Command: "exec sleep 300"}, testLogger(t))
 	if err != nil {
@@ -242,7 +237,6 @@ func TestContextCancelStopsPane(t *testing.T) {
 }
 
 func TestStopFromCallbacks(t *testing.T) {
-	leak.Check(t)
 	spec, _ := fakeSpec(t, "FAKEAGENT_DONE_WORD=finish")
 	var once sync.Once
 	var p *Pane
@@ -304,13 +298,12 @@ func TestStopFromCallbacks(t *testing.T) {
 }
 
 func TestResizeReachesProgram(t *testing.T) {
-	leak.Check(t)
 	p := startPane(t, Spec{Command: "exec /bin/sh", Env: []string{"PATH=" + os.Getenv("PATH"), "PS1=$ ", "HOME=" + t.TempDir()}, Cols: 90, Rows: 20})
-	poll.Until(t, 10*time.Second, "prompt", func() bool { return strings.Contains(string(p.Replay()), "$ ") })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(strings.Contains(string(p.Replay()), "$ "), "prompt") })
 	if _, err := p.Write([]byte("stty size\r")); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "initial size", func() bool { return strings.Contains(string(p.Replay()), "20 90") })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(strings.Contains(string(p.Replay()), "20 90"), "initial size") })
 	if err := p.Resize(100, 30); err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +313,7 @@ func TestResizeReachesProgram(t *testing.T) {
 	if _, err := p.Write([]byte("stty size\r")); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "new size", func() bool { return strings.Contains(string(p.Replay()), "30 100") })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(strings.Contains(string(p.Replay()), "30 100"), "new size") })
 	if s := p.Status(); s.Profile != ProfileShell {
 		t.Errorf("profile for /bin/sh = %q, want shell", s.Profile)
 	}
@@ -338,7 +331,6 @@ func TestProfileSelection(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.command+"/"+tc.profile, func(t *testing.T) {
-			leak.Check(t)
 			p := startPane(t, Spec{Command: tc.command, Profile: tc.profile, Timing: Profile{Verify: 42 * time.Millisecond}})
 			if got := p.Status().Profile; got != tc.want {
 				t.Errorf("profile = %q, want %q", got, tc.want)

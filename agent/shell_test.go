@@ -72,15 +72,15 @@ func TestShellPaneNeverExecutes(t *testing.T) {
 				p.Enqueue(Delivery{MessageID: id, Content: "(ARCH #" + fmt.Sprint(i+1) + "): " + fmt.Sprintf(pl, marker(i+1)), Report: stages.reporter(id)})
 			}
 			last := fmt.Sprintf("sh-%d", len(payloads))
-			poll.Until(t, 90*time.Second, "every message typed", func() bool { return stages.final(last) })
+			poll.For(t, 90*time.Second, func() error { return poll.Want(stages.final(last), "every message typed") })
 			// The shell still runs what a person types.
 			okFile := filepath.Join(dir, "alive")
 			if _, err := p.Write([]byte("touch " + okFile + "\r")); err != nil {
 				t.Fatal(err)
 			}
-			poll.Until(t, 15*time.Second, "the shell to run a typed command", func() bool {
+			poll.For(t, 15*time.Second, func() error {
 				_, err := os.Stat(okFile)
-				return err == nil
+				return poll.Want(err == nil, "the shell to run a typed command")
 			})
 			for i := range payloads {
 				if _, err := os.Stat(marker(i + 1)); err == nil {

@@ -13,13 +13,11 @@ import (
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"hm/journal"
 )
 
 func TestRouteToListenerAckFields(t *testing.T) {
-	leak.CheckSlack(t, 2)
 	h := newHarness(t)
 	builder := h.as("builder", true)
 	arch := h.as("architect", false)
@@ -38,9 +36,9 @@ func TestRouteToListenerAckFields(t *testing.T) {
 	if err := builder.WriteJSON(ctxT(t), proto.Frame{Type: "message-ack", MessageID: "m-1"}); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 15*time.Second, "acked row", func() bool {
+	poll.For(t, 15*time.Second, func() error {
 		m, err := h.ledger.Get(context.Background(), "m-1")
-		return err == nil && m.Status == "acked" && m.AckStatus == proto.StatusDeliveredVerified
+		return poll.Want(err == nil && m.Status == "acked" && m.AckStatus == proto.StatusDeliveredVerified, "acked row")
 	})
 	var dc proto.DeliveryResult
 	if err := arch.Request(ctxT(t), proto.Frame{Type: "delivery-check", RequestID: "r2", MessageID: "m-1"}, "delivery-check-result", &dc); err != nil {
@@ -122,9 +120,9 @@ func TestWaitingDeliveryToLateListener(t *testing.T) {
 	if m.MessageID != "late-1" || m.Content != "(ARCH #1): read this later" {
 		t.Fatalf("message = %+v", m)
 	}
-	poll.Until(t, 15*time.Second, "routed", func() bool {
+	poll.For(t, 15*time.Second, func() error {
 		r, err := h.ledger.Get(context.Background(), "late-1")
-		return err == nil && r.Status == "routed" && r.AckStatus == proto.StatusDeliveredWebsocket
+		return poll.Want(err == nil && r.Status == "routed" && r.AckStatus == proto.StatusDeliveredWebsocket, "routed")
 	})
 }
 
@@ -309,13 +307,13 @@ func TestHealthCheck(t *testing.T) {
 	if r := ask("nobody", 0); r.Healthy || r.Status != "invalid_target" {
 		t.Errorf("nobody: %+v", r)
 	}
-	poll.Until(t, 15*time.Second, "builder goes stale", func() bool {
+	poll.For(t, 15*time.Second, func() error {
 		var r proto.HealthResult
 		o := h.as("oracle", false)
 		if err := o.Request(ctxT(t), proto.Frame{Type: "health-check", Target: "builder", RequestID: "x", StaleAfterMs: 1}, "health-check-result", &r); err != nil {
 			t.Fatal(err)
 		}
-		return r.Status == "stale" && !r.Healthy
+		return poll.Want(r.Status == "stale" && !r.Healthy, "builder goes stale")
 	})
 }
 
@@ -329,9 +327,9 @@ func TestPaneDeliveryAndWait(t *testing.T) {
 	if h.panes.count("builder") != 1 || !h.panes.got["builder"][0].Urgent {
 		t.Fatalf("pane deliveries = %+v", h.panes.got)
 	}
-	poll.Until(t, 15*time.Second, "routed", func() bool {
+	poll.For(t, 15*time.Second, func() error {
 		m, err := h.ledger.Get(context.Background(), "p-1")
-		return err == nil && m.Status == "routed"
+		return poll.Want(err == nil && m.Status == "routed", "routed")
 	})
 	// A receipt while a sender waits turns the ACK into delivered.verified.
 	done := make(chan proto.Ack, 1)
@@ -339,7 +337,10 @@ func TestPaneDeliveryAndWait(t *testing.T) {
 		a, _, _ := arch.Send(ctxT(t), proto.Frame{Type: "send", Target: "builder", Content: "second", MessageID: "p-2", WaitMs: 10000})
 		done <- a
 	}()
-	poll.Until(t, 15*time.Second, "p-2 committed", func() bool { _, err := h.ledger.Get(context.Background(), "p-2"); return err == nil })
+	poll.For(t, 15*time.Second, func() error {
+		_, err := h.ledger.Get(context.Background(), "p-2")
+		return poll.Want(err == nil, "p-2 committed")
+	})
 	if err := h.b.Acknowledge(context.Background(), "p-2", "receipt"); err != nil {
 		t.Fatal(err)
 	}
@@ -398,9 +399,9 @@ func TestSubscribeJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	arch := h.as("architect", false)
-	poll.Until(t, 15*time.Second, "subscription active", func() bool {
+	poll.For(t, 15*time.Second, func() error {
 		send(t, arch, proto.Frame{Type: "send", Target: "builder", Content: "watched"})
-		return true
+		return nil
 	})
 	raw := nextOf(t, sub, "journal-event")
 	if !strings.Contains(string(raw), "watched") {
@@ -437,7 +438,9 @@ func TestSlowConsumerDropped(t *testing.T) {
 	for i := 0; i < 400 && h.b.ConnCount() == 2; i++ {
 		send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: body})
 	}
-	poll.Until(t, 15*time.Second, "slow consumer dropped", func() bool { return h.b.ConnCount() == 1 })
+	poll.For(t, 15*time.Second, func() error {
+		return poll.Want(h.b.ConnCount() == 1, "slow consumer dropped, have %v", h.b.ConnCount())
+	})
 	// What it was owed is still pending and reaches it when it returns.
 	pending, err := h.ledger.Pending(context.Background(), "oracle")
 	if err != nil || len(pending) == 0 {

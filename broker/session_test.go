@@ -68,9 +68,9 @@ func TestObligationReminderAndClose(t *testing.T) {
 		t.Fatal(ack)
 	}
 	nextOf(t, builder, "message")
-	poll.Until(t, 15*time.Second, "obligation due", func() bool {
+	poll.For(t, 15*time.Second, func() error {
 		obs, _ := h.ledger.OpenObligations(context.Background(), 1)
-		return len(obs) == 1
+		return poll.Want(len(obs) == 1, "obligation due, have %v", len(obs))
 	})
 	for i := 0; i < 3; i++ {
 		h.b.RemindOnce(context.Background())

@@ -66,9 +66,9 @@ func TestUserTargetTelegramWindow(t *testing.T) {
 		if ack := send(t, arch, proto.Frame{Type: "send", Target: tt.target, Content: "status", MessageID: id}); !ack.OK {
 			t.Fatalf("%s: %+v", tt.name, ack)
 		}
-		poll.Until(t, 15*time.Second, tt.name+" settled", func() bool {
+		poll.For(t, 15*time.Second, func() error {
 			m, err := h.ledger.Get(context.Background(), id)
-			return err == nil && m.Status == "routed"
+			return poll.Want(err == nil && m.Status == "routed", "%s settled", tt.name)
 		})
 		got := tg.sent()
 		if tt.wantChat == "" && len(got) != before {

@@ -15,6 +15,7 @@ import (
 	"hm/journal"
 	"hm/journal/journaltest"
 
+	"go.uber.org/goleak"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
@@ -209,12 +210,15 @@ func bigLedgerPath(b *testing.B) string {
 	return bigLedger.path
 }
 
+// TestMain fails the run if a test left a goroutine behind, then removes
+// the benchmark ledger.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if bigLedger.dir != "" {
-		_ = os.RemoveAll(bigLedger.dir)
-	}
-	os.Exit(code)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if bigLedger.dir != "" {
+			_ = os.RemoveAll(bigLedger.dir)
+		}
+		os.Exit(code)
+	}))
 }
 
 // BenchmarkVerify checks a 100k-message ledger (chain + bodies) and reports

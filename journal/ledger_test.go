@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"os"
 	"os/exec"
@@ -24,7 +23,6 @@ import (
 )
 
 func TestAppendGetDedupe(t *testing.T) {
-	leak.Check(t)
 	now := time.UnixMilli(1_700_000_000_000)
 	l := openTest(t, Options{Now: func() time.Time { return now }})
 	ctx := ctxT(t)
@@ -132,7 +130,6 @@ func TestAppendInvalid(t *testing.T) {
 }
 
 func TestAdvanceMonotonic(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	if _, err := l.Append(ctx, msg("m", "architect", "builder", 1, "x")); err != nil {
@@ -207,7 +204,6 @@ func TestAdvanceMonotonic(t *testing.T) {
 }
 
 func TestAdvanceAsyncOrder(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	if _, err := l.Append(ctx, msg("m", "architect", "builder", 1, "x")); err != nil {
@@ -318,7 +314,6 @@ func TestVerifyTampering(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leak.Check(t)
 			path := filepath.Join(t.TempDir(), "ledger.db")
 			l := openAt(t, path, Options{})
 			ctx := ctxT(t)
@@ -368,7 +363,6 @@ func tamper(t *testing.T, path, query string) {
 }
 
 func TestSearch(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{FTSInterval: time.Hour}) // only FlushFTS indexes
 	ctx := ctxT(t)
 	bodies := []string{"the broker routes frames", "ledger writer uses group commit", "broker and ledger agree", "nothing to see"}
@@ -421,16 +415,15 @@ func TestSearch(t *testing.T) {
 }
 
 func TestSearchWithoutFlush(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{}) // default 500ms indexing
 	ctx := ctxT(t)
 	if _, err := l.Append(ctx, msg("late", "oracle", "architect", 1, "zebracorn sighting")); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	poll.Until(t, 5*time.Second, "search to find the new body", func() bool {
+	poll.For(t, 5*time.Second, func() error {
 		hits, err := l.Search(ctx, "zebracorn", 5)
-		return err == nil && len(hits) == 1 && hits[0].MessageID == "late"
+		return poll.Want(err == nil && len(hits) == 1 && hits[0].MessageID == "late", "search to find the new body")
 	})
 	t.Logf("indexed after %v", time.Since(start))
 }
@@ -461,7 +454,6 @@ func FuzzSearchQuery(f *testing.F) {
 }
 
 func TestMaxBytes(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{MaxBytes: 256 << 10, FTSInterval: time.Hour})
 	ctx := ctxT(t)
 	big := strings.Repeat("0123456789abcdef", 512) // 8 KiB
@@ -501,7 +493,6 @@ func TestMaxBytes(t *testing.T) {
 }
 
 func TestReadOnly(t *testing.T) {
-	leak.Check(t)
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	setup, err := Open(context.Background(), path, Options{Logger: testLogger(t)})
 	if err != nil {
@@ -521,7 +512,12 @@ func TestReadOnly(t *testing.T) {
 		{"read-only option", func(t *testing.T) {}, Options{ReadOnly: true}},
 		{"read-only file", func(t *testing.T) {
 			if os.Geteuid() == 0 {
-				t.Skip("root ignores file permissions")
+				// Root ignores file permissions but not the immutable attribute.
+				if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
+					t.Fatalf("as root the file is made read-only with chattr +i, which needs chattr (Debian package e2fsprogs) and a temp dir on a file system with the i attribute such as ext4 (set TMPDIR): %v %s", err, out)
+				}
+				t.Cleanup(func() { _ = exec.Command("chattr", "-i", path).Run() })
+				return
 			}
 			if err := os.Chmod(path, 0o400); err != nil {
 				t.Fatal(err)
@@ -585,7 +581,6 @@ func TestFileModes(t *testing.T) {
 }
 
 func TestConcurrentAppend(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	const workers, each = 8, 150
@@ -638,7 +633,6 @@ func TestConcurrentAppend(t *testing.T) {
 }
 
 func TestBatchFailureIsolated(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	// A fake op that fails with a non-logical error forces the batch to
@@ -661,12 +655,12 @@ func TestBatchFailureIsolated(t *testing.T) {
 	}
 	results := make(chan res, 3)
 	go func() { m, err := l.Append(ctx, msg("a1", "oracle", "architect", 1, "one")); results <- res{m, err} }()
-	poll.Until(t, 5*time.Second, "first append queued", func() bool { return len(l.ops) == 1 })
+	poll.For(t, 5*time.Second, func() error { return poll.Want(len(l.ops) == 1, "first append queued, have %v", len(l.ops)) })
 	if err := l.submit(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
 	go func() { m, err := l.Append(ctx, msg("a2", "oracle", "architect", 2, "two")); results <- res{m, err} }()
-	poll.Until(t, 5*time.Second, "ops queued", func() bool { return len(l.ops) == 3 })
+	poll.For(t, 5*time.Second, func() error { return poll.Want(len(l.ops) == 3, "ops queued, have %v", len(l.ops)) })
 	close(release)
 	if err := <-stall.done; err != nil {
 		t.Fatal(err)
@@ -718,7 +712,6 @@ func TestAppendBatch(t *testing.T) {
 }
 
 func TestReopenContinuesChain(t *testing.T) {
-	leak.Check(t)
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	ctx := ctxT(t)
 	for round := range 3 {
@@ -750,7 +743,6 @@ func TestReopenContinuesChain(t *testing.T) {
 }
 
 func TestClosed(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	sub, _ := l.Subscribe(4)
@@ -781,7 +773,6 @@ func TestClosed(t *testing.T) {
 }
 
 func TestContextCancel(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -810,7 +801,6 @@ func TestContextCancel(t *testing.T) {
 }
 
 func TestObligationsAndSignals(t *testing.T) {
-	leak.Check(t)
 	var clock atomic.Int64
 	clock.Store(1_000_000)
 	l := openTest(t, Options{Now: func() time.Time { return time.UnixMilli(clock.Load()) }})
@@ -902,7 +892,6 @@ func TestObligationsAndSignals(t *testing.T) {
 }
 
 func TestSubscribe(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	ch, cancel := l.Subscribe(16)
@@ -1025,7 +1014,6 @@ func TestKillSafety(t *testing.T) {
 		killChild(path)
 		return
 	}
-	leak.Check(t)
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	ctx := ctxT(t)
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestKillSafety$")
@@ -1070,9 +1058,9 @@ func TestKillSafety(t *testing.T) {
 		t.Fatalf("Verify after crash = %+v, %v", r, err)
 	}
 	// The crash left bodies unindexed; indexing catches up after reopen.
-	poll.Until(t, 10*time.Second, "search to catch up after crash", func() bool {
+	poll.For(t, 10*time.Second, func() error {
 		hits, err := l.Search(ctx, "crashy", 50)
-		return err == nil && len(hits) == 20
+		return poll.Want(err == nil && len(hits) == 20, "search to catch up after crash")
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"os"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 )
 
 func TestOpenRejects(t *testing.T) {
-	leak.Check(t)
 	tests := []struct {
 		name    string
 		prep    func(t *testing.T, path string)
@@ -79,7 +77,6 @@ func TestOpenRejects(t *testing.T) {
 // TestCloseDrains queues many writes and closes at once: every queued write
 // is committed and every waiter answered.
 func TestCloseDrains(t *testing.T) {
-	leak.Check(t)
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	l := openAt(t, path, Options{FTSInterval: time.Hour})
 	ctx := ctxT(t)
@@ -137,7 +134,6 @@ func TestCloseDrains(t *testing.T) {
 // TestFTSCatchesUp indexes a backlog larger than one tick's chunk, through
 // the writer's idle continuation.
 func TestFTSCatchesUp(t *testing.T) {
-	leak.Check(t)
 	l := openTest(t, Options{FTSInterval: 50 * time.Millisecond})
 	ctx := ctxT(t)
 	const n = ftsTickChunk + ftsIdleChunk + 10
@@ -148,9 +144,9 @@ func TestFTSCatchesUp(t *testing.T) {
 	if err := l.AppendBatch(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 20*time.Second, "the whole backlog to be indexed", func() bool {
+	poll.For(t, 20*time.Second, func() error {
 		hits, err := l.Search(ctx, fmt.Sprintf("tok%d", n-1), 1)
-		return err == nil && len(hits) == 1
+		return poll.Want(err == nil && len(hits) == 1, "the whole backlog to be indexed")
 	})
 	hits, err := l.Search(ctx, "backlog", n+1)
 	if err != nil || len(hits) != n {
@@ -165,7 +161,6 @@ func TestFTSCatchesUp(t *testing.T) {
 // (e.g. a CLI beside the hub) keeps the chain valid: the writer reloads the
 // chain tail inside each transaction.
 func TestTwoWriters(t *testing.T) {
-	leak.Check(t)
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	a := openAt(t, path, Options{})
 	b := openAt(t, path, Options{})

@@ -45,9 +45,9 @@ func TestAsyncAdvanceKeptWhileUnavailable(t *testing.T) {
 	if _, err := l.Append(ctx, &Message{MessageID: "m3", SessionID: "s", SenderRole: "architect", TargetRole: "builder", RawBody: "room again"}); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 5*time.Second, "the kept change committed", func() bool {
+	poll.For(t, 5*time.Second, func() error {
 		m, err := l.Get(ctx, "m1")
-		return err == nil && m.Status == StatusRouted && m.AckStatus == "delivered.websocket"
+		return poll.Want(err == nil && m.Status == StatusRouted && m.AckStatus == "delivered.websocket", "the kept change committed")
 	})
 	rep, err := l.Verify(ctx)
 	if err != nil || !rep.OK {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"os"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 // TestTransientRetry: a failing sink keeps the file, stops processing and
 // retries in order at the next rescan.
 func TestTransientRetry(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	var mu sync.Mutex
 	failing := true
@@ -42,7 +40,7 @@ func TestTransientRetry(t *testing.T) {
 	}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 100 * time.Millisecond})
 	r := startWatcher(t, w)
-	poll.Until(t, 10*time.Second, "retries", func() bool { return w.Stats().Retried >= 3 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Retried >= 3, "retries") })
 	if got := listDir(t, filepath.Join(dir, ClaimedDir)); len(got) != 1 || got[0] != "architect.1.txt" {
 		t.Errorf(".claimed holds %v, want the first file only (processing paused)", got)
 	}
@@ -56,7 +54,7 @@ func TestTransientRetry(t *testing.T) {
 	mu.Lock()
 	failing = false
 	mu.Unlock()
-	poll.Until(t, 10*time.Second, "delivery after recovery", func() bool { return rec.count() == 2 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == 2, "delivery after recovery") })
 	r.stop()
 	got := rec.got()
 	if got[0].Content != "msg 1" || got[1].Content != "msg 2" {
@@ -83,7 +81,6 @@ func readReason(t *testing.T, dir, name string) (code, text string) {
 
 // TestRejections covers sink refusals and files refused by the watcher.
 func TestRejections(t *testing.T) {
-	leak.Check(t)
 	tests := []struct {
 		name     string
 		file     string
@@ -116,9 +113,9 @@ func TestRejections(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			poll.Until(t, 10*time.Second, "rejected "+tc.file, func() bool {
+			poll.For(t, 10*time.Second, func() error {
 				_, err := os.Stat(filepath.Join(dir, RejectedDir, tc.file))
-				return err == nil
+				return poll.Want(err == nil, "rejected %s: %v", tc.file, err)
 			})
 			code, text := readReason(t, dir, tc.file)
 			if code != tc.code || !strings.Contains(text, tc.contains) || text == "" {
@@ -132,9 +129,9 @@ func TestRejections(t *testing.T) {
 	}
 	// A second file of an already rejected name gets a suffix.
 	writeFile(t, dir, "nobody.txt", []byte("again"))
-	poll.Until(t, 10*time.Second, "second rejection", func() bool {
+	poll.For(t, 10*time.Second, func() error {
 		_, err := os.Stat(filepath.Join(dir, RejectedDir, "nobody.txt.1"))
-		return err == nil // the reason file is written before the file moves
+		return poll.Want(err == nil, "second rejection") // the reason file is written before the file moves
 	})
 	raw, err := os.ReadFile(filepath.Join(dir, RejectedDir, "nobody.txt"))
 	if err != nil || string(raw) != "hi nobody" {
@@ -156,7 +153,6 @@ func TestRejections(t *testing.T) {
 // TestSymlinkNotFollowed: a symlink with a trigger name never leaks the
 // file it points to.
 func TestSymlinkNotFollowed(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte("TOP SECRET"), 0o600); err != nil {
@@ -172,14 +168,14 @@ func TestSymlinkNotFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "oracle.ok.txt", []byte("fine"))
-	poll.Until(t, 10*time.Second, "rescans", func() bool { return w.Stats().Rescans >= 4 && rec.count() >= 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 4 && rec.count() >= 1, "rescans") })
 	// a symlink that reaches .claimed/ (a crash, or a swap race) is rejected unread
 	if err := os.Symlink(secret, filepath.Join(dir, ClaimedDir, "architect.claimed.txt")); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "claimed symlink rejected", func() bool {
+	poll.For(t, 10*time.Second, func() error {
 		_, err := os.Lstat(filepath.Join(dir, RejectedDir, "architect.claimed.txt.reason"))
-		return err == nil
+		return poll.Want(err == nil, "claimed symlink rejected")
 	})
 	r.stop()
 	for _, f := range rec.got() {
@@ -198,7 +194,6 @@ func TestSymlinkNotFollowed(t *testing.T) {
 // TestClaimedLeftovers: files a crash left in .claimed/ go first, and a
 // file without an id gets the deterministic one.
 func TestClaimedLeftovers(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	claimed := filepath.Join(dir, ClaimedDir)
 	if err := os.MkdirAll(claimed, 0o700); err != nil {
@@ -225,7 +220,7 @@ func TestClaimedLeftovers(t *testing.T) {
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t)})
 	r := startWatcher(t, w)
-	poll.Until(t, 10*time.Second, "all delivered", func() bool { return rec.count() == 3 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == 3, "all delivered") })
 	r.stop()
 	got := rec.got()
 	if got[2].Name != "architect.txt" {
@@ -254,7 +249,6 @@ func TestClaimedLeftovers(t *testing.T) {
 // TestDerivedIDSurvivesRetry: a file without an id re-processed after a
 // failure carries the same id both times, so the ledger can dedupe it.
 func TestDerivedIDSurvivesRetry(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	var mu sync.Mutex
 	var ids []string
@@ -270,7 +264,7 @@ func TestDerivedIDSurvivesRetry(t *testing.T) {
 	w := NewWatcher(dir, sink, Options{Logger: testLogger(t), Rescan: 50 * time.Millisecond})
 	r := startWatcher(t, w)
 	writeFile(t, dir, "oracle.txt", []byte("no id here"))
-	poll.Until(t, 10*time.Second, "second attempt", func() bool { return w.Stats().Processed == 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Processed == 1, "second attempt") })
 	r.stop()
 	mu.Lock()
 	defer mu.Unlock()
@@ -282,7 +276,6 @@ func TestDerivedIDSurvivesRetry(t *testing.T) {
 // TestClaimCollision: a new file with the name of one awaiting a retry in
 // .claimed/ is not claimed over it, and both are delivered in order.
 func TestClaimCollision(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	var mu sync.Mutex
 	fail := true
@@ -297,9 +290,9 @@ func TestClaimCollision(t *testing.T) {
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 50 * time.Millisecond})
 	r := startWatcher(t, w)
 	writeFile(t, dir, "architect.txt", []byte("first"))
-	poll.Until(t, 10*time.Second, "first failure", func() bool { return w.Stats().Retried >= 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Retried >= 1, "first failure") })
 	writeFile(t, dir, "architect.txt", []byte("second"))
-	poll.Until(t, 10*time.Second, "more failures", func() bool { return w.Stats().Retried >= 3 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Retried >= 3, "more failures") })
 	raw, err := os.ReadFile(filepath.Join(dir, ClaimedDir, "architect.txt"))
 	if err != nil || string(raw) != "first" {
 		t.Errorf("claimed file: %q %v", raw, err)
@@ -307,7 +300,7 @@ func TestClaimCollision(t *testing.T) {
 	mu.Lock()
 	fail = false
 	mu.Unlock()
-	poll.Until(t, 10*time.Second, "both delivered", func() bool { return rec.count() == 2 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == 2, "both delivered") })
 	r.stop()
 	got := rec.got()
 	if got[0].Content != "first" || got[1].Content != "second" {

@@ -114,7 +114,7 @@ func startWatcher(t testing.TB, w *Watcher) *running {
 // waitStarted waits until Run has set up its watch and done its first scan.
 func waitStarted(t testing.TB, w *Watcher) {
 	t.Helper()
-	poll.Until(t, 10*time.Second, "watcher started", func() bool { return w.Stats().Rescans >= 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 1, "watcher started, have %v", w.Stats().Rescans) })
 }
 
 // writeFile writes data to dir/name via a temp dotfile and a rename.

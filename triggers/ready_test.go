@@ -2,7 +2,6 @@ package triggers
 
 import (
 	"fmt"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"os"
 	"path/filepath"
@@ -36,7 +35,6 @@ func slowWrite(path string, parts []string, pause time.Duration) error {
 // TestSlowWriterNeverTruncated: files written in place with pauses shorter
 // than Settle are delivered whole.
 func TestSlowWriterNeverTruncated(t *testing.T) {
-	leak.Check(t)
 	tests := []struct {
 		name  string
 		parts []string
@@ -63,7 +61,7 @@ func TestSlowWriterNeverTruncated(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	poll.Until(t, 10*time.Second, "all delivered", func() bool { return rec.count() >= len(tests) })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() >= len(tests), "all delivered") })
 	r.stop()
 	got := map[string]File{}
 	for _, f := range rec.got() {
@@ -86,7 +84,6 @@ func TestSlowWriterNeverTruncated(t *testing.T) {
 // TestRenameFastPathVersusInPlace: with a very long Settle, a renamed file is
 // delivered at once while a file written in place waits.
 func TestRenameFastPathVersusInPlace(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Settle: time.Hour, Rescan: 50 * time.Millisecond})
@@ -100,8 +97,8 @@ func TestRenameFastPathVersusInPlace(t *testing.T) {
 	if _, err := Write(dir, "oracle", "linked", "via Write"); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "fast path", func() bool { return rec.count() >= 2 })
-	poll.Until(t, 10*time.Second, "rescans", func() bool { return w.Stats().Rescans >= 4 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() >= 2, "fast path") })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 4, "rescans") })
 	r.stop()
 	for _, f := range rec.got() {
 		if f.Name == "architect.inplace.txt" {

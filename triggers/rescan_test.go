@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"os"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 
 // TestDrainAtStart: files present before Run are delivered, oldest first.
 func TestDrainAtStart(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	base := time.Now().Add(-time.Hour)
 	files := []struct {
@@ -47,7 +45,7 @@ func TestDrainAtStart(t *testing.T) {
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Settle: 200 * time.Millisecond})
 	r := startWatcher(t, w)
-	poll.Until(t, 10*time.Second, "all delivered", func() bool { return rec.count() == len(files) })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == len(files), "all delivered") })
 	r.stop()
 	var order []string
 	for _, f := range rec.got() {
@@ -65,7 +63,6 @@ func TestDrainAtStart(t *testing.T) {
 // .txt files whose names name no target go to rejected/ (SPEC §7: nothing is
 // silently dropped).
 func TestIgnoredNames(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	names := []string{".hidden.txt", ".architect.hm-1.txt.tmp", "architect.txt.tmp", "notes.md", "architect"}
 	badNames := []string{"-x.txt", "a b.txt", "all..txt", "under_score.txt"}
@@ -91,7 +88,7 @@ func TestIgnoredNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "oracle.ok.txt", []byte("deliver me"))
-	poll.Until(t, 10*time.Second, "several rescans", func() bool { return w.Stats().Rescans >= 5 && rec.count() >= 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 5 && rec.count() >= 1, "several rescans") })
 	r.stop()
 	if got := rec.got(); len(got) != 1 || got[0].Content != "deliver me" {
 		t.Errorf("delivered %+v", got)
@@ -115,7 +112,6 @@ func TestIgnoredNames(t *testing.T) {
 
 // TestPollingOnly: without fsnotify, rescans alone deliver everything.
 func TestPollingOnly(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 30 * time.Millisecond, Settle: 20 * time.Millisecond})
@@ -126,7 +122,7 @@ func TestPollingOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	poll.Until(t, 10*time.Second, "delivery", func() bool { return rec.count() == 20 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == 20, "delivery") })
 	r.stop()
 	if got := triggerNames(t, dir); len(got) != 0 {
 		t.Errorf("left: %v", got)
@@ -136,22 +132,21 @@ func TestPollingOnly(t *testing.T) {
 // TestOverflowRescans: a queue overflow triggers a full rescan, and files
 // whose events were lost are still delivered.
 func TestOverflowRescans(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: time.Hour, Settle: 20 * time.Millisecond})
 	w.injectErr = make(chan error)
 	r := startWatcher(t, w)
-	poll.Until(t, 10*time.Second, "first scan", func() bool { return w.Stats().Rescans == 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans == 1, "first scan") })
 	// Simulate lost events: a file appears in .claimed/ without any event
 	// in the watched directory.
 	if err := os.WriteFile(filepath.Join(dir, ClaimedDir, "oracle.lost.txt"), []byte("lost event"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	w.injectErr <- fsnotify.ErrEventOverflow
-	poll.Until(t, 10*time.Second, "delivery after overflow", func() bool { return rec.count() == 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == 1, "delivery after overflow") })
 	w.injectErr <- errors.New("some watcher error")
-	poll.Until(t, 10*time.Second, "rescan after error", func() bool { return w.Stats().Rescans >= 3 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 3, "rescan after error") })
 	r.stop()
 	st := w.Stats()
 	if st.Overflows != 1 || !strings.Contains(st.LastError, "some watcher error") {
@@ -162,7 +157,6 @@ func TestOverflowRescans(t *testing.T) {
 // TestDirRecreated: the watcher recreates a removed directory and keeps
 // delivering.
 func TestDirRecreated(t *testing.T) {
-	leak.Check(t)
 	dir := filepath.Join(t.TempDir(), "triggers")
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 50 * time.Millisecond})
@@ -171,16 +165,16 @@ func TestDirRecreated(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "dir recreated", func() bool {
+	poll.For(t, 10*time.Second, func() error {
 		_, err := os.Stat(filepath.Join(dir, ClaimedDir))
-		return err == nil
+		return poll.Want(err == nil, "dir recreated")
 	})
 	start := w.Stats().Rescans
-	poll.Until(t, 10*time.Second, "rescan after recreation", func() bool { return w.Stats().Rescans >= start+2 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= start+2, "rescan after recreation") })
 	if _, err := Write(dir, "oracle", "after", "still here"); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "delivery", func() bool { return rec.count() == 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == 1, "delivery") })
 	r.stop()
 	if got := rec.got()[0]; got.MessageID != "after" || got.Content != "still here" {
 		t.Errorf("got %+v", got)
@@ -188,7 +182,6 @@ func TestDirRecreated(t *testing.T) {
 }
 
 func TestBadTxtNamesRejected(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Rescan: 50 * time.Millisecond, Settle: 10 * time.Millisecond, Logger: testLogger(t)})
@@ -203,9 +196,9 @@ func TestBadTxtNamesRejected(t *testing.T) {
 		}
 	}
 	for _, name := range bad {
-		poll.Until(t, 10*time.Second, name+" rejected", func() bool {
+		poll.For(t, 10*time.Second, func() error {
 			data, err := os.ReadFile(filepath.Join(dir, RejectedDir, name+".reason"))
-			return err == nil && strings.HasPrefix(string(data), "invalid_target\n")
+			return poll.Want(err == nil && strings.HasPrefix(string(data), "invalid_target\n"), "%s rejected: %v", name, err)
 		})
 	}
 	// Names that are not trigger files at all stay where they are.

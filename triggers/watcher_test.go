@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"os"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 )
 
 func TestRoundTrip(t *testing.T) {
-	leak.Check(t)
 	dir := filepath.Join(t.TempDir(), "triggers")
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t)})
@@ -30,10 +28,10 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "sink call", func() bool { return rec.count() == 1 })
-	poll.Until(t, 10*time.Second, "file removed", func() bool {
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == 1, "sink call") })
+	poll.For(t, 10*time.Second, func() error {
 		_, err := os.Stat(path)
-		return errors.Is(err, os.ErrNotExist)
+		return poll.Want(errors.Is(err, os.ErrNotExist), "file removed")
 	})
 	f := rec.got()[0]
 	want := File{Name: "architect.hm-42-abcdef.txt", Target: "architect", MessageID: "hm-42-abcdef", Content: "(BUILDER #3): build is green"}
@@ -58,7 +56,6 @@ func TestRoundTrip(t *testing.T) {
 // TestBurst: 1,000 files from 4 concurrent writers (two using Write, two a
 // temp file and rename) are each delivered once, in order per writer.
 func TestBurst(t *testing.T) {
-	leak.Check(t)
 	const writers, per = 4, 250
 	dir := t.TempDir()
 	rec := &recorder{}
@@ -94,7 +91,7 @@ func TestBurst(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("Write: %v", err)
 	}
-	poll.Until(t, 60*time.Second, "1000 deliveries", func() bool { return rec.count() >= writers*per })
+	poll.For(t, 60*time.Second, func() error { return poll.Want(rec.count() >= writers*per, "1000 deliveries") })
 	r.stop()
 
 	files := rec.got()
@@ -133,13 +130,12 @@ func TestBurst(t *testing.T) {
 // TestBinaryGarbageCleaned: garbage with printable parts is delivered
 // without control characters.
 func TestBinaryGarbageCleaned(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t)})
 	r := startWatcher(t, w)
 	writeFile(t, dir, "oracle.g.txt", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x01\x1b[2J"))
-	poll.Until(t, 10*time.Second, "delivery", func() bool { return rec.count() == 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() == 1, "delivery") })
 	r.stop()
 	if got := rec.got()[0].Content; got != "\uFFFDPNG\n\n\nIHDR[2J" {
 		t.Errorf("content %q", got)
@@ -147,7 +143,6 @@ func TestBinaryGarbageCleaned(t *testing.T) {
 }
 
 func TestUTF16Files(t *testing.T) {
-	leak.Check(t)
 	tests := []struct {
 		name string
 		data []byte
@@ -164,7 +159,7 @@ func TestUTF16Files(t *testing.T) {
 	for _, tc := range tests {
 		writeFile(t, dir, tc.name, tc.data)
 	}
-	poll.Until(t, 10*time.Second, "delivery", func() bool { return rec.count() >= len(tests) })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() >= len(tests), "delivery") })
 	r.stop()
 	got := map[string]File{}
 	for _, f := range rec.got() {
@@ -184,7 +179,6 @@ func TestUTF16Files(t *testing.T) {
 // TestRunStopsPromptly: Run returns soon after cancel, even with files
 // waiting and a sink that blocks until its context ends.
 func TestRunStopsPromptly(t *testing.T) {
-	leak.Check(t)
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, dir string)
@@ -225,7 +219,7 @@ func TestRunStopsPromptly(t *testing.T) {
 					t.Fatal("sink not called")
 				}
 			} else {
-				poll.Until(t, 10*time.Second, "started", func() bool { return w.Stats().Rescans >= 1 })
+				poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 1, "started") })
 			}
 			cancel()
 			select {
@@ -250,22 +244,20 @@ func TestRunStopsPromptly(t *testing.T) {
 }
 
 func TestRunTwice(t *testing.T) {
-	leak.Check(t)
 	w := NewWatcher(t.TempDir(), (&recorder{}).sink, Options{Logger: testLogger(t)})
 	r := startWatcher(t, w)
-	poll.Until(t, 10*time.Second, "started", func() bool { return w.Stats().Rescans >= 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 1, "started") })
 	if err := w.Run(context.Background()); !errors.Is(err, ErrRunning) {
 		t.Errorf("second Run: %v, want ErrRunning", err)
 	}
 	r.stop()
 	// runs again after stopping
 	r2 := startWatcher(t, w)
-	poll.Until(t, 10*time.Second, "restarted", func() bool { return w.Stats().Rescans >= 2 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 2, "restarted") })
 	r2.stop()
 }
 
 func TestRunBadDir(t *testing.T) {
-	leak.Check(t)
 	file := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)

@@ -65,7 +65,9 @@ func BenchmarkInboundLatency(b *testing.B) {
 		return nil
 	}
 	ru := startRelay(b, benchConfig(b, fake), store)
-	poll.Until(b, 10*time.Second, "polling", func() bool { return fake.Calls("getUpdates") >= 1 })
+	poll.For(b, 10*time.Second, func() error {
+		return poll.Want(fake.Calls("getUpdates") >= 1, "polling, have %v", fake.Calls("getUpdates"))
+	})
 	var lat []time.Duration
 	start := time.Now()
 	for b.Loop() {
@@ -89,7 +91,9 @@ func BenchmarkInboundBurst(b *testing.B) {
 	fake := newFake(b)
 	store := newMemStore()
 	ru := startRelay(b, benchConfig(b, fake), store)
-	poll.Until(b, 10*time.Second, "polling", func() bool { return fake.Calls("getUpdates") >= 1 })
+	poll.For(b, 10*time.Second, func() error {
+		return poll.Want(fake.Calls("getUpdates") >= 1, "polling, have %v", fake.Calls("getUpdates"))
+	})
 	total := 0
 	var elapsed time.Duration
 	for b.Loop() {
@@ -98,7 +102,10 @@ func BenchmarkInboundBurst(b *testing.B) {
 			fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "backlog"})
 		}
 		total += burst
-		poll.Until(b, 30*time.Second, "burst delivered", func() bool { d, _, _ := store.snapshot(); return len(d) >= total })
+		poll.For(b, 30*time.Second, func() error {
+			d, _, _ := store.snapshot()
+			return poll.Want(len(d) >= total, "burst delivered, have %v", len(d))
+		})
 		elapsed += time.Since(t0)
 	}
 	b.ReportMetric(float64(total)/elapsed.Seconds(), "msgs/s")

@@ -11,14 +11,12 @@ import (
 	"time"
 
 	"hm/broker/telegram/telegramtest"
-	"hm/internal/leak"
 	"hm/internal/poll"
 )
 
 // TestInbound enqueues one update of each interesting kind and checks what
 // reaches the architect, what is refused, and that the offset ends past all.
 func TestInbound(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 
@@ -92,8 +90,8 @@ func TestInbound(t *testing.T) {
 	cfg := testConfig(t, fake)
 	ru := startRelay(t, cfg, store)
 	key := ru.relay.offsetKey
-	poll.Until(t, 15*time.Second, "offset past the last update", func() bool {
-		return store.get(key) == strconv.FormatInt(last+1, 10)
+	poll.For(t, 15*time.Second, func() error {
+		return poll.Want(store.get(key) == strconv.FormatInt(last+1, 10), "offset past the last update")
 	})
 
 	delivered, refused, _ := store.snapshot()
@@ -164,7 +162,6 @@ func trim(s string) string {
 // same store, with a server that never forgets confirmed updates: every
 // update arrives exactly once, and the offset only moves after the commit.
 func TestRestart(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	fake.RetainConfirmed(true)
 	store := newMemStore()
@@ -187,8 +184,11 @@ func TestRestart(t *testing.T) {
 		ids = append(ids, fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "first run " + strconv.Itoa(i)}))
 	}
 	ru := startRelay(t, cfg, store)
-	poll.Until(t, 10*time.Second, "3 deliveries", func() bool { d, _, _ := store.snapshot(); return len(d) == 3 })
-	poll.Until(t, 10*time.Second, "offset saved", func() bool { return store.get(key) == strconv.FormatInt(ids[2]+1, 10) })
+	poll.For(t, 10*time.Second, func() error {
+		d, _, _ := store.snapshot()
+		return poll.Want(len(d) == 3, "3 deliveries, have %v", len(d))
+	})
+	poll.For(t, 10*time.Second, func() error { return poll.Want(store.get(key) == strconv.FormatInt(ids[2]+1, 10), "offset saved") })
 	ru.stop(t)
 
 	// Updates arriving while the relay is down.
@@ -196,11 +196,16 @@ func TestRestart(t *testing.T) {
 		ids = append(ids, fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "while down " + strconv.Itoa(i)}))
 	}
 	ru2 := startRelay(t, cfg, store)
-	poll.Until(t, 10*time.Second, "5 deliveries", func() bool { d, _, _ := store.snapshot(); return len(d) >= 5 })
+	poll.For(t, 10*time.Second, func() error {
+		d, _, _ := store.snapshot()
+		return poll.Want(len(d) >= 5, "5 deliveries, have %v", len(d))
+	})
 	// Give a wrongly repeating relay the chance to show it.
-	poll.Until(t, 10*time.Second, "another poll", func() bool { return fake.Offset() == ids[4]+1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(fake.Offset() == ids[4]+1, "another poll, have %v", fake.Offset()) })
 	polls := fake.Calls("getUpdates")
-	poll.Until(t, 10*time.Second, "one more poll", func() bool { return fake.Calls("getUpdates") > polls+1 })
+	poll.For(t, 10*time.Second, func() error {
+		return poll.Want(fake.Calls("getUpdates") > polls+1, "one more poll, have %v", fake.Calls("getUpdates"))
+	})
 	ru2.stop(t)
 
 	delivered, _, calls := store.snapshot()
@@ -218,7 +223,6 @@ func TestRestart(t *testing.T) {
 // TestStopDuringDelivery stops the relay while a delivery is in flight (and
 // fails because of it): the update is not lost, the next relay delivers it.
 func TestStopDuringDelivery(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	fake.RetainConfirmed(true)
 	store := newMemStore()
@@ -252,7 +256,10 @@ func TestStopDuringDelivery(t *testing.T) {
 	store.onDeliver = nil
 	store.mu.Unlock()
 	startRelay(t, cfg, store)
-	poll.Until(t, 10*time.Second, "second update delivered", func() bool { d, _, _ := store.snapshot(); return len(d) == 2 })
+	poll.For(t, 10*time.Second, func() error {
+		d, _, _ := store.snapshot()
+		return poll.Want(len(d) == 2, "second update delivered, have %v", len(d))
+	})
 	delivered, _, _ := store.snapshot()
 	if got := deliveredIDs(delivered); !reflect.DeepEqual(got, []int64{id1, id2}) {
 		t.Fatalf("delivered %v, want [%d %d]", got, id1, id2)
@@ -262,14 +269,16 @@ func TestStopDuringDelivery(t *testing.T) {
 // TestDeliverFailureRetried: journal_unavailable on Deliver keeps the offset
 // and retries the same update until it commits, then continues.
 func TestDeliverFailureRetried(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	store.failDeliver = 3
 	id1 := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "needs retries"})
 	id2 := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "after"})
 	ru := startRelay(t, testConfig(t, fake), store)
-	poll.Until(t, 10*time.Second, "both delivered", func() bool { d, _, _ := store.snapshot(); return len(d) == 2 })
+	poll.For(t, 10*time.Second, func() error {
+		d, _, _ := store.snapshot()
+		return poll.Want(len(d) == 2, "both delivered, have %v", len(d))
+	})
 	delivered, _, calls := store.snapshot()
 	if got := deliveredIDs(delivered); !reflect.DeepEqual(got, []int64{id1, id2}) {
 		t.Fatalf("delivered %v", got)
@@ -277,7 +286,9 @@ func TestDeliverFailureRetried(t *testing.T) {
 	if want := []int64{id1, id1, id1, id1, id2}; !reflect.DeepEqual(calls, want) {
 		t.Fatalf("Deliver calls %v, want %v", calls, want)
 	}
-	poll.Until(t, 5*time.Second, "offset saved", func() bool { return store.get(ru.relay.offsetKey) == strconv.FormatInt(id2+1, 10) })
+	poll.For(t, 5*time.Second, func() error {
+		return poll.Want(store.get(ru.relay.offsetKey) == strconv.FormatInt(id2+1, 10), "offset saved")
+	})
 }
 
 // TestPollErrorsRecover: 5xx, malformed answers and slow answers on
@@ -300,7 +311,6 @@ func TestPollErrorsRecover(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leak.Check(t)
 			fake := newFake(t)
 			store := newMemStore()
 			fake.Inject("getUpdates", tt.n, tt.fault)
@@ -310,7 +320,7 @@ func TestPollErrorsRecover(t *testing.T) {
 				tt.cfg(&cfg)
 			}
 			ru := startRelay(t, cfg, store)
-			poll.Until(t, 15*time.Second, "delivery", func() bool { d, _, _ := store.snapshot(); return len(d) == 1 })
+			poll.For(t, 15*time.Second, func() error { d, _, _ := store.snapshot(); return poll.Want(len(d) == 1, "delivery, have %v", len(d)) })
 			delivered, _, _ := store.snapshot()
 			if delivered[0].In.UpdateID != id {
 				t.Fatalf("delivered %d, want %d", delivered[0].In.UpdateID, id)
@@ -318,7 +328,9 @@ func TestPollErrorsRecover(t *testing.T) {
 			if calls := fake.Calls("getUpdates"); calls < tt.n+1 {
 				t.Fatalf("getUpdates calls = %d, want > %d", calls, tt.n)
 			}
-			poll.Until(t, 5*time.Second, "state polling", func() bool { return ru.relay.Status().State == StatePolling })
+			poll.For(t, 5*time.Second, func() error {
+				return poll.Want(ru.relay.Status().State == StatePolling, "state polling, have %v", ru.relay.Status().State)
+			})
 		})
 	}
 }
@@ -341,7 +353,6 @@ func TestRejectedToken(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leak.Check(t)
 			fake := newFake(t)
 			if tt.inject != nil {
 				tt.inject(fake)
@@ -349,7 +360,9 @@ func TestRejectedToken(t *testing.T) {
 			cfg := testConfig(t, fake)
 			cfg.Token = tt.token
 			ru := startRelay(t, cfg, newMemStore())
-			poll.Until(t, 10*time.Second, "state error", func() bool { return ru.relay.Status().State == StateError })
+			poll.For(t, 10*time.Second, func() error {
+				return poll.Want(ru.relay.Status().State == StateError, "state error, have %v", ru.relay.Status().State)
+			})
 			// Watch the API for a while: with the default 5-minute rejected
 			// backoff there must be no further attempt.
 			before := fake.Calls("getMe") + fake.Calls("getUpdates")
@@ -378,7 +391,6 @@ func TestRejectedToken(t *testing.T) {
 // TestRejectedTokenRetriesSlowly: with a short RejectedBackoff the relay tries
 // again, at that pace, and recovers when the token works again.
 func TestRejectedTokenRetriesSlowly(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	fake.Inject("getMe", 3, telegramtest.Unauthorized())
 	cfg := testConfig(t, fake)
@@ -387,14 +399,19 @@ func TestRejectedTokenRetriesSlowly(t *testing.T) {
 	fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "eventually"})
 	start := time.Now()
 	ru := startRelay(t, cfg, store)
-	poll.Until(t, 15*time.Second, "delivery after the token works", func() bool { d, _, _ := store.snapshot(); return len(d) == 1 })
+	poll.For(t, 15*time.Second, func() error {
+		d, _, _ := store.snapshot()
+		return poll.Want(len(d) == 1, "delivery after the token works, have %v", len(d))
+	})
 	if el := time.Since(start); el < 900*time.Millisecond {
 		t.Fatalf("recovered after %v; three rejections should take at least 900ms", el)
 	}
 	if got := fake.Calls("getMe"); got != 4 {
 		t.Fatalf("getMe calls = %d, want 4", got)
 	}
-	poll.Until(t, 5*time.Second, "state polling", func() bool { return ru.relay.Status().State == StatePolling })
+	poll.For(t, 5*time.Second, func() error {
+		return poll.Want(ru.relay.Status().State == StatePolling, "state polling, have %v", ru.relay.Status().State)
+	})
 }
 
 // TestRunStopsPromptly cancels Run in each phase: while long-polling, while
@@ -422,13 +439,12 @@ func TestRunStopsPromptly(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leak.Check(t)
 			fake := newFake(t)
 			store := newMemStore()
 			cfg := testConfig(t, fake)
 			tt.setup(fake, store, &cfg)
 			ru := startRelay(t, cfg, store)
-			poll.Until(t, 10*time.Second, "phase reached", func() bool { return tt.ready(fake, ru.relay) })
+			poll.For(t, 10*time.Second, func() error { return poll.Want(tt.ready(fake, ru.relay), "phase reached") })
 			time.Sleep(20 * time.Millisecond) // let it settle into the wait
 			if took := ru.stop(t); took > 3*time.Second {
 				t.Fatalf("Run took %v to return after cancel", took)
@@ -441,17 +457,17 @@ func TestRunStopsPromptly(t *testing.T) {
 }
 
 func TestRunTwice(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	ru := startRelay(t, testConfig(t, fake), newMemStore())
-	poll.Until(t, 10*time.Second, "polling", func() bool { return fake.Calls("getUpdates") >= 1 })
+	poll.For(t, 10*time.Second, func() error {
+		return poll.Want(fake.Calls("getUpdates") >= 1, "polling, have %v", fake.Calls("getUpdates"))
+	})
 	if err := ru.relay.Run(context.Background()); !errors.Is(err, ErrRunning) {
 		t.Fatalf("second Run = %v, want ErrRunning", err)
 	}
 }
 
 func TestOffRelay(t *testing.T) {
-	leak.Check(t)
 	r, err := New(Config{ChatID: "42"}, nil, nil)
 	if err != nil {
 		t.Fatalf("New without token: %v", err)
@@ -537,7 +553,6 @@ func TestOwnerChat(t *testing.T) {
 // TestOffsetKeyPerBot: the offset is stored per bot id, and a corrupt stored
 // value does not stop the relay.
 func TestOffsetKeyPerBot(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	store.kv["telegram.offset.424242"] = "garbage"
@@ -546,22 +561,28 @@ func TestOffsetKeyPerBot(t *testing.T) {
 	if ru.relay.offsetKey != "telegram.offset.424242" {
 		t.Fatalf("offset key = %q", ru.relay.offsetKey)
 	}
-	poll.Until(t, 10*time.Second, "offset saved", func() bool { return store.get("telegram.offset.424242") == strconv.FormatInt(id+1, 10) })
+	poll.For(t, 10*time.Second, func() error {
+		return poll.Want(store.get("telegram.offset.424242") == strconv.FormatInt(id+1, 10), "offset saved")
+	})
 }
 
 // TestOffsetSaveFailure: a failed offset save (the update is committed) does
 // not stop the relay, loses nothing and repeats nothing.
 func TestOffsetSaveFailure(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	store.failKVSet = 1
 	id1 := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "one"})
 	id2 := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "two"})
 	ru := startRelay(t, testConfig(t, fake), store)
-	poll.Until(t, 10*time.Second, "offset saved", func() bool { return store.get(ru.relay.offsetKey) == strconv.FormatInt(id2+1, 10) })
+	poll.For(t, 10*time.Second, func() error {
+		return poll.Want(store.get(ru.relay.offsetKey) == strconv.FormatInt(id2+1, 10), "offset saved")
+	})
 	id3 := fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "three"})
-	poll.Until(t, 10*time.Second, "third delivered", func() bool { d, _, _ := store.snapshot(); return len(d) == 3 })
+	poll.For(t, 10*time.Second, func() error {
+		d, _, _ := store.snapshot()
+		return poll.Want(len(d) == 3, "third delivered, have %v", len(d))
+	})
 	delivered, _, calls := store.snapshot()
 	if want := []int64{id1, id2, id3}; !reflect.DeepEqual(deliveredIDs(delivered), want) || !reflect.DeepEqual(calls, want) {
 		t.Fatalf("delivered %v (calls %v), want %v", deliveredIDs(delivered), calls, want)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"hm/broker/telegram/telegramtest"
-	"hm/internal/leak"
 	"hm/internal/poll"
 )
 
@@ -32,7 +31,6 @@ func newSendRelay(t *testing.T, fake *telegramtest.Server, store *memStore, edit
 // under Telegram's limit, recorded and finished one by one, without the role
 // header, and together equal to the body.
 func TestSendLongReply(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	r := newSendRelay(t, fake, store, nil)
@@ -116,7 +114,6 @@ func TestSendRetries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leak.Check(t)
 			fake := newFake(t)
 			store := newMemStore()
 			r := newSendRelay(t, fake, store, tt.cfg)
@@ -165,7 +162,6 @@ func TestSendRetries(t *testing.T) {
 
 // TestSendStopsAtFailedPart: parts after a failed one are not sent.
 func TestSendStopsAtFailedPart(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	r := newSendRelay(t, fake, store, nil)
@@ -215,7 +211,6 @@ func TestSendEdgeCases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leak.Check(t)
 			fake := newFake(t)
 			store := newMemStore()
 			if tt.store != nil {
@@ -249,7 +244,6 @@ func TestSendEdgeCases(t *testing.T) {
 // TestSendCancel: cancelling the caller's ctx ends a Send that waits for
 // retry_after, and the part is finished as failed anyway.
 func TestSendCancel(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	r := newSendRelay(t, fake, store, nil)
@@ -257,7 +251,9 @@ func TestSendCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Send(ctx, "m3", "", "architect", "hello") }()
-	poll.Until(t, 10*time.Second, "first attempt", func() bool { return fake.Calls("sendMessage") == 1 })
+	poll.For(t, 10*time.Second, func() error {
+		return poll.Want(fake.Calls("sendMessage") == 1, "first attempt, have %v", fake.Calls("sendMessage"))
+	})
 	cancel()
 	select {
 	case err := <-done:
@@ -275,7 +271,6 @@ func TestSendCancel(t *testing.T) {
 // TestConcurrentSendsDoNotInterleave: parts of two concurrent multi-part
 // sends arrive grouped per message.
 func TestConcurrentSendsDoNotInterleave(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	r := newSendRelay(t, fake, store, nil)
@@ -308,7 +303,6 @@ func TestConcurrentSendsDoNotInterleave(t *testing.T) {
 // TestUserWindowAfterInbound: an inbound message opens the reply window on
 // its chat, and a reply to it goes there.
 func TestUserWindowAfterInbound(t *testing.T) {
-	leak.Check(t)
 	fake := newFake(t)
 	store := newMemStore()
 	ru := startRelay(t, testConfig(t, fake), store)
@@ -316,7 +310,7 @@ func TestUserWindowAfterInbound(t *testing.T) {
 		t.Fatalf("LastInbound before any message = %q %v", chat, at)
 	}
 	fake.Enqueue(telegramtest.Message{ChatID: 43, FromName: "Bob", Text: "status?"})
-	poll.Until(t, 10*time.Second, "delivery", func() bool { d, _, _ := store.snapshot(); return len(d) == 1 })
+	poll.For(t, 10*time.Second, func() error { d, _, _ := store.snapshot(); return poll.Want(len(d) == 1, "delivery, have %v", len(d)) })
 	chat, at := ru.relay.LastInbound()
 	if chat != "43" || time.Since(at) > time.Minute {
 		t.Fatalf("LastInbound = %q %v", chat, at)

@@ -58,11 +58,12 @@ func BenchmarkHmSendWall(b *testing.B) {
 			}
 		}
 	}()
-	env := cleanEnv(h.root, "SQUIDRUN_ROLE=architect")
+	bin, raceEnv := hmBinary(b, "hm-send")
+	env := cleanEnv(h.root, append(raceEnv, "SQUIDRUN_ROLE=architect")...)
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		cmd := exec.Command(filepath.Join(binDir, "hm-send"), "builder", "tests pass")
+		cmd := exec.Command(bin, "builder", "tests pass")
 		cmd.Env, cmd.Dir = env, h.root
 		t0 := time.Now()
 		out, err := cmd.CombinedOutput()

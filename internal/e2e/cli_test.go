@@ -22,6 +22,7 @@ import (
 // TestCLICommands drives the ledger and operator commands against a real
 // hub and the built binaries.
 func TestCLICommands(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	h := startHub(t, root, "--no-panes")
 	builder := listen(t, h, "builder")
@@ -122,12 +123,14 @@ func TestCLICommands(t *testing.T) {
 
 // TestCommsTailFollow: `hm comms tail -f` prints ledger changes live.
 func TestCommsTailFollow(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	startHub(t, root, "--no-panes")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "hm"), "comms", "tail", "-f")
-	cmd.Env, cmd.Dir = cleanEnv(root), root
+	bin, env := hmBinary(t, "hm")
+	cmd := exec.CommandContext(ctx, bin, "comms", "tail", "-f")
+	cmd.Env, cmd.Dir = cleanEnv(root, env...), root
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

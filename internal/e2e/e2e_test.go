@@ -19,9 +19,9 @@ import (
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/layout"
-)
 
-var binDir string
+	"go.uber.org/goleak"
+)
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "hm-e2e-bin-")
@@ -29,23 +29,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	cmd := exec.Command("go", "build", "-o", dir+"/", "hm/cmd/...")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build binaries:", err)
-		os.Exit(1)
-	}
-	// The fake agent CLI hosted in panes by the fault and security suites.
-	cmd = exec.Command("go", "build", "-o", filepath.Join(dir, "fakeagent"), "hm/agent/internal/fakeagent")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build fakeagent:", err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	binDir = dir // the binaries are built on first use, see hmBinary
+	// Fails the run if a test left a goroutine behind.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
 }
 
 // hubProc is a running `hm up` subprocess.
@@ -82,8 +71,9 @@ func startHubTB(t testing.TB, root string, args ...string) *hubProc {
 	t.Helper()
 	lay := layout.Layout{Root: root}
 	_ = os.Remove(lay.HubJSON())
-	cmd := exec.Command(filepath.Join(binDir, "hm"), append([]string{"up", "--port", "0"}, args...)...)
-	cmd.Env = cleanEnv(root)
+	bin, env := hmBinary(t, "hm")
+	cmd := exec.Command(bin, append([]string{"up", "--port", "0"}, args...)...)
+	cmd.Env = cleanEnv(root, env...)
 	cmd.Dir = root
 	var logBuf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logBuf, &logBuf
@@ -168,8 +158,9 @@ func runWith(t *testing.T, root string, env []string, stdin, name string, args .
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, name), args...)
-	cmd.Env = cleanEnv(root, env...)
+	bin, raceEnv := hmBinary(t, name)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = cleanEnv(root, append(env, raceEnv...)...)
 	cmd.Dir = root
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
@@ -211,6 +202,7 @@ func listen(t *testing.T, h *hubProc, role string) *client.Client {
 }
 
 func TestHmSendEndToEnd(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	h := startHub(t, root, "--no-panes")
 	builder := listen(t, h, "builder")
@@ -278,6 +270,7 @@ func TestHmSendEndToEnd(t *testing.T) {
 }
 
 func TestAckedMessagesSurviveKill9(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	h := startHub(t, root, "--no-panes", "--rate-limit", "0")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -27,9 +27,6 @@ import (
 // Helpers shared by the fault suite (fault_test.go) and the security suite
 // (security_test.go).
 
-// fakeAgentBin is the fake agent CLI built by TestMain.
-func fakeAgentBin() string { return filepath.Join(binDir, "fakeagent") }
-
 // agentCommand is a settings.json command line that runs the fake agent,
 // logging its submitted prompts to <root>/<name>.jsonl. "exec env" keeps the
 // pane's pid the agent's own, so that a test can kill exactly the agent.
@@ -327,7 +324,7 @@ func (w *paneWatcher) stop() {
 	<-w.done
 }
 
-// mountTmpfs mounts a tmpfs of the given size (e.g. "8m") on dir, skipping
+// mountTmpfs mounts a tmpfs of the given size (e.g. "8m") on dir, failing
 // the test when mounting is not possible (not root, no CAP_SYS_ADMIN). The
 // cleanup unmounts it; register it before anything that keeps files open
 // there so that it runs after them.
@@ -338,7 +335,7 @@ func mountTmpfs(t *testing.T, dir, size string) {
 	}
 	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput()
 	if err != nil {
-		t.Skipf("cannot mount a tmpfs to simulate a full disk (needs root and CAP_SYS_ADMIN): %v %s", err, out)
+		t.Fatalf("cannot mount a tmpfs to simulate a full disk: the fault suite needs root (CAP_SYS_ADMIN) and mount(8), as in CI; run it as root (e.g. sudo go test ./internal/e2e -run TestFault): %v %s", err, out)
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {

@@ -18,7 +18,6 @@ import (
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/layout"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"hm/journal"
 	"hm/triggers"
@@ -94,12 +93,14 @@ func burstTeam(root string) string {
 // hub died, the pane sees every message exactly once, and the hash chain
 // verifies.
 func TestFaultKill9DuringBurst(t *testing.T) {
-	leak.Check(t)
+	t.Parallel()
 	root := t.TempDir()
 	writeSettings(t, root, burstTeam(root))
 	archLog := root + "/architect.jsonl"
 	h := startHub(t, root, "--rate-limit", "0")
-	poll.Until(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, archLog)) > 0 })
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(len(readPrompts(t, archLog)) > 0, "architect session line, have %v", len(readPrompts(t, archLog)))
+	})
 
 	s1 := map[string]*collector{}
 	for _, role := range []string{"builder", "oracle"} {
@@ -150,15 +151,17 @@ func TestFaultKill9DuringBurst(t *testing.T) {
 	// Kill once enough is ACKed, right after the pane submitted a prompt (so
 	// that the kill does not fall between typing a message and its Enter: that
 	// window is TestFaultKill9WhileTypingIntoPane's).
-	poll.Until(t, 90*time.Second, "acks before the kill", func() bool { return ackedCount() >= killAfter })
+	poll.For(t, 90*time.Second, func() error {
+		return poll.Want(ackedCount() >= killAfter, "acks before the kill, have %v", ackedCount())
+	})
 	base := len(readPrompts(t, archLog))
-	poll.Until(t, 60*time.Second, "a pane prompt during the burst", func() bool {
+	poll.For(t, 60*time.Second, func() error {
 		select {
 		case <-burstDone:
 			t.Fatalf("burst of %d messages ended before the kill point", senders*perSender)
 		default:
 		}
-		return len(readPrompts(t, archLog)) > base
+		return poll.Want(len(readPrompts(t, archLog)) > base, "a pane prompt during the burst, have %v", len(readPrompts(t, archLog)))
 	})
 	h.kill()
 	<-burstDone
@@ -197,22 +200,22 @@ func TestFaultKill9DuringBurst(t *testing.T) {
 		}
 	}
 	slices.Sort(paneIDs)
-	poll.Until(t, 90*time.Second, "every ACKed message delivered after restart", func() bool {
+	poll.For(t, 90*time.Second, func() error {
 		for id, target := range acked {
 			if target == "architect" {
 				continue
 			}
 			if s1[target].ids.count(id)+s2[target].ids.count(id) == 0 {
-				return false
+				return fmt.Errorf("ACKed %s never reached %s", id, target)
 			}
 		}
 		counts := trailerCounts(readPrompts(t, archLog))
 		for _, id := range paneIDs {
 			if counts[id] == 0 {
-				return false
+				return fmt.Errorf("ACKed %s never typed into the architect pane", id)
 			}
 		}
-		return true
+		return nil
 	})
 	// A fresh message per listener: the per-connection queue is FIFO, so
 	// every replay queued before it has arrived once it has.
@@ -222,7 +225,7 @@ func TestFaultKill9DuringBurst(t *testing.T) {
 		if ack, _, err := op.Send(ctx, proto.Frame{Type: proto.TypeSend, Target: role, MessageID: id, Content: "sentinel"}); err != nil || !ack.OK {
 			t.Fatalf("sentinel: %+v %v", ack, err)
 		}
-		poll.Until(t, 30*time.Second, "sentinel to "+role, func() bool { return s2[role].ids.count(id) == 1 })
+		poll.For(t, 30*time.Second, func() error { return poll.Want(s2[role].ids.count(id) == 1, "sentinel to %s", role) })
 	}
 	waitQueueDrained(t, h2, "architect")
 
@@ -314,10 +317,10 @@ func sendQueue(t *testing.T, h *hubProc, ids []string) {
 // waitQueueDrained waits until the pane reports an empty queue and idle.
 func waitQueueDrained(t *testing.T, h *hubProc, role string) {
 	t.Helper()
-	poll.Until(t, 60*time.Second, role+" queue drained", func() bool {
+	poll.For(t, 60*time.Second, func() error {
 		st, err := fetchStatus(t, h)
 		_, state, queued, ok := st.pane(role)
-		return err == nil && ok && queued == 0 && state == "idle"
+		return poll.Want(err == nil && ok && queued == 0 && state == "idle", "%s queue drained", role)
 	})
 }
 
@@ -325,12 +328,14 @@ func waitQueueDrained(t *testing.T, h *hubProc, role string) {
 // typed into a pane but before its Enter: after the restart the message must
 // still be submitted, exactly once.
 func TestFaultKill9WhileTypingIntoPane(t *testing.T) {
-	leak.Check(t)
+	t.Parallel()
 	root := t.TempDir()
 	writeSettings(t, root, typingTeam(root))
 	archLog := root + "/architect.jsonl"
 	h := startHub(t, root)
-	poll.Until(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, archLog)) > 0 })
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(len(readPrompts(t, archLog)) > 0, "architect session line, have %v", len(readPrompts(t, archLog)))
+	})
 	w := watchPane(t, h, "architect", "[pasted ")
 	base := w.n()
 	ids := []string{"typing-1", "typing-2", "typing-3"}
@@ -349,8 +354,8 @@ func TestFaultKill9WhileTypingIntoPane(t *testing.T) {
 	})
 
 	h2 := startHub(t, root)
-	poll.Until(t, 60*time.Second, "typing-3 delivered after restart", func() bool {
-		return trailerCounts(readPrompts(t, archLog))["typing-3"] > 0
+	poll.For(t, 60*time.Second, func() error {
+		return poll.Want(trailerCounts(readPrompts(t, archLog))["typing-3"] > 0, "typing-3 delivered after restart")
 	})
 	waitQueueDrained(t, h2, "architect")
 	counts := trailerCounts(readPrompts(t, archLog))
@@ -366,6 +371,7 @@ func TestFaultKill9WhileTypingIntoPane(t *testing.T) {
 // the pid `hm status --json` reports) while a queue of messages is being
 // typed into it: the pane restarts and every message arrives exactly once.
 func TestFaultPaneKilledDuringInjection(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		midTyping bool // kill between a message's text and its Enter
@@ -374,12 +380,13 @@ func TestFaultPaneKilledDuringInjection(t *testing.T) {
 		{name: "mid-typing", midTyping: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			leak.Check(t)
 			root := t.TempDir()
 			writeSettings(t, root, typingTeam(root))
 			archLog := root + "/architect.jsonl"
 			h := startHub(t, root)
-			poll.Until(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, archLog)) > 0 })
+			poll.For(t, 30*time.Second, func() error {
+				return poll.Want(len(readPrompts(t, archLog)) > 0, "architect session line, have %v", len(readPrompts(t, archLog)))
+			})
 			pid, _, _, ok := cliStatus(t, root).pane("architect")
 			if !ok || pid <= 0 {
 				t.Fatalf("no architect pid in hm status --json")
@@ -395,7 +402,7 @@ func TestFaultPaneKilledDuringInjection(t *testing.T) {
 				}
 			} else {
 				// q-2 was submitted; q-3 waits for the pane to go idle.
-				poll.Until(t, 30*time.Second, "q-2 submitted", func() bool { return trailerCounts(readPrompts(t, archLog))["q-2"] > 0 })
+				poll.For(t, 30*time.Second, func() error { return poll.Want(trailerCounts(readPrompts(t, archLog))["q-2"] > 0, "q-2 submitted") })
 			}
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatalf("kill pane pid %d: %v", pid, err)
@@ -404,13 +411,13 @@ func TestFaultPaneKilledDuringInjection(t *testing.T) {
 			if tc.midTyping && trailerCounts(readPrompts(t, archLog))["q-2"] != 0 {
 				t.Fatal("q-2 was submitted before the kill: the kill missed the typing window")
 			}
-			poll.Until(t, 30*time.Second, "pane restarted", func() bool {
+			poll.For(t, 30*time.Second, func() error {
 				st, err := fetchStatus(t, h)
 				p, state, _, ok := st.pane("architect")
-				return err == nil && ok && p > 0 && p != pid && state != "exited"
+				return poll.Want(err == nil && ok && p > 0 && p != pid && state != "exited", "pane restarted")
 			})
-			poll.Until(t, 60*time.Second, "q-5 delivered after the restart", func() bool {
-				return trailerCounts(readPrompts(t, archLog))["q-5"] > 0
+			poll.For(t, 60*time.Second, func() error {
+				return poll.Want(trailerCounts(readPrompts(t, archLog))["q-5"] > 0, "q-5 delivered after the restart")
 			})
 			waitQueueDrained(t, h, "architect")
 			ps := readPrompts(t, archLog)
@@ -445,6 +452,7 @@ func TestFaultPaneKilledDuringInjection(t *testing.T) {
 // of being dropped or rejected; when the fault is repaired the same hub
 // process accepts messages again, and every ACKed message is in the ledger.
 func TestFaultLedgerUnwritable(t *testing.T) {
+	t.Parallel()
 	t.Run("disk-full", func(t *testing.T) {
 		var filler string
 		ledgerUnwritable(t,
@@ -469,7 +477,7 @@ func TestFaultLedgerUnwritable(t *testing.T) {
 			func(t *testing.T, lay layout.Layout) {
 				for _, f := range files(lay) {
 					if out, err := exec.Command("chattr", "+i", f).CombinedOutput(); err != nil {
-						t.Skipf("cannot make the ledger immutable (needs root, chattr and a file system with the i attribute): %v %s", err, out)
+						t.Fatalf("cannot make the ledger immutable: the fault suite needs root, chattr (Debian package e2fsprogs) and a temp dir on a file system with the i attribute such as ext4 (set TMPDIR), as in CI: %v %s", err, out)
 					}
 					t.Cleanup(func() { _ = exec.Command("chattr", "-i", f).Run() })
 				}
@@ -488,7 +496,6 @@ func TestFaultLedgerUnwritable(t *testing.T) {
 // the hub starts, breakIt makes the ledger unable to commit, repair undoes
 // it.
 func ledgerUnwritable(t *testing.T, prepare, breakIt, repair func(*testing.T, layout.Layout)) {
-	leak.Check(t)
 	root := t.TempDir()
 	lay := layout.Layout{Root: root}
 	prepare(t, lay)
@@ -543,7 +550,7 @@ func ledgerUnwritable(t *testing.T, prepare, breakIt, repair func(*testing.T, la
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 30*time.Second, "trigger file claimed", func() bool { _, err := os.Stat(trig); return os.IsNotExist(err) })
+	poll.For(t, 30*time.Second, func() error { _, err := os.Stat(trig); return poll.Want(os.IsNotExist(err), "trigger file claimed") })
 
 	repair(t, lay)
 	recovered := false
@@ -565,13 +572,13 @@ func ledgerUnwritable(t *testing.T, prepare, breakIt, repair func(*testing.T, la
 	if exited(h) || h.cmd.Process.Pid != pid {
 		t.Fatal("the hub restarted; recovery must happen in the same process")
 	}
-	poll.Until(t, 60*time.Second, "every ACKed message and the trigger delivered", func() bool {
+	poll.For(t, 60*time.Second, func() error {
 		for _, id := range okIDs {
 			if builder.ids.count(id) == 0 {
-				return false
+				return fmt.Errorf("ACKed %s not delivered to the builder", id)
 			}
 		}
-		return builder.ids.count("trig-full-1") == 1
+		return poll.Want(builder.ids.count("trig-full-1") == 1, "trig-full-1 delivered %d times, want once", builder.ids.count("trig-full-1"))
 	})
 	for _, id := range refusedIDs {
 		if builder.ids.count(id) != 0 {
@@ -612,6 +619,7 @@ func ledgerUnwritable(t *testing.T, prepare, breakIt, repair func(*testing.T, la
 // live data). The stalled connection must be dropped, and every message it
 // did not read is redelivered when the listener returns.
 func TestFaultSlowConsumer(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		bodySize  int
@@ -629,7 +637,6 @@ func TestFaultSlowConsumer(t *testing.T) {
 }
 
 func slowConsumer(t *testing.T, bodySize, afterDrop int, boundMB, growMB float64) {
-	leak.Check(t)
 	root := t.TempDir()
 	h := startHub(t, root, "--no-panes", "--rate-limit", "0")
 	pid := h.cmd.Process.Pid
@@ -697,15 +704,15 @@ func slowConsumer(t *testing.T, bodySize, afterDrop int, boundMB, growMB float64
 		}
 		wg.Wait()
 	}()
-	poll.Until(t, 2*time.Minute, "the stalled listener to be dropped", func() bool {
+	poll.For(t, 2*time.Minute, func() error {
 		sample()
-		return !listening()
+		return poll.Want(!listening(), "the stalled listener to be dropped")
 	})
 	atDrop, rssAtDrop := count(), maxRSS
 	maxRSS = 0
-	poll.Until(t, 2*time.Minute, "messages sent after the drop", func() bool {
+	poll.For(t, 2*time.Minute, func() error {
 		sample()
-		return count() >= atDrop+afterDrop
+		return poll.Want(count() >= atDrop+afterDrop, "messages sent after the drop, have %v", count())
 	})
 	close(stop)
 	wg.Wait()

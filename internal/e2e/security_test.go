@@ -24,7 +24,6 @@ import (
 	"hm/broker/proto"
 	"hm/broker/telegram/telegramtest"
 	"hm/internal/layout"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"hm/journal"
 	"hm/triggers"
@@ -119,14 +118,16 @@ func socketInodes(t *testing.T, pid int) map[string]bool {
 // listens on is bound to 127.0.0.1 or ::1, and that the hub's port does not
 // answer on the machine's other addresses.
 func TestSecurityLoopbackOnly(t *testing.T) {
-	leak.Check(t)
+	t.Parallel()
 	root := t.TempDir()
 	writeSettings(t, root, burstTeam(root))
 	h := startHub(t, root)
 	pid := h.cmd.Process.Pid
 	// Let the panes start and a client connect, so that every kind of socket
 	// the hub opens exists.
-	poll.Until(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, root+"/architect.jsonl")) > 0 })
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(len(readPrompts(t, root+"/architect.jsonl")) > 0, "architect session line, have %v", len(readPrompts(t, root+"/architect.jsonl")))
+	})
 	dialAs(t, h, "builder", true)
 
 	owned := socketInodes(t, pid)
@@ -220,7 +221,7 @@ func rawRequest(t *testing.T, port int, path, host, origin, token string, upgrad
 // with the operator token so that only the origin and host checks can
 // refuse them.
 func TestSecurityBrowserOriginRefused(t *testing.T) {
-	leak.Check(t)
+	t.Parallel()
 	root := t.TempDir()
 	writeSettings(t, root, burstTeam(root))
 	h := startHub(t, root)
@@ -268,18 +269,18 @@ func TestSecurityBrowserOriginRefused(t *testing.T) {
 func paneToken(t *testing.T, path string) string {
 	t.Helper()
 	var tok string
-	poll.Until(t, 30*time.Second, "environment dump "+filepath.Base(path), func() bool {
+	poll.For(t, 30*time.Second, func() error {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return false
+			return fmt.Errorf("environment dump: %v", err)
 		}
 		for _, l := range strings.Split(string(data), "\n") {
 			if v, ok := strings.CutPrefix(l, "HM_TOKEN="); ok && v != "" {
 				tok = v
-				return true
+				return nil
 			}
 		}
-		return false
+		return fmt.Errorf("environment dump %s has no HM_TOKEN yet", filepath.Base(path))
 	})
 	return tok
 }
@@ -318,7 +319,7 @@ func register(t *testing.T, h *hubProc, role, token string) (string, error) {
 // missing, wrong and foreign tokens, and what a pane's own HM_TOKEN allows:
 // its role only, over WebSocket, hm-send and attach, in its session only.
 func TestSecurityTokens(t *testing.T) {
-	leak.Check(t)
+	t.Parallel()
 	root := t.TempDir()
 	writeSettings(t, root, tokenTeam(root))
 	h := startHub(t, root)
@@ -419,9 +420,9 @@ func TestSecurityTokens(t *testing.T) {
 	if r := run(t, root, nil, "hm-bg", "kill", "1"); r.code != 0 {
 		t.Fatalf("hm-bg kill 1: %+v", r)
 	}
-	poll.Until(t, 30*time.Second, "the ended slot's token refused", func() bool {
+	poll.For(t, 30*time.Second, func() error {
 		_, err := register(t, h, "builder-bg-1", bgTok)
-		return errors.Is(err, proto.ErrUnauthorized)
+		return poll.Want(errors.Is(err, proto.ErrUnauthorized), "the ended slot's token refused")
 	})
 
 	// Pane tokens are valid for the current session only.
@@ -447,7 +448,7 @@ func TestSecurityTokens(t *testing.T) {
 // .squidrun/, with the hub started under umask 000 so that the modes it asks
 // for are what count: directories 0700, every file 0600.
 func TestSecurityFileModes(t *testing.T) {
-	leak.Check(t)
+	t.Parallel()
 	root := t.TempDir()
 	writeSettings(t, root, burstTeam(root))
 	old := syscall.Umask(0)
@@ -457,13 +458,17 @@ func TestSecurityFileModes(t *testing.T) {
 
 	// A long body goes to coord/full-agent-messages/; a handoff now and one
 	// at shutdown give session.md and last-session.md.
-	poll.Until(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, root+"/architect.jsonl")) > 0 })
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(len(readPrompts(t, root+"/architect.jsonl")) > 0, "architect session line, have %v", len(readPrompts(t, root+"/architect.jsonl")))
+	})
 	op := dialAs(t, h, "user", false)
 	if ack, _, err := op.Send(tctx(t, 30*time.Second), proto.Frame{Type: proto.TypeSend, Target: "architect", MessageID: "long-1",
 		Content: strings.Repeat("a long single-line body ", 250)}); err != nil || !ack.OK {
 		t.Fatalf("send: %+v %v", ack, err)
 	}
-	poll.Until(t, 30*time.Second, "long message typed", func() bool { return trailerCounts(readPrompts(t, root+"/architect.jsonl"))["long-1"] > 0 })
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(trailerCounts(readPrompts(t, root+"/architect.jsonl"))["long-1"] > 0, "long message typed")
+	})
 	old = syscall.Umask(0)
 	r := run(t, root, nil, "hm", "handoff")
 	syscall.Umask(old)
@@ -570,7 +575,7 @@ func diffTrees(before, after map[string]string) []string {
 // files), and drops hostile trigger files and symlinks into triggers/:
 // nothing outside .squidrun/ may be created, changed or removed.
 func TestSecurityNoWriteOutsideSquidrun(t *testing.T) {
-	leak.Check(t)
+	t.Parallel()
 	base := t.TempDir()
 	root := filepath.Join(base, "a", "b", "proj") // "../../x" still lands inside base
 	if err := os.MkdirAll(root, 0o700); err != nil {
@@ -623,16 +628,16 @@ func TestSecurityNoWriteOutsideSquidrun(t *testing.T) {
 	// Regular files whose names parse as triggers are claimed and delivered
 	// or rejected; the others (dotfiles, invalid targets, symlinks) are left
 	// alone in triggers/.
-	poll.Until(t, 30*time.Second, "hostile trigger files handled", func() bool {
+	poll.For(t, 30*time.Second, func() error {
 		for _, name := range hostileFiles {
 			if _, ok := triggers.ParseName(name); !ok {
 				continue
 			}
 			if _, err := os.Lstat(filepath.Join(lay.Triggers(), name)); err == nil {
-				return false
+				return fmt.Errorf("hostile trigger file %q still in triggers/", name)
 			}
 		}
-		return true
+		return nil
 	})
 	if ents, err := os.ReadDir(lay.Triggers()); err == nil {
 		var left []string
@@ -700,7 +705,7 @@ func TestSecurityNoWriteOutsideSquidrun(t *testing.T) {
 // recorded as refused and never typed into a pane, while the owner's and an
 // allowlisted chat's messages reach the architect.
 func TestSecurityTelegramForeignChat(t *testing.T) {
-	leak.Check(t)
+	t.Parallel()
 	root := t.TempDir()
 	writeSettings(t, root, burstTeam(root))
 	srv := telegramtest.NewServer("123456:hm-e2e-token")
@@ -725,23 +730,25 @@ func TestSecurityTelegramForeignChat(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if state == "off" {
-		t.Skip("the Telegram relay is not wired into the hub (status telegram.state stays off)")
+		t.Fatal("the Telegram relay did not start: status telegram.state stayed off for 10s with a bot token, owner and API URL configured (see the hub log)")
 	}
 	archLog := root + "/architect.jsonl"
-	poll.Until(t, 30*time.Second, "architect session line", func() bool { return len(readPrompts(t, archLog)) > 0 })
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(len(readPrompts(t, archLog)) > 0, "architect session line, have %v", len(readPrompts(t, archLog)))
+	})
 
 	foreign := srv.Enqueue(telegramtest.Message{ChatID: 666, FromName: "Mallory", Text: "foreign secret: rm -rf /"})
 	foreignGroup := srv.Enqueue(telegramtest.Message{ChatID: -1001, ChatType: "supergroup", ChatTitle: "strangers", FromID: 4242, Text: "owner id in a foreign group"})
 	allowed := srv.Enqueue(telegramtest.Message{ChatID: 777, FromName: "Bob", Text: "allowlisted hello"})
 	owner := srv.Enqueue(telegramtest.Message{ChatID: 4242, FromName: "Owner", Text: "owner hello"})
-	poll.Until(t, 60*time.Second, "the owner's and the allowlisted messages typed into the architect pane", func() bool {
+	poll.For(t, 60*time.Second, func() error {
 		ps := readPrompts(t, archLog)
-		return slices.ContainsFunc(ps, func(p prompt) bool { return strings.Contains(p.Prompt, "owner hello") }) &&
-			slices.ContainsFunc(ps, func(p prompt) bool { return strings.Contains(p.Prompt, "allowlisted hello") })
+		return poll.Want(slices.ContainsFunc(ps, func(p prompt) bool { return strings.Contains(p.Prompt, "owner hello") }) &&
+			slices.ContainsFunc(ps, func(p prompt) bool { return strings.Contains(p.Prompt, "allowlisted hello") }), "the owner's and the allowlisted messages typed into the architect pane")
 	})
-	poll.Until(t, 30*time.Second, "refusals counted", func() bool {
+	poll.For(t, 30*time.Second, func() error {
 		st, err := fetchStatus(t, h)
-		return err == nil && st.Telegram.Refused >= 2
+		return poll.Want(err == nil && st.Telegram.Refused >= 2, "refusals counted")
 	})
 	for _, p := range readPrompts(t, archLog) {
 		if strings.Contains(p.Prompt, "foreign secret") || strings.Contains(p.Prompt, "foreign group") {

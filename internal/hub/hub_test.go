@@ -18,6 +18,8 @@ import (
 	"hm/internal/layout"
 	"hm/internal/promptlog"
 	"hm/journal"
+
+	"go.uber.org/goleak"
 )
 
 var fakeAgent string
@@ -33,9 +35,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build fakeagent: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	// Fails the run if a test left a goroutine behind.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
 }
 
 // testHub runs hub.Run in the background for one test.

@@ -12,7 +12,6 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/layout"
-	"hm/internal/leak"
 	"hm/internal/poll"
 )
 
@@ -27,7 +26,6 @@ func fakeTeam(root string, builderEnv ...string) string {
 }
 
 func TestHubPanesStartupDeliveryReceiptShutdown(t *testing.T) {
-	leak.CheckSlack(t, 2)
 	root := t.TempDir()
 	th := startHubAt(t, root, hubConfig{settings: fakeTeam(root)})
 	archLog := filepath.Join(root, "architect.jsonl")
@@ -35,9 +33,9 @@ func TestHubPanesStartupDeliveryReceiptShutdown(t *testing.T) {
 	// The first prompt of every pane is its session line (+ brief; the
 	// architect also gets the briefing).
 	for _, role := range []string{"architect", "builder", "oracle"} {
-		poll.Until(t, 30*time.Second, role+" session line", func() bool {
+		poll.For(t, 30*time.Second, func() error {
 			ps := prompts(t, filepath.Join(root, role+".jsonl"))
-			return len(ps) > 0 && strings.Contains(ps[0], "# SQUIDRUN SESSION: "+strings.ToUpper(role[:1])+role[1:]+" - Started ")
+			return poll.Want(len(ps) > 0 && strings.Contains(ps[0], "# SQUIDRUN SESSION: "+strings.ToUpper(role[:1])+role[1:]+" - Started "), "%s session line", role)
 		})
 	}
 	if ps := prompts(t, archLog); !strings.Contains(ps[0], "Startup Briefing") && !strings.Contains(ps[0], "riefing") {
@@ -49,13 +47,15 @@ func TestHubPanesStartupDeliveryReceiptShutdown(t *testing.T) {
 	if !ack.OK || ack.Seq != 1 || ack.Header != "BUILDER" {
 		t.Fatalf("ack %+v", ack)
 	}
-	poll.Until(t, 30*time.Second, "prompt submitted", func() bool { return containsPrompt(prompts(t, archLog), "(BUILDER #1): tests pass") })
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(containsPrompt(prompts(t, archLog), "(BUILDER #1): tests pass"), "prompt submitted")
+	})
 	ps := prompts(t, archLog)
 	last := ps[len(ps)-1]
 	if !strings.HasPrefix(last, "[AGENT MSG - reply via hm-send] (BUILDER #1): tests pass") || !strings.Contains(last, "[hm:m-typed]") {
 		t.Fatalf("typed prompt = %q", last)
 	}
-	poll.Until(t, 30*time.Second, "routed", func() bool { return row(t, th, "m-typed").Status == "routed" })
+	poll.For(t, 30*time.Second, func() error { return poll.Want(row(t, th, "m-typed").Status == "routed", "routed") })
 	if r := row(t, th, "m-typed"); r.AckStatus != proto.StatusAcceptedUnverified {
 		t.Fatalf("row after typing: %+v", r)
 	}
@@ -64,9 +64,9 @@ func TestHubPanesStartupDeliveryReceiptShutdown(t *testing.T) {
 	if err := op.WriteJSON(ctxT(t), proto.Frame{Type: "message-ack", MessageID: "m-typed"}); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 30*time.Second, "acked", func() bool {
+	poll.For(t, 30*time.Second, func() error {
 		r := row(t, th, "m-typed")
-		return r.Status == "acked" && r.AckStatus == proto.StatusDeliveredVerified
+		return poll.Want(r.Status == "acked" && r.AckStatus == proto.StatusDeliveredVerified, "acked")
 	})
 
 	// Status lists the panes.

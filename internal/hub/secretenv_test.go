@@ -24,10 +24,10 @@ func TestPaneEnvHasNoSecrets(t *testing.T) {
 		"panes": [{"role": "architect", "command": "env > $ROOT/env.txt; exec sleep 60", "profile": "default"}]}`})
 	path := filepath.Join(th.root, "env.txt")
 	var env string
-	poll.Until(t, 20*time.Second, "the pane to write env.txt", func() bool {
+	poll.For(t, 20*time.Second, func() error {
 		data, err := os.ReadFile(path)
 		env = string(data)
-		return err == nil && strings.Contains(env, "HM_TOKEN=")
+		return poll.Want(err == nil && strings.Contains(env, "HM_TOKEN="), "the pane to write env.txt")
 	})
 	for _, secret := range []string{"tg-secret-1", "op-secret-2", "oa-secret-3", "aws-secret-4", th.token()} {
 		if strings.Contains(env, secret) {

@@ -11,7 +11,6 @@ import (
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/hub"
-	"hm/internal/leak"
 	"hm/internal/poll"
 )
 
@@ -34,7 +33,6 @@ func bg(t *testing.T, c *client.Client, action string, payload map[string]any) b
 func (th *testHub) paneToken(role string) string { return th.h.Tokens.Issue(role) }
 
 func TestBackgroundSlots(t *testing.T) {
-	leak.CheckSlack(t, 2)
 	root := t.TempDir()
 	th := startHubAt(t, root, hubConfig{settings: fakeTeam(root)})
 	builder := th.as("builder", false, th.paneToken("builder"))
@@ -55,7 +53,9 @@ func TestBackgroundSlots(t *testing.T) {
 	if !r.OK || r.Result["alias"] != "builder-bg-1" || r.Result["paneId"] != "bg-2-1" || r.Result["ownerPaneId"] != "2" || r.Result["status"] != "starting" {
 		t.Fatalf("spawn: %+v", r)
 	}
-	poll.Until(t, 30*time.Second, "task typed into the slot", func() bool { return containsPrompt(prompts(t, bgLog), "TASK: write the parser") })
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(containsPrompt(prompts(t, bgLog), "TASK: write the parser"), "task typed into the slot")
+	})
 	ps := prompts(t, bgLog)
 	if !strings.Contains(ps[0], "builder-bg-1") || !strings.Contains(ps[0], "hm-send builder") || !strings.Contains(ps[0], "__HM_BG_DONE__") {
 		t.Fatalf("slot's first message = %q", ps[0])
@@ -121,8 +121,8 @@ func TestBackgroundSlots(t *testing.T) {
 	if ack := send(t, builder, proto.Frame{Target: "builder-bg-1", Content: "please finish now"}); !ack.OK {
 		t.Fatalf("to slot: %+v", ack)
 	}
-	poll.Until(t, 30*time.Second, "builder told task_completed", func() bool {
-		return containsPrompt(prompts(t, builderLog), "builder-bg-1 ended: task_completed")
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(containsPrompt(prompts(t, builderLog), "builder-bg-1 ended: task_completed"), "builder told task_completed")
 	})
 	if r := bg(t, builder, "list", nil); len(r.Result["agents"].([]any)) != 0 {
 		t.Fatalf("slot still listed: %+v", r)
@@ -159,9 +159,9 @@ func TestBackgroundSlots(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(th.h.Layout.Triggers(), "architect.bg.txt"), []byte("(BUILDER-BG-1 #1): psst"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 30*time.Second, "bg trigger rejected", func() bool {
+	poll.For(t, 30*time.Second, func() error {
 		data, err := os.ReadFile(filepath.Join(th.h.Layout.Triggers(), "rejected", "architect.bg.txt.reason"))
-		return err == nil && strings.Contains(string(data), "owner_binding_violation")
+		return poll.Want(err == nil && strings.Contains(string(data), "owner_binding_violation"), "bg trigger rejected")
 	})
 }
 
@@ -176,11 +176,13 @@ func TestBackgroundIdleTTLAndOwnerExit(t *testing.T) {
 	if r := bg(t, op, "spawn", nil); !r.OK {
 		t.Fatalf("spawn: %+v", r)
 	}
-	poll.Until(t, 30*time.Second, "idle slot expires", func() bool {
-		return len(bg(t, op, "list", nil).Result["agents"].([]any)) == 0
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(len(bg(t, op, "list", nil).Result["agents"].([]any)) == 0, "idle slot expires")
 	})
 	// Builder's first prompt is the session line; the next one makes it exit.
-	poll.Until(t, 30*time.Second, "builder ready", func() bool { return len(prompts(t, filepath.Join(root, "builder.jsonl"))) >= 1 })
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(len(prompts(t, filepath.Join(root, "builder.jsonl"))) >= 1, "builder ready")
+	})
 	r := bg(t, op, "spawn", nil)
 	if !r.OK {
 		t.Fatalf("spawn: %+v", r)
@@ -188,16 +190,16 @@ func TestBackgroundIdleTTLAndOwnerExit(t *testing.T) {
 	if ack := send(t, op, proto.Frame{Target: "builder", Content: "(ARCH #1): last words"}); !ack.OK {
 		t.Fatalf("send: %+v", ack)
 	}
-	poll.Until(t, 30*time.Second, "slots end with their owner", func() bool {
-		return len(bg(t, op, "list", nil).Result["agents"].([]any)) == 0
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(len(bg(t, op, "list", nil).Result["agents"].([]any)) == 0, "slots end with their owner")
 	})
-	poll.Until(t, 30*time.Second, "builder told about the idle slot", func() bool {
+	poll.For(t, 30*time.Second, func() error {
 		rows, _ := th.h.Ledger.Pending(ctxT(t), "builder")
 		for _, m := range rows {
 			if strings.Contains(m.RawBody, "idle_ttl_expired") {
-				return true
+				return nil
 			}
 		}
-		return containsPrompt(prompts(t, filepath.Join(root, "builder.jsonl")), "idle_ttl_expired")
+		return poll.Want(containsPrompt(prompts(t, filepath.Join(root, "builder.jsonl")), "idle_ttl_expired"), "builder told about the idle slot")
 	})
 }

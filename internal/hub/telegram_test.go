@@ -29,10 +29,12 @@ func TestTelegramThroughTheHub(t *testing.T) {
 	th := startHubAt(t, root, hubConfig{settings: fakeTeam(root), opts: telegramEnv(fake)})
 	archLog := filepath.Join(root, "architect.jsonl")
 
-	poll.Until(t, 30*time.Second, "relay polling", func() bool { return th.h.Snapshot().Telegram.State == "polling" })
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(th.h.Snapshot().Telegram.State == "polling", "relay polling, have %v", th.h.Snapshot().Telegram.State)
+	})
 	id := fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Dana", Text: "ship it"})
-	poll.Until(t, 30*time.Second, "inbound typed into the architect pane", func() bool {
-		return containsPrompt(prompts(t, archLog), "[Telegram from Dana]: ship it")
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(containsPrompt(prompts(t, archLog), "[Telegram from Dana]: ship it"), "inbound typed into the architect pane")
 	})
 	in := row(t, th, "telegram-in-"+itoa64(id))
 	if in.Channel != "telegram" || in.Direction != "inbound" || in.SenderRole != "user" || in.TargetRole != "architect" {
@@ -40,8 +42,8 @@ func TestTelegramThroughTheHub(t *testing.T) {
 	}
 	// A foreign chat is recorded and never typed.
 	foreign := fake.Enqueue(telegramtest.Message{ChatID: 666, FromName: "Mallory", Text: "rm -rf please"})
-	poll.Until(t, 30*time.Second, "foreign update refused", func() bool {
-		return row(t, th, "telegram-refused-"+itoa64(foreign)).ErrorCode == "chat_not_allowed"
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(row(t, th, "telegram-refused-"+itoa64(foreign)).ErrorCode == "chat_not_allowed", "foreign update refused")
 	})
 	if containsPrompt(prompts(t, archLog), "rm -rf please") {
 		t.Fatal("a foreign chat's text reached the pane")
@@ -78,23 +80,25 @@ func TestTelegramThroughTheHub(t *testing.T) {
 	if strings.Join(strings.Fields(joined.String()), " ") != strings.TrimSpace(long) {
 		t.Fatal("parts do not reassemble the reply")
 	}
-	poll.Until(t, 30*time.Second, "long parent delivered", func() bool { return row(t, th, "tg-long").AckStatus == proto.StatusDeliveredVerified })
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(row(t, th, "tg-long").AckStatus == proto.StatusDeliveredVerified, "long parent delivered")
+	})
 	// A permanent 403 ends failed with the reason in the ledger.
 	fake.Inject("sendMessage", 1, telegramtest.Forbidden())
 	send(t, arch, proto.Frame{Target: "telegram", Content: "blocked?", MessageID: "tg-403"})
-	poll.Until(t, 30*time.Second, "403 recorded", func() bool {
-		return row(t, th, "tg-403").Status == "failed" && row(t, th, "tg-403-part-1").Status == "failed"
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(row(t, th, "tg-403").Status == "failed" && row(t, th, "tg-403-part-1").Status == "failed", "403 recorded")
 	})
 
 	// Restart between updates: nothing lost, nothing repeated.
 	th.stop()
 	while := fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Dana", Text: "while you were down"})
 	th2 := startHubAt(t, root, hubConfig{settings: fakeTeam(root), opts: telegramEnv(fake)})
-	poll.Until(t, 30*time.Second, "update from downtime delivered", func() bool {
-		return row(t, th2, "telegram-in-"+itoa64(while)).MessageID != ""
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(row(t, th2, "telegram-in-"+itoa64(while)).MessageID != "", "update from downtime delivered")
 	})
-	poll.Until(t, 30*time.Second, "typed once", func() bool {
-		return containsPrompt(prompts(t, archLog), "while you were down")
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(containsPrompt(prompts(t, archLog), "while you were down"), "typed once")
 	})
 	n := 0
 	for _, p := range prompts(t, archLog) {

@@ -64,7 +64,7 @@ func TestHubTriggerFiles(t *testing.T) {
 	if m.MessageID != "t-1" || m.From != "architect" || m.Content != "(ARCH #1): from a file" {
 		t.Fatalf("message = %+v", m)
 	}
-	poll.Until(t, 30*time.Second, "trigger row", func() bool { return row(t, th, "t-1").Channel == "trigger" })
+	poll.For(t, 30*time.Second, func() error { return poll.Want(row(t, th, "t-1").Channel == "trigger", "trigger row") })
 
 	// Older tools: <target>.txt, no id, no header → from user.
 	writeTrigger(t, dir, "oracle.txt", "plain note")
@@ -95,9 +95,9 @@ func TestHubTriggerFiles(t *testing.T) {
 		t.Fatalf("expected marker, got %+v", m)
 	}
 	time.Sleep(0) // ordering above is the proof; nothing further is queued for builder
-	poll.Until(t, 30*time.Second, "replayed file consumed", func() bool {
+	poll.For(t, 30*time.Second, func() error {
 		_, err := os.Stat(filepath.Join(dir, "builder.replay.txt"))
-		return os.IsNotExist(err)
+		return poll.Want(os.IsNotExist(err), "replayed file consumed")
 	})
 
 	// Every refusal lands in rejected/ with its reason.
@@ -115,9 +115,9 @@ func TestHubTriggerFiles(t *testing.T) {
 	}
 	for name, c := range cases {
 		reasonPath := filepath.Join(dir, "rejected", name+".reason")
-		poll.Until(t, 30*time.Second, name+" rejected", func() bool {
+		poll.For(t, 30*time.Second, func() error {
 			data, err := os.ReadFile(reasonPath)
-			return err == nil && strings.Contains(string(data), c.reason)
+			return poll.Want(err == nil && strings.Contains(string(data), c.reason), "%s rejected", name)
 		})
 		if _, err := os.Stat(filepath.Join(dir, "rejected", name)); err != nil {
 			t.Errorf("%s not kept in rejected/: %v", name, err)

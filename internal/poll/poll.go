@@ -3,23 +3,39 @@
 package poll
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
 
-// Interval is how often Until checks its condition.
+// Interval is how often For runs its check.
 var Interval = 5 * time.Millisecond
 
-// Until checks cond every Interval until it holds, failing the test (and
-// stopping it) if it still does not after timeout. what names the awaited
-// condition in the failure.
-func Until(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+// For runs check every Interval until it returns nil. If it still returns
+// an error after timeout, the test fails and stops with that last error, so
+// the failure says what the awaited state was and how far off it still was
+// (the shape of nats-server's checkFor).
+func For(t testing.TB, timeout time.Duration, check func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for !cond() {
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+			t.Fatalf("timed out after %v: %v", timeout, err)
 		}
 		time.Sleep(Interval)
 	}
+}
+
+// Want is a check's verdict on a condition: nil when ok holds, else an error
+// formatted from format and args, which should say what is awaited and what
+// was seen instead, e.g. Want(n == 3, "3 deliveries, have %d", n).
+func Want(ok bool, format string, args ...any) error {
+	if ok {
+		return nil
+	}
+	return fmt.Errorf(format, args...)
 }

@@ -1,6 +1,8 @@
 package poll
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -12,26 +14,39 @@ type fatalTB struct {
 
 func (f *fatalTB) Helper() {}
 func (f *fatalTB) Fatalf(format string, args ...any) {
-	f.msg = format
+	f.msg = fmt.Sprintf(format, args...)
 	panic(f)
 }
 
-func TestUntil(t *testing.T) {
+func TestFor(t *testing.T) {
 	n := 0
-	Until(t, time.Second, "three calls", func() bool { n++; return n == 3 })
+	For(t, time.Second, func() error { n++; return Want(n == 3, "three calls, have %d", n) })
 	if n != 3 {
-		t.Fatalf("cond called %d times", n)
+		t.Fatalf("check called %d times", n)
 	}
+}
+
+func TestForFailsWithTheLastError(t *testing.T) {
 	f := &fatalTB{TB: t}
+	n := 0
 	func() {
 		defer func() {
 			if r := recover(); r != f {
-				t.Fatalf("Until did not fail the test: %v", r)
+				t.Fatalf("For did not fail the test: %v", r)
 			}
 		}()
-		Until(f, 20*time.Millisecond, "never", func() bool { return false })
+		For(f, 20*time.Millisecond, func() error { n++; return fmt.Errorf("attempt %d", n) })
 	}()
-	if f.msg == "" {
-		t.Fatal("no failure message")
+	if want := fmt.Sprintf("attempt %d", n); n < 2 || !strings.HasSuffix(f.msg, want) || !strings.Contains(f.msg, "timed out after 20ms") {
+		t.Fatalf("failure %q after %d checks, want the timeout and %q", f.msg, n, want)
+	}
+}
+
+func TestWant(t *testing.T) {
+	if err := Want(true, "never"); err != nil {
+		t.Fatalf("Want(true) = %v", err)
+	}
+	if err := Want(false, "%d rows, want %d", 1, 2); err == nil || err.Error() != "1 rows, want 2" {
+		t.Fatalf("Want(false) = %v", err)
 	}
 }

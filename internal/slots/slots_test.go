@@ -13,7 +13,6 @@ import (
 	"hm/agent"
 	"hm/broker"
 	"hm/broker/proto"
-	"hm/internal/leak"
 	"hm/internal/poll"
 	"hm/roles"
 )
@@ -191,7 +190,6 @@ func TestHandleRefusalsAndTargetMap(t *testing.T) {
 }
 
 func TestSpawnListKill(t *testing.T) {
-	leak.Check(t)
 	s, host := newSet(t, 2, "sleep 30", time.Minute)
 	sp := as[proto.BgSpawnResult](t)(handle(t, s, "spawn", `{"task":"write the parser"}`))
 	if want := (proto.BgSpawnResult{OK: true, Alias: "builder-bg-1", PaneID: "bg-2-1", OwnerPaneID: "2", Status: "starting"}); sp != want {
@@ -242,7 +240,9 @@ func TestDoneMarkerEndsSlot(t *testing.T) {
 	if r, ok := handle(t, s, "spawn", ""); !ok {
 		t.Fatalf("spawn = %v", r)
 	}
-	poll.Until(t, 15*time.Second, "owner told task_completed", func() bool { return host.told("builder", "builder-bg-1 ended: "+EndTaskCompleted) })
+	poll.For(t, 15*time.Second, func() error {
+		return poll.Want(host.told("builder", "builder-bg-1 ended: "+EndTaskCompleted), "owner told task_completed")
+	})
 	if s.Running("builder-bg-1") || host.hosted("builder-bg-1") {
 		t.Fatal("completed slot still running")
 	}
@@ -257,14 +257,18 @@ func TestIdleTTLAndOwnerExit(t *testing.T) {
 	if r, ok := handle(t, s, "spawn", ""); !ok {
 		t.Fatalf("spawn = %v", r)
 	}
-	poll.Until(t, 15*time.Second, "owner told idle_ttl_expired", func() bool { return host.told("builder", "builder-bg-1 ended: "+EndIdleTTL) })
+	poll.For(t, 15*time.Second, func() error {
+		return poll.Want(host.told("builder", "builder-bg-1 ended: "+EndIdleTTL), "owner told idle_ttl_expired")
+	})
 	cancel()
 	<-done
 
 	handle(t, s, "spawn", "")
 	handle(t, s, "spawn", "")
 	s.OwnerExited()
-	poll.Until(t, 15*time.Second, "slots end with their owner", func() bool { return !s.Running("builder-bg-1") && !s.Running("builder-bg-2") })
+	poll.For(t, 15*time.Second, func() error {
+		return poll.Want(!s.Running("builder-bg-1") && !s.Running("builder-bg-2"), "slots end with their owner")
+	})
 	if host.told("builder", EndOwnerExited) {
 		t.Error("the exited owner was told")
 	}

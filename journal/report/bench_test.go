@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"zombiezen.com/go/sqlite"
 
 	"hm/journal"
@@ -37,9 +38,10 @@ var benchLedger struct {
 	err     error
 }
 
+// TestMain fails the run if a test left a goroutine behind.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // benchLedgerVersion names the generator's output: bump it when

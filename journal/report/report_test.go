@@ -12,7 +12,6 @@ import (
 
 	"zombiezen.com/go/sqlite"
 
-	"hm/internal/leak"
 	"hm/journal"
 )
 
@@ -22,7 +21,6 @@ var briefingNow = time.Date(2026, 11, 22, 8, 30, 0, 0, time.UTC)
 var handoffSections = []string{"## Coverage", "## Open Obligations", "## Tagged Signals", "## Failed Deliveries", "## Pending Deliveries", "## Recent Messages"}
 
 func TestHandoffGolden(t *testing.T) {
-	leak.Check(t)
 	l := buildFixture(t, t.TempDir())
 	got, err := Handoff(ctxT(t), l, Options{SessionID: "app-session-7", Roles: fixtureRoles})
 	if err != nil {
@@ -73,7 +71,6 @@ func TestHandoffGolden(t *testing.T) {
 }
 
 func TestBriefingGolden(t *testing.T) {
-	leak.Check(t)
 	l := buildFixture(t, t.TempDir())
 	got, err := Briefing(ctxT(t), l, Options{SessionID: "app-session-8", Now: briefingNow, Roles: fixtureRoles})
 	if err != nil {
@@ -168,7 +165,6 @@ func checkTables(t *testing.T, doc []byte) {
 }
 
 func TestHandoffDeterministic(t *testing.T) {
-	leak.Check(t)
 	ctx := ctxT(t)
 	o := Options{SessionID: "app-session-7", Roles: fixtureRoles}
 	l1 := buildFixture(t, t.TempDir())
@@ -202,7 +198,6 @@ func TestHandoffDeterministic(t *testing.T) {
 }
 
 func TestHandoffDefaultsToLatestSession(t *testing.T) {
-	leak.Check(t)
 	l := buildFixture(t, t.TempDir())
 	got, err := Handoff(ctxT(t), l, Options{})
 	if err != nil {
@@ -252,7 +247,6 @@ func TestPreviousSessionSelection(t *testing.T) {
 }
 
 func TestEmptyLedger(t *testing.T) {
-	leak.Check(t)
 	l := openLedger(t, t.TempDir())
 	ctx := ctxT(t)
 	h, err := Handoff(ctx, l, Options{SessionID: "app-session-1", Roles: fixtureRoles})
@@ -279,7 +273,6 @@ func TestEmptyLedger(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
-	leak.Check(t)
 	l := openLedger(t, t.TempDir())
 	ctx := ctxT(t)
 	const n = 130
@@ -372,7 +365,6 @@ func countRows(section string) int {
 }
 
 func TestErrors(t *testing.T) {
-	leak.Check(t)
 	if _, err := Handoff(t.Context(), nil, Options{}); !errors.Is(err, ErrNoLedger) {
 		t.Errorf("Handoff(nil) = %v, want ErrNoLedger", err)
 	}
@@ -403,7 +395,6 @@ func TestErrors(t *testing.T) {
 // (whichever one the planner prefers): the only full-table walk allowed is
 // the LIMITed newest-rows scan in row-id order.
 func TestQueryPlans(t *testing.T) {
-	leak.Check(t)
 	l := openLedger(t, t.TempDir())
 	for _, c := range []struct {
 		name  string
@@ -456,7 +447,6 @@ func TestQueryPlans(t *testing.T) {
 }
 
 func TestBriefingZeroNowUsesClock(t *testing.T) {
-	leak.Check(t)
 	l := buildFixture(t, t.TempDir())
 	before := time.Now().UTC()
 	b, err := Briefing(ctxT(t), l, Options{Session: 8})

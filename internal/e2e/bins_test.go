@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// binDir holds the binaries the tests run, each flavour built on first use
+// (a run that selects no test, such as make test's Timing pass, builds
+// nothing): plain in binDir, with the race detector in binDir/race.
+var binDir string
+
+type build struct {
+	once sync.Once
+	err  error
+}
+
+var builds struct {
+	plain, race, fake build
+}
+
+func (b *build) do(dir string, args ...string) error {
+	b.once.Do(func() {
+		cmd := exec.Command("go", append([]string{"build", "-o", dir + "/"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	})
+	return b.err
+}
+
+// raced reports whether t belongs to the fault or security suite, which run
+// the hub binaries built with -race so that a data race in the real binary
+// under fault or attack fails them. TestFaultSlowConsumer is the exception:
+// it bounds the hub's RSS, which the race detector's shadow memory
+// multiplies.
+func raced(t testing.TB) bool {
+	name := t.Name()
+	if strings.HasPrefix(name, "TestFaultSlowConsumer") {
+		return false
+	}
+	return strings.HasPrefix(name, "TestFault") || strings.HasPrefix(name, "TestSecurity")
+}
+
+// hmBinary returns the path of the hm binary name (hm, hm-send, hm-bg) for t,
+// and the environment to run it with besides cleanEnv's. For a race-built
+// binary that environment sends race reports to a file that t's cleanup
+// checks, failing t with the report: a hub killed with SIGKILL never gets
+// to exit with the race detector's status.
+func hmBinary(t testing.TB, name string) (string, []string) {
+	t.Helper()
+	if !raced(t) {
+		if err := builds.plain.do(binDir, "hm/cmd/..."); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Join(binDir, name), nil
+	}
+	dir := filepath.Join(binDir, "race")
+	if err := builds.race.do(dir, "-race", "hm/cmd/..."); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "race")
+	t.Cleanup(func() {
+		reports, _ := filepath.Glob(logPath + ".*")
+		for _, r := range reports {
+			data, _ := os.ReadFile(r)
+			t.Errorf("%s (built with -race) reported a data race:\n%s", name, data)
+		}
+	})
+	return filepath.Join(dir, name), []string{"GORACE=log_path=" + logPath}
+}
+
+// fakeAgentBin is the fake agent CLI hosted in panes by the fault and
+// security suites (built without -race: it stands in for a foreign program).
+func fakeAgentBin() string {
+	if err := builds.fake.do(binDir, "hm/agent/internal/fakeagent"); err != nil {
+		panic(err)
+	}
+	return filepath.Join(binDir, "fakeagent")
+}
