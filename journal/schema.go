@@ -97,6 +97,29 @@ DROP INDEX comms_journal_sender_seq;
 CREATE INDEX comms_journal_pending ON comms_journal(row_id, target_role) WHERE status = 'brokered';
 CREATE INDEX comms_journal_failed ON comms_journal(row_id) WHERE status = 'failed';
 `,
+	// 3: running per-session counts. One row per (session, status,
+	// channel, sender) group of comms_journal: how many messages it holds
+	// (n) and the highest seq (NULL as 0, never below 0) of any message
+	// that was ever in it. The writer keeps them in the transaction that
+	// inserts a message or changes its status (see counts.go), so the
+	// handoff's Coverage and the briefing's previous-session counts read a
+	// few rows instead of counting a session's messages. A group whose
+	// messages all moved on keeps its row with n = 0. Existing ledgers are
+	// backfilled here; hm journal verify recounts.
+	`
+CREATE TABLE comms_session_counts (
+  session_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  channel TEXT NOT NULL,
+  sender_role TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  max_seq INTEGER NOT NULL,
+  PRIMARY KEY (session_id, status, channel, sender_role)
+) WITHOUT ROWID;
+INSERT INTO comms_session_counts(session_id, status, channel, sender_role, n, max_seq)
+  SELECT session_id, status, channel, sender_role, count(*), max(coalesce(max(seq), 0), 0)
+  FROM comms_journal GROUP BY session_id, status, channel, sender_role;
+`,
 }
 
 // latestSchema is the schema version this package writes and expects.

@@ -22,9 +22,12 @@ var (
 	// seek each (a skip scan over comms_journal_session).
 	qNextSession = `SELECT session_id FROM comms_journal WHERE session_id > ?1 ORDER BY session_id LIMIT 1`
 
-	// qSessionCounts aggregates one session's rows.
-	qSessionCounts = `SELECT status, channel, sender_role, count(*), coalesce(max(seq), 0)
- FROM comms_journal WHERE session_id = ?1 GROUP BY status, channel, sender_role`
+	// qSessionCounts reads one session's running counts per (status,
+	// channel, sender) group, kept by the ledger writer: a few rows
+	// however many messages the session holds. max_seq is exact per
+	// sender (bySender), which is all the reports use it for.
+	qSessionCounts = `SELECT status, channel, sender_role, n, max_seq
+ FROM comms_session_counts WHERE session_id = ?1 AND n > 0`
 
 	// qSessionFirst and qSessionLast give a session's row-id range and the
 	// time of its first and last message.
@@ -142,7 +145,9 @@ func latestSession(ids []string, skipID string, skipN int) string {
 	return best
 }
 
-// countRow is one group of qSessionCounts.
+// countRow is one group of qSessionCounts. maxSeq is the highest seq of
+// any message that was ever in the group: per sender, the highest over
+// its groups is the sender's highest seq in the session.
 type countRow struct {
 	status, channel, sender string
 	n, maxSeq               int64

@@ -412,7 +412,7 @@ func TestQueryPlans(t *testing.T) {
 		want  []string // plan fragments that must appear
 	}{
 		{"next session", qNextSession, []any{""}, []string{"SEARCH comms_journal USING COVERING INDEX", "(session_id>?)"}},
-		{"session counts", qSessionCounts, []any{"s"}, []string{"SEARCH comms_journal USING", "(session_id=?)"}},
+		{"session counts", qSessionCounts, []any{"s"}, []string{"SEARCH comms_session_counts USING PRIMARY KEY", "(session_id=?)"}},
 		{"session first", qSessionFirst, []any{"s"}, []string{"SEARCH comms_journal USING", "(session_id=?)"}},
 		{"session last", qSessionLast, []any{"s"}, []string{"SEARCH comms_journal USING", "(session_id=?)"}},
 		{"failed", qFailed, []any{1, 2, "s", 3}, []string{"SEARCH comms_journal USING INDEX comms_journal_failed", "(row_id>? AND row_id<?)"}},
