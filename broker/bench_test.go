@@ -34,7 +34,8 @@ func percentile(d []time.Duration, p float64) time.Duration {
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
 // BenchmarkRawWebSocketRTT is the floor: a coder/websocket echo round trip
-// on loopback, no hm code involved.
+// on loopback, no hm code involved. Its msgs/s is the rate of serial round
+// trips (1/RTT), not a one-way rate: see BenchmarkRawWebSocketOneWay.
 func BenchmarkRawWebSocketRTT(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := websocket.Accept(w, r, nil)
@@ -76,7 +77,51 @@ func BenchmarkRawWebSocketRTT(b *testing.B) {
 	el := time.Since(start)
 	b.ReportMetric(ms(percentile(lat, 0.5)), "p50-ms")
 	b.ReportMetric(ms(percentile(lat, 0.99)), "p99-ms")
-	b.ReportMetric(float64(b.N)/el.Seconds(), "msgs/s")
+	b.ReportMetric(float64(b.N)/el.Seconds(), "round-trips/s")
+}
+
+// BenchmarkRawWebSocketOneWay is the floor for streaming: one
+// coder/websocket client writes b.N messages back to back on loopback
+// while the server reads them; the clock stops when the server has read
+// the last one (it then writes one reply). No hm code involved.
+func BenchmarkRawWebSocketOneWay(b *testing.B) {
+	n := b.N
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		for range n {
+			if _, _, err := c.Read(r.Context()); err != nil {
+				return
+			}
+		}
+		_ = c.Write(r.Context(), websocket.MessageText, []byte("done"))
+		_, _, _ = c.Read(r.Context()) // until the client closes
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.CloseNow()
+	msg := []byte(`{"type":"send","target":"builder","content":"(ARCH #1): tests pass"}`)
+	b.ResetTimer()
+	start := time.Now()
+	for range n {
+		if err := c.Write(ctx, websocket.MessageText, msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, data, err := c.Read(ctx); err != nil || string(data) != "done" {
+		b.Fatalf("server did not read every message: %q, %v", data, err)
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(n)/el.Seconds(), "msgs/s")
 }
 
 // BenchmarkSendAck measures send→ACK to a listener with the ledger on.
