@@ -255,8 +255,9 @@ func TestSessionCountsMigration(t *testing.T) {
 	}
 }
 
-// downgrade turns the closed ledger at path into a schema-2 ledger: no
-// comms_session_counts, version 2.
+// downgrade turns the closed ledger at path into a schema-2 ledger: what
+// migrations 3 (comms_session_counts) and 4 (signal and obligation
+// indexes) added is dropped, the version is 2.
 func downgrade(t *testing.T, path string) {
 	t.Helper()
 	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
@@ -264,11 +265,12 @@ func downgrade(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if err := sqlitex.ExecuteScript(conn, "DROP TABLE comms_session_counts; UPDATE schema_version SET version = 2;", nil); err != nil {
+	if err := sqlitex.ExecuteScript(conn, `DROP TABLE comms_session_counts; DROP INDEX comms_signals_session; DROP INDEX comms_signals_decisions;
+ DROP INDEX comms_signals_open; DROP INDEX comms_obligations_open_session; UPDATE schema_version SET version = 2;`, nil); err != nil {
 		t.Fatal(err)
 	}
 	var tables []string
-	if err := sqlitex.ExecuteTransient(conn, "SELECT name FROM sqlite_schema WHERE name LIKE 'comms_session%'", &sqlitex.ExecOptions{
+	if err := sqlitex.ExecuteTransient(conn, "SELECT name FROM sqlite_schema WHERE name LIKE 'comms_session%' OR name IN ('comms_signals_session', 'comms_signals_decisions', 'comms_signals_open', 'comms_obligations_open_session')", &sqlitex.ExecOptions{
 		ResultFunc: func(stmt *sqlite.Stmt) error { tables = append(tables, stmt.ColumnText(0)); return nil },
 	}); err != nil {
 		t.Fatal(err)
@@ -276,7 +278,7 @@ func downgrade(t *testing.T, path string) {
 	if len(tables) > 0 {
 		t.Fatalf("downgrade left %v", tables)
 	}
-	if len(migrations) != 3 {
-		t.Fatalf("downgrade assumes the counts are the last migration (3); update it")
+	if len(migrations) != 4 {
+		t.Fatalf("downgrade knows migrations up to 4; update it")
 	}
 }

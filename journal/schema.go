@@ -120,6 +120,17 @@ INSERT INTO comms_session_counts(session_id, status, channel, sender_role, n, ma
   SELECT session_id, status, channel, sender_role, count(*), max(coalesce(max(seq), 0), 0)
   FROM comms_journal GROUP BY session_id, status, channel, sender_role;
 `,
+	// 4: the reports list a session's newest signals, open TASK/BLOCKER
+	// signals, DECISIONs and open obligations. These indexes hold them in
+	// id order per session, so a LIMITed list walks back from the newest
+	// instead of reading and sorting all of a large session's rows. Only
+	// messages with tagged lines or [ACK REQUIRED] write them.
+	`
+CREATE INDEX IF NOT EXISTS comms_signals_session ON comms_signals(session_id);
+CREATE INDEX IF NOT EXISTS comms_signals_decisions ON comms_signals(session_id) WHERE kind = 'DECISION';
+CREATE INDEX IF NOT EXISTS comms_signals_open ON comms_signals(session_id) WHERE kind IN ('TASK', 'BLOCKER') AND resolved_by IS NULL;
+CREATE INDEX IF NOT EXISTS comms_obligations_open_session ON comms_obligations(session_id) WHERE closed_by IS NULL;
+`,
 }
 
 // latestSchema is the schema version this package writes and expects.

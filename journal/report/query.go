@@ -51,32 +51,26 @@ var (
 	qRecentSession = `SELECT ` + journal.MessageColumns + ` FROM comms_journal WHERE session_id = ?1 ORDER BY row_id DESC LIMIT ?2`
 
 	// qOpenObligations lists open obligations of up to two sessions,
-	// newest first, with the body of the message that opened them.
+	// newest first, with the body of the message that opened them. Each
+	// session's newest ?3 come from a backward walk of
+	// comms_obligations_open_session; only those are joined and sorted.
 	qOpenObligations = `SELECT ` + journal.ObligationColumnsAs("o") + `, coalesce(j.raw_body, ''), coalesce(j.target_role, '')
- FROM comms_obligations o LEFT JOIN comms_journal j ON j.message_id = o.message_id
- WHERE o.session_id IN (?1, ?2) AND o.closed_by IS NULL
+ FROM (` + perSession(`SELECT * FROM comms_obligations WHERE session_id = %s AND closed_by IS NULL ORDER BY obligation_id DESC LIMIT ?3`, "?1", "?2") + `) o
+ LEFT JOIN comms_journal j ON j.message_id = o.message_id
  ORDER BY o.obligation_id DESC LIMIT ?3`
 
-	// signalSelect reads a signal and the ref of the message that
-	// resolved it.
-	signalSelect = `SELECT ` + journal.SignalColumnsAs("s") + `, coalesce(r.header, ''), coalesce(r.seq, 0)
- FROM comms_signals s LEFT JOIN comms_journal r ON r.message_id = s.resolved_by`
-
 	// qSignals lists all signals of one session, newest first.
-	qSignals = signalSelect + `
- WHERE s.session_id = ?1 ORDER BY s.signal_id DESC LIMIT ?2`
+	qSignals = signalSelect(`SELECT * FROM comms_signals WHERE session_id = ?1 ORDER BY signal_id DESC LIMIT ?2`, "?2")
 
 	// qOpenSignals lists unresolved TASK and BLOCKER signals of up to two
 	// sessions, newest first.
-	qOpenSignals = signalSelect + `
- WHERE s.session_id IN (?1, ?2) AND s.kind IN ('TASK', 'BLOCKER') AND s.resolved_by IS NULL
- ORDER BY s.signal_id DESC LIMIT ?3`
+	qOpenSignals = signalSelect(perSession(`SELECT * FROM comms_signals
+ WHERE session_id = %s AND kind IN ('TASK', 'BLOCKER') AND resolved_by IS NULL ORDER BY signal_id DESC LIMIT ?3`, "?1", "?2"), "?3")
 
 	// qDecisions lists DECISION signals of up to two sessions, newest
 	// first.
-	qDecisions = signalSelect + `
- WHERE s.session_id IN (?1, ?2) AND s.kind = 'DECISION'
- ORDER BY s.signal_id DESC LIMIT ?3`
+	qDecisions = signalSelect(perSession(`SELECT * FROM comms_signals
+ WHERE session_id = %s AND kind = 'DECISION' ORDER BY signal_id DESC LIMIT ?3`, "?1", "?2"), "?3")
 
 	// qRolePending counts (up to ?2) messages pending for one role.
 	qRolePending = `SELECT count(*) FROM (SELECT 1 FROM comms_journal INDEXED BY comms_journal_pending WHERE target_role = ?1 AND status = 'brokered' LIMIT ?2)`
@@ -86,6 +80,24 @@ var (
 	qRoleObligations = `SELECT count(*) FROM (SELECT 1 FROM comms_obligations
  WHERE session_id IN (?1, ?2) AND owner_role = ?3 AND closed_by IS NULL LIMIT ?4)`
 )
+
+// signalSelect reads the signals inner selects (whole comms_signals rows),
+// newest first and at most limit (a parameter) of them, each with the ref
+// of the message that resolved it.
+func signalSelect(inner, limit string) string {
+	return `SELECT ` + journal.SignalColumnsAs("s") + `, coalesce(r.header, ''), coalesce(r.seq, 0)
+ FROM (` + inner + `) s LEFT JOIN comms_journal r ON r.message_id = s.resolved_by
+ ORDER BY s.signal_id DESC LIMIT ` + limit
+}
+
+// perSession runs a per-session query (its %s is the session parameter)
+// for two session parameters and unites the results (a session given
+// twice counts once). Each part is a LIMITed index walk; SQLite would
+// otherwise read and sort every matching row of both sessions for an
+// IN (?1, ?2) with ORDER BY id.
+func perSession(query, s1, s2 string) string {
+	return `SELECT * FROM (` + fmt.Sprintf(query, s1) + `) UNION SELECT * FROM (` + fmt.Sprintf(query, s2) + `)`
+}
 
 // allRows is the upper end of a row-id range covering the whole ledger.
 const allRows = math.MaxInt64
