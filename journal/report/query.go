@@ -14,9 +14,13 @@ import (
 )
 
 // The report's SQL. Every statement is bounded: a LIMIT, or an equality on
-// an indexed session id (comms_journal_session, comms_obligations_open,
-// comms_signals_session_ref), or a row-id range on comms_journal_status.
-// TestQueryPlans checks each one with EXPLAIN QUERY PLAN.
+// an indexed session id (comms_journal_session, comms_session_counts,
+// comms_obligations_open), or a row-id range on a partial status index.
+// Lists of a session's signals and obligations walk an index in id order
+// per session (comms_signals_session, comms_signals_open,
+// comms_signals_decisions, comms_obligations_open_session) and stop at the
+// LIMIT, so no query's cost grows with the size of a session except the
+// capped counts. TestQueryPlans checks each one with EXPLAIN QUERY PLAN.
 var (
 	// qNextSession steps through the distinct session ids with one index
 	// seek each (a skip scan over comms_journal_session).
