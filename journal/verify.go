@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -141,18 +142,11 @@ func verifyChain(conn *sqlite.Conn, r *VerifyReport, states map[string]*verifySt
 func verifyMessages(conn *sqlite.Conn, r *VerifyReport, states map[string]*verifyState) error {
 	var body []byte
 	var column [32]byte
-	counts := make(map[countKey]*countVal)
+	counts := groupCounter{index: map[string]int{}}
 	err := execArgs(conn, "SELECT row_id, message_id, raw_body, body_hash, status, ack_status, session_id, channel, sender_role, seq FROM comms_journal ORDER BY row_id", func(stmt *sqlite.Stmt) error {
 		r.Messages++
 		rowID, msgID := stmt.ColumnInt64(0), stmt.ColumnText(1)
-		k := countKey{session: stmt.ColumnText(6), status: stmt.ColumnText(4), channel: stmt.ColumnText(7), sender: stmt.ColumnText(8)}
-		c := counts[k]
-		if c == nil {
-			c = &countVal{}
-			counts[k] = c
-		}
-		c.n++
-		c.maxSeq = max(c.maxSeq, stmt.ColumnInt64(9))
+		counts.add(stmt, [4]int{6, 4, 7, 8}, stmt.ColumnInt64(9))
 		st := states[msgID]
 		if st == nil || st.brokeredID == 0 {
 			r.bad("comms_journal row_id %d (message_id %s): no brokered event", rowID, msgID)
@@ -198,7 +192,49 @@ func verifyMessages(conn *sqlite.Conn, r *VerifyReport, states map[string]*verif
 	for _, ev := range deleted {
 		r.bad("comms_events event_id %d (message_id %s): message row deleted", ev, ids[ev])
 	}
-	return verifyCounts(conn, r, counts)
+	return verifyCounts(conn, r, counts.result())
+}
+
+// groupCounter counts rows per (session, status, channel, sender) without
+// allocating for a group it has seen: the key is looked up as the columns'
+// length-prefixed bytes.
+type groupCounter struct {
+	buf   []byte
+	index map[string]int // encoded key → position in keys and vals
+	keys  []countKey
+	vals  []countVal
+}
+
+// add counts the current row of stmt, whose columns cols are its session,
+// status, channel and sender, with seq.
+func (g *groupCounter) add(stmt *sqlite.Stmt, cols [4]int, seq int64) {
+	g.buf = g.buf[:0]
+	for _, c := range cols {
+		n := stmt.ColumnLen(c)
+		g.buf = binary.AppendUvarint(g.buf, uint64(n))
+		start := len(g.buf)
+		g.buf = slices.Grow(g.buf, n)[:start+n]
+		stmt.ColumnBytes(c, g.buf[start:])
+	}
+	i, ok := g.index[string(g.buf)]
+	if !ok {
+		i = len(g.keys)
+		g.index[string(g.buf)] = i
+		g.keys = append(g.keys, countKey{session: stmt.ColumnText(cols[0]), status: stmt.ColumnText(cols[1]),
+			channel: stmt.ColumnText(cols[2]), sender: stmt.ColumnText(cols[3])})
+		g.vals = append(g.vals, countVal{})
+	}
+	v := &g.vals[i]
+	v.n++
+	v.maxSeq = max(v.maxSeq, seq)
+}
+
+func (g *groupCounter) result() map[countKey]*countVal {
+	out := make(map[countKey]*countVal, len(g.keys))
+	for i, k := range g.keys {
+		out[k] = &g.vals[i]
+	}
+	return out
 }
 
 // countKey names one group of comms_session_counts.
