@@ -223,6 +223,9 @@ func (tx *txn) appendMessage(m Message) (Message, error) {
 	}
 	m.RowID = tx.conn.LastInsertRowID()
 	tx.maxRowID = max(tx.maxRowID, m.RowID)
+	if err := tx.countAdded(m); err != nil {
+		return Message{}, err
+	}
 
 	detail := brokeredDetail(m)
 	if err := tx.addEvent(m.MessageID, EventBrokered, m.UpdatedAtMs, detail, m); err != nil {
@@ -396,6 +399,9 @@ func (tx *txn) advance(c Change) (Message, error) {
 		if err := tx.exec("UPDATE comms_journal SET status = ?, ack_status = ?, error_code = ?, attempt = ?, updated_at_ms = ? WHERE row_id = ?",
 			next.Status, next.AckStatus, next.ErrorCode, next.Attempt, next.UpdatedAtMs, next.RowID); err != nil {
 			return Message{}, fmt.Errorf("update message %s: %w", c.MessageID, err)
+		}
+		if err := tx.countMoved(cur, next); err != nil {
+			return Message{}, err
 		}
 	}
 	if err := tx.addEvent(c.MessageID, name, c.AtMs, string(dj), next); err != nil {

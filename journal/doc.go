@@ -47,4 +47,11 @@
 // Status only rises: recorded < brokered < failed < routed < acked, and
 // ack_status only rises: "" < accepted.unverified < delivered.websocket <
 // delivered.verified (see Merge).
+//
+// # Running counts
+//
+// comms_session_counts holds, per session, status, channel and sender, how
+// many messages there are and the highest seq; the writer updates it in the
+// transaction of every Append and status change, so reports read a
+// session's counts without counting its rows. Verify recounts it.
 package journal

@@ -311,6 +311,14 @@ func TestVerifyTampering(t *testing.T) {
 			"comms_journal row_id 1 (message_id m0): state changed"},
 		{"brokered event renamed", "UPDATE comms_events SET event = 'other' WHERE event_id = 1",
 			"comms_events event_id 1: hash mismatch"},
+		{"session count changed", "UPDATE comms_session_counts SET n = n + 1 WHERE status = 'routed'",
+			`comms_session_counts session "app-session-1" status "routed" channel "ws" sender "oracle": counts 5 messages, the rows hold 4`},
+		{"emptied group counted", "UPDATE comms_session_counts SET n = 1 WHERE status = 'brokered'",
+			`comms_session_counts session "app-session-1" status "brokered" channel "ws" sender "oracle": counts 1 messages, the rows hold 0`},
+		{"session counts deleted", "DELETE FROM comms_session_counts",
+			`comms_session_counts session "app-session-1" status "routed" channel "ws" sender "oracle": counts 0 messages, the rows hold 4`},
+		{"highest seq changed", "UPDATE comms_session_counts SET max_seq = 9 WHERE status = 'routed'",
+			`comms_session_counts session "app-session-1" sender "oracle": highest seq 9, the rows say 4`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -97,6 +97,40 @@ DROP INDEX comms_journal_sender_seq;
 CREATE INDEX comms_journal_pending ON comms_journal(row_id, target_role) WHERE status = 'brokered';
 CREATE INDEX comms_journal_failed ON comms_journal(row_id) WHERE status = 'failed';
 `,
+	// 3: running per-session counts. One row per (session, status,
+	// channel, sender) group of comms_journal: how many messages it holds
+	// (n) and the highest seq (NULL as 0, never below 0) of any message
+	// that was ever in it. The writer keeps them in the transaction that
+	// inserts a message or changes its status (see counts.go), so the
+	// handoff's Coverage and the briefing's previous-session counts read a
+	// few rows instead of counting a session's messages. A group whose
+	// messages all moved on keeps its row with n = 0. Existing ledgers are
+	// backfilled here; hm journal verify recounts.
+	`
+CREATE TABLE comms_session_counts (
+  session_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  channel TEXT NOT NULL,
+  sender_role TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  max_seq INTEGER NOT NULL,
+  PRIMARY KEY (session_id, status, channel, sender_role)
+) WITHOUT ROWID;
+INSERT INTO comms_session_counts(session_id, status, channel, sender_role, n, max_seq)
+  SELECT session_id, status, channel, sender_role, count(*), max(coalesce(max(seq), 0), 0)
+  FROM comms_journal GROUP BY session_id, status, channel, sender_role;
+`,
+	// 4: the reports list a session's newest signals, open TASK/BLOCKER
+	// signals, DECISIONs and open obligations. These indexes hold them in
+	// id order per session, so a LIMITed list walks back from the newest
+	// instead of reading and sorting all of a large session's rows. Only
+	// messages with tagged lines or [ACK REQUIRED] write them.
+	`
+CREATE INDEX IF NOT EXISTS comms_signals_session ON comms_signals(session_id);
+CREATE INDEX IF NOT EXISTS comms_signals_decisions ON comms_signals(session_id) WHERE kind = 'DECISION';
+CREATE INDEX IF NOT EXISTS comms_signals_open ON comms_signals(session_id) WHERE kind IN ('TASK', 'BLOCKER') AND resolved_by IS NULL;
+CREATE INDEX IF NOT EXISTS comms_obligations_open_session ON comms_obligations(session_id) WHERE closed_by IS NULL;
+`,
 }
 
 // latestSchema is the schema version this package writes and expects.

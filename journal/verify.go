@@ -1,8 +1,10 @@
 package journal
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -38,8 +40,9 @@ func (r *VerifyReport) bad(format string, args ...any) {
 // which catches events removed from the end) and checks every current
 // raw_body against the body_hash recorded in its "brokered" event. It also
 // checks that every brokered message still has its row, and that each row's
-// status and ack_status match the latest event recording them. It reads one
-// consistent snapshot. A non-nil error means the check could not run;
+// status and ack_status match the latest event recording them, and that the
+// running per-session counts (comms_session_counts) match a recount of the
+// rows. It reads one consistent snapshot. A non-nil error means the check could not run;
 // tampering is reported through OK and FirstBad.
 func (l *Ledger) Verify(ctx context.Context) (VerifyReport, error) {
 	var r VerifyReport
@@ -139,9 +142,11 @@ func verifyChain(conn *sqlite.Conn, r *VerifyReport, states map[string]*verifySt
 func verifyMessages(conn *sqlite.Conn, r *VerifyReport, states map[string]*verifyState) error {
 	var body []byte
 	var column [32]byte
-	err := execArgs(conn, "SELECT row_id, message_id, raw_body, body_hash, status, ack_status FROM comms_journal ORDER BY row_id", func(stmt *sqlite.Stmt) error {
+	counts := groupCounter{index: map[string]int{}}
+	err := execArgs(conn, "SELECT row_id, message_id, raw_body, body_hash, status, ack_status, session_id, channel, sender_role, seq FROM comms_journal ORDER BY row_id", func(stmt *sqlite.Stmt) error {
 		r.Messages++
 		rowID, msgID := stmt.ColumnInt64(0), stmt.ColumnText(1)
+		counts.add(stmt, [4]int{6, 4, 7, 8}, stmt.ColumnInt64(9))
 		st := states[msgID]
 		if st == nil || st.brokeredID == 0 {
 			r.bad("comms_journal row_id %d (message_id %s): no brokered event", rowID, msgID)
@@ -187,7 +192,115 @@ func verifyMessages(conn *sqlite.Conn, r *VerifyReport, states map[string]*verif
 	for _, ev := range deleted {
 		r.bad("comms_events event_id %d (message_id %s): message row deleted", ev, ids[ev])
 	}
+	return verifyCounts(conn, r, counts.result())
+}
+
+// groupCounter counts rows per (session, status, channel, sender) without
+// allocating for a group it has seen: the key is looked up as the columns'
+// length-prefixed bytes.
+type groupCounter struct {
+	buf   []byte
+	index map[string]int // encoded key → position in keys and vals
+	keys  []countKey
+	vals  []countVal
+}
+
+// add counts the current row of stmt, whose columns cols are its session,
+// status, channel and sender, with seq.
+func (g *groupCounter) add(stmt *sqlite.Stmt, cols [4]int, seq int64) {
+	g.buf = g.buf[:0]
+	for _, c := range cols {
+		n := stmt.ColumnLen(c)
+		g.buf = binary.AppendUvarint(g.buf, uint64(n))
+		start := len(g.buf)
+		g.buf = slices.Grow(g.buf, n)[:start+n]
+		stmt.ColumnBytes(c, g.buf[start:])
+	}
+	i, ok := g.index[string(g.buf)]
+	if !ok {
+		i = len(g.keys)
+		g.index[string(g.buf)] = i
+		g.keys = append(g.keys, countKey{session: stmt.ColumnText(cols[0]), status: stmt.ColumnText(cols[1]),
+			channel: stmt.ColumnText(cols[2]), sender: stmt.ColumnText(cols[3])})
+		g.vals = append(g.vals, countVal{})
+	}
+	v := &g.vals[i]
+	v.n++
+	v.maxSeq = max(v.maxSeq, seq)
+}
+
+func (g *groupCounter) result() map[countKey]*countVal {
+	out := make(map[countKey]*countVal, len(g.keys))
+	for i, k := range g.keys {
+		out[k] = &g.vals[i]
+	}
+	return out
+}
+
+// countKey names one group of comms_session_counts.
+type countKey struct{ session, status, channel, sender string }
+
+// countVal is a group's message count and highest seq (never below 0).
+type countVal struct{ n, maxSeq int64 }
+
+// verifyCounts compares comms_session_counts with the recount of the rows:
+// every group's n, and per session and sender the highest seq of the
+// groups that hold messages (a group's max_seq may stay above its own rows
+// after they moved to another status, never above the sender's).
+func verifyCounts(conn *sqlite.Conn, r *VerifyReport, rows map[countKey]*countVal) error {
+	stored := make(map[countKey]countVal)
+	err := execArgs(conn, "SELECT session_id, status, channel, sender_role, n, max_seq FROM comms_session_counts", func(stmt *sqlite.Stmt) error {
+		k := countKey{session: stmt.ColumnText(0), status: stmt.ColumnText(1), channel: stmt.ColumnText(2), sender: stmt.ColumnText(3)}
+		stored[k] = countVal{n: stmt.ColumnInt64(4), maxSeq: stmt.ColumnInt64(5)}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read session counts: %w", err)
+	}
+	keys := make([]countKey, 0, len(rows)+len(stored))
+	for k := range rows {
+		keys = append(keys, k)
+	}
+	for k := range stored {
+		if _, ok := rows[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, compareCountKeys)
+	type senderKey struct{ session, sender string }
+	rowSeq := map[senderKey]int64{}
+	storedSeq := map[senderKey]int64{}
+	var senders []senderKey
+	for _, k := range keys {
+		var want int64
+		sk := senderKey{k.session, k.sender}
+		if c := rows[k]; c != nil {
+			want = c.n
+			if _, ok := rowSeq[sk]; !ok {
+				senders = append(senders, sk)
+			}
+			rowSeq[sk] = max(rowSeq[sk], c.maxSeq)
+		}
+		got := stored[k]
+		if got.n > 0 {
+			storedSeq[sk] = max(storedSeq[sk], got.maxSeq)
+		}
+		if got.n != want {
+			r.bad("comms_session_counts session %q status %q channel %q sender %q: counts %d messages, the rows hold %d",
+				k.session, k.status, k.channel, k.sender, got.n, want)
+		}
+	}
+	for _, sk := range senders {
+		if got, want := storedSeq[sk], rowSeq[sk]; got != want {
+			r.bad("comms_session_counts session %q sender %q: highest seq %d, the rows say %d", sk.session, sk.sender, got, want)
+		}
+	}
 	return nil
+}
+
+func compareCountKeys(a, b countKey) int {
+	return cmp.Or(strings.Compare(a.session, b.session), strings.Compare(a.status, b.status),
+		strings.Compare(a.channel, b.channel), strings.Compare(a.sender, b.sender))
 }
 
 // detailInfo is what Verify reads from an event's detail_json.

@@ -19,7 +19,24 @@ const BaseTimeMs int64 = 1740819600000
 // Generate appends n generated messages (see Messages) to l in batches of
 // 1000 via AppendBatch. The same seed gives the same rows.
 func Generate(ctx context.Context, l *journal.Ledger, n int, seed int64) error {
-	ms := Messages(n, seed)
+	return GenerateConfig(ctx, l, Config{N: n, Seed: seed})
+}
+
+// Config describes a generated ledger for GenerateConfig and
+// MessagesConfig.
+type Config struct {
+	N    int   // messages
+	Seed int64 // the same seed gives the same rows
+	// LastSession, when positive, makes the last LastSession messages
+	// (at most N) one session of their own: a ledger whose current
+	// session is large. Zero gives Messages' sessions of a few hundred.
+	LastSession int
+}
+
+// GenerateConfig appends the messages MessagesConfig(c) returns to l in
+// batches of 1000 via AppendBatch.
+func GenerateConfig(ctx context.Context, l *journal.Ledger, c Config) error {
+	ms := MessagesConfig(c)
 	for len(ms) > 0 {
 		k := min(len(ms), 1000)
 		if err := l.AppendBatch(ctx, ms[:k]); err != nil {
@@ -66,6 +83,17 @@ type obligationRef struct {
 // brokered ones mostly in the last session) and ack statuses. Timestamps
 // start at BaseTimeMs and only grow.
 func Messages(n int, seed int64) []*journal.Message {
+	return MessagesConfig(Config{N: n, Seed: seed})
+}
+
+// MessagesConfig is Messages with the options of c; Messages(n, seed) is
+// MessagesConfig(Config{N: n, Seed: seed}).
+func MessagesConfig(c Config) []*journal.Message {
+	n, seed := c.N, c.Seed
+	bigFrom := -1 // the index where the large last session starts
+	if c.LastSession > 0 {
+		bigFrom = max(0, n-c.LastSession)
+	}
 	r := rand.New(rand.NewPCG(uint64(seed), 0x5eed5eed))
 	out := make([]*journal.Message, 0, n)
 	ts := BaseTimeMs
@@ -76,6 +104,14 @@ func Messages(n int, seed int64) []*journal.Message {
 	var tasks []string // refs of messages that carry TASK/BLOCKER lines
 	lastSession := false
 	for i := range n {
+		if i == bigFrom {
+			if i > 0 {
+				session++
+			}
+			left = n - i
+			seqs = map[string]int64{}
+			open, tasks = nil, nil
+		}
 		if left == 0 {
 			session++
 			left = 200 + r.IntN(400)

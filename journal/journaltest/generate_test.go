@@ -125,3 +125,45 @@ func TestGenerate(t *testing.T) {
 	}
 	t.Logf("statuses %v channels %v sessions %d obligations %d/%d signals %v", statuses, channels, len(sessions), open, closed, kinds)
 }
+
+func TestMessagesConfigLastSession(t *testing.T) {
+	tests := []struct {
+		name        string
+		n, last     int
+		wantLastLen int
+	}{
+		{"none", 2000, 0, -1},
+		{"tail", 3000, 1200, 1200},
+		{"all", 500, 500, 500},
+		{"more than n", 300, 1000, 300},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ms := MessagesConfig(Config{N: tt.n, Seed: 5, LastSession: tt.last})
+			if len(ms) != tt.n {
+				t.Fatalf("%d messages, want %d", len(ms), tt.n)
+			}
+			if tt.last == 0 {
+				if !reflect.DeepEqual(ms, Messages(tt.n, 5)) {
+					t.Fatal("LastSession 0 differs from Messages")
+				}
+				return
+			}
+			lastID := ms[len(ms)-1].SessionID
+			k := 0
+			for k < len(ms) && ms[len(ms)-1-k].SessionID == lastID {
+				k++
+			}
+			if k != tt.wantLastLen {
+				t.Fatalf("last session %s holds %d messages, want %d", lastID, k, tt.wantLastLen)
+			}
+			seqs := map[string]int64{}
+			for _, m := range ms[len(ms)-k:] {
+				seqs[m.SenderRole]++
+				if m.Seq != seqs[m.SenderRole] {
+					t.Fatalf("seq %d for %s, want %d", m.Seq, m.SenderRole, seqs[m.SenderRole])
+				}
+			}
+		})
+	}
+}

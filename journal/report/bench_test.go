@@ -24,10 +24,10 @@ import (
 
 var benchRows = flag.Int("bench-rows", 1_000_000, "messages in the generated benchmark ledger")
 
-// benchLedger is the generated ledger shared by the benchmarks of one test
+// genLedger is a generated ledger shared by the benchmarks of one test
 // process; it is built on first use only, so plain `go test` never
 // generates it.
-var benchLedger struct {
+type genLedger struct {
 	once    sync.Once
 	dir     string
 	path    string
@@ -38,6 +38,10 @@ var benchLedger struct {
 	err     error
 }
 
+// benchLedger has sessions of a few hundred messages; bigLedger the same
+// number of messages, the last *bigSessionRows of them in one session.
+var benchLedger, bigLedger genLedger
+
 // TestMain fails the run if a test left a goroutine behind.
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -46,21 +50,31 @@ func TestMain(m *testing.M) {
 
 // benchLedgerVersion names the generator's output: bump it when
 // journaltest.Generate or the schema changes what a cached ledger holds.
+// (Schema migrations run when a cached ledger is opened.)
 const benchLedgerVersion = 3
 
 // openBenchLedger returns the shared generated ledger, opened for the
 // caller (closed at cleanup), and its latest session id.
 func openBenchLedger(b *testing.B) (*journal.Ledger, string) {
+	return openGenLedger(b, &benchLedger, 0)
+}
+
+// openBigLedger is openBenchLedger for the ledger whose latest session
+// holds *bigSessionRows of its messages.
+func openBigLedger(b *testing.B) (*journal.Ledger, string) {
+	return openGenLedger(b, &bigLedger, *bigSessionRows)
+}
+
+func openGenLedger(b *testing.B, bl *genLedger, lastSession int) (*journal.Ledger, string) {
 	b.Helper()
 	if testing.Short() {
 		b.Skip("the benchmark ledger is too large for -short")
 	}
-	bl := &benchLedger
-	bl.once.Do(func() { bl.err = generateBenchLedger(*benchRows) })
+	bl.once.Do(func() { bl.err = bl.generate(*benchRows, lastSession) })
 	if bl.err != nil {
 		b.Fatal(bl.err)
 	}
-	b.Logf("ledger: %d messages, %d bytes on disk (%s), generated in %v", *benchRows, bl.bytes, bl.files, bl.genTime.Round(time.Second))
+	b.Logf("ledger: %d messages (last session %d), %d bytes on disk (%s), generated in %v", *benchRows, lastSession, bl.bytes, bl.files, bl.genTime.Round(time.Second))
 	l, err := journal.Open(context.Background(), bl.path, journal.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
@@ -69,13 +83,17 @@ func openBenchLedger(b *testing.B) (*journal.Ledger, string) {
 	return l, bl.latest
 }
 
-// generateBenchLedger makes (or reuses) the benchmark ledger. It is cached
+// generate makes (or reuses) a benchmark ledger of n messages, the last
+// lastSession of them in one session when lastSession > 0. It is cached
 // in the temp directory across test processes (make bench runs each
 // benchmark in its own process): generated under a temporary name and
 // renamed into place only when complete.
-func generateBenchLedger(n int) error {
-	bl := &benchLedger
-	bl.dir = filepath.Join(os.TempDir(), fmt.Sprintf("hm-bench-ledger-v%d-%d", benchLedgerVersion, n))
+func (bl *genLedger) generate(n, lastSession int) error {
+	name := fmt.Sprintf("hm-bench-ledger-v%d-%d", benchLedgerVersion, n)
+	if lastSession > 0 {
+		name += fmt.Sprintf("-last%d", lastSession)
+	}
+	bl.dir = filepath.Join(os.TempDir(), name)
 	bl.path = filepath.Join(bl.dir, "evidence-ledger.db")
 	start := time.Now()
 	ctx := context.Background()
@@ -90,7 +108,7 @@ func generateBenchLedger(n int) error {
 		if err != nil {
 			return err
 		}
-		if err := journaltest.Generate(ctx, l, n, 1); err != nil {
+		if err := journaltest.GenerateConfig(ctx, l, journaltest.Config{N: n, Seed: 1, LastSession: lastSession}); err != nil {
 			_ = l.Close()
 			return err
 		}
@@ -132,10 +150,9 @@ func nextSession(id string) string {
 	return fmt.Sprintf("%s%d", SessionPrefix, n+1)
 }
 
-// runTimed runs fn b.N times and reports ms/op, p50-ms, p99-ms, the output
-// size and, for the shared generated ledger, its size on disk per million
-// messages.
-func runTimed(b *testing.B, diskBytes int64, fn func() ([]byte, error)) {
+// runTimed runs fn b.N times and reports ms/op, p50-ms, p99-ms and the
+// output size.
+func runTimed(b *testing.B, fn func() ([]byte, error)) {
 	b.Helper()
 	var lat []time.Duration
 	var size int
@@ -153,32 +170,74 @@ func runTimed(b *testing.B, diskBytes int64, fn func() ([]byte, error)) {
 	b.ReportMetric(ms(b.Elapsed())/float64(b.N), "ms/op")
 	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
 	b.ReportMetric(ms(lat[min(len(lat)-1, len(lat)*99/100)]), "p99-ms")
-	if diskBytes > 0 {
-		b.ReportMetric(float64(diskBytes)*1e6/float64(*benchRows), "disk-bytes")
-	}
 	b.ReportMetric(float64(size), "out-bytes")
+}
+
+// BenchmarkLedgerSize1M reports the shared generated ledger's size on disk
+// (database and WAL, FTS index included) per million messages. There is
+// nothing to time: it measures the file sizes once per iteration.
+func BenchmarkLedgerSize1M(b *testing.B) {
+	_, _ = openBenchLedger(b)
+	var bytes int64
+	for b.Loop() {
+		bytes = 0
+		for _, suffix := range []string{"", "-wal"} {
+			if fi, err := os.Stat(benchLedger.path + suffix); err == nil {
+				bytes += fi.Size()
+			}
+		}
+	}
+	b.ReportMetric(float64(bytes)*1e6/float64(*benchRows), "disk-bytes")
 }
 
 func BenchmarkHandoff1M(b *testing.B) {
 	l, latest := openBenchLedger(b)
 	ctx := context.Background()
 	o := Options{SessionID: latest, Roles: fixtureRoles}
-	runTimed(b, benchLedger.bytes, func() ([]byte, error) { return Handoff(ctx, l, o) })
+	runTimed(b, func() ([]byte, error) { return Handoff(ctx, l, o) })
 }
 
 func BenchmarkBriefing1M(b *testing.B) {
 	l, latest := openBenchLedger(b)
 	ctx := context.Background()
 	o := Options{SessionID: nextSession(latest), Now: time.Now(), Roles: fixtureRoles}
-	runTimed(b, benchLedger.bytes, func() ([]byte, error) { return Briefing(ctx, l, o) })
+	runTimed(b, func() ([]byte, error) { return Briefing(ctx, l, o) })
 }
 
-var bigSessionRows = flag.Int("bench-session-rows", 100_000, "messages in the single session of BenchmarkOneBigSession")
+// BenchmarkHandoff1MBigSession hands off a session that holds
+// *bigSessionRows of the ledger's *benchRows messages (the session being
+// handed off is the ledger's latest).
+func BenchmarkHandoff1MBigSession(b *testing.B) {
+	l, latest := openBigLedger(b)
+	ctx := context.Background()
+	o := Options{SessionID: latest, Roles: fixtureRoles}
+	runTimed(b, func() ([]byte, error) { return Handoff(ctx, l, o) })
+}
+
+// BenchmarkBriefing1MBigSession builds briefings on the ledger whose
+// latest session holds *bigSessionRows of its *benchRows messages:
+// "previous" for the session after it (the big session is the briefing's
+// previous session, whose counts it shows), "current" for the big session
+// itself (its obligations and signals are the current session's).
+func BenchmarkBriefing1MBigSession(b *testing.B) {
+	l, latest := openBigLedger(b)
+	ctx := context.Background()
+	b.Run("previous", func(b *testing.B) {
+		o := Options{SessionID: nextSession(latest), Now: time.Now(), Roles: fixtureRoles}
+		runTimed(b, func() ([]byte, error) { return Briefing(ctx, l, o) })
+	})
+	b.Run("current", func(b *testing.B) {
+		o := Options{SessionID: latest, Now: time.Now(), Roles: fixtureRoles}
+		runTimed(b, func() ([]byte, error) { return Briefing(ctx, l, o) })
+	})
+}
+
+var bigSessionRows = flag.Int("bench-session-rows", 100_000, "messages in the single session of BenchmarkOneBigSession and in the latest session of the *BigSession benchmarks' ledger")
 
 // BenchmarkOneBigSession measures the worst case for the session-scoped
 // queries: a ledger whose messages all belong to one session, handed off
-// (and briefed as the previous session). Per-session counts are linear in
-// the session's size; see the package's index notes.
+// (and briefed as the previous session). The *1MBigSession benchmarks
+// measure the same on a 1M-message ledger.
 func BenchmarkOneBigSession(b *testing.B) {
 	if testing.Short() {
 		b.Skip("too large for -short")
@@ -201,10 +260,10 @@ func BenchmarkOneBigSession(b *testing.B) {
 		ms = ms[k:]
 	}
 	b.Run("handoff", func(b *testing.B) {
-		runTimed(b, 0, func() ([]byte, error) { return Handoff(ctx, l, Options{Session: 1, Roles: fixtureRoles}) })
+		runTimed(b, func() ([]byte, error) { return Handoff(ctx, l, Options{Session: 1, Roles: fixtureRoles}) })
 	})
 	b.Run("briefing", func(b *testing.B) {
-		runTimed(b, 0, func() ([]byte, error) {
+		runTimed(b, func() ([]byte, error) {
 			return Briefing(ctx, l, Options{Session: 2, Now: time.Now(), Roles: fixtureRoles})
 		})
 	})

@@ -14,17 +14,24 @@ import (
 )
 
 // The report's SQL. Every statement is bounded: a LIMIT, or an equality on
-// an indexed session id (comms_journal_session, comms_obligations_open,
-// comms_signals_session_ref), or a row-id range on comms_journal_status.
-// TestQueryPlans checks each one with EXPLAIN QUERY PLAN.
+// an indexed session id (comms_journal_session, comms_session_counts,
+// comms_obligations_open), or a row-id range on a partial status index.
+// Lists of a session's signals and obligations walk an index in id order
+// per session (comms_signals_session, comms_signals_open,
+// comms_signals_decisions, comms_obligations_open_session) and stop at the
+// LIMIT, so no query's cost grows with the size of a session except the
+// capped counts. TestQueryPlans checks each one with EXPLAIN QUERY PLAN.
 var (
 	// qNextSession steps through the distinct session ids with one index
 	// seek each (a skip scan over comms_journal_session).
 	qNextSession = `SELECT session_id FROM comms_journal WHERE session_id > ?1 ORDER BY session_id LIMIT 1`
 
-	// qSessionCounts aggregates one session's rows.
-	qSessionCounts = `SELECT status, channel, sender_role, count(*), coalesce(max(seq), 0)
- FROM comms_journal WHERE session_id = ?1 GROUP BY status, channel, sender_role`
+	// qSessionCounts reads one session's running counts per (status,
+	// channel, sender) group, kept by the ledger writer: a few rows
+	// however many messages the session holds. max_seq is exact per
+	// sender (bySender), which is all the reports use it for.
+	qSessionCounts = `SELECT status, channel, sender_role, n, max_seq
+ FROM comms_session_counts WHERE session_id = ?1 AND n > 0`
 
 	// qSessionFirst and qSessionLast give a session's row-id range and the
 	// time of its first and last message.
@@ -48,32 +55,26 @@ var (
 	qRecentSession = `SELECT ` + journal.MessageColumns + ` FROM comms_journal WHERE session_id = ?1 ORDER BY row_id DESC LIMIT ?2`
 
 	// qOpenObligations lists open obligations of up to two sessions,
-	// newest first, with the body of the message that opened them.
+	// newest first, with the body of the message that opened them. Each
+	// session's newest ?3 come from a backward walk of
+	// comms_obligations_open_session; only those are joined and sorted.
 	qOpenObligations = `SELECT ` + journal.ObligationColumnsAs("o") + `, coalesce(j.raw_body, ''), coalesce(j.target_role, '')
- FROM comms_obligations o LEFT JOIN comms_journal j ON j.message_id = o.message_id
- WHERE o.session_id IN (?1, ?2) AND o.closed_by IS NULL
+ FROM (` + perSession(`SELECT * FROM comms_obligations WHERE session_id = %s AND closed_by IS NULL ORDER BY obligation_id DESC LIMIT ?3`, "?1", "?2") + `) o
+ LEFT JOIN comms_journal j ON j.message_id = o.message_id
  ORDER BY o.obligation_id DESC LIMIT ?3`
 
-	// signalSelect reads a signal and the ref of the message that
-	// resolved it.
-	signalSelect = `SELECT ` + journal.SignalColumnsAs("s") + `, coalesce(r.header, ''), coalesce(r.seq, 0)
- FROM comms_signals s LEFT JOIN comms_journal r ON r.message_id = s.resolved_by`
-
 	// qSignals lists all signals of one session, newest first.
-	qSignals = signalSelect + `
- WHERE s.session_id = ?1 ORDER BY s.signal_id DESC LIMIT ?2`
+	qSignals = signalSelect(`SELECT * FROM comms_signals WHERE session_id = ?1 ORDER BY signal_id DESC LIMIT ?2`, "?2")
 
 	// qOpenSignals lists unresolved TASK and BLOCKER signals of up to two
 	// sessions, newest first.
-	qOpenSignals = signalSelect + `
- WHERE s.session_id IN (?1, ?2) AND s.kind IN ('TASK', 'BLOCKER') AND s.resolved_by IS NULL
- ORDER BY s.signal_id DESC LIMIT ?3`
+	qOpenSignals = signalSelect(perSession(`SELECT * FROM comms_signals
+ WHERE session_id = %s AND kind IN ('TASK', 'BLOCKER') AND resolved_by IS NULL ORDER BY signal_id DESC LIMIT ?3`, "?1", "?2"), "?3")
 
 	// qDecisions lists DECISION signals of up to two sessions, newest
 	// first.
-	qDecisions = signalSelect + `
- WHERE s.session_id IN (?1, ?2) AND s.kind = 'DECISION'
- ORDER BY s.signal_id DESC LIMIT ?3`
+	qDecisions = signalSelect(perSession(`SELECT * FROM comms_signals
+ WHERE session_id = %s AND kind = 'DECISION' ORDER BY signal_id DESC LIMIT ?3`, "?1", "?2"), "?3")
 
 	// qRolePending counts (up to ?2) messages pending for one role.
 	qRolePending = `SELECT count(*) FROM (SELECT 1 FROM comms_journal INDEXED BY comms_journal_pending WHERE target_role = ?1 AND status = 'brokered' LIMIT ?2)`
@@ -83,6 +84,24 @@ var (
 	qRoleObligations = `SELECT count(*) FROM (SELECT 1 FROM comms_obligations
  WHERE session_id IN (?1, ?2) AND owner_role = ?3 AND closed_by IS NULL LIMIT ?4)`
 )
+
+// signalSelect reads the signals inner selects (whole comms_signals rows),
+// newest first and at most limit (a parameter) of them, each with the ref
+// of the message that resolved it.
+func signalSelect(inner, limit string) string {
+	return `SELECT ` + journal.SignalColumnsAs("s") + `, coalesce(r.header, ''), coalesce(r.seq, 0)
+ FROM (` + inner + `) s LEFT JOIN comms_journal r ON r.message_id = s.resolved_by
+ ORDER BY s.signal_id DESC LIMIT ` + limit
+}
+
+// perSession runs a per-session query (its %s is the session parameter)
+// for two session parameters and unites the results (a session given
+// twice counts once). Each part is a LIMITed index walk; SQLite would
+// otherwise read and sort every matching row of both sessions for an
+// IN (?1, ?2) with ORDER BY id.
+func perSession(query, s1, s2 string) string {
+	return `SELECT * FROM (` + fmt.Sprintf(query, s1) + `) UNION SELECT * FROM (` + fmt.Sprintf(query, s2) + `)`
+}
 
 // allRows is the upper end of a row-id range covering the whole ledger.
 const allRows = math.MaxInt64
@@ -142,7 +161,9 @@ func latestSession(ids []string, skipID string, skipN int) string {
 	return best
 }
 
-// countRow is one group of qSessionCounts.
+// countRow is one group of qSessionCounts. maxSeq is the highest seq of
+// any message that was ever in the group: per sender, the highest over
+// its groups is the sender's highest seq in the session.
 type countRow struct {
 	status, channel, sender string
 	n, maxSeq               int64

@@ -403,17 +403,17 @@ func TestQueryPlans(t *testing.T) {
 		want  []string // plan fragments that must appear
 	}{
 		{"next session", qNextSession, []any{""}, []string{"SEARCH comms_journal USING COVERING INDEX", "(session_id>?)"}},
-		{"session counts", qSessionCounts, []any{"s"}, []string{"SEARCH comms_journal USING", "(session_id=?)"}},
+		{"session counts", qSessionCounts, []any{"s"}, []string{"SEARCH comms_session_counts USING PRIMARY KEY", "(session_id=?)"}},
 		{"session first", qSessionFirst, []any{"s"}, []string{"SEARCH comms_journal USING", "(session_id=?)"}},
 		{"session last", qSessionLast, []any{"s"}, []string{"SEARCH comms_journal USING", "(session_id=?)"}},
 		{"failed", qFailed, []any{1, 2, "s", 3}, []string{"SEARCH comms_journal USING INDEX comms_journal_failed", "(row_id>? AND row_id<?)"}},
 		{"pending", qPending, []any{3}, []string{"comms_journal USING INDEX comms_journal_pending"}},
 		{"recent", qRecent, []any{3}, []string{"SCAN comms_journal"}},
 		{"recent session", qRecentSession, []any{"s", 3}, []string{"SEARCH comms_journal USING", "(session_id=?)"}},
-		{"open obligations", qOpenObligations, []any{"a", "b", 3}, []string{"SEARCH o USING INDEX", "(session_id=?", "(message_id=?)"}},
-		{"signals", qSignals, []any{"s", 3}, []string{"SEARCH s USING INDEX", "(session_id=?", "(message_id=?)"}},
-		{"open signals", qOpenSignals, []any{"a", "b", 3}, []string{"SEARCH s USING INDEX", "(session_id=?"}},
-		{"decisions", qDecisions, []any{"a", "b", 3}, []string{"SEARCH s USING INDEX", "(session_id=?"}},
+		{"open obligations", qOpenObligations, []any{"a", "b", 3}, []string{"SEARCH comms_obligations USING INDEX comms_obligations_open_session (session_id=?)", "(message_id=?)"}},
+		{"signals", qSignals, []any{"s", 3}, []string{"SEARCH comms_signals USING INDEX comms_signals_session (session_id=?)", "(message_id=?)"}},
+		{"open signals", qOpenSignals, []any{"a", "b", 3}, []string{"SEARCH comms_signals USING INDEX comms_signals_open (session_id=?)", "(message_id=?)"}},
+		{"decisions", qDecisions, []any{"a", "b", 3}, []string{"SEARCH comms_signals USING INDEX comms_signals_decisions (session_id=?)", "(message_id=?)"}},
 		{"role pending", qRolePending, []any{"r", 3}, []string{"COVERING INDEX comms_journal_pending"}},
 		{"role obligations", qRoleObligations, []any{"a", "b", "r", 3}, []string{"SEARCH comms_obligations USING INDEX", "(session_id=? AND owner_role=?)"}},
 	} {
@@ -434,10 +434,19 @@ func TestQueryPlans(t *testing.T) {
 					t.Errorf("plan lacks %q:\n%s", w, all)
 				}
 			}
+			// The per-session lists unite LIMITed index walks in a
+			// subquery (o or s), whose few rows are then scanned.
+			united := strings.Contains(all, "COMPOUND QUERY") || c.name == "signals"
 			for _, line := range plan {
 				// A scan of a partial index reads only the rows it holds
 				// (the pending or failed ones), which is what we want.
 				partial := strings.Contains(line, "INDEX comms_journal_pending") || strings.Contains(line, "INDEX comms_journal_failed")
+				if united && (line == "SCAN o" || line == "SCAN s") {
+					continue
+				}
+				if strings.Contains(line, "TEMP B-TREE") && !united && c.name != "session counts" {
+					t.Errorf("sort in plan: %q\n%s", line, all)
+				}
 				if strings.HasPrefix(line, "SCAN ") && !strings.HasPrefix(line, "SCAN (subquery") && c.name != "recent" && !partial {
 					t.Errorf("full scan in plan: %q\n%s", line, all)
 				}

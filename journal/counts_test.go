@@ -1,0 +1,280 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// countsState is comms_session_counts as the reports use it: per group the
+// message count (groups holding none left out) and per session and sender
+// the highest seq (never below 0).
+type countsState struct {
+	groups map[countKey]int64
+	seqs   map[[2]string]int64
+}
+
+// storedCounts reads comms_session_counts.
+func storedCounts(t *testing.T, l *Ledger) countsState {
+	t.Helper()
+	s := countsState{groups: map[countKey]int64{}, seqs: map[[2]string]int64{}}
+	err := l.Read(ctxT(t), func(conn *sqlite.Conn) error {
+		return execArgs(conn, "SELECT session_id, status, channel, sender_role, n, max_seq FROM comms_session_counts WHERE n <> 0", func(stmt *sqlite.Stmt) error {
+			k := countKey{stmt.ColumnText(0), stmt.ColumnText(1), stmt.ColumnText(2), stmt.ColumnText(3)}
+			s.groups[k] = stmt.ColumnInt64(4)
+			sk := [2]string{k.session, k.sender}
+			s.seqs[sk] = max(s.seqs[sk], stmt.ColumnInt64(5))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// recount counts comms_journal's rows one by one: the brute-force truth.
+func recount(t *testing.T, l *Ledger) countsState {
+	t.Helper()
+	s := countsState{groups: map[countKey]int64{}, seqs: map[[2]string]int64{}}
+	err := l.Read(ctxT(t), func(conn *sqlite.Conn) error {
+		return execArgs(conn, "SELECT session_id, status, channel, sender_role, seq FROM comms_journal", func(stmt *sqlite.Stmt) error {
+			k := countKey{stmt.ColumnText(0), stmt.ColumnText(1), stmt.ColumnText(2), stmt.ColumnText(3)}
+			s.groups[k]++
+			sk := [2]string{k.session, k.sender}
+			s.seqs[sk] = max(s.seqs[sk], stmt.ColumnInt64(4))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func checkCounts(t *testing.T, l *Ledger) {
+	t.Helper()
+	got, want := storedCounts(t, l), recount(t, l)
+	if !maps.Equal(got.groups, want.groups) {
+		t.Errorf("session counts differ from a recount:\n got %v\nwant %v", got.groups, want.groups)
+	}
+	if !maps.Equal(got.seqs, want.seqs) {
+		t.Errorf("highest seqs differ from a recount:\n got %v\nwant %v", got.seqs, want.seqs)
+	}
+	r, err := l.Verify(ctxT(t))
+	if err != nil || !r.OK {
+		t.Errorf("Verify = %+v, %v", r, err)
+	}
+}
+
+var (
+	countStatuses = []string{"", StatusRecorded, StatusBrokered, StatusFailed, StatusRouted, StatusAcked}
+	countAcks     = []string{AckNone, AckAcceptedUnverified, AckDeliveredWebSocket, AckDeliveredVerified}
+)
+
+// randomMessage is a message of one of a few sessions, senders (in two
+// spellings), channels and statuses, with seqs that may be missing or
+// negative.
+func randomMessage(r *rand.Rand, id string) *Message {
+	return &Message{
+		MessageID:  id,
+		SessionID:  []string{"app-session-1", "app-session-2", "app-session-10", ""}[r.IntN(4)],
+		SenderRole: []string{"architect", "builder", "Builder", "user", ""}[r.IntN(5)],
+		TargetRole: "oracle",
+		Channel:    []string{"ws", "trigger", "telegram", ""}[r.IntN(4)],
+		Header:     "H",
+		Seq:        int64(r.IntN(40) - 3),
+		Status:     countStatuses[r.IntN(len(countStatuses))],
+		AckStatus:  countAcks[r.IntN(len(countAcks))],
+		RawBody:    "body " + id,
+	}
+}
+
+// TestSessionCountsRandom checks the running per-session counts against a
+// brute-force recount after a random mix of appends (single, batched and
+// duplicate) and status changes (forward, backward, failed→routed, ack
+// only, attempts only, async, unknown ids).
+func TestSessionCountsRandom(t *testing.T) {
+	tests := []struct {
+		name string
+		seed uint64
+		ops  int
+	}{
+		{"few", 1, 40},
+		{"mixed", 2, 400},
+		{"many", 3, 1500},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := openTest(t, Options{})
+			ctx := ctxT(t)
+			r := rand.New(rand.NewPCG(tt.seed, 99))
+			var ids []string
+			failedToRouted := 0
+			for i := range tt.ops {
+				switch p := r.IntN(100); {
+				case p < 30 || len(ids) == 0:
+					id := fmt.Sprintf("m%d", i)
+					if _, err := l.Append(ctx, randomMessage(r, id)); err != nil {
+						t.Fatal(err)
+					}
+					ids = append(ids, id)
+				case p < 35:
+					batch := make([]*Message, 1+r.IntN(5))
+					for j := range batch {
+						batch[j] = randomMessage(r, fmt.Sprintf("m%d-%d", i, j))
+					}
+					dup := r.IntN(3) == 0
+					if dup { // one duplicate fails the whole batch
+						batch[len(batch)-1].MessageID = ids[r.IntN(len(ids))]
+					}
+					err := l.AppendBatch(ctx, batch)
+					if dup != (err != nil) {
+						t.Fatalf("batch (duplicate %v): %v", dup, err)
+					}
+					if !dup {
+						for _, m := range batch {
+							ids = append(ids, m.MessageID)
+						}
+					}
+				case p < 42:
+					m := randomMessage(r, ids[r.IntN(len(ids))])
+					if _, err := l.Append(ctx, m); !errors.Is(err, ErrDuplicate) {
+						t.Fatalf("duplicate append: %v", err)
+					}
+				case p < 52:
+					// failed, then routed: proof of delivery overwrites failed.
+					id := ids[r.IntN(len(ids))]
+					if _, err := l.Advance(ctx, Change{MessageID: id, Status: StatusFailed, ErrorCode: "no_route"}); err != nil {
+						t.Fatal(err)
+					}
+					m, err := l.Advance(ctx, Change{MessageID: id, Status: StatusRouted, AckStatus: AckDeliveredWebSocket})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if m.Status == StatusRouted {
+						failedToRouted++
+					}
+				case p < 57:
+					if _, err := l.Advance(ctx, Change{MessageID: "unknown", Status: StatusAcked}); !errors.Is(err, ErrNotFound) {
+						t.Fatalf("advance unknown: %v", err)
+					}
+				case p < 67:
+					l.AdvanceAsync(Change{MessageID: ids[r.IntN(len(ids))], Status: countStatuses[1+r.IntN(len(countStatuses)-1)]})
+				default:
+					c := Change{MessageID: ids[r.IntN(len(ids))], IncAttempt: r.IntN(4) == 0}
+					if r.IntN(4) > 0 {
+						c.Status = countStatuses[1+r.IntN(len(countStatuses)-1)]
+					}
+					if r.IntN(2) == 0 {
+						c.AckStatus = countAcks[1+r.IntN(len(countAcks)-1)]
+					}
+					if _, err := l.Advance(ctx, c); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if i%97 == 0 {
+					checkCounts(t, l)
+				}
+			}
+			if err := l.KVSet(ctx, "barrier", "1"); err != nil { // commits behind the async ops
+				t.Fatal(err)
+			}
+			checkCounts(t, l)
+			if tt.ops >= 400 && failedToRouted == 0 {
+				t.Error("no failed→routed transition exercised")
+			}
+		})
+	}
+}
+
+// TestSessionCountsMigration opens ledgers written before the counts
+// existed (schema 2: the table dropped, the version set back) and checks
+// that the migration backfills counts equal to a recount, that the writer
+// keeps them from there, and that Verify agrees.
+func TestSessionCountsMigration(t *testing.T) {
+	tests := []struct {
+		name     string
+		messages int
+		advances int
+	}{
+		{"empty", 0, 0},
+		{"one", 1, 0},
+		{"mixed", 300, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			l := openAt(t, path, Options{})
+			ctx := ctxT(t)
+			r := rand.New(rand.NewPCG(uint64(tt.messages), 7))
+			for i := range tt.messages {
+				if _, err := l.Append(ctx, randomMessage(r, fmt.Sprintf("m%d", i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range tt.advances {
+				c := Change{MessageID: fmt.Sprintf("m%d", r.IntN(tt.messages)), Status: countStatuses[1+r.IntN(len(countStatuses)-1)]}
+				if _, err := l.Advance(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := recount(t, l)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			downgrade(t, path)
+
+			l = openAt(t, path, Options{})
+			if got := storedCounts(t, l); !maps.Equal(got.groups, want.groups) || !maps.Equal(got.seqs, want.seqs) {
+				t.Fatalf("backfilled counts = %v %v, want %v %v", got.groups, got.seqs, want.groups, want.seqs)
+			}
+			checkCounts(t, l)
+			// The writer carries on from the backfilled counts.
+			if _, err := l.Append(ctx, msg("after", "builder", "architect", 7, "after the migration")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Advance(ctx, Change{MessageID: "after", Status: StatusFailed}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Advance(ctx, Change{MessageID: "after", Status: StatusRouted}); err != nil {
+				t.Fatal(err)
+			}
+			checkCounts(t, l)
+		})
+	}
+}
+
+// downgrade turns the closed ledger at path into a schema-2 ledger: what
+// migrations 3 (comms_session_counts) and 4 (signal and obligation
+// indexes) added is dropped, the version is 2.
+func downgrade(t *testing.T, path string) {
+	t.Helper()
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := sqlitex.ExecuteScript(conn, `DROP TABLE comms_session_counts; DROP INDEX comms_signals_session; DROP INDEX comms_signals_decisions;
+ DROP INDEX comms_signals_open; DROP INDEX comms_obligations_open_session; UPDATE schema_version SET version = 2;`, nil); err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	if err := sqlitex.ExecuteTransient(conn, "SELECT name FROM sqlite_schema WHERE name LIKE 'comms_session%' OR name IN ('comms_signals_session', 'comms_signals_decisions', 'comms_signals_open', 'comms_obligations_open_session')", &sqlitex.ExecOptions{
+		ResultFunc: func(stmt *sqlite.Stmt) error { tables = append(tables, stmt.ColumnText(0)); return nil },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(tables) > 0 {
+		t.Fatalf("downgrade left %v", tables)
+	}
+	if len(migrations) != 4 {
+		t.Fatalf("downgrade knows migrations up to 4; update it")
+	}
+}
