@@ -43,6 +43,13 @@ func (h *Hub) startComponents(ctx context.Context, deps *broker.Deps) error {
 		deps.Background = h.slots
 		h.components = append(h.components, slotComponent{h.slots})
 	}
+	// Made here, before /status serves, so that Snapshot reads a field
+	// nobody writes afterwards; runLoops runs it.
+	rescan := h.opts.TriggerRescan
+	if rescan <= 0 {
+		rescan = 2 * time.Second
+	}
+	h.watcher = triggers.NewWatcher(h.Layout.Triggers(), h.triggerSink, triggers.Options{Rescan: rescan, Logger: h.log.With("component", "triggers")})
 	return nil
 }
 
@@ -70,12 +77,7 @@ func (h *Hub) lookupPane(name string) (*agent.Pane, bool) {
 // trigger watcher, the Telegram relay, the slots' idle reaper and the
 // handoff writer.
 func (h *Hub) runLoops(ctx context.Context, wg *sync.WaitGroup) {
-	rescan := h.opts.TriggerRescan
-	if rescan <= 0 {
-		rescan = 2 * time.Second
-	}
-	w := triggers.NewWatcher(h.Layout.Triggers(), h.triggerSink, triggers.Options{Rescan: rescan, Logger: h.log.With("component", "triggers")})
-	h.watcher = w
+	w := h.watcher
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
