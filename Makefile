@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run test test-race test-timing bench lint vet-cross fuzz clean
+.PHONY: build run deps test test-race test-timing bench lint vet-cross fuzz clean
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -12,10 +12,15 @@ build:
 run: build
 	./$(BIN)/hm up
 
+# What the tests need that Go does not bring (shells, chattr): installed
+# with apt-get when missing.
+deps:
+	./scripts/deps.sh
+
 # vet (native and macOS cross), the timing-sensitive tests (which skip
 # themselves under -race) without the race detector, then the whole suite
 # under it.
-test: build vet-cross
+test: deps build vet-cross
 	$(GO) vet $(PKGS)
 	@out=$$($(GO) test -count=1 -run 'Timing' $(PKGS) 2>&1); status=$$?; \
 	  printf '%s\n' "$$out" | grep -v 'no test files\|no tests to run'; exit $$status
