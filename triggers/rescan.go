@@ -105,7 +105,7 @@ func (s *runState) rescan(now time.Time) {
 		if e.quiet.After(now) {
 			e.quiet = now
 		}
-		if now.Sub(e.quiet) >= s.w.opts.Settle {
+		if now.Sub(e.quiet) >= s.w.opts.Settle && !s.heldOpen(e, now) {
 			s.makeReady(e)
 		} else {
 			s.settle(e, e.quiet, now)

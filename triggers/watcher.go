@@ -81,6 +81,10 @@ type Watcher struct {
 	// The event loop's ticker and timer only wake it up, so they stay real.
 	now func() time.Time
 
+	// openForWriting reports whether a process holds a file open for
+	// writing (see openfd_linux.go); a test may replace it.
+	openForWriting func(path string) bool
+
 	running atomic.Bool
 
 	processed atomic.Uint64
@@ -120,6 +124,8 @@ func NewWatcher(dir string, sink Sink, opts Options) *Watcher {
 		opts:     opts,
 		log:      opts.Logger.With("component", "triggers", "dir", dir),
 		now:      time.Now,
+
+		openForWriting: openForWriting,
 	}
 }
 
