@@ -77,6 +77,11 @@ func (s *runState) process(ctx context.Context, name, target string, seen, claim
 			s.reject(path, name, rerr)
 			return
 		}
+		if errors.Is(rerr, errLinkPending) {
+			s.paused = true // keep order: everything waits for the next rescan
+			s.w.log.Info("trigger file has a second link; looking again at the next rescan", "name", name)
+			return
+		}
 		if !errors.Is(rerr, fs.ErrNotExist) {
 			s.fsError("read", name, rerr)
 		}
@@ -112,6 +117,13 @@ func (s *runState) process(ctx context.Context, name, target string, seen, claim
 	}
 }
 
+// errLinkPending: a file with more than one link whose link count changed
+// within Settle; it is looked at again at the next rescan.
+var errLinkPending = errors.New("more than one link, changed just now; looking again at the next rescan")
+
+// linkWaitSteps bounds the wait (in milliseconds) for a second link to go.
+const linkWaitSteps = 50
+
 // read returns the file's bytes, or a RejectError for files that are too
 // large or not regular.
 func (s *runState) read(path string) ([]byte, error) {
@@ -129,6 +141,30 @@ func (s *runState) read(path string) ([]byte, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, Reject(CodeNotRegular, "not a regular file (%s)", fi.Mode().Type())
+	}
+	in, ok := statInode(fi)
+	// A writer that links a temp file into place (atomicfile.WriteNew, as
+	// hm-send does) has two names for an instant: give it a moment.
+	for i := 0; ok && in.nlink > 1 && i < linkWaitSteps; i++ {
+		time.Sleep(time.Millisecond)
+		if fi, err = f.Stat(); err != nil {
+			return nil, err
+		}
+		in, ok = statInode(fi)
+	}
+	if ok {
+		if uid := os.Geteuid(); uid >= 0 && in.uid != uint32(uid) {
+			return nil, Reject(CodeForeignOwner, "owned by uid %d, not by the hub's user (uid %d)", in.uid, uid)
+		}
+		if in.nlink > 1 {
+			// A hard link made to smuggle in another file (runtime/hub-token)
+			// keeps its second name. Judge only once the link count has stood
+			// still for Settle (claiming changed the ctime too).
+			if s.w.now().Sub(in.ctime) < s.w.opts.Settle {
+				return nil, errLinkPending
+			}
+			return nil, Reject(CodeLinked, "the file has %d links; only a file with a single name is read (a hard link to another file is refused)", in.nlink)
+		}
 	}
 	limit := s.w.opts.MaxBytes
 	if fi.Size() > limit {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -312,5 +313,81 @@ func TestClaimCollision(t *testing.T) {
 	got := rec.got()
 	if got[0].Content != "first" || got[1].Content != "second" {
 		t.Errorf("order %q %q", got[0].Content, got[1].Content)
+	}
+}
+
+// TestOnlyRegularFilesRead: symlinks, FIFOs, devices and directories named
+// like trigger files, hard links, and files owned by another user go to
+// rejected/ with a reason, unread; they never stay in triggers/ forever.
+func TestOnlyRegularFilesRead(t *testing.T) {
+	leak.Check(t)
+	if os.Geteuid() != 0 {
+		t.Fatal("this test makes a device node and chowns a file: run it as root (CI does)")
+	}
+	dir := t.TempDir()
+	secretDir := t.TempDir()
+	secret := filepath.Join(secretDir, "hub-token")
+	if err := os.WriteFile(secret, []byte("(ARCH #1): TOP SECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		make func(path string) error
+		code string
+	}{
+		{"architect.symlink.txt", func(p string) error { return os.Symlink(secret, p) }, CodeNotRegular},
+		{"architect.fifo.txt", func(p string) error { return syscall.Mkfifo(p, 0o600) }, CodeNotRegular},
+		{"architect.dev.txt", func(p string) error { return syscall.Mknod(p, syscall.S_IFCHR|0o600, 1<<8|3) }, CodeNotRegular}, // /dev/null
+		{"architect.dir.txt", func(p string) error { return os.Mkdir(p, 0o700) }, CodeNotRegular},
+		{"architect.hardlink.txt", func(p string) error { return os.Link(secret, p) }, CodeLinked},
+		{"architect.foreign.txt", func(p string) error {
+			if err := os.WriteFile(p, []byte("(ARCH #2): from someone else"), 0o644); err != nil {
+				return err
+			}
+			return os.Lchown(p, 65534, 65534)
+		}, CodeForeignOwner},
+	}
+	rec := &recorder{}
+	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 50 * time.Millisecond, Settle: 20 * time.Millisecond})
+	for i, tc := range tests {
+		if i%2 == 0 { // half before Run (drain), half while it runs
+			if err := tc.make(filepath.Join(dir, tc.name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r := startWatcher(t, w)
+	waitStarted(t, w)
+	for i, tc := range tests {
+		if i%2 == 1 {
+			if err := tc.make(filepath.Join(dir, tc.name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	writeFile(t, dir, "oracle.ok.txt", []byte("fine"))
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			poll.Until(t, 10*time.Second, tc.name+" rejected", func() bool {
+				_, err := os.Lstat(filepath.Join(dir, RejectedDir, tc.name))
+				return err == nil
+			})
+			if code, text := readReason(t, dir, tc.name); code != tc.code || text == "" {
+				t.Errorf("reason %q %q, want %q", code, text, tc.code)
+			}
+		})
+	}
+	poll.Until(t, 10*time.Second, "ok delivered", func() bool { return rec.count() >= 1 })
+	r.stop()
+	for _, f := range rec.got() {
+		if f.Name != "oracle.ok.txt" {
+			t.Errorf("delivered %+v", f)
+		}
+	}
+	if got := triggerNames(t, dir); len(got) != 0 {
+		t.Errorf("left in triggers/: %v", got)
+	}
+	if raw, err := os.ReadFile(secret); err != nil || string(raw) != "(ARCH #1): TOP SECRET" {
+		t.Errorf("secret changed: %q %v", raw, err)
 	}
 }

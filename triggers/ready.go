@@ -68,7 +68,11 @@ func (s *runState) live(e *entry) bool { return s.entries[e.name] == e && e.stat
 func (s *runState) observeCreate(name, target string, now time.Time) {
 	e := s.entries[name]
 	fi, err := os.Lstat(filepath.Join(s.w.dir, name))
-	if err != nil || !fi.Mode().IsRegular() {
+	if err == nil && !fi.Mode().IsRegular() {
+		s.rejectNotRegular(name, fi.Mode().Type())
+		return
+	}
+	if err != nil {
 		if e != nil {
 			s.drop(e)
 		}
