@@ -1,8 +1,6 @@
 package triggers
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -62,17 +60,6 @@ func ValidMessageID(id string) bool {
 
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
-
-// DerivedID returns the deterministic message id "trg-<hex16>" used for a
-// trigger file without an explicit id: the first 8 bytes of the SHA-256 of the
-// file name and the decoded content.
-func DerivedID(name, content string) string {
-	h := sha256.New()
-	h.Write([]byte(name))
-	h.Write([]byte{0})
-	h.Write([]byte(content))
-	return "trg-" + hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // Decode turns the raw bytes of a trigger file into its message id (empty when

@@ -173,27 +173,6 @@ func TestValidMessageID(t *testing.T) {
 	}
 }
 
-func TestDerivedID(t *testing.T) {
-	a := DerivedID("architect.txt", "hello")
-	tests := []struct {
-		name, n, c string
-		same       bool
-	}{
-		{"same input", "architect.txt", "hello", true},
-		{"other content", "architect.txt", "hello!", false},
-		{"other name", "builder.txt", "hello", false},
-		{"boundary moved", "architect.txth", "ello", false},
-	}
-	if !strings.HasPrefix(a, "trg-") || len(a) != 4+16 || !ValidMessageID(a) {
-		t.Fatalf("DerivedID = %q, want trg-<hex16>", a)
-	}
-	for _, tc := range tests {
-		if got := DerivedID(tc.n, tc.c); (got == a) != tc.same {
-			t.Errorf("%s: DerivedID = %q vs %q, same=%v", tc.name, got, a, tc.same)
-		}
-	}
-}
-
 func TestRejectErrors(t *testing.T) {
 	tests := []struct {
 		name   string

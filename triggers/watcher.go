@@ -36,7 +36,7 @@ var ErrRunning = errors.New("trigger watcher already running")
 type File struct {
 	Name      string    // original file name, e.g. "architect.hm-123-abc.txt"
 	Target    string    // target part of the name, lower-cased: "architect", "all", "others-builder", ...
-	MessageID string    // from the "[HM-MESSAGE-ID:<id>]" first line, else DerivedID(Name, Content)
+	MessageID string    // from the "[HM-MESSAGE-ID:<id>]" first line, else FileID of the file
 	Content   string    // decoded, cleaned message text (header included as written)
 	ClaimedAt time.Time // when the watcher claimed it
 	Seen      time.Time // when the watcher first observed it
