@@ -87,15 +87,16 @@ func (s *runState) process(ctx context.Context, name, target string, seen, claim
 		}
 		return
 	}
-	id, content, err := Decode(data)
+	d, err := DecodeFile(data)
 	if err != nil {
 		s.reject(path, name, err)
 		return
 	}
+	id, content := d.MessageID, d.Content
 	if id == "" {
 		id = s.fileID(name, fi)
 	}
-	f := File{Name: name, Target: target, MessageID: id, Content: content, ClaimedAt: claimedAt, Seen: seen}
+	f := File{Name: name, Target: target, MessageID: id, Content: content, Sig: d.Sig, ClaimedAt: claimedAt, Seen: seen}
 	err = s.w.sink(ctx, f)
 	switch {
 	case err == nil:
