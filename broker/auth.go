@@ -82,3 +82,19 @@ func (t *Tokens) IsOperator(token string) bool {
 	id, ok := t.Check(token)
 	return ok && id.Operator
 }
+
+// Match finds the token that passes verify among the operator secret and
+// the token issued to role (a trigger file's signature, SPEC §7), without
+// handing tokens out. The operator may claim any role.
+func (t *Tokens) Match(role string, verify func(token string) bool) (Identity, bool) {
+	if t.operator != "" && verify(t.operator) {
+		return Identity{Role: role, Operator: true}, true
+	}
+	t.mu.RLock()
+	tok, ok := t.byRole[role]
+	t.mu.RUnlock()
+	if ok && verify(tok) {
+		return Identity{Role: role}, true
+	}
+	return Identity{}, false
+}

@@ -22,6 +22,8 @@ const (
 	RoleSystem   = "system"   // the hub itself (reminders, notices)
 	RoleTelegram = "telegram" // the Telegram chat as a target
 	RoleAll      = "all"      // broadcast target
+	// RoleUnverified is the recorded sender of an unsigned trigger file.
+	RoleUnverified = "unverified"
 )
 
 // ErrInvalidTarget is returned for a target that names nobody.
@@ -55,6 +57,13 @@ type Telegram struct {
 	Allowlist []string `json:"allowlist"`
 }
 
+// Triggers configures the trigger-directory fallback (SPEC §7).
+type Triggers struct {
+	// AllowUnsigned lets files without an [HM-SIG:] line in, recorded with
+	// sender "unverified" (default true, for older tools).
+	AllowUnsigned bool
+}
+
 // Team is the resolved team definition.
 type Team struct {
 	Port       int
@@ -63,9 +72,11 @@ type Team struct {
 	// SecretEnv names more environment variables kept out of panes (see
 	// IsSecretEnv); a name ending in * is a prefix.
 	SecretEnv []string
-	main      []Member
-	bg        []Member
-	index     map[string]int // key -> position in all()
+	// Triggers is the settings.json "triggers" section.
+	Triggers Triggers
+	main     []Member
+	bg       []Member
+	index    map[string]int // key -> position in all()
 }
 
 type paneSettings struct {
@@ -90,6 +101,9 @@ type settings struct {
 	Background *backgroundSettings `json:"background"`
 	Telegram   *Telegram           `json:"telegram"`
 	SecretEnv  []string            `json:"secretEnv"`
+	Triggers   *struct {
+		AllowUnsigned *bool `json:"allowUnsigned"`
+	} `json:"triggers"`
 }
 
 // Aliases maps alternative target names to roles.
@@ -205,7 +219,10 @@ func build(s settings) (*Team, error) {
 			return nil, fmt.Errorf("pane %q: header %q: letters, digits and single hyphens only", role, m.Header)
 		}
 	}
-	t := &Team{Port: s.Port, SecretEnv: s.SecretEnv, main: members}
+	t := &Team{Port: s.Port, SecretEnv: s.SecretEnv, main: members, Triggers: Triggers{AllowUnsigned: true}}
+	if s.Triggers != nil && s.Triggers.AllowUnsigned != nil {
+		t.Triggers.AllowUnsigned = *s.Triggers.AllowUnsigned
+	}
 	if t.Port == 0 {
 		t.Port = 9900
 	}
@@ -266,7 +283,7 @@ func build(s settings) (*Team, error) {
 
 func isReserved(role string) bool {
 	switch role {
-	case RoleUser, RoleSystem, RoleTelegram, RoleAll, "workers":
+	case RoleUser, RoleSystem, RoleTelegram, RoleAll, RoleUnverified, "workers":
 		return true
 	}
 	_, alias := Aliases[role]

@@ -71,10 +71,15 @@ func (s *runState) fsError(op, name string, err error) {
 // process reads a claimed file, hands it to the sink and finishes it.
 func (s *runState) process(ctx context.Context, name, target string, seen, claimedAt time.Time) {
 	path := filepath.Join(s.w.claimed, name)
-	data, rerr := s.read(path)
+	data, fi, rerr := s.read(path)
 	if rerr != nil {
 		if CodeOf(rerr) != "" {
 			s.reject(path, name, rerr)
+			return
+		}
+		if errors.Is(rerr, errLinkPending) {
+			s.paused = true // keep order: everything waits for the next rescan
+			s.w.log.Info("trigger file has a second link; looking again at the next rescan", "name", name)
 			return
 		}
 		if !errors.Is(rerr, fs.ErrNotExist) {
@@ -82,19 +87,21 @@ func (s *runState) process(ctx context.Context, name, target string, seen, claim
 		}
 		return
 	}
-	id, content, err := Decode(data)
+	d, err := DecodeFile(data)
 	if err != nil {
 		s.reject(path, name, err)
 		return
 	}
+	id, content := d.MessageID, d.Content
 	if id == "" {
-		id = DerivedID(name, content)
+		id = s.fileID(name, fi)
 	}
-	f := File{Name: name, Target: target, MessageID: id, Content: content, ClaimedAt: claimedAt, Seen: seen}
+	f := File{Name: name, Target: target, MessageID: id, Content: content, Sig: d.Sig, ClaimedAt: claimedAt, Seen: seen}
 	err = s.w.sink(ctx, f)
 	switch {
 	case err == nil:
 		s.w.processed.Add(1)
+		s.done(id)
 		if rmErr := os.Remove(path); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
 			s.fsError("remove", name, rmErr)
 		}
@@ -112,36 +119,91 @@ func (s *runState) process(ctx context.Context, name, target string, seen, claim
 	}
 }
 
+// errLinkPending: a file with more than one link whose link count changed
+// within Settle; it is looked at again at the next rescan.
+var errLinkPending = errors.New("more than one link, changed just now; looking again at the next rescan")
+
+// linkWaitSteps bounds the wait (in milliseconds) for a second link to go.
+const linkWaitSteps = 50
+
+// fileID returns FileID(name, fi), made unique within this run: an id
+// already committed and deleted in this run cannot be the same file again
+// (an inode reused within one timestamp tick), so it gets a suffix.
+func (s *runState) fileID(name string, fi fs.FileInfo) string {
+	id := FileID(name, fi)
+	for n := 2; ; n++ {
+		if _, seen := s.doneIDs[id]; !seen {
+			return id
+		}
+		id = FileID(name, fi) + "-" + strconv.Itoa(n)
+	}
+}
+
+// done remembers a derived id whose file was committed and deleted.
+func (s *runState) done(id string) {
+	if !strings.HasPrefix(id, "trg-") {
+		return
+	}
+	if s.doneIDs == nil || len(s.doneIDs) >= 4096 {
+		s.doneIDs = map[string]struct{}{}
+	}
+	s.doneIDs[id] = struct{}{}
+}
+
 // read returns the file's bytes, or a RejectError for files that are too
 // large or not regular.
-func (s *runState) read(path string) ([]byte, error) {
+func (s *runState) read(path string) ([]byte, fs.FileInfo, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, Reject(CodeNotRegular, "a symbolic link, not a regular file")
+			return nil, nil, Reject(CodeNotRegular, "a symbolic link, not a regular file")
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() { _ = f.Close() }()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, Reject(CodeNotRegular, "not a regular file (%s)", fi.Mode().Type())
+		return nil, nil, Reject(CodeNotRegular, "not a regular file (%s)", fi.Mode().Type())
+	}
+	in, ok := statInode(fi)
+	// A writer that links a temp file into place (atomicfile.WriteNew, as
+	// hm-send does) has two names for an instant: give it a moment.
+	for i := 0; ok && in.nlink > 1 && i < linkWaitSteps; i++ {
+		time.Sleep(time.Millisecond)
+		if fi, err = f.Stat(); err != nil {
+			return nil, nil, err
+		}
+		in, ok = statInode(fi)
+	}
+	if ok {
+		if uid := os.Geteuid(); uid >= 0 && in.uid != uint32(uid) {
+			return nil, nil, Reject(CodeForeignOwner, "owned by uid %d, not by the hub's user (uid %d)", in.uid, uid)
+		}
+		if in.nlink > 1 {
+			// A hard link made to smuggle in another file (runtime/hub-token)
+			// keeps its second name. Judge only once the link count has stood
+			// still for Settle (claiming changed the ctime too).
+			if s.w.now().Sub(in.ctime) < s.w.opts.Settle {
+				return nil, nil, errLinkPending
+			}
+			return nil, nil, Reject(CodeLinked, "the file has %d links; only a file with a single name is read (a hard link to another file is refused)", in.nlink)
+		}
 	}
 	limit := s.w.opts.MaxBytes
 	if fi.Size() > limit {
-		return nil, Reject(CodeTooLarge, "the file is %d bytes, the limit is %d", fi.Size(), limit)
+		return nil, nil, Reject(CodeTooLarge, "the file is %d bytes, the limit is %d", fi.Size(), limit)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if int64(len(data)) > limit {
-		return nil, Reject(CodeTooLarge, "the file is over the %d-byte limit", limit)
+		return nil, nil, Reject(CodeTooLarge, "the file is over the %d-byte limit", limit)
 	}
-	return data, nil
+	return data, fi, nil
 }
 
 // reject moves a claimed file to rejected/ beside a reason file, never

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -192,7 +193,7 @@ func TestSymlinkNotFollowed(t *testing.T) {
 }
 
 // TestClaimedLeftovers: files a crash left in .claimed/ go first, and a
-// file without an id gets the deterministic one.
+// file without an id gets the one FileID gives it before the crash.
 func TestClaimedLeftovers(t *testing.T) {
 	dir := t.TempDir()
 	claimed := filepath.Join(dir, ClaimedDir)
@@ -203,6 +204,11 @@ func TestClaimedLeftovers(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(claimed, "builder.txt"), []byte("(ARCH #7): crashed mid-claim\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	fi, err := os.Stat(filepath.Join(claimed, "builder.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leftoverID := FileID("builder.txt", fi)
 	if err := os.WriteFile(filepath.Join(claimed, "oracle.hm-9-x.txt"), []byte("[HM-MESSAGE-ID:hm-9-x]\nwith id"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +235,7 @@ func TestClaimedLeftovers(t *testing.T) {
 	for _, f := range got {
 		switch f.Name {
 		case "builder.txt":
-			if want := DerivedID("builder.txt", "(ARCH #7): crashed mid-claim"); f.MessageID != want || f.Target != "builder" {
+			if want := leftoverID; f.MessageID != want || f.Target != "builder" {
 				t.Errorf("leftover %+v, want id %s", f, want)
 			}
 		case "oracle.hm-9-x.txt":
@@ -268,7 +274,7 @@ func TestDerivedIDSurvivesRetry(t *testing.T) {
 	r.stop()
 	mu.Lock()
 	defer mu.Unlock()
-	if len(ids) != 2 || ids[0] != ids[1] || ids[0] != DerivedID("oracle.txt", "no id here") {
+	if len(ids) != 2 || ids[0] != ids[1] || !strings.HasPrefix(ids[0], "trg-") {
 		t.Errorf("ids %v", ids)
 	}
 }
@@ -305,5 +311,185 @@ func TestClaimCollision(t *testing.T) {
 	got := rec.got()
 	if got[0].Content != "first" || got[1].Content != "second" {
 		t.Errorf("order %q %q", got[0].Content, got[1].Content)
+	}
+}
+
+// TestOnlyRegularFilesRead: symlinks, FIFOs, devices and directories named
+// like trigger files, hard links, and files owned by another user go to
+// rejected/ with a reason, unread; they never stay in triggers/ forever.
+func TestOnlyRegularFilesRead(t *testing.T) {
+	leak.Check(t)
+	if os.Geteuid() != 0 {
+		t.Fatal("this test makes a device node and chowns a file: run it as root (CI does)")
+	}
+	dir := t.TempDir()
+	secretDir := t.TempDir()
+	secret := filepath.Join(secretDir, "hub-token")
+	if err := os.WriteFile(secret, []byte("(ARCH #1): TOP SECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		make func(path string) error
+		code string
+	}{
+		{"architect.symlink.txt", func(p string) error { return os.Symlink(secret, p) }, CodeNotRegular},
+		{"architect.fifo.txt", func(p string) error { return syscall.Mkfifo(p, 0o600) }, CodeNotRegular},
+		{"architect.dev.txt", func(p string) error { return syscall.Mknod(p, syscall.S_IFCHR|0o600, 1<<8|3) }, CodeNotRegular}, // /dev/null
+		{"architect.dir.txt", func(p string) error { return os.Mkdir(p, 0o700) }, CodeNotRegular},
+		{"architect.hardlink.txt", func(p string) error { return os.Link(secret, p) }, CodeLinked},
+		{"architect.foreign.txt", func(p string) error {
+			if err := os.WriteFile(p, []byte("(ARCH #2): from someone else"), 0o644); err != nil {
+				return err
+			}
+			return os.Lchown(p, 65534, 65534)
+		}, CodeForeignOwner},
+	}
+	rec := &recorder{}
+	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 50 * time.Millisecond, Settle: 20 * time.Millisecond})
+	for i, tc := range tests {
+		if i%2 == 0 { // half before Run (drain), half while it runs
+			if err := tc.make(filepath.Join(dir, tc.name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r := startWatcher(t, w)
+	waitStarted(t, w)
+	for i, tc := range tests {
+		if i%2 == 1 {
+			if err := tc.make(filepath.Join(dir, tc.name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	writeFile(t, dir, "oracle.ok.txt", []byte("fine"))
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			poll.Until(t, 10*time.Second, tc.name+" rejected", func() bool {
+				_, err := os.Lstat(filepath.Join(dir, RejectedDir, tc.name))
+				return err == nil
+			})
+			if code, text := readReason(t, dir, tc.name); code != tc.code || text == "" {
+				t.Errorf("reason %q %q, want %q", code, text, tc.code)
+			}
+		})
+	}
+	poll.Until(t, 10*time.Second, "ok delivered", func() bool { return rec.count() >= 1 })
+	r.stop()
+	for _, f := range rec.got() {
+		if f.Name != "oracle.ok.txt" {
+			t.Errorf("delivered %+v", f)
+		}
+	}
+	if got := triggerNames(t, dir); len(got) != 0 {
+		t.Errorf("left in triggers/: %v", got)
+	}
+	if raw, err := os.ReadFile(secret); err != nil || string(raw) != "(ARCH #1): TOP SECRET" {
+		t.Errorf("secret changed: %q %v", raw, err)
+	}
+}
+
+// TestLegacyNameIDsPerFile: two <target>.txt files with the same text,
+// written one after the other, are two messages with two ids; a file with
+// an explicit id keeps it.
+func TestLegacyNameIDsPerFile(t *testing.T) {
+	leak.Check(t)
+	tests := []struct {
+		name    string
+		file    string
+		content string
+		fixedID string // "" when the id is derived per file
+	}{
+		{"legacy name", "architect.txt", "yes", ""},
+		{"legacy name, dotted form", "architect.x.txt", "yes", ""},
+		{"explicit id", "architect.y.txt", "[HM-MESSAGE-ID:fixed-1]\nyes", "fixed-1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			rec := &recorder{}
+			w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t)})
+			r := startWatcher(t, w)
+			waitStarted(t, w)
+			for i := 1; i <= 2; i++ {
+				writeFile(t, dir, tc.file, []byte(tc.content))
+				poll.Until(t, 10*time.Second, fmt.Sprintf("file %d processed", i), func() bool { return w.Stats().Processed == uint64(i) })
+			}
+			r.stop()
+			got := rec.got()
+			if len(got) != 2 || got[0].Content != "yes" || got[1].Content != "yes" {
+				t.Fatalf("delivered %+v", got)
+			}
+			a, b := got[0].MessageID, got[1].MessageID
+			if tc.fixedID != "" {
+				if a != tc.fixedID || b != tc.fixedID {
+					t.Errorf("ids %q %q, want %q twice", a, b, tc.fixedID)
+				}
+				return
+			}
+			if a == b || !strings.HasPrefix(a, "trg-") || !ValidMessageID(a) || !ValidMessageID(b) {
+				t.Errorf("ids %q and %q: want two distinct trg- ids", a, b)
+			}
+		})
+	}
+}
+
+// TestFileID: the derived id follows the file (name, inode, mtime, size),
+// not its text.
+func TestFileID(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "architect.txt")
+	if err := os.WriteFile(p, []byte("yes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mt := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(p, mt, mt); err != nil {
+		t.Fatal(err)
+	}
+	stat := func(path string) os.FileInfo {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	a := FileID("architect.txt", stat(p))
+	if !strings.HasPrefix(a, "trg-") || len(a) != 4+16 || !ValidMessageID(a) {
+		t.Fatalf("FileID = %q, want trg-<hex16>", a)
+	}
+	moved := filepath.Join(dir, "moved")
+	if err := os.Rename(p, moved); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		change func() (string, os.FileInfo)
+		same   bool
+	}{
+		{"renamed (claimed) keeps its id", func() (string, os.FileInfo) { return "architect.txt", stat(moved) }, true},
+		{"other name", func() (string, os.FileInfo) { return "builder.txt", stat(moved) }, false},
+		{"other mtime", func() (string, os.FileInfo) {
+			if err := os.Chtimes(moved, mt, mt.Add(time.Nanosecond)); err != nil {
+				t.Fatal(err)
+			}
+			return "architect.txt", stat(moved)
+		}, false},
+		{"other inode, same text", func() (string, os.FileInfo) {
+			q := filepath.Join(dir, "copy")
+			if err := os.WriteFile(q, []byte("yes"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(q, mt, mt); err != nil {
+				t.Fatal(err)
+			}
+			return "architect.txt", stat(q)
+		}, false},
+	}
+	for _, tc := range tests {
+		name, fi := tc.change()
+		if got := FileID(name, fi); (got == a) != tc.same {
+			t.Errorf("%s: FileID = %q vs %q, same=%v", tc.name, got, a, tc.same)
+		}
 	}
 }

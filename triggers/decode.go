@@ -1,8 +1,6 @@
 package triggers
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -50,15 +48,11 @@ func ParseName(name string) (target string, ok bool) {
 // file name. It is msgid.Valid, the rule the hub applies too.
 func ValidMessageID(id string) bool { return msgid.Valid(id) }
 
-// DerivedID returns the deterministic message id "trg-<hex16>" used for a
-// trigger file without an explicit id: the first 8 bytes of the SHA-256 of the
-// file name and the decoded content.
-func DerivedID(name, content string) string {
-	h := sha256.New()
-	h.Write([]byte(name))
-	h.Write([]byte{0})
-	h.Write([]byte(content))
-	return "trg-" + hex.EncodeToString(h.Sum(nil)[:8])
+// Decoded is a decoded trigger file.
+type Decoded struct {
+	MessageID string     // from the "[HM-MESSAGE-ID:<id>]" first line, "" if none
+	Content   string     // the cleaned message
+	Sig       *Signature // from the "[HM-SIG:]" line after the id line, nil if none
 }
 
 // Decode turns the raw bytes of a trigger file into its message id (empty when
@@ -67,24 +61,70 @@ func DerivedID(name, content string) string {
 // invalid UTF-8 becomes U+FFFD, CRLF and lone CR become LF, NULs and all other
 // control characters except tab and newline are removed, and surrounding
 // whitespace is trimmed. A first line of the id form is removed even when the
-// id in it is malformed. Content with no printable character left returns
-// ErrEmpty.
+// id in it is malformed, and so is a signature line after it (see
+// DecodeFile). Content with no printable character left returns ErrEmpty.
 func Decode(raw []byte) (messageID, content string, err error) {
-	text := clean(toUTF8(raw))
+	d, err := DecodeFile(raw)
+	return d.MessageID, d.Content, err
+}
+
+// DecodeFile is Decode that also returns the signature: a line
+// "[HM-SIG:v1:<role>:<hex>]" right after the id line. A malformed signature
+// line, or one without a valid id line before it, is a bad_signature
+// RejectError.
+func DecodeFile(raw []byte) (Decoded, error) {
+	var d Decoded
+	utf := toUTF8(raw)
+	text := clean(utf)
 	first, rest, _ := strings.Cut(text, "\n")
 	line := strings.TrimSpace(first)
 	if len(line) >= len(idLinePrefix)+1 && strings.EqualFold(line[:len(idLinePrefix)], idLinePrefix) && line[len(line)-1] == ']' {
 		id := strings.TrimSpace(line[len(idLinePrefix) : len(line)-1])
 		if ValidMessageID(id) {
-			messageID = id
+			d.MessageID = id
 		}
 		text = rest
 	}
-	content = strings.TrimSpace(text)
-	if blank(content) {
-		return messageID, "", ErrEmpty
+	second, rest2, _ := strings.Cut(text, "\n")
+	sig, isSig, err := parseSigLine(strings.TrimSpace(second))
+	if err != nil {
+		return d, err
 	}
-	return messageID, content, nil
+	if isSig {
+		if d.MessageID == "" {
+			return d, Reject(CodeBadSignature, "a signed file needs a valid [HM-MESSAGE-ID:<id>] first line")
+		}
+		sig.id = d.MessageID
+		sig.payload = signedBody(utf)
+		d.Sig = sig
+		text = rest2
+	}
+	d.Content = strings.TrimSpace(text)
+	first, _, _ = strings.Cut(d.Content, "\n")
+	if _, misplaced, _ := parseSigLine(strings.TrimSpace(first)); misplaced {
+		return d, Reject(CodeBadSignature, "a signature line must come right after the [HM-MESSAGE-ID:] line")
+	}
+	if blank(d.Content) {
+		d.Content = ""
+		return d, ErrEmpty
+	}
+	return d, nil
+}
+
+// signedBody returns the text after the second "\n" of utf when its first
+// two lines, cleaned, are an id line and a signature line; nil otherwise (the
+// signature then never verifies).
+func signedBody(utf string) []byte {
+	l1, rest, ok1 := strings.Cut(utf, "\n")
+	l2, body, ok2 := strings.Cut(rest, "\n")
+	if !ok1 || !ok2 {
+		return nil
+	}
+	a, b := strings.TrimSpace(clean(l1)), strings.TrimSpace(clean(l2))
+	if !strings.HasPrefix(strings.ToUpper(a), idLinePrefix) || !strings.HasPrefix(strings.ToUpper(b), sigLinePrefix) {
+		return nil
+	}
+	return []byte(body)
 }
 
 // toUTF8 converts raw to a Go string according to its BOM. The result may

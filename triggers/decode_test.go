@@ -2,6 +2,7 @@ package triggers
 
 import (
 	"errors"
+	"hm/roles"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -173,27 +174,6 @@ func TestValidMessageID(t *testing.T) {
 	}
 }
 
-func TestDerivedID(t *testing.T) {
-	a := DerivedID("architect.txt", "hello")
-	tests := []struct {
-		name, n, c string
-		same       bool
-	}{
-		{"same input", "architect.txt", "hello", true},
-		{"other content", "architect.txt", "hello!", false},
-		{"other name", "builder.txt", "hello", false},
-		{"boundary moved", "architect.txth", "ello", false},
-	}
-	if !strings.HasPrefix(a, "trg-") || len(a) != 4+16 || !ValidMessageID(a) {
-		t.Fatalf("DerivedID = %q, want trg-<hex16>", a)
-	}
-	for _, tc := range tests {
-		if got := DerivedID(tc.n, tc.c); (got == a) != tc.same {
-			t.Errorf("%s: DerivedID = %q vs %q, same=%v", tc.name, got, a, tc.same)
-		}
-	}
-}
-
 func TestRejectErrors(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -267,15 +247,36 @@ func FuzzDecode(f *testing.F) {
 		[]byte("\x89PNG\r\n\x1a\n\x00\x00"),
 		[]byte("[HM-MESSAGE-ID:]\n"),
 		[]byte("\u0085\u2028\u200b"),
+		[]byte("[HM-MESSAGE-ID:hm-1-abc]\n" + SignLine("tok", "architect", "hm-1-abc", "(ARCH #0): hi") + "\n(ARCH #0): hi"),
+		[]byte("[HM-MESSAGE-ID:hm-1-abc]\r\n[HM-SIG:v1:builder:00]\r\nbody"),
+		[]byte("[HM-SIG:v1:architect:" + strings.Repeat("ab", 32) + "]\nno id"),
+		[]byte("[HM-MESSAGE-ID:x]\n\n[hm-sig:v1:a:b]\nmisplaced"),
 	}
 	for _, s := range seeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
+		d, derr := DecodeFile(raw)
 		id, content, err := Decode(raw)
+		if id != d.MessageID || content != d.Content || CodeOf(err) != CodeOf(derr) {
+			t.Fatalf("Decode and DecodeFile disagree")
+		}
+		if CodeOf(err) == CodeBadSignature {
+			return
+		}
 		checkDecoded(t, id, content, err)
 		if err != nil {
 			return
+		}
+		if d.Sig != nil && (id == "" || !roles.ValidName(d.Sig.Role) || d.Sig.Verify("")) {
+			t.Fatalf("signature %+v with id %q", d.Sig, id)
+		}
+		// Signing any decoded content round-trips: the signature verifies
+		// with its token only, and the content comes back unchanged.
+		signed := "[HM-MESSAGE-ID:k1]\n" + SignLine("tok", "Builder-BG-1", "k1", content) + "\n" + content
+		d2, err2 := DecodeFile([]byte(signed))
+		if err2 != nil || d2.Sig == nil || d2.Sig.Role != "builder-bg-1" || !d2.Sig.Verify("tok") || d2.Sig.Verify("other") || d2.Content != content {
+			t.Fatalf("signed round trip: %+v %v", d2, err2)
 		}
 		// Cleaning is idempotent: re-decoding the content with an id line
 		// in front gives the same id and content back.
@@ -312,4 +313,46 @@ func FuzzParseName(f *testing.F) {
 			t.Fatalf("%q escapes the directory: %q", name, p)
 		}
 	})
+}
+
+// TestSignature: a signature verifies only with its token, for its id, role
+// and body exactly; malformed or misplaced signature lines are refused.
+func TestSignature(t *testing.T) {
+	const tok, id, body = "secret-token", "hm-1-abc", "(ARCH #0): ship it\n"
+	good := "[HM-MESSAGE-ID:" + id + "]\n" + SignLine(tok, "architect", id, body) + "\n" + body
+	tests := []struct {
+		name   string
+		raw    string
+		token  string
+		code   string // DecodeFile's refusal, "" if none
+		verify bool
+	}{
+		{"signed", good, tok, "", true},
+		{"wrong token", good, "other-token", "", false},
+		{"body changed", strings.Replace(good, "ship it", "ship it now", 1), tok, "", false},
+		{"id changed", strings.Replace(good, "[HM-MESSAGE-ID:"+id, "[HM-MESSAGE-ID:hm-2-abc", 1), tok, "", false},
+		{"role changed", strings.Replace(good, ":architect:", ":builder:", 1), tok, "", false},
+		{"crlf after the header lines", strings.Replace(good, "]\n", "]\r\n", 2), tok, "", true},
+		{"malformed mac", "[HM-MESSAGE-ID:x]\n[HM-SIG:v1:architect:zz]\nhi", tok, CodeBadSignature, false},
+		{"unknown version", "[HM-MESSAGE-ID:x]\n[HM-SIG:v9:architect:" + strings.Repeat("00", 32) + "]\nhi", tok, CodeBadSignature, false},
+		{"no id line", SignLine(tok, "architect", id, body) + "\n" + body, tok, CodeBadSignature, false},
+		{"misplaced", "[HM-MESSAGE-ID:x]\n\n" + SignLine(tok, "architect", "x", body) + "\n" + body, tok, CodeBadSignature, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := DecodeFile([]byte(tc.raw))
+			if CodeOf(err) != tc.code {
+				t.Fatalf("err %v, want code %q", err, tc.code)
+			}
+			if tc.code != "" {
+				return
+			}
+			if d.Sig == nil || tc.verify && d.Content != strings.TrimSpace(body) {
+				t.Fatalf("decoded %+v", d)
+			}
+			if got := d.Sig.Verify(tc.token); got != tc.verify {
+				t.Errorf("Verify = %v, want %v", got, tc.verify)
+			}
+		})
+	}
 }

@@ -19,10 +19,11 @@
 // CRLF and lone CR become LF, and NULs and every other control character except
 // tab and newline are removed. Surrounding whitespace is trimmed. A file with
 // nothing printable left is rejected as empty_content; see [Decode]. Without an
-// explicit id the watcher derives "trg-<hex16>" from the file name and the
-// decoded content ([DerivedID]), so a file processed twice (for example after a
-// crash between commit and delete) carries the same id and the ledger dedupes
-// it.
+// explicit id the watcher derives "trg-<hex16>" from the file name, inode,
+// modification time and size ([FileID]): each file is its own message (two
+// "architect.txt" files saying "yes" are two messages), while a file
+// processed twice (for example after a crash between commit and delete)
+// carries the same id and the ledger dedupes it.
 //
 // # Claiming
 //
@@ -57,9 +58,17 @@
 //     fsnotify queue overflow): a file whose mtime is at least Settle old is
 //     ready; a newer one is settled as above.
 //
-// A writer that pauses longer than Settle in the middle of an in-place write
-// can still be cut short; writers that need a guarantee write a temp dotfile
-// and rename it, as [Write] does.
+// Readiness is judged by the file no longer changing, never by its content
+// (an empty file is not "unfinished", a file without a final newline is not
+// "finished"). Before a settled file is taken, the watcher also checks that
+// no process still holds it open for writing (on Linux by scanning
+// /proc/*/fd, best effort; elsewhere this check is skipped): a writer that
+// keeps the file open and pauses between lines is waited for until it closes
+// the file, or until the file has been quiet for 30 s while held open, so an
+// idle stray descriptor cannot strand a message. A writer that reopens the
+// file for each part and pauses longer than Settle can still be cut short;
+// its later parts then arrive as a new file. Writers that need a guarantee
+// write a temp dotfile and rename it, as [Write] does.
 //
 // # Order and concurrency
 //

@@ -3,6 +3,8 @@ package triggers
 import (
 	"errors"
 	"fmt"
+
+	"hm/internal/status"
 )
 
 // ErrReject is wrapped by every error that refuses a trigger file for good:
@@ -11,10 +13,14 @@ var ErrReject = errors.New("trigger rejected")
 
 // Reject codes used by this package.
 const (
-	CodeEmpty      = "empty_content" // nothing printable in the file
-	CodeTooLarge   = "too_large"     // the file exceeds MaxBytes
-	CodeNotRegular = "not_regular"   // a symlink, FIFO or directory with a trigger name
-	CodeRejected   = "rejected"      // an ErrReject without a more specific code
+	CodeEmpty    = "empty_content" // nothing printable in the file
+	CodeTooLarge = "too_large"     // the file exceeds MaxBytes
+	CodeRejected = "rejected"      // an ErrReject without a more specific code
+
+	CodeNotRegular   = string(status.CodeNotRegular)   // a symlink, FIFO, device or directory with a trigger name
+	CodeLinked       = string(status.CodeLinked)       // a hard link: more than one name for the file
+	CodeForeignOwner = string(status.CodeForeignOwner) // owned by another user than the watcher's
+	CodeBadSignature = string(status.CodeBadSignature) // a malformed or failing [HM-SIG:] line
 )
 
 // ErrEmpty is returned by Decode for a file with no printable content.

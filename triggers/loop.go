@@ -41,6 +41,7 @@ type runState struct {
 	paused    bool // a transient sink error: wait for the next rescan
 	rescanDue bool
 	ignored   map[string]bool
+	doneIDs   map[string]struct{} // derived ids committed and deleted in this run
 }
 
 // loop is the event loop: it feeds fsnotify events and errors to the

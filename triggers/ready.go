@@ -15,6 +15,12 @@ import (
 // covered fall back to the settle rule.
 const barrierTimeout = 2 * time.Second
 
+// openHoldLimit bounds how long a file that has stopped changing waits for
+// a writer that still holds it open: a process that keeps an idle
+// descriptor (an inherited fd, a forgotten editor buffer) must not strand
+// the message forever.
+const openHoldLimit = 30 * time.Second
+
 // state of one file in the directory.
 type state uint8
 
@@ -36,6 +42,7 @@ type entry struct {
 	checked time.Time // time of the last stat
 	quiet   time.Time // last known activity
 	wrote   bool      // a Write event arrived while a candidate
+	held    bool      // found open for writing (logged once)
 	ver     uint64    // generation in the ready heap
 	seq     uint64    // order of first observation (event order)
 }
@@ -61,7 +68,11 @@ func (s *runState) live(e *entry) bool { return s.entries[e.name] == e && e.stat
 func (s *runState) observeCreate(name, target string, now time.Time) {
 	e := s.entries[name]
 	fi, err := os.Lstat(filepath.Join(s.w.dir, name))
-	if err != nil || !fi.Mode().IsRegular() {
+	if err == nil && !fi.Mode().IsRegular() {
+		s.rejectNotRegular(name, fi.Mode().Type())
+		return
+	}
+	if err != nil {
 		if e != nil {
 			s.drop(e)
 		}
@@ -279,7 +290,14 @@ func (s *runState) promote(now time.Time) {
 			}
 			e.checked = now
 			if now.Sub(e.quiet) >= settle {
-				s.makeReady(e)
+				if !s.heldOpen(e, now) {
+					s.makeReady(e)
+					continue
+				}
+				// still open for writing: look again after another Settle
+				if due := now.Add(settle); next.IsZero() || due.Before(next) {
+					next = due
+				}
 				continue
 			}
 		}
@@ -288,6 +306,28 @@ func (s *runState) promote(now time.Time) {
 		}
 	}
 	s.nextSettle = next
+}
+
+// heldOpen reports whether a writer still holds e's file open, so that a
+// file that merely paused is not taken: readiness is judged by the file no
+// longer changing and no longer being written, never by its content. After
+// openHoldLimit of quiet the writer is no longer waited for.
+func (s *runState) heldOpen(e *entry, now time.Time) bool {
+	if now.Sub(e.quiet) >= openHoldLimit {
+		return false
+	}
+	dir, err := filepath.EvalSymlinks(s.w.dir)
+	if err != nil {
+		dir = s.w.dir
+	}
+	if !s.w.openForWriting(filepath.Join(dir, e.name)) {
+		return false
+	}
+	if !e.held {
+		e.held = true
+		s.w.log.Info("trigger file still open for writing; waiting", "name", e.name)
+	}
+	return true
 }
 
 // readyHeap orders ready files by mtime, then order of observation (the

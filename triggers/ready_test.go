@@ -114,10 +114,11 @@ func TestRenameFastPathVersusInPlace(t *testing.T) {
 // file operations, synthetic fsnotify events and a fake clock. Nothing
 // sleeps; nothing runs in the background.
 type readyHarness struct {
-	t   *testing.T
-	dir string
-	now time.Time
-	s   *runState
+	t    *testing.T
+	dir  string
+	now  time.Time
+	s    *runState
+	held *os.File // the file as an in-place writer holds it open ("hold")
 }
 
 const (
@@ -153,6 +154,15 @@ func (h *readyHarness) put(content string, offset time.Duration) {
 	}
 }
 
+// touch sets the file's mtime to the fake clock plus offset.
+func (h *readyHarness) touch(offset time.Duration) {
+	h.t.Helper()
+	mt := h.now.Add(offset)
+	if err := os.Chtimes(filepath.Join(h.dir, rhName), mt, mt); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 func (h *readyHarness) event(name string, op fsnotify.Op) {
 	h.s.handleEvent(fsnotify.Event{Name: filepath.Join(h.dir, name), Op: op})
 }
@@ -177,6 +187,9 @@ type rstep struct {
 // do runs one step. Ops:
 //
 //	put, putEmpty, append  write the file (mtime = clock + d), no event
+//	hold                   create the file empty (mtime = clock + d) and keep it open for writing, no event
+//	line                   append a line through the held file (mtime = clock), with its Write event
+//	release                close the held file
 //	rm                     delete the file, no event
 //	create, write, remove  deliver that fsnotify event for the file
 //	fire                   create the marker (fireMarker)
@@ -196,6 +209,24 @@ func (h *readyHarness) do(st rstep) {
 		h.put("", st.d)
 	case "append":
 		h.put("hello, world", st.d)
+	case "hold":
+		f, err := os.OpenFile(filepath.Join(h.dir, rhName), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.held = f
+		h.t.Cleanup(func() { _ = f.Close() })
+		h.touch(st.d)
+	case "line":
+		if _, err := h.held.WriteString("another line\n"); err != nil {
+			h.t.Fatal(err)
+		}
+		h.touch(0)
+		h.event(rhName, fsnotify.Write)
+	case "release":
+		if err := h.held.Close(); err != nil {
+			h.t.Fatal(err)
+		}
 	case "rm":
 		if err := os.Remove(filepath.Join(h.dir, rhName)); err != nil {
 			h.t.Fatal(err)
@@ -360,6 +391,41 @@ func TestReadiness(t *testing.T) {
 			{op: "create"},
 			{op: "remove", want: "candidate"},
 		}},
+		{"created empty and written 1.2s later by a writer holding it open", true, []rstep{
+			{op: "hold"},
+			{op: "create", want: "settling"},
+			{op: "advance", d: 600 * time.Millisecond, want: "settling"},
+			{op: "advance", d: 600 * time.Millisecond, want: "settling"},
+			{op: "line", want: "settling"},
+			{op: "release"},
+			{op: "advance", d: rhSettle - time.Millisecond, want: "settling"},
+			{op: "advance", d: time.Millisecond, want: "ready"},
+		}},
+		{"a slow in-place writer is waited for while it holds the file", true, []rstep{
+			{op: "hold"},
+			{op: "create", want: "settling"},
+			{op: "line"},
+			{op: "advance", d: 400 * time.Millisecond, want: "settling"}, {op: "advance", d: 600 * time.Millisecond, want: "settling"},
+			{op: "line"}, {op: "advance", d: 400 * time.Millisecond, want: "settling"}, {op: "advance", d: 600 * time.Millisecond, want: "settling"},
+			{op: "line"}, {op: "advance", d: 400 * time.Millisecond, want: "settling"}, {op: "advance", d: 600 * time.Millisecond, want: "settling"},
+			{op: "line"}, {op: "advance", d: 400 * time.Millisecond, want: "settling"}, {op: "advance", d: 600 * time.Millisecond, want: "settling"},
+			{op: "release"},
+			{op: "advance", d: rhSettle, want: "ready"},
+		}},
+		{"a file held open but quiet for openHoldLimit is taken anyway", true, []rstep{
+			{op: "hold"},
+			{op: "create", want: "settling"},
+			{op: "line"},
+			{op: "advance", d: openHoldLimit - time.Millisecond, want: "settling"},
+			{op: "advance", d: rhSettle, want: "ready"},
+		}},
+		{"rescan: an old file still held open settles", true, []rstep{
+			{op: "hold", d: -rhSettle},
+			{op: "rescan", want: "settling"},
+			{op: "advance", d: rhSettle, want: "settling"},
+			{op: "release"},
+			{op: "advance", d: rhSettle, want: "ready"},
+		}},
 		{"write event for an unseen file settles it", true, []rstep{
 			{op: "put"},
 			{op: "write", want: "settling"},
@@ -378,5 +444,31 @@ func TestReadiness(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSlowInPlaceWriterWhole: a writer that keeps the file open and adds a
+// line at pauses far longer than Settle loses nothing: the file is taken
+// once, whole, after the writer closed it.
+func TestSlowInPlaceWriterWhole(t *testing.T) {
+	leak.Check(t)
+	dir := t.TempDir()
+	rec := &recorder{}
+	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Settle: 30 * time.Millisecond, Rescan: 50 * time.Millisecond})
+	r := startWatcher(t, w)
+	waitStarted(t, w)
+	var parts []string
+	for i := 1; i <= 10; i++ {
+		parts = append(parts, fmt.Sprintf("line %d\n", i))
+	}
+	if err := slowWrite(filepath.Join(dir, "builder.slow.txt"), parts, 150*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "delivered", func() bool { return rec.count() >= 1 })
+	poll.Until(t, 10*time.Second, "rescans", func() bool { return w.Stats().Rescans >= 3 })
+	r.stop()
+	got := rec.got()
+	if len(got) != 1 || got[0].Content != strings.TrimSpace(strings.Join(parts, "")) {
+		t.Fatalf("delivered %d files: %+v", len(got), got)
 	}
 }

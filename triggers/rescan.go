@@ -1,6 +1,7 @@
 package triggers
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -78,14 +79,14 @@ func (s *runState) rescan(now time.Time) {
 			}
 			continue
 		}
-		if !ok || !de.Type().IsRegular() {
+		if ok && !de.Type().IsRegular() {
+			s.rejectNotRegular(name, de.Type())
+			continue
+		}
+		if !ok {
 			ignored[name] = true
 			if !s.ignored[name] {
-				why := "not a trigger file name"
-				if ok {
-					why = "not a regular file"
-				}
-				s.w.log.Info("ignoring directory entry", "name", name, "why", why)
+				s.w.log.Info("ignoring directory entry", "name", name, "why", "not a trigger file name")
 			}
 			continue
 		}
@@ -105,7 +106,7 @@ func (s *runState) rescan(now time.Time) {
 		if e.quiet.After(now) {
 			e.quiet = now
 		}
-		if now.Sub(e.quiet) >= s.w.opts.Settle {
+		if now.Sub(e.quiet) >= s.w.opts.Settle && !s.heldOpen(e, now) {
 			s.makeReady(e)
 		} else {
 			s.settle(e, e.quiet, now)
@@ -117,6 +118,34 @@ func (s *runState) rescan(now time.Time) {
 			s.drop(e)
 		}
 	}
+}
+
+// rejectNotRegular moves a symlink, FIFO, device, socket or directory that
+// carries a trigger name to rejected/, unopened (SPEC §7: only regular files
+// are read, nothing stays unexplained in triggers/).
+func (s *runState) rejectNotRegular(name string, typ fs.FileMode) {
+	if e := s.entries[name]; e != nil {
+		s.drop(e)
+	}
+	s.reject(filepath.Join(s.w.dir, name), name, Reject(CodeNotRegular,
+		"not a regular file (%s); only regular files are read", typeName(typ)))
+}
+
+// typeName names a file type for a reason file.
+func typeName(typ fs.FileMode) string {
+	switch {
+	case typ&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case typ&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case typ&fs.ModeDevice != 0:
+		return "a device"
+	case typ&fs.ModeSocket != 0:
+		return "a socket"
+	case typ.IsDir():
+		return "a directory"
+	}
+	return "type " + typ.String()
 }
 
 // removeStaleMarkers deletes marker files a crashed run may have left.

@@ -61,7 +61,7 @@ func TestDrainAtStart(t *testing.T) {
 
 // TestIgnoredNames: files that are not trigger names are left alone, and
 // .txt files whose names name no target go to rejected/ (SPEC §7: nothing is
-// silently dropped).
+// silently dropped), as does a directory named like a trigger file.
 func TestIgnoredNames(t *testing.T) {
 	dir := t.TempDir()
 	names := []string{".hidden.txt", ".architect.hm-1.txt.tmp", "architect.txt.tmp", "notes.md", "architect"}
@@ -93,14 +93,14 @@ func TestIgnoredNames(t *testing.T) {
 	if got := rec.got(); len(got) != 1 || got[0].Content != "deliver me" {
 		t.Errorf("delivered %+v", got)
 	}
-	for _, n := range append(names, "readme", "folder.txt") {
+	for _, n := range append(names, "readme") {
 		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
 			t.Errorf("%s: %v", n, err)
 		}
 	}
 	got := listDir(t, filepath.Join(dir, RejectedDir))
 	var want []string
-	for _, n := range badNames {
+	for _, n := range append(badNames, "folder.txt") {
 		want = append(want, n, n+".reason")
 	}
 	sort.Strings(want)

@@ -34,12 +34,13 @@ var ErrRunning = errors.New("trigger watcher already running")
 
 // File is one claimed, decoded trigger file.
 type File struct {
-	Name      string    // original file name, e.g. "architect.hm-123-abc.txt"
-	Target    string    // target part of the name, lower-cased: "architect", "all", "others-builder", ...
-	MessageID string    // from the "[HM-MESSAGE-ID:<id>]" first line, else DerivedID(Name, Content)
-	Content   string    // decoded, cleaned message text (header included as written)
-	ClaimedAt time.Time // when the watcher claimed it
-	Seen      time.Time // when the watcher first observed it
+	Name      string     // original file name, e.g. "architect.hm-123-abc.txt"
+	Target    string     // target part of the name, lower-cased: "architect", "all", "others-builder", ...
+	MessageID string     // from the "[HM-MESSAGE-ID:<id>]" first line, else FileID of the file
+	Content   string     // decoded, cleaned message text (header included as written)
+	Sig       *Signature // the "[HM-SIG:]" line, nil for an unsigned file; the sink verifies it
+	ClaimedAt time.Time  // when the watcher claimed it
+	Seen      time.Time  // when the watcher first observed it
 }
 
 // Sink commits a trigger file (the hub routes it and records it in the
@@ -81,6 +82,10 @@ type Watcher struct {
 	// The event loop's ticker and timer only wake it up, so they stay real.
 	now func() time.Time
 
+	// openForWriting reports whether a process holds a file open for
+	// writing (see openfd_linux.go); a test may replace it.
+	openForWriting func(path string) bool
+
 	running atomic.Bool
 
 	processed atomic.Uint64
@@ -120,6 +125,8 @@ func NewWatcher(dir string, sink Sink, opts Options) *Watcher {
 		opts:     opts,
 		log:      opts.Logger.With("component", "triggers", "dir", dir),
 		now:      time.Now,
+
+		openForWriting: openForWriting,
 	}
 }
 

@@ -174,3 +174,27 @@ func FuzzWrite(f *testing.F) {
 		}
 	})
 }
+
+// TestWriteSigned: hm-send's signed file decodes to its content with a
+// signature that verifies with the writer's token.
+func TestWriteSigned(t *testing.T) {
+	dir := t.TempDir()
+	p, err := WriteSigned(dir, "Builder", "hm-5-x", "(ARCH #0): signed\nline two", "Architect", "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := DecodeFile(raw)
+	if err != nil || d.MessageID != "hm-5-x" || d.Content != "(ARCH #0): signed\nline two" || d.Sig == nil || d.Sig.Role != "architect" || !d.Sig.Verify("tok") {
+		t.Fatalf("decoded %+v %v from %q", d, err, raw)
+	}
+	if _, err := WriteSigned(dir, "builder", "", "x", "architect", ""); err == nil {
+		t.Error("no token: want an error")
+	}
+	if _, err := WriteSigned(dir, "builder", "", " \n", "architect", "tok"); !errors.Is(err, ErrEmpty) {
+		t.Errorf("empty: %v", err)
+	}
+}

@@ -254,7 +254,16 @@ func (s sender) fallback(reason string) int {
 		fmt.Fprintln(s.env.Stderr, "hm-send: fallback:", err)
 		return ExitFailed
 	}
-	path, err := triggers.Write(s.cfg.layout.Triggers(), strings.ToLower(s.target), s.id, content)
+	// Signed with the token hm-send holds ($HM_TOKEN, else the operator
+	// token) so the hub knows the sender; without one the hub treats the
+	// file as unverified (SPEC §7).
+	write := triggers.Write
+	if s.cfg.token != "" {
+		write = func(dir, target, id, content string) (string, error) {
+			return triggers.WriteSigned(dir, target, id, content, s.cfg.role, s.cfg.token)
+		}
+	}
+	path, err := write(s.cfg.layout.Triggers(), strings.ToLower(s.target), s.id, content)
 	if err != nil {
 		fmt.Fprintf(s.env.Stderr, "hm-send: refused: %s: fallback could not write a trigger file: %v\n", proto.CodeInvalidTarget, err)
 		return ExitFailed

@@ -2,18 +2,44 @@ package hub
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"hm/broker"
 	"hm/broker/proto"
+	"hm/internal/status"
 	"hm/roles"
 	"hm/triggers"
 )
 
-// triggerSink commits one trigger file through the broker (SPEC §7).
+// unverifiedMark starts the typed text of an unsigned trigger file.
+const unverifiedMark = "[unverified sender] "
+
+// triggerSink commits one trigger file through the broker (SPEC §7). A
+// signed file comes from its token's role (any role for the operator
+// token); an unsigned one is let in only while triggers.allowUnsigned holds,
+// recorded as sent by "unverified" and marked. Owner binding applies to the
+// role a file claims either way. A message id already in the ledger from
+// another sender or with other content is refused as duplicate_id; the same
+// file again (a crash between commit and delete, or hm-send's fallback after
+// a lost ACK) is simply not delivered twice.
 func (h *Hub) triggerSink(ctx context.Context, f triggers.File) error {
-	s := broker.Submission{From: roles.RoleUser, Trusted: true, Content: f.Content, MessageID: f.MessageID,
-		Channel: broker.ChannelTrigger, Received: f.Seen}
+	s := broker.Submission{Content: f.Content, MessageID: f.MessageID, Channel: broker.ChannelTrigger, Received: f.Seen}
+	switch {
+	case f.Sig != nil:
+		id, ok := h.Tokens.Match(f.Sig.Role, f.Sig.Verify)
+		if !ok {
+			return triggers.Reject(string(status.CodeBadSignature), "the signature for %s does not verify with the operator token or %s's token", f.Sig.Role, f.Sig.Role)
+		}
+		s.From, s.Trusted = id.Role, id.Operator
+	case !h.Team.Triggers.AllowUnsigned:
+		return triggers.Reject(string(status.CodeUnsigned), "the file is not signed and settings.json triggers.allowUnsigned is false")
+	default:
+		if err := h.checkUnsignedClaim(f); err != nil {
+			return err
+		}
+		s.From, s.Content = roles.RoleUnverified, unverifiedMark+f.Content
+	}
 	switch {
 	case f.Target == roles.RoleAll:
 		s.Broadcast = true
@@ -31,13 +57,72 @@ func (h *Hub) triggerSink(ctx context.Context, f triggers.File) error {
 	default:
 		s.Target = f.Target
 	}
-	_, err := h.Broker.Submit(ctx, s)
-	if err == nil {
+	ack, err := h.Broker.Submit(ctx, s)
+	if err != nil {
+		code := proto.CodeOf(err)
+		if code == proto.CodeJournalUnavailable || code == proto.CodeInternal {
+			return err // transient: the file stays and is retried
+		}
+		return triggers.Reject(string(code), "%v", err)
+	}
+	if ack.Dedupe && ack.MessageID == s.MessageID {
+		return h.checkSameMessage(ctx, s)
+	}
+	return nil
+}
+
+// checkUnsignedClaim applies owner binding (SPEC §4) to the role an unsigned
+// file's header claims: it is recorded as unverified, but a file that says
+// it comes from a background agent may still only go to that agent's owner.
+func (h *Hub) checkUnsignedClaim(f triggers.File) error {
+	hd, _, ok := roles.ParseHeader(f.Content)
+	if !ok {
 		return nil
 	}
-	code := proto.CodeOf(err)
-	if code == proto.CodeJournalUnavailable || code == proto.CodeInternal {
-		return err // transient: the file stays and is retried
+	role, known := h.Team.RoleForHeader(hd.Role)
+	if !known {
+		return triggers.Reject(string(status.CodeRoleMismatch), "header %s names no role of this team", hd.Role)
 	}
-	return triggers.Reject(string(code), "%v", err)
+	m, member := h.Team.Lookup(role)
+	if !member || !m.Background || m.Role != role {
+		return nil
+	}
+	target := f.Target
+	if target == "workers" {
+		target = "builder"
+	}
+	t, err := h.Team.Resolve(target)
+	if err == nil && t.Kind == roles.TargetMember && t.Member.Role == m.Owner {
+		return nil
+	}
+	return triggers.Reject(string(status.CodeOwnerBindingViolation), "%s may message %s only", role, m.Owner)
+}
+
+// checkSameMessage decides a trigger file whose message id the ledger
+// already holds: the same message again (same sender, same body) is done;
+// anything else is refused as duplicate_id rather than dropped.
+func (h *Hub) checkSameMessage(ctx context.Context, s broker.Submission) error {
+	prev, err := h.Ledger.Get(ctx, s.MessageID)
+	if err != nil {
+		return fmt.Errorf("look up message %s: %w", s.MessageID, err) // transient: retried
+	}
+	sender := s.From
+	if hd, _, ok := roles.ParseHeader(s.Content); ok && s.Trusted {
+		if r, known := h.Team.RoleForHeader(hd.Role); known {
+			sender = r
+		}
+	}
+	if prev.SenderRole == sender && bodyOf(prev.RawBody) == bodyOf(s.Content) {
+		h.log.Info("trigger file repeats a committed message; not delivered again", "id", s.MessageID)
+		return nil
+	}
+	return triggers.Reject(string(status.CodeDuplicateID), "message id %s is already in the ledger from %s (channel %s) with other content or another sender", s.MessageID, prev.SenderRole, prev.Channel)
+}
+
+// bodyOf strips a role header.
+func bodyOf(content string) string {
+	if _, body, ok := roles.ParseHeader(content); ok {
+		return body
+	}
+	return content
 }

@@ -3,6 +3,7 @@ package hub_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -56,8 +57,10 @@ func TestHubTriggerFiles(t *testing.T) {
 	builder := th.as("builder", true)
 	oracle := th.as("oracle", true)
 
-	// hm-send's fallback form: explicit id, sender header with #0.
-	if _, err := triggers.Write(dir, "builder", "t-1", "(ARCH #0): from a file"); err != nil {
+	// hm-send's fallback form: explicit id, sender header with #0, signed
+	// with the architect pane's token.
+	archTok := th.h.Tokens.Issue("architect")
+	if _, err := triggers.WriteSigned(dir, "builder", "t-1", "(ARCH #0): from a file", "architect", archTok); err != nil {
 		t.Fatal(err)
 	}
 	m := nextMessage(t, builder)
@@ -66,9 +69,10 @@ func TestHubTriggerFiles(t *testing.T) {
 	}
 	poll.For(t, 30*time.Second, func() error { return poll.Want(row(t, th, "t-1").Channel == "trigger", "trigger row") })
 
-	// Older tools: <target>.txt, no id, no header → from user.
+	// Older tools: <target>.txt, no id, no signature → from "unverified",
+	// marked.
 	writeTrigger(t, dir, "oracle.txt", "plain note")
-	if m := nextMessage(t, oracle); m.From != "user" || !strings.HasSuffix(m.Content, "plain note") || !strings.HasPrefix(m.MessageID, "trg-") {
+	if m := nextMessage(t, oracle); m.From != "unverified" || !strings.HasSuffix(m.Content, "[unverified sender] plain note") || !strings.HasPrefix(m.MessageID, "trg-") {
 		t.Fatalf("plain = %+v", m)
 	}
 	// Group files.
@@ -86,11 +90,11 @@ func TestHubTriggerFiles(t *testing.T) {
 	if m := nextMessage(t, oracle); !strings.Contains(m.Content, "not builder") {
 		t.Fatalf("others-builder = %+v", m)
 	}
-	// The same message id again is not delivered twice.
+	// The same message (id, sender, body) again is not delivered twice.
 	if _, err := triggers.Write(dir, "builder", "t-1x", "(ARCH #0): marker"); err != nil {
 		t.Fatal(err)
 	}
-	writeTrigger(t, dir, "builder.replay.txt", "[HM-MESSAGE-ID:t-1]\n(ARCH #0): from a file")
+	writeTrigger(t, dir, "builder.replay.txt", "[HM-MESSAGE-ID:t-1]\n"+triggers.SignLine(archTok, "architect", "t-1", "(ARCH #0): from a file")+"\n(ARCH #0): from a file")
 	if m := nextMessage(t, builder); m.MessageID != "t-1x" {
 		t.Fatalf("expected marker, got %+v", m)
 	}
@@ -109,6 +113,8 @@ func TestHubTriggerFiles(t *testing.T) {
 		"builder.forged.txt":   {"(NOBODY #1): who", "role_mismatch"},
 		"others-nobody.txt":    {"hi", "invalid_target"},
 		"builder-bg-2.now.txt": {"(BUILDER #0): are you there", "no_route"},
+		// an id already in the ledger, from another sender: not dropped unseen
+		"builder.dup.txt": {"[HM-MESSAGE-ID:t-1]\n(ARCH #0): from a file", "duplicate_id"},
 	}
 	for name, c := range cases {
 		writeTrigger(t, dir, name, c.content)
@@ -170,5 +176,110 @@ func TestAttachUnknownPaneWithoutPanes(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "unknown pane") {
 		t.Fatalf("attach without panes: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestHubTriggerSignatures: a signed file's sender is its token's role; a
+// signature that does not verify, or a signed claim the token does not
+// cover, is refused with a reason; owner binding holds for signed files.
+func TestHubTriggerSignatures(t *testing.T) {
+	th := startHub(t, hubConfig{opts: noPanes})
+	dir := th.h.Layout.Triggers()
+	builder := th.as("builder", true)
+	archTok := th.h.Tokens.Issue("architect")
+	oracleTok := th.h.Tokens.Issue("oracle")
+	bgTok := th.h.Tokens.Issue("builder-bg-1")
+	tests := []struct {
+		name, role, token, content string
+		from                       string // delivered from, "" when refused
+		code                       string // refusal code
+	}{
+		{"pane token, own role", "architect", archTok, "(ARCH #0): signed by arch", "architect", ""},
+		{"pane token, no header", "oracle", oracleTok, "no header", "oracle", ""},
+		{"operator token claims any role", "oracle", th.token(), "as oracle by the operator", "oracle", ""},
+		{"operator token, header names the sender", "user", th.token(), "(ARCH #0): operator as arch", "architect", ""},
+		{"another role's token", "architect", oracleTok, "(ARCH #0): forged", "", "bad_signature"},
+		{"unknown token", "architect", "not-a-token", "(ARCH #0): forged", "", "bad_signature"},
+		{"header names another role", "oracle", oracleTok, "(ARCH #0): pretending", "", "role_mismatch"},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			id := fmt.Sprintf("sig-%d", i)
+			if _, err := triggers.WriteSigned(dir, "builder", id, tc.content, tc.role, tc.token); err != nil {
+				t.Fatal(err)
+			}
+			if tc.code == "" {
+				m := nextMessage(t, builder)
+				if m.MessageID != id || m.From != tc.from || strings.Contains(m.Content, "[unverified sender]") {
+					t.Fatalf("message = %+v, want %s from %s", m, id, tc.from)
+				}
+				return
+			}
+			name := "builder." + id + ".txt"
+			poll.Until(t, 30*time.Second, name+" rejected", func() bool {
+				data, err := os.ReadFile(filepath.Join(dir, "rejected", name+".reason"))
+				return err == nil && strings.HasPrefix(string(data), tc.code+"\n")
+			})
+			if got := row(t, th, id); got.MessageID != "" {
+				t.Errorf("refused file recorded: %+v", got)
+			}
+		})
+	}
+	// a background agent's signed file to anyone but its owner
+	if _, err := triggers.WriteSigned(dir, "oracle", "sig-bg", "hi oracle", "builder-bg-1", bgTok); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 30*time.Second, "owner binding", func() bool {
+		data, err := os.ReadFile(filepath.Join(dir, "rejected", "oracle.sig-bg.txt.reason"))
+		return err == nil && strings.HasPrefix(string(data), "owner_binding_violation\n")
+	})
+}
+
+// TestHubTriggerUnsignedRefused: with triggers.allowUnsigned false, an
+// unsigned file is refused with a reason while a signed one is delivered.
+func TestHubTriggerUnsignedRefused(t *testing.T) {
+	th := startHub(t, hubConfig{opts: noPanes, settings: `{"triggers":{"allowUnsigned":false}}`})
+	dir := th.h.Layout.Triggers()
+	builder := th.as("builder", true)
+	writeTrigger(t, dir, "builder.txt", "(ARCH #0): unsigned")
+	if _, err := triggers.Write(dir, "builder", "plain-1", "(ARCH #0): unsigned with an id"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := triggers.WriteSigned(dir, "builder", "signed-1", "(ARCH #0): signed", "architect", th.h.Tokens.Issue("architect")); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextMessage(t, builder); m.MessageID != "signed-1" || m.From != "architect" {
+		t.Fatalf("message = %+v", m)
+	}
+	for _, name := range []string{"builder.txt", "builder.plain-1.txt"} {
+		poll.Until(t, 30*time.Second, name+" refused", func() bool {
+			data, err := os.ReadFile(filepath.Join(dir, "rejected", name+".reason"))
+			return err == nil && strings.HasPrefix(string(data), "unsigned\n")
+		})
+	}
+	if got := row(t, th, "plain-1"); got.MessageID != "" {
+		t.Errorf("refused file recorded: %+v", got)
+	}
+}
+
+// TestHubTriggerHardLinkToken: a hard link to runtime/hub-token placed in
+// triggers/ is never typed or recorded.
+func TestHubTriggerHardLinkToken(t *testing.T) {
+	th := startHub(t, hubConfig{opts: noPanes})
+	dir := th.h.Layout.Triggers()
+	builder := th.as("builder", true)
+	tokPath := filepath.Join(th.root, ".squidrun", "runtime", "hub-token")
+	if err := os.Link(tokPath, filepath.Join(dir, "builder.txt")); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 30*time.Second, "hard link refused", func() bool {
+		data, err := os.ReadFile(filepath.Join(dir, "rejected", "builder.txt.reason"))
+		return err == nil && strings.HasPrefix(string(data), "multiple_links\n")
+	})
+	if _, err := triggers.Write(dir, "builder", "after-link", "after"); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextMessage(t, builder); m.MessageID != "after-link" || strings.Contains(m.Content, th.token()) {
+		t.Fatalf("message = %+v", m)
 	}
 }

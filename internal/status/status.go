@@ -99,6 +99,15 @@ const (
 	CodeInternal              Code = "internal"
 )
 
+// Refusal codes of trigger files (SPEC §7), written to rejected/*.reason.
+const (
+	CodeNotRegular   Code = "not_regular"    // a symlink, FIFO, device or directory with a trigger name
+	CodeLinked       Code = "multiple_links" // a hard link (link count above one)
+	CodeForeignOwner Code = "foreign_owner"  // not owned by the hub's user
+	CodeBadSignature Code = "bad_signature"  // an [HM-SIG:] line that does not verify
+	CodeUnsigned     Code = "unsigned"       // no signature while triggers.allowUnsigned is false
+)
+
 // Error codes the hub records in comms_journal.error_code for its own
 // failures (not sent as refusals).
 const (
