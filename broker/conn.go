@@ -30,8 +30,13 @@ type conn struct {
 	limit  *bucket
 	wg     sync.WaitGroup
 	// inflight carries sends whose commits are queued, in order, to the
-	// acker goroutine, which waits for each and writes its ACK.
-	inflight chan inflightSend
+	// acker goroutine, which waits for each, routes it and writes its ACK.
+	// It is closed (under inflightMu, with inflightClosed set) only when the
+	// read side is done, so the acker settles every queued commit even
+	// after the client has gone.
+	inflight       chan inflightSend
+	inflightMu     sync.Mutex
+	inflightClosed bool
 	// queued counts the bytes waiting in out; drained is signalled after
 	// each write so a replay waiting for room can go on.
 	queued  atomic.Int64
@@ -155,6 +160,10 @@ func (c *conn) serve(read func()) {
 	go c.ackLoop()
 	c.sendJSON(proto.Welcome{Type: proto.TypeWelcome, ClientID: c.id, Protocol: proto.Protocol})
 	read()
+	c.inflightMu.Lock()
+	c.inflightClosed = true
+	close(c.inflight)
+	c.inflightMu.Unlock()
 	c.close()
 	c.wg.Wait()
 	c.b.forget(c)
@@ -314,31 +323,36 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
-// ackLoop finishes queued sends in order and writes their ACKs.
+// ackLoop finishes queued sends in order and writes their ACKs. It runs
+// until inflight is closed: a send queued to the ledger is always settled
+// (its commit awaited and the message routed), whether or not the client
+// is still there to read the ACK.
 func (c *conn) ackLoop() {
 	defer c.wg.Done()
-	for {
-		select {
-		case <-c.ctx.Done():
-			// Queued commits still complete in the ledger; their messages
-			// are routed from there (pending replay) even though this
-			// client will not see the ACK.
-			for {
-				select {
-				case in := <-c.inflight:
-					in.p.s.Wait = 0 // nobody is waiting for this ACK any more
-					c.b.end(context.Background(), in.p)
-				default:
-					return
-				}
-			}
-		case in := <-c.inflight:
-			ack, _ := c.b.end(c.ctx, in.p)
-			ack.RequestID = in.requestID
-			if in.isSend {
-				ack.Target = in.target
-			}
-			c.sendJSON(ack)
+	for in := range c.inflight {
+		if c.ctx.Err() != nil {
+			in.p.s.Wait = 0 // nobody is waiting for this ACK any more
 		}
+		ack, _ := c.b.end(c.ctx, in.p)
+		ack.RequestID = in.requestID
+		if in.isSend {
+			ack.Target = in.target
+		}
+		c.sendJSON(ack) // a no-op once the client is gone
 	}
+}
+
+// queueInflight hands a begun send to the acker. Once the acker has
+// stopped taking sends, the send is settled here instead: its commit is
+// still awaited and the message routed.
+func (c *conn) queueInflight(in inflightSend) {
+	c.inflightMu.Lock()
+	if !c.inflightClosed {
+		c.inflight <- in // the acker always drains: this waits only for room
+		c.inflightMu.Unlock()
+		return
+	}
+	c.inflightMu.Unlock()
+	in.p.s.Wait = 0
+	c.b.end(c.ctx, in.p)
 }

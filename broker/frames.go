@@ -159,10 +159,7 @@ func (c *conn) send(f proto.Frame, received time.Time) {
 		Channel:     ChannelWS,
 		Received:    received,
 	})
-	select {
-	case c.inflight <- inflightSend{p: p, requestID: f.RequestID, target: f.Target, isSend: f.Type == proto.TypeSend}:
-	case <-c.ctx.Done():
-	}
+	c.queueInflight(inflightSend{p: p, requestID: f.RequestID, target: f.Target, isSend: f.Type == proto.TypeSend})
 }
 
 func (c *conn) subscribe(f proto.Frame) {

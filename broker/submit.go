@@ -232,10 +232,19 @@ func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error)
 			time.Sleep(time.Millisecond)
 		}
 	}
-	committed, err := p.wait(ctx)
+	// Once queued, the outcome is the writer's: the wait is bounded by the
+	// broker's lifetime, never by the client's connection, so a sender that
+	// hangs up mid-burst cannot strand a row that commits.
+	committed, err := p.wait(b.ctx)
 	if err != nil {
-		// Nothing new was stored: take the number back so the sender's
-		// sequence stays gapless.
+		if errors.Is(err, context.Canceled) {
+			// The hub is stopping and the row may still commit: its
+			// number stays taken, and the next session's Recover
+			// routes it if it did.
+			return ack, refuse(proto.CodeJournalUnavailable, "hub shutting down; the message may still commit")
+		}
+		// The writer says nothing new was stored: take the number back so
+		// the sender's sequence stays gapless.
 		p.st.mu.Lock()
 		p.st.forget(p.d, p.body, p.s.MessageID)
 		p.st.mu.Unlock()
