@@ -85,3 +85,34 @@ func TestAbruptSenderCloseStrandsNothing(t *testing.T) {
 	}
 	t.Logf("%d rows committed and routed", len(rows))
 }
+
+// TestDedupeIsPerSender: a messageId is the sender's own. Another sender
+// reusing it is refused with duplicate_id (its message must not vanish
+// behind a dedupe:true); the same sender repeating it gets the repeated ACK.
+func TestDedupeIsPerSender(t *testing.T) {
+	h := newHarness(t)
+	h.as("oracle", true)
+	arch := h.as("architect", false)
+	builder := h.as("builder", false)
+	first := send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: "mine", MessageID: "shared-1"})
+	if !first.OK {
+		t.Fatalf("first ack = %+v", first)
+	}
+	other := send(t, builder, proto.Frame{Type: "send", Target: "oracle", Content: "also mine?", MessageID: "shared-1"})
+	if other.OK || other.Dedupe || other.Error == nil || *other.Error != string(status.CodeDuplicateID) || other.Reason == "" {
+		t.Fatalf("another sender reusing an id: ack = %+v; want ok:false duplicate_id with a reason", other)
+	}
+	again := send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: "mine", MessageID: "shared-1"})
+	if !again.OK || !again.Dedupe || again.Seq != first.Seq {
+		t.Fatalf("same sender repeating its id: ack = %+v (first %+v)", again, first)
+	}
+	// The builder's numbering did not move for the refused message.
+	next := send(t, builder, proto.Frame{Type: "send", Target: "oracle", Content: "fresh"})
+	if !next.OK || next.Seq != 1 {
+		t.Fatalf("builder's next ack = %+v; want seq 1", next)
+	}
+	row, err := h.ledger.Get(context.Background(), "shared-1")
+	if err != nil || row.SenderRole != "architect" {
+		t.Fatalf("row = %+v, %v", row, err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/msgid"
+	"hm/internal/status"
 	"hm/journal"
 	"hm/roles"
 )
@@ -87,9 +88,12 @@ type queuedSubmit struct {
 	rt    route
 	wait  func(context.Context) (journal.Message, error)
 	dupOf string // duplicate of an earlier (sender, N, body)
-	st    *senderSeq
-	d     seqDecision
-	body  string
+	// sender is the effective sender role: dedupe by messageId is per
+	// sender (SPEC §5.3 duplicate_id).
+	sender string
+	st     *senderSeq
+	d      seqDecision
+	body   string
 }
 
 // begin does everything up to queueing the commit: validation, target
@@ -171,6 +175,7 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 		s.Content, hasHeader = body, false
 	}
 	p.ack.Header = b.team.HeaderFor(sender)
+	p.sender = sender
 
 	rt, err := b.resolve(sender, *s)
 	if err != nil {
@@ -249,7 +254,7 @@ func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error)
 		p.st.forget(p.d, p.body, p.s.MessageID)
 		p.st.mu.Unlock()
 		if errors.Is(err, journal.ErrDuplicate) {
-			return b.repeatAck(committed), nil
+			return b.duplicateAck(ack, committed, p.sender)
 		}
 		b.log.Error("ledger commit failed", "messageId", p.s.MessageID, "err", err)
 		return ack, refuse(proto.CodeJournalUnavailable, "ledger cannot commit: %v", err)
@@ -403,6 +408,17 @@ func (b *Broker) ledgerMessage(s Submission, sender string, rt route, seq int64,
 		}
 	}
 	return m
+}
+
+// duplicateAck answers a messageId already in the ledger: the sender that
+// used it gets its first copy's state repeated (dedupe); any other sender
+// is refused with duplicate_id, so its message never silently vanishes.
+func (b *Broker) duplicateAck(ack proto.Ack, prev journal.Message, sender string) (proto.Ack, error) {
+	if prev.SenderRole != sender {
+		ack.Seq = 0 // the number was taken back: nothing was stored
+		return ack, refuse(proto.Code(status.CodeDuplicateID), "messageId %s was already used by another sender; choose another id", prev.MessageID)
+	}
+	return b.repeatAck(prev), nil
 }
 
 // repeatAck answers a duplicate with the first copy's state.
