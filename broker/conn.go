@@ -52,6 +52,13 @@ type conn struct {
 	// delivery that finds the queue full then leaves its message pending
 	// for the replay loop instead of dropping the client.
 	replaying bool
+	// handover is the listener's ack policy "handover": what it was handed
+	// counts as done. Otherwise (the default, "message-ack") delivery is
+	// at-least-once until its message-ack.
+	handover bool
+	// replayMu serializes replays of the backlog to this listener (at
+	// register, and when another listener of the role dies).
+	replayMu sync.Mutex
 
 	closeOnce sync.Once
 }
@@ -174,9 +181,30 @@ func (b *Broker) forget(c *conn) {
 	defer b.mu.Unlock()
 	delete(b.conns, c.id)
 	for role, m := range b.listeners {
+		if _, was := m[c.id]; !was {
+			continue
+		}
 		delete(m, c.id)
 		if len(m) == 0 {
 			delete(b.listeners, role)
+			continue
+		}
+		// What the dead listener was handed and did not acknowledge is
+		// offered again to the role's other listeners (those that already
+		// have a message skip it); a listener that registers later gets it
+		// from its own replay.
+		if c.handover || b.closed {
+			continue
+		}
+		for _, o := range m {
+			if o.handover {
+				continue
+			}
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				b.replayPending(o, role)
+			}()
 		}
 	}
 }

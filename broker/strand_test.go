@@ -3,6 +3,8 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/client"
+	"hm/internal/poll"
 	"hm/internal/status"
 	"hm/journal"
 )
@@ -114,5 +117,147 @@ func TestDedupeIsPerSender(t *testing.T) {
 	row, err := h.ledger.Get(context.Background(), "shared-1")
 	if err != nil || row.SenderRole != "architect" {
 		t.Fatalf("row = %+v, %v", row, err)
+	}
+}
+
+// TestUnackedReofferedAfterListenerDies: a listener stops reading and is
+// dropped as a slow consumer while 1,500 messages are owed to it. A new
+// listener for the role gets every message the first did not acknowledge,
+// at least once and with the same messageId; acknowledged ones are not
+// offered again.
+func TestUnackedReofferedAfterListenerDies(t *testing.T) {
+	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.SendQueue = 64; c.RateLimit = 0 })
+	ctx := ctxT(t)
+	first := h.as("oracle", true)
+	arch := h.as("architect", false)
+
+	const acked, owed = 50, 1500
+	body := strings.Repeat("x", 16<<10)
+	var ids []string
+	for i := 0; i < acked; i++ {
+		id := fmt.Sprintf("ok-%04d", i)
+		send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: "read " + id, MessageID: id})
+		m := decode[proto.Message](t, nextOf(t, first, "message"))
+		if err := first.WriteJSON(ctx, proto.Frame{Type: proto.TypeMessageAck, MessageID: m.MessageID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll.Until(t, 10*time.Second, "acks recorded", func() bool {
+		r, err := h.ledger.Get(context.Background(), fmt.Sprintf("ok-%04d", acked-1))
+		return err == nil && r.Status == string(status.Acked)
+	})
+	// first stops reading now.
+	for i := 0; i < owed; i++ {
+		id := fmt.Sprintf("owed-%04d", i)
+		ids = append(ids, id)
+		send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: body, MessageID: id})
+	}
+	poll.Until(t, 15*time.Second, "slow listener dropped", func() bool { return h.b.ConnCount() == 1 })
+	handed := 0
+	for _, id := range ids {
+		if r, err := h.ledger.Get(context.Background(), id); err == nil && r.AckStatus == string(status.DeliveredWebSocket) {
+			handed++
+		}
+	}
+	t.Logf("%d of %d owed messages were handed to the dead listener before it was dropped", handed, owed)
+
+	next := h.as("oracle", true)
+	got := map[string]int{}
+	missing := len(ids)
+	rctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for missing > 0 {
+		typ, raw, err := next.Next(rctx)
+		if err != nil {
+			t.Fatalf("new listener got %d of %d owed messages (%d handed to the dead one): %v", len(ids)-missing, len(ids), handed, err)
+		}
+		if typ != proto.TypeMessage {
+			continue
+		}
+		m := decode[proto.Message](t, raw)
+		if strings.HasPrefix(m.MessageID, "ok-") {
+			t.Fatalf("acknowledged message %s offered again", m.MessageID)
+		}
+		if got[m.MessageID] == 0 && strings.HasPrefix(m.MessageID, "owed-") {
+			missing--
+		}
+		got[m.MessageID]++
+	}
+	if handed == 0 {
+		return
+	}
+	// The re-offer is on the record: a second delivered event marked reoffer.
+	poll.Until(t, 10*time.Second, "re-offer recorded", func() bool {
+		evs, err := h.ledger.Events(context.Background(), ids[0])
+		if err != nil {
+			return false
+		}
+		for _, ev := range evs {
+			if ev.Event == string(status.EventDelivered) && strings.Contains(string(ev.Detail), `"reoffer":true`) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// TestUnackedReofferedAcrossRestart: what a listener was handed and did not
+// acknowledge is offered again to the role's listener in the next session.
+func TestUnackedReofferedAcrossRestart(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	h := newHarnessAt(t, db, 1)
+	l := h.as("oracle", true)
+	arch := h.as("architect", false)
+	send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: "acked one", MessageID: "r-acked"})
+	send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: "never acked", MessageID: "r-owed"})
+	for i := 0; i < 2; i++ {
+		m := decode[proto.Message](t, nextOf(t, l, "message"))
+		if m.MessageID == "r-acked" {
+			if err := l.WriteJSON(ctxT(t), proto.Frame{Type: proto.TypeMessageAck, MessageID: m.MessageID}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	poll.Until(t, 10*time.Second, "handed and acked", func() bool {
+		a, err1 := h.ledger.Get(context.Background(), "r-acked")
+		o, err2 := h.ledger.Get(context.Background(), "r-owed")
+		return err1 == nil && err2 == nil && a.Status == string(status.Acked) && o.AckStatus == string(status.DeliveredWebSocket)
+	})
+	h.close()
+
+	h2 := newHarnessAt(t, db, 2)
+	back := h2.as("oracle", true)
+	m := decode[proto.Message](t, nextOf(t, back, "message"))
+	if m.MessageID != "r-owed" || !strings.HasPrefix(m.Content, "[delayed from session 1] ") {
+		t.Fatalf("after restart got %+v; want r-owed, delayed", m)
+	}
+}
+
+// TestHandoverAckPolicy: a listener registered with "ack":"handover" keeps
+// the old rule (handed over is done): nothing it was handed is offered again.
+func TestHandoverAckPolicy(t *testing.T) {
+	h := newHarness(t)
+	reg := func() *client.Client {
+		c := h.dial()
+		if err := c.WriteJSON(ctxT(t), proto.Frame{Type: proto.TypeRegister, Role: "oracle", Token: h.tokens.Issue("oracle"), Listen: true, Ack: "handover"}); err != nil {
+			t.Fatal(err)
+		}
+		nextOf(t, c, proto.TypeRegistered)
+		return c
+	}
+	l := reg()
+	arch := h.as("architect", false)
+	send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: "fire and forget", MessageID: "hv-1"})
+	nextOf(t, l, "message")
+	poll.Until(t, 10*time.Second, "handed", func() bool {
+		r, err := h.ledger.Get(context.Background(), "hv-1")
+		return err == nil && r.AckStatus == string(status.DeliveredWebSocket)
+	})
+	l.CloseNow()
+	poll.Until(t, 10*time.Second, "listener gone", func() bool { return h.b.ConnCount() == 1 })
+	l2 := reg()
+	send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: "sentinel", MessageID: "hv-2"})
+	if m := decode[proto.Message](t, nextOf(t, l2, "message")); m.MessageID != "hv-2" {
+		t.Fatalf("handover listener got %s again", m.MessageID)
 	}
 }

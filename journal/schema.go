@@ -97,6 +97,13 @@ DROP INDEX comms_journal_sender_seq;
 CREATE INDEX comms_journal_pending ON comms_journal(row_id, target_role) WHERE status = 'brokered';
 CREATE INDEX comms_journal_failed ON comms_journal(row_id) WHERE status = 'failed';
 `,
+	// 3: listener delivery is at-least-once until message-ack (SPEC §5.3):
+	// rows handed to a listener and not acknowledged are offered again to
+	// the role's next listener, so they get their own small partial index,
+	// like the pending one.
+	`
+CREATE INDEX comms_journal_unacked ON comms_journal(row_id, target_role) WHERE status = 'routed' AND ack_status = 'delivered.websocket';
+`,
 }
 
 // latestSchema is the schema version this package writes and expects.
