@@ -261,3 +261,27 @@ func TestHandoverAckPolicy(t *testing.T) {
 		t.Fatalf("handover listener got %s again", m.MessageID)
 	}
 }
+
+// TestOldDuplicateFoundInLedger: a repeat of a message whose number is long
+// out of the sequencer's in-memory window is still recognised (from the
+// ledger) and answered with the first ACK.
+func TestOldDuplicateFoundInLedger(t *testing.T) {
+	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.RateLimit = 0 })
+	arch := h.as("architect", false)
+	const n = 1100 // beyond the in-memory window
+	var first proto.Ack
+	for i := 1; i <= n; i++ {
+		a := send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: fmt.Sprintf("(ARCH #%d): note %d", i, i), MessageID: fmt.Sprintf("old-%d", i)})
+		if i == 1 {
+			first = a
+		}
+	}
+	again := send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: "(ARCH #1): note 1"})
+	if !again.OK || !again.Dedupe || again.MessageID != "old-1" || again.Seq != first.Seq {
+		t.Fatalf("old duplicate: ack = %+v", again)
+	}
+	reused := send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: "(ARCH #2): something else"})
+	if !reused.OK || reused.Dedupe || len(reused.Warnings) != 1 || reused.Warnings[0] != broker.WarnSeqReused {
+		t.Fatalf("old number, new body: ack = %+v", reused)
+	}
+}

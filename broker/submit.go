@@ -195,6 +195,9 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	st := b.seqs.lock(sender)
 	defer st.unlock()
 	d := st.decide(h, hasHeader, body)
+	if d.Lookup {
+		d.Duplicate = b.ledgerDuplicate(ctx, sender, d.Seq, body)
+	}
 	if d.Duplicate != "" {
 		p.dupOf = d.Duplicate
 		return nil
@@ -217,6 +220,25 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	p.wait, p.st, p.d, p.body = wait, st, d, body
 	p.ack.Seq = d.Seq
 	return nil
+}
+
+// ledgerDuplicate looks for an earlier message of sender's with number seq
+// and the same body in this session's ledger rows: the sequencer keeps
+// only its recent numbers in memory. It returns the first copy's id, or ""
+// (also when the lookup fails: the message is then accepted with a
+// seq_reused warning rather than refused).
+func (b *Broker) ledgerDuplicate(ctx context.Context, sender string, seq int64, body string) string {
+	rows, err := b.deps.Ledger.BySenderSeq(ctx, b.cfg.SessionID, sender, seq)
+	if err != nil {
+		b.log.Warn("duplicate lookup failed", "sender", sender, "seq", seq, "err", err)
+		return ""
+	}
+	for _, r := range rows {
+		if bodyOf(r.RawBody) == body {
+			return r.MessageID
+		}
+	}
+	return ""
 }
 
 // finish waits for p's commit (or the first copy of a duplicate), routes the

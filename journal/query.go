@@ -130,6 +130,17 @@ func (l *Ledger) Unacked(ctx context.Context, targetRole string) ([]Message, err
 	return out, nil
 }
 
+// BySenderSeq returns the rows of one session sent by sender with number
+// seq, in row order (the hub's duplicate check for numbers older than its
+// in-memory window; it walks the session's rows, so it is for rare use).
+func (l *Ledger) BySenderSeq(ctx context.Context, sessionID, sender string, seq int64) ([]Message, error) {
+	out, err := l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal INDEXED BY comms_journal_session WHERE session_id = ? AND sender_role = ? AND seq = ? ORDER BY row_id", sessionID, sender, seq)
+	if err != nil {
+		return nil, fmt.Errorf("journal by sender seq: %w", err)
+	}
+	return out, nil
+}
+
 // HistoryQuery selects rows for History.
 type HistoryQuery struct {
 	// Last keeps only the newest Last rows (<= 0: no limit).
