@@ -6,6 +6,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -117,6 +118,13 @@ func (b *Broker) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "hm: only loopback hosts are served", http.StatusForbidden)
 		return
 	}
+	if n := b.slots.Add(1); n > int64(b.cfg.MaxConns) {
+		b.slots.Add(-1)
+		b.log.Warn("connection refused: limit reached", "remote", r.RemoteAddr, "max", b.cfg.MaxConns)
+		http.Error(w, fmt.Sprintf("hm: connection limit (%d) reached; close idle clients and retry", b.cfg.MaxConns), http.StatusServiceUnavailable)
+		return
+	}
+	defer b.slots.Add(-1)
 	// The default origin check refuses browser cross-origin requests.
 	ws, err := websocket.Accept(w, r, nil)
 	if err != nil {
@@ -166,7 +174,9 @@ func (c *conn) serve(read func()) {
 	go c.writeLoop()
 	go c.ackLoop()
 	c.sendJSON(proto.Welcome{Type: proto.TypeWelcome, ClientID: c.id, Protocol: proto.Protocol})
+	idle := time.AfterFunc(c.b.cfg.RegisterTimeout, c.closeIfUnregistered)
 	read()
+	idle.Stop()
 	c.inflightMu.Lock()
 	c.inflightClosed = true
 	close(c.inflight)
@@ -206,6 +216,22 @@ func (b *Broker) forget(c *conn) {
 				b.replayPending(o, role)
 			}()
 		}
+	}
+}
+
+// closeIfUnregistered ends a connection that has not registered within
+// the register timeout: idle unregistered clients are not kept.
+func (c *conn) closeIfUnregistered() {
+	c.mu.Lock()
+	registered := c.registered
+	c.mu.Unlock()
+	if registered {
+		return
+	}
+	c.b.log.Info("closing unregistered connection", "client", c.id, "after", c.b.cfg.RegisterTimeout)
+	code := websocket.StatusPolicyViolation
+	if !c.enqueue(outFrame{data: []byte("register within " + c.b.cfg.RegisterTimeout.String()), closeWith: &code}) {
+		c.close()
 	}
 }
 

@@ -3,11 +3,15 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"hm/broker"
 	"hm/broker/proto"
@@ -284,4 +288,48 @@ func TestOldDuplicateFoundInLedger(t *testing.T) {
 	if !reused.OK || reused.Dedupe || len(reused.Warnings) != 1 || reused.Warnings[0] != broker.WarnSeqReused {
 		t.Fatalf("old number, new body: ack = %+v", reused)
 	}
+}
+
+// TestIdleUnregisteredClosed: a connection that never registers is closed
+// after the register timeout; a registered one stays.
+func TestIdleUnregisteredClosed(t *testing.T) {
+	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.RegisterTimeout = 200 * time.Millisecond })
+	idle := h.dial()
+	kept := h.as("architect", false)
+	poll.Until(t, 10*time.Second, "idle connection closed", func() bool { return h.b.ConnCount() == 1 })
+	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		if _, _, err := idle.Next(rctx); err != nil {
+			if !client.IsClosed(err) {
+				t.Fatalf("idle connection: %v; want closed by the hub", err)
+			}
+			break
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if a := send(t, kept, proto.Frame{Type: "send", Target: "oracle", Content: "still here"}); !a.OK {
+		t.Fatalf("registered connection: %+v", a)
+	}
+}
+
+// TestConnectionCap: past the hub's connection cap a new connection is
+// refused with HTTP 503 and a message; once one closes there is room again.
+func TestConnectionCap(t *testing.T) {
+	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.MaxConns = 3 })
+	var open []*client.Client
+	for i := 0; i < 3; i++ {
+		open = append(open, h.dial())
+	}
+	_, resp, err := websocket.Dial(ctxT(t), h.url, nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("4th connection: err %v, resp %v; want 503", err, resp)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(body), "connection limit") {
+		t.Fatalf("503 body %q does not explain", body)
+	}
+	open[0].CloseNow()
+	poll.Until(t, 10*time.Second, "room again", func() bool { return h.b.ConnCount() == 2 })
+	h.dial()
 }
