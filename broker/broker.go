@@ -79,8 +79,14 @@ type Config struct {
 	// ReminderAfter is how long an [ACK REQUIRED] obligation stays open
 	// before its one reminder (SPEC §10: 10 minutes).
 	ReminderAfter time.Duration
-	Logger        *slog.Logger
-	Now           func() time.Time
+	// RegisterTimeout is how long a connection may stay without
+	// registering before the hub closes it (default 10s).
+	RegisterTimeout time.Duration
+	// MaxConns caps the hub's open WebSocket connections (default 256);
+	// past it a new connection gets HTTP 503.
+	MaxConns int
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Deps are the broker's collaborators. Panes, Telegram and Background may be
@@ -100,6 +106,8 @@ type Broker struct {
 	team   *roles.Team
 	seqs   *sequencer
 	nextID atomic.Int64
+	// slots counts the connections being served, against MaxConns.
+	slots atomic.Int64
 
 	mu        sync.Mutex
 	conns     map[int64]*conn
@@ -138,6 +146,12 @@ func New(cfg Config, deps Deps) *Broker {
 	}
 	if cfg.DelayedMaxAge == 0 {
 		cfg.DelayedMaxAge = 10 * time.Minute
+	}
+	if cfg.RegisterTimeout <= 0 {
+		cfg.RegisterTimeout = 10 * time.Second
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 256
 	}
 	if cfg.ReminderAfter == 0 {
 		cfg.ReminderAfter = 10 * time.Minute

@@ -6,6 +6,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -30,8 +31,13 @@ type conn struct {
 	limit  *bucket
 	wg     sync.WaitGroup
 	// inflight carries sends whose commits are queued, in order, to the
-	// acker goroutine, which waits for each and writes its ACK.
-	inflight chan inflightSend
+	// acker goroutine, which waits for each, routes it and writes its ACK.
+	// It is closed (under inflightMu, with inflightClosed set) only when the
+	// read side is done, so the acker settles every queued commit even
+	// after the client has gone.
+	inflight       chan inflightSend
+	inflightMu     sync.Mutex
+	inflightClosed bool
 	// queued counts the bytes waiting in out; drained is signalled after
 	// each write so a replay waiting for room can go on.
 	queued  atomic.Int64
@@ -47,6 +53,13 @@ type conn struct {
 	// delivery that finds the queue full then leaves its message pending
 	// for the replay loop instead of dropping the client.
 	replaying bool
+	// handover is the listener's ack policy "handover": what it was handed
+	// counts as done. Otherwise (the default, "message-ack") delivery is
+	// at-least-once until its message-ack.
+	handover bool
+	// replayMu serializes replays of the backlog to this listener (at
+	// register, and when another listener of the role dies).
+	replayMu sync.Mutex
 
 	closeOnce sync.Once
 }
@@ -105,6 +118,13 @@ func (b *Broker) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "hm: only loopback hosts are served", http.StatusForbidden)
 		return
 	}
+	if n := b.slots.Add(1); n > int64(b.cfg.MaxConns) {
+		b.slots.Add(-1)
+		b.log.Warn("connection refused: limit reached", "remote", r.RemoteAddr, "max", b.cfg.MaxConns)
+		http.Error(w, fmt.Sprintf("hm: connection limit (%d) reached; close idle clients and retry", b.cfg.MaxConns), http.StatusServiceUnavailable)
+		return
+	}
+	defer b.slots.Add(-1)
 	// The default origin check refuses browser cross-origin requests.
 	ws, err := websocket.Accept(w, r, nil)
 	if err != nil {
@@ -154,7 +174,13 @@ func (c *conn) serve(read func()) {
 	go c.writeLoop()
 	go c.ackLoop()
 	c.sendJSON(proto.Welcome{Type: proto.TypeWelcome, ClientID: c.id, Protocol: proto.Protocol})
+	idle := time.AfterFunc(c.b.cfg.RegisterTimeout, c.closeIfUnregistered)
 	read()
+	idle.Stop()
+	c.inflightMu.Lock()
+	c.inflightClosed = true
+	close(c.inflight)
+	c.inflightMu.Unlock()
 	c.close()
 	c.wg.Wait()
 	c.b.forget(c)
@@ -165,10 +191,47 @@ func (b *Broker) forget(c *conn) {
 	defer b.mu.Unlock()
 	delete(b.conns, c.id)
 	for role, m := range b.listeners {
+		if _, was := m[c.id]; !was {
+			continue
+		}
 		delete(m, c.id)
 		if len(m) == 0 {
 			delete(b.listeners, role)
+			continue
 		}
+		// What the dead listener was handed and did not acknowledge is
+		// offered again to the role's other listeners (those that already
+		// have a message skip it); a listener that registers later gets it
+		// from its own replay.
+		if c.handover || b.closed {
+			continue
+		}
+		for _, o := range m {
+			if o.handover {
+				continue
+			}
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				b.replayPending(o, role)
+			}()
+		}
+	}
+}
+
+// closeIfUnregistered ends a connection that has not registered within
+// the register timeout: idle unregistered clients are not kept.
+func (c *conn) closeIfUnregistered() {
+	c.mu.Lock()
+	registered := c.registered
+	c.mu.Unlock()
+	if registered {
+		return
+	}
+	c.b.log.Info("closing unregistered connection", "client", c.id, "after", c.b.cfg.RegisterTimeout)
+	code := websocket.StatusPolicyViolation
+	if !c.enqueue(outFrame{data: []byte("register within " + c.b.cfg.RegisterTimeout.String()), closeWith: &code}) {
+		c.close()
 	}
 }
 
@@ -314,31 +377,36 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
-// ackLoop finishes queued sends in order and writes their ACKs.
+// ackLoop finishes queued sends in order and writes their ACKs. It runs
+// until inflight is closed: a send queued to the ledger is always settled
+// (its commit awaited and the message routed), whether or not the client
+// is still there to read the ACK.
 func (c *conn) ackLoop() {
 	defer c.wg.Done()
-	for {
-		select {
-		case <-c.ctx.Done():
-			// Queued commits still complete in the ledger; their messages
-			// are routed from there (pending replay) even though this
-			// client will not see the ACK.
-			for {
-				select {
-				case in := <-c.inflight:
-					in.p.s.Wait = 0 // nobody is waiting for this ACK any more
-					c.b.end(context.Background(), in.p)
-				default:
-					return
-				}
-			}
-		case in := <-c.inflight:
-			ack, _ := c.b.end(c.ctx, in.p)
-			ack.RequestID = in.requestID
-			if in.isSend {
-				ack.Target = in.target
-			}
-			c.sendJSON(ack)
+	for in := range c.inflight {
+		if c.ctx.Err() != nil {
+			in.p.s.Wait = 0 // nobody is waiting for this ACK any more
 		}
+		ack, _ := c.b.end(c.ctx, in.p)
+		ack.RequestID = in.requestID
+		if in.isSend {
+			ack.Target = in.target
+		}
+		c.sendJSON(ack) // a no-op once the client is gone
 	}
+}
+
+// queueInflight hands a begun send to the acker. Once the acker has
+// stopped taking sends, the send is settled here instead: its commit is
+// still awaited and the message routed.
+func (c *conn) queueInflight(in inflightSend) {
+	c.inflightMu.Lock()
+	if !c.inflightClosed {
+		c.inflight <- in // the acker always drains: this waits only for room
+		c.inflightMu.Unlock()
+		return
+	}
+	c.inflightMu.Unlock()
+	in.p.s.Wait = 0
+	c.b.end(c.ctx, in.p)
 }

@@ -97,6 +97,10 @@ func (c *conn) register(f proto.Frame) bool {
 	if role == roles.RoleUser && !id.Operator && !b.cfg.AllowAnonymous {
 		return c.unauthorized("only the operator may act as user")
 	}
+	if f.Ack != "" && f.Ack != ackHandover && f.Ack != ackMessageAck {
+		c.sendError(proto.CodeBadRequest, `ack must be "message-ack" (the default) or "handover"`, f.RequestID, "")
+		return true
+	}
 	id.Role = role
 	c.mu.Lock()
 	c.registered, c.identity, c.role = true, id, role
@@ -105,6 +109,7 @@ func (c *conn) register(f proto.Frame) bool {
 	c.sendJSON(proto.Registered{Type: proto.TypeRegistered, Role: role, PaneID: paneID, ClientID: c.id})
 	if f.Listen {
 		b.mu.Lock()
+		c.handover = f.Ack == ackHandover
 		if b.listeners[role] == nil {
 			b.listeners[role] = map[int64]*conn{}
 		}
@@ -118,6 +123,16 @@ func (c *conn) register(f proto.Frame) bool {
 	}
 	return true
 }
+
+// Listener ack policies (register's "ack").
+const (
+	// ackMessageAck, the default: delivery is at-least-once until the
+	// listener's message-ack; what it was handed and did not acknowledge
+	// is offered again to the role's next listener.
+	ackMessageAck = "message-ack"
+	// ackHandover: handed over is done (tools that never acknowledge).
+	ackHandover = "handover"
+)
 
 func (c *conn) unauthorized(why string) bool {
 	c.b.log.Warn("unauthorized register", "client", c.id, "why", why)
@@ -159,10 +174,7 @@ func (c *conn) send(f proto.Frame, received time.Time) {
 		Channel:     ChannelWS,
 		Received:    received,
 	})
-	select {
-	case c.inflight <- inflightSend{p: p, requestID: f.RequestID, target: f.Target, isSend: f.Type == proto.TypeSend}:
-	case <-c.ctx.Done():
-	}
+	c.queueInflight(inflightSend{p: p, requestID: f.RequestID, target: f.Target, isSend: f.Type == proto.TypeSend})
 }
 
 func (c *conn) subscribe(f proto.Frame) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"hm/broker/proto"
+	"hm/internal/status"
 	"hm/journal"
 )
 
@@ -54,8 +55,14 @@ func (c *conn) deliverWith(m journal.Message, content string, enqueue func(outFr
 		return false
 	}
 	id, b := m.MessageID, c.b
+	detail := map[string]any{"client": c.id}
+	if m.Status == string(status.Routed) {
+		// Handed to an earlier listener and not acknowledged: offered again
+		// with the same messageId (SPEC §5.3, at-least-once).
+		detail["reoffer"] = true
+	}
 	ok := enqueue(outFrame{data: data, onWritten: func() {
-		b.deps.Ledger.AdvanceAsync(journal.Change{MessageID: id, Status: "routed", AckStatus: proto.StatusDeliveredWebsocket, Event: "delivered", Detail: map[string]any{"client": c.id}})
+		b.deps.Ledger.AdvanceAsync(journal.Change{MessageID: id, Status: string(status.Routed), AckStatus: string(status.DeliveredWebSocket), Event: string(status.EventDelivered), Detail: detail})
 		b.wake(id)
 	}})
 	if !ok {
@@ -70,6 +77,8 @@ func (c *conn) deliverWith(m journal.Message, content string, enqueue func(outFr
 // backpressure, until none are left (live messages arriving meanwhile stay
 // pending and are picked up by the next pass).
 func (b *Broker) replayPending(c *conn, role string) {
+	c.replayMu.Lock()
+	defer c.replayMu.Unlock()
 	c.mu.Lock()
 	c.replaying = true
 	c.mu.Unlock()
@@ -81,10 +90,36 @@ func (b *Broker) replayPending(c *conn, role string) {
 	b.replayPass(c, role) // anything skipped while the flag was being cleared
 }
 
-// replayPass delivers the pending rows not yet delivered on c; it returns
+// owed returns what a listener of role is owed, in row order: the pending
+// rows and, unless its ack policy is handover, the rows handed to a
+// listener and not acknowledged.
+func (b *Broker) owed(c *conn, role string) ([]journal.Message, error) {
+	pending, err := b.deps.Ledger.Pending(c.ctx, role)
+	if err != nil || c.handover {
+		return pending, err
+	}
+	unacked, err := b.deps.Ledger.Unacked(c.ctx, role)
+	if err != nil || len(unacked) == 0 {
+		return pending, err
+	}
+	out := make([]journal.Message, 0, len(pending)+len(unacked))
+	i, j := 0, 0
+	for i < len(pending) || j < len(unacked) {
+		if j == len(unacked) || (i < len(pending) && pending[i].RowID < unacked[j].RowID) {
+			out = append(out, pending[i])
+			i++
+		} else {
+			out = append(out, unacked[j])
+			j++
+		}
+	}
+	return out, nil
+}
+
+// replayPass delivers the rows c is owed and has not been given; it returns
 // how many it delivered.
 func (b *Broker) replayPass(c *conn, role string) int {
-	pending, err := b.deps.Ledger.Pending(c.ctx, role)
+	pending, err := b.owed(c, role)
 	if err != nil {
 		if c.ctx.Err() == nil {
 			b.log.Warn("load pending for listener", "role", role, "err", err)

@@ -19,6 +19,9 @@ type seqDecision struct {
 	Warning   string // "", seq_reused or seq_gap
 	Duplicate string // message id of the first copy, when this is a duplicate
 	Prefix    bool   // the hub must prepend the header
+	// Lookup: the number is older than the in-memory window; whether this
+	// is a duplicate must be asked of the ledger.
+	Lookup bool
 }
 
 type seqKey struct {
@@ -37,8 +40,25 @@ type sequencer struct {
 type senderSeq struct {
 	mu   sync.Mutex
 	next int64
-	seen map[int64][]seenBody // seq -> bodies accepted with it
+	// seen holds the bodies accepted with the newest seqWindow numbers (at
+	// most maxBodiesPerSeq each), so memory stays bounded however long the
+	// session. Older numbers are checked against the ledger (Lookup).
+	seen map[int64][]seenBody
+	// ring lists the numbers in seen in the order they were added; when
+	// full, the oldest is evicted and evicted raised to it.
+	ring    [seqWindow]int64
+	ringLen int
+	ringPos int
+	evicted int64 // the highest number evicted from seen (0: none)
 }
+
+// seqWindow is how many of a sender's numbers keep their bodies in memory
+// for duplicate detection; maxBodiesPerSeq bounds the bodies kept for one
+// reused number.
+const (
+	seqWindow       = 1024
+	maxBodiesPerSeq = 8
+)
 
 type seenBody struct {
 	hash [32]byte
@@ -52,7 +72,7 @@ func (s *sequencer) lock(sender string) *senderSeq {
 	s.mu.Lock()
 	st, ok := s.senders[sender]
 	if !ok {
-		st = &senderSeq{next: 1, seen: map[int64][]seenBody{}}
+		st = &senderSeq{next: 1, seen: make(map[int64][]seenBody, seqWindow)}
 		s.senders[sender] = st
 	}
 	s.mu.Unlock()
@@ -73,10 +93,14 @@ func (st *senderSeq) decide(h roles.Header, hasHeader bool, body string) seqDeci
 		return seqDecision{Seq: h.Seq}
 	case h.Seq < st.next:
 		sum := sha256.Sum256([]byte(body))
-		for _, b := range st.seen[h.Seq] {
+		bodies, inWindow := st.seen[h.Seq]
+		for _, b := range bodies {
 			if b.hash == sum {
 				return seqDecision{Seq: h.Seq, Duplicate: b.id}
 			}
+		}
+		if !inWindow && h.Seq <= st.evicted {
+			return seqDecision{Seq: h.Seq, Warning: WarnSeqReused, Lookup: true}
 		}
 		return seqDecision{Seq: h.Seq, Warning: WarnSeqReused}
 	default:
@@ -89,7 +113,27 @@ func (st *senderSeq) commit(d seqDecision, body, messageID string) {
 	if d.Seq >= st.next {
 		st.next = d.Seq + 1
 	}
-	st.seen[d.Seq] = append(st.seen[d.Seq], seenBody{hash: sha256.Sum256([]byte(body)), id: messageID})
+	bodies, had := st.seen[d.Seq]
+	if len(bodies) >= maxBodiesPerSeq {
+		bodies = append(bodies[:0:0], bodies[1:]...)
+	}
+	st.seen[d.Seq] = append(bodies, seenBody{hash: sha256.Sum256([]byte(body)), id: messageID})
+	if had {
+		return
+	}
+	if st.ringLen == seqWindow {
+		old := st.ring[st.ringPos]
+		if _, ok := st.seen[old]; ok && old != d.Seq {
+			delete(st.seen, old)
+		}
+		if old > st.evicted {
+			st.evicted = old
+		}
+	} else {
+		st.ringLen++
+	}
+	st.ring[st.ringPos] = d.Seq
+	st.ringPos = (st.ringPos + 1) % seqWindow
 }
 
 // forget takes back a decision whose commit failed: the body no longer

@@ -14,6 +14,7 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/msgid"
+	"hm/internal/status"
 	"hm/journal"
 	"hm/roles"
 )
@@ -87,9 +88,12 @@ type queuedSubmit struct {
 	rt    route
 	wait  func(context.Context) (journal.Message, error)
 	dupOf string // duplicate of an earlier (sender, N, body)
-	st    *senderSeq
-	d     seqDecision
-	body  string
+	// sender is the effective sender role: dedupe by messageId is per
+	// sender (SPEC §5.3 duplicate_id).
+	sender string
+	st     *senderSeq
+	d      seqDecision
+	body   string
 }
 
 // begin does everything up to queueing the commit: validation, target
@@ -171,6 +175,7 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 		s.Content, hasHeader = body, false
 	}
 	p.ack.Header = b.team.HeaderFor(sender)
+	p.sender = sender
 
 	rt, err := b.resolve(sender, *s)
 	if err != nil {
@@ -190,6 +195,9 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	st := b.seqs.lock(sender)
 	defer st.unlock()
 	d := st.decide(h, hasHeader, body)
+	if d.Lookup {
+		d.Duplicate = b.ledgerDuplicate(ctx, sender, d.Seq, body)
+	}
 	if d.Duplicate != "" {
 		p.dupOf = d.Duplicate
 		return nil
@@ -214,6 +222,25 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	return nil
 }
 
+// ledgerDuplicate looks for an earlier message of sender's with number seq
+// and the same body in this session's ledger rows: the sequencer keeps
+// only its recent numbers in memory. It returns the first copy's id, or ""
+// (also when the lookup fails: the message is then accepted with a
+// seq_reused warning rather than refused).
+func (b *Broker) ledgerDuplicate(ctx context.Context, sender string, seq int64, body string) string {
+	rows, err := b.deps.Ledger.BySenderSeq(ctx, b.cfg.SessionID, sender, seq)
+	if err != nil {
+		b.log.Warn("duplicate lookup failed", "sender", sender, "seq", seq, "err", err)
+		return ""
+	}
+	for _, r := range rows {
+		if bodyOf(r.RawBody) == body {
+			return r.MessageID
+		}
+	}
+	return ""
+}
+
 // finish waits for p's commit (or the first copy of a duplicate), routes the
 // message and builds the ACK; it is end's work for submissions begin queued.
 func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error) {
@@ -232,15 +259,24 @@ func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error)
 			time.Sleep(time.Millisecond)
 		}
 	}
-	committed, err := p.wait(ctx)
+	// Once queued, the outcome is the writer's: the wait is bounded by the
+	// broker's lifetime, never by the client's connection, so a sender that
+	// hangs up mid-burst cannot strand a row that commits.
+	committed, err := p.wait(b.ctx)
 	if err != nil {
-		// Nothing new was stored: take the number back so the sender's
-		// sequence stays gapless.
+		if errors.Is(err, context.Canceled) {
+			// The hub is stopping and the row may still commit: its
+			// number stays taken, and the next session's Recover
+			// routes it if it did.
+			return ack, refuse(proto.CodeJournalUnavailable, "hub shutting down; the message may still commit")
+		}
+		// The writer says nothing new was stored: take the number back so
+		// the sender's sequence stays gapless.
 		p.st.mu.Lock()
 		p.st.forget(p.d, p.body, p.s.MessageID)
 		p.st.mu.Unlock()
 		if errors.Is(err, journal.ErrDuplicate) {
-			return b.repeatAck(committed), nil
+			return b.duplicateAck(ack, committed, p.sender)
 		}
 		b.log.Error("ledger commit failed", "messageId", p.s.MessageID, "err", err)
 		return ack, refuse(proto.CodeJournalUnavailable, "ledger cannot commit: %v", err)
@@ -394,6 +430,17 @@ func (b *Broker) ledgerMessage(s Submission, sender string, rt route, seq int64,
 		}
 	}
 	return m
+}
+
+// duplicateAck answers a messageId already in the ledger: the sender that
+// used it gets its first copy's state repeated (dedupe); any other sender
+// is refused with duplicate_id, so its message never silently vanishes.
+func (b *Broker) duplicateAck(ack proto.Ack, prev journal.Message, sender string) (proto.Ack, error) {
+	if prev.SenderRole != sender {
+		ack.Seq = 0 // the number was taken back: nothing was stored
+		return ack, refuse(proto.Code(status.CodeDuplicateID), "messageId %s was already used by another sender; choose another id", prev.MessageID)
+	}
+	return b.repeatAck(prev), nil
 }
 
 // repeatAck answers a duplicate with the first copy's state.

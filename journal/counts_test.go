@@ -252,8 +252,8 @@ func TestSessionCountsMigration(t *testing.T) {
 }
 
 // downgrade turns the closed ledger at path into a schema-2 ledger: what
-// migrations 3 (comms_session_counts) and 4 (signal and obligation
-// indexes) added is dropped, the version is 2.
+// migrations 3 (comms_session_counts), 4 (signal and obligation indexes)
+// and 5 (the unacked index) added is dropped, the version is 2.
 func downgrade(t *testing.T, path string) {
 	t.Helper()
 	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
@@ -262,7 +262,8 @@ func downgrade(t *testing.T, path string) {
 	}
 	defer conn.Close()
 	if err := sqlitex.ExecuteScript(conn, `DROP TABLE comms_session_counts; DROP INDEX comms_signals_session; DROP INDEX comms_signals_decisions;
- DROP INDEX comms_signals_open; DROP INDEX comms_obligations_open_session; UPDATE schema_version SET version = 2;`, nil); err != nil {
+ DROP INDEX comms_signals_open; DROP INDEX comms_obligations_open_session; DROP INDEX comms_journal_unacked;
+ UPDATE schema_version SET version = 2;`, nil); err != nil {
 		t.Fatal(err)
 	}
 	var tables []string
@@ -274,7 +275,7 @@ func downgrade(t *testing.T, path string) {
 	if len(tables) > 0 {
 		t.Fatalf("downgrade left %v", tables)
 	}
-	if len(migrations) != 4 {
-		t.Fatalf("downgrade knows migrations up to 4; update it")
+	if len(migrations) != 5 {
+		t.Fatalf("downgrade knows migrations up to 5; update it")
 	}
 }

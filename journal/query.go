@@ -118,6 +118,29 @@ func (l *Ledger) Pending(ctx context.Context, targetRole string) ([]Message, err
 	return out, nil
 }
 
+// Unacked returns messages for targetRole handed to a listener and not
+// acknowledged (status routed, ack_status delivered.websocket), in row
+// order. Listener delivery is at-least-once until message-ack: these are
+// offered again to the role's next listener.
+func (l *Ledger) Unacked(ctx context.Context, targetRole string) ([]Message, error) {
+	out, err := l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal INDEXED BY comms_journal_unacked WHERE target_role = ? AND status = 'routed' AND ack_status = 'delivered.websocket' ORDER BY row_id", targetRole)
+	if err != nil {
+		return nil, fmt.Errorf("journal unacked: %w", err)
+	}
+	return out, nil
+}
+
+// BySenderSeq returns the rows of one session sent by sender with number
+// seq, in row order (the hub's duplicate check for numbers older than its
+// in-memory window; it walks the session's rows, so it is for rare use).
+func (l *Ledger) BySenderSeq(ctx context.Context, sessionID, sender string, seq int64) ([]Message, error) {
+	out, err := l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal INDEXED BY comms_journal_session WHERE session_id = ? AND sender_role = ? AND seq = ? ORDER BY row_id", sessionID, sender, seq)
+	if err != nil {
+		return nil, fmt.Errorf("journal by sender seq: %w", err)
+	}
+	return out, nil
+}
+
 // HistoryQuery selects rows for History.
 type HistoryQuery struct {
 	// Last keeps only the newest Last rows (<= 0: no limit).

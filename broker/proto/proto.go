@@ -139,6 +139,9 @@ type Frame struct {
 	Role   string `json:"role,omitempty"`
 	Token  string `json:"token,omitempty"`
 	Listen bool   `json:"listen,omitempty"`
+	// Ack is a listener's ack policy: "" or "message-ack" (at-least-once
+	// until message-ack) or "handover" (handed over is done).
+	Ack    string `json:"ack,omitempty"`
 	PaneID string `json:"paneId,omitempty"`
 
 	// send / broadcast / message

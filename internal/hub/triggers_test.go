@@ -216,9 +216,9 @@ func TestHubTriggerSignatures(t *testing.T) {
 				return
 			}
 			name := "builder." + id + ".txt"
-			poll.Until(t, 30*time.Second, name+" rejected", func() bool {
+			poll.For(t, 30*time.Second, func() error {
 				data, err := os.ReadFile(filepath.Join(dir, "rejected", name+".reason"))
-				return err == nil && strings.HasPrefix(string(data), tc.code+"\n")
+				return poll.Want(err == nil && strings.HasPrefix(string(data), tc.code+"\n"), "%s rejected: %v %q", name, err, data)
 			})
 			if got := row(t, th, id); got.MessageID != "" {
 				t.Errorf("refused file recorded: %+v", got)
@@ -229,9 +229,9 @@ func TestHubTriggerSignatures(t *testing.T) {
 	if _, err := triggers.WriteSigned(dir, "oracle", "sig-bg", "hi oracle", "builder-bg-1", bgTok); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 30*time.Second, "owner binding", func() bool {
+	poll.For(t, 30*time.Second, func() error {
 		data, err := os.ReadFile(filepath.Join(dir, "rejected", "oracle.sig-bg.txt.reason"))
-		return err == nil && strings.HasPrefix(string(data), "owner_binding_violation\n")
+		return poll.Want(err == nil && strings.HasPrefix(string(data), "owner_binding_violation\n"), "owner binding")
 	})
 }
 
@@ -252,9 +252,9 @@ func TestHubTriggerUnsignedRefused(t *testing.T) {
 		t.Fatalf("message = %+v", m)
 	}
 	for _, name := range []string{"builder.txt", "builder.plain-1.txt"} {
-		poll.Until(t, 30*time.Second, name+" refused", func() bool {
+		poll.For(t, 30*time.Second, func() error {
 			data, err := os.ReadFile(filepath.Join(dir, "rejected", name+".reason"))
-			return err == nil && strings.HasPrefix(string(data), "unsigned\n")
+			return poll.Want(err == nil && strings.HasPrefix(string(data), "unsigned\n"), "%s refused: %v %q", name, err, data)
 		})
 	}
 	if got := row(t, th, "plain-1"); got.MessageID != "" {
@@ -272,9 +272,9 @@ func TestHubTriggerHardLinkToken(t *testing.T) {
 	if err := os.Link(tokPath, filepath.Join(dir, "builder.txt")); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 30*time.Second, "hard link refused", func() bool {
+	poll.For(t, 30*time.Second, func() error {
 		data, err := os.ReadFile(filepath.Join(dir, "rejected", "builder.txt.reason"))
-		return err == nil && strings.HasPrefix(string(data), "multiple_links\n")
+		return poll.Want(err == nil && strings.HasPrefix(string(data), "multiple_links\n"), "hard link refused")
 	})
 	if _, err := triggers.Write(dir, "builder", "after-link", "after"); err != nil {
 		t.Fatal(err)
