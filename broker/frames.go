@@ -12,26 +12,40 @@ import (
 	"github.com/coder/websocket"
 
 	"hm/broker/proto"
+	"hm/internal/status"
 	"hm/journal"
 	"hm/roles"
 )
+
+// clientFrames are the frame types a client may send (SPEC §5.2).
+var clientFrames = map[string]bool{
+	proto.TypeRegister: true, proto.TypeSend: true, proto.TypeBroadcast: true, proto.TypeHealthCheck: true,
+	proto.TypeDeliveryCheck: true, proto.TypeHeartbeat: true, proto.TypeBackgroundAgent: true,
+	proto.TypeSubscribe: true, proto.TypeMessageAck: true,
+}
 
 // handle processes one frame; false ends the connection.
 func (c *conn) handle(f proto.Frame, received time.Time) bool {
 	c.mu.Lock()
 	registered, role := c.registered, c.role
 	c.mu.Unlock()
-	if registered {
-		c.b.touch(role)
-	}
-	switch f.Type {
-	case proto.TypeRegister:
+	if f.Type == proto.TypeRegister {
 		return c.register(f)
-	case proto.TypeSend, proto.TypeBroadcast:
-		if !registered {
-			c.sendError(proto.CodeNotRegistered, "register before sending", f.RequestID, f.MessageID)
-			return true
+	}
+	// Every frame other than register needs a registered, authenticated
+	// client (SPEC §5.3): an unregistered one learns nothing, not even
+	// that the hub is healthy.
+	if !registered {
+		if clientFrames[f.Type] {
+			c.sendError(proto.Code(status.CodeNotRegistered), "register before sending "+f.Type+" frames", f.RequestID, f.MessageID)
+		} else {
+			c.sendError(proto.CodeUnknownType, "unknown frame type "+clip(f.Type, 40), f.RequestID, "")
 		}
+		return true
+	}
+	c.b.touch(role)
+	switch f.Type {
+	case proto.TypeSend, proto.TypeBroadcast:
 		c.send(f, received)
 	case proto.TypeHealthCheck:
 		c.sendJSON(c.b.health(f))
@@ -40,10 +54,6 @@ func (c *conn) handle(f proto.Frame, received time.Time) bool {
 	case proto.TypeHeartbeat:
 		c.sendJSON(proto.HeartbeatAck{Type: proto.TypeHeartbeatAck, RequestID: f.RequestID, Timestamp: time.Now().UnixMilli()})
 	case proto.TypeMessageAck:
-		if !registered {
-			c.sendError(proto.CodeNotRegistered, "register before acknowledging", f.RequestID, f.MessageID)
-			return true
-		}
 		if f.MessageID == "" {
 			c.sendError(proto.CodeBadRequest, "message-ack needs messageId", f.RequestID, "")
 			return true
@@ -54,7 +64,7 @@ func (c *conn) handle(f proto.Frame, received time.Time) bool {
 	case proto.TypeSubscribe:
 		c.subscribe(f)
 	case proto.TypeBackgroundAgent:
-		c.background(f, registered)
+		c.background(f)
 	default:
 		c.sendError(proto.CodeUnknownType, "unknown frame type "+clip(f.Type, 40), f.RequestID, "")
 	}
@@ -202,15 +212,12 @@ func (c *conn) subscribe(f proto.Frame) {
 	}()
 }
 
-func (c *conn) background(f proto.Frame, registered bool) {
+func (c *conn) background(f proto.Frame) {
 	c.mu.Lock()
 	id := c.identity
 	c.mu.Unlock()
 	resp := proto.Response{Type: proto.TypeResponse, RequestID: f.RequestID}
 	switch {
-	case !registered:
-		resp.Result = proto.BgRefusal{Status: string(proto.CodeNotRegistered)}
-		resp.Error = string(proto.CodeNotRegistered)
 	case !id.Operator && id.Role != c.b.team.Background.Owner:
 		resp.Result = proto.BgRefusal{Status: string(proto.CodeOwnerBindingViolation)}
 		resp.Error = "only " + c.b.team.Background.Owner + " or the operator may control background slots"

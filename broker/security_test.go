@@ -1,0 +1,109 @@
+package broker_test
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+
+	"hm/broker/proto"
+	"hm/internal/client"
+	"hm/internal/status"
+)
+
+// frameSeen is the part of a server frame these tests look at.
+type frameSeen struct {
+	Type      string `json:"type"`
+	Code      string `json:"code"`
+	RequestID string `json:"requestId"`
+	raw       []byte
+}
+
+var probes int
+
+// answersTo writes a frame of an unknown type and returns every frame that
+// arrives before its unknown_type answer: what the connection was sent in
+// answer to the frames written before it.
+func answersTo(t *testing.T, c *client.Client) []frameSeen {
+	t.Helper()
+	probes++
+	id := "probe-" + strconv.Itoa(probes)
+	if err := c.WriteJSON(ctxT(t), map[string]string{"type": "hm-test-probe", "requestId": id}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var got []frameSeen
+	for {
+		_, raw, err := c.Next(ctx)
+		if err != nil {
+			t.Fatalf("waiting for the probe's answer: %v (got %v)", err, got)
+		}
+		var f frameSeen
+		if err := json.Unmarshal(raw, &f); err != nil {
+			t.Fatal(err)
+		}
+		f.raw = raw
+		if f.Type == proto.TypeError && f.Code == string(proto.CodeUnknownType) && f.RequestID == id {
+			return got
+		}
+		got = append(got, f)
+	}
+}
+
+func frames(fs []frameSeen) string {
+	s := ""
+	for _, f := range fs {
+		s += string(f.raw) + " "
+	}
+	return s
+}
+
+// TestUnregisteredGetsNothing: every frame but register needs a registered
+// client (SPEC §5.3). A client that never registers gets not_registered for
+// each and no data: no health, no delivery state, no heartbeat, no journal
+// events (it used to receive every ledger change, bodies included).
+func TestUnregisteredGetsNothing(t *testing.T) {
+	h := newHarness(t)
+	arch := h.as("architect", false)
+	h.as("builder", true)
+	if ack := send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "builder", Content: "secret plan", MessageID: "m-secret"}); !ack.OK {
+		t.Fatalf("ack = %+v", ack)
+	}
+	anon := h.dial()
+	tests := []proto.Frame{
+		{Type: proto.TypeSubscribe, RequestID: "s", Topics: []string{"journal"}},
+		{Type: proto.TypeHealthCheck, RequestID: "h", Target: "builder"},
+		{Type: proto.TypeDeliveryCheck, RequestID: "d", MessageID: "m-secret"},
+		{Type: proto.TypeHeartbeat, RequestID: "hb"},
+		{Type: proto.TypeMessageAck, RequestID: "a", MessageID: "m-secret"},
+		{Type: proto.TypeBackgroundAgent, RequestID: "bg", Action: "list"},
+		{Type: proto.TypeSend, RequestID: "sd", Target: "builder", Content: "hi"},
+		{Type: proto.TypeBroadcast, RequestID: "bc", Content: "hi"},
+	}
+	for _, f := range tests {
+		t.Run(f.Type, func(t *testing.T) {
+			if err := anon.WriteJSON(ctxT(t), f); err != nil {
+				t.Fatal(err)
+			}
+			got := answersTo(t, anon)
+			if len(got) != 1 || got[0].Type != proto.TypeError || got[0].Code != string(status.CodeNotRegistered) || got[0].RequestID != f.RequestID {
+				t.Errorf("%s from an unregistered client: got %s, want one not_registered error", f.Type, frames(got))
+			}
+		})
+	}
+	// The subscribe above must not have subscribed it: a new ledger change
+	// reaches no one unregistered.
+	if ack := send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "builder", Content: "second secret"}); !ack.OK {
+		t.Fatalf("ack = %+v", ack)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := answersTo(t, anon); len(got) != 0 {
+		t.Errorf("unregistered client received %s", frames(got))
+	}
+	m, err := h.ledger.Get(context.Background(), "m-secret")
+	if err != nil || m.Status == "acked" {
+		t.Errorf("unregistered message-ack changed the row: %+v %v", m, err)
+	}
+}
