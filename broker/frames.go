@@ -192,7 +192,9 @@ func (c *conn) subscribe(f proto.Frame) {
 		return
 	}
 	c.subscribed = true
+	id := c.identity
 	c.mu.Unlock()
+	visible := c.b.journalFilter(id)
 	events, cancel := c.b.deps.Ledger.Subscribe(1024)
 	c.wg.Add(1)
 	go func() {
@@ -206,10 +208,41 @@ func (c *conn) subscribe(f proto.Frame) {
 				if !ok {
 					return
 				}
+				if !visible(ev.Row) {
+					continue
+				}
 				c.sendJSON(proto.JournalEvent{Type: proto.TypeJournalEvent, Row: EventRow(ev)})
 			}
 		}
 	}()
+}
+
+// journalFilter says which ledger rows a subscriber identified as id may
+// see (SPEC §5.3): the operator sees every row; anyone else (a role token,
+// or an anonymous client as its declared role) sees the rows where its role
+// is the sender or a recipient. A row whose target is a group ("all",
+// "others-<role>") is seen by every member the group reached: the main
+// panes other than the sender, or other than the named role.
+func (b *Broker) journalFilter(id Identity) func(journal.Message) bool {
+	if id.Operator {
+		return func(journal.Message) bool { return true }
+	}
+	role := id.Role
+	m, isMember := b.team.Lookup(role)
+	mainMember := isMember && m.Role == role && !m.Background
+	return func(row journal.Message) bool {
+		switch {
+		case row.SenderRole == role || row.TargetRole == role:
+			return true
+		case !mainMember:
+			return false
+		case row.TargetRole == roles.RoleAll:
+			return true // every main pane but the sender, and role is one
+		case strings.HasPrefix(row.TargetRole, "others-"):
+			return strings.TrimPrefix(row.TargetRole, "others-") != role
+		}
+		return false
+	}
 }
 
 func (c *conn) background(f proto.Frame) {

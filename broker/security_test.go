@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/status"
@@ -105,5 +106,86 @@ func TestUnregisteredGetsNothing(t *testing.T) {
 	m, err := h.ledger.Get(context.Background(), "m-secret")
 	if err != nil || m.Status == "acked" {
 		t.Errorf("unregistered message-ack changed the row: %+v %v", m, err)
+	}
+}
+
+// subscribeSynced subscribes c to the journal; frames are handled in order,
+// so once a heartbeat is answered the subscription is active.
+func subscribeSynced(t *testing.T, c *client.Client) {
+	t.Helper()
+	if err := c.WriteJSON(ctxT(t), proto.Frame{Type: proto.TypeSubscribe, Topics: []string{"journal"}}); err != nil {
+		t.Fatal(err)
+	}
+	var hb proto.HeartbeatAck
+	if err := c.Request(ctxT(t), proto.Frame{Type: proto.TypeHeartbeat, RequestID: "sub-sync"}, proto.TypeHeartbeatAck, &hb); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// journalIDs reads journal events until one for last arrives and returns
+// the message ids of all of them.
+func journalIDs(t *testing.T, c *client.Client, last string) map[string]bool {
+	t.Helper()
+	ids := map[string]bool{}
+	for {
+		ev := decode[struct {
+			Row map[string]any `json:"row"`
+		}](t, nextOf(t, c, proto.TypeJournalEvent))
+		id, _ := ev.Row["message_id"].(string)
+		ids[id] = true
+		if id == last {
+			return ids
+		}
+	}
+}
+
+// TestSubscribeSeesOwnRows: the operator sees every ledger change; a role
+// token (or an anonymous client, as its declared role) sees only rows
+// where its role is the sender or a recipient (SPEC §5.3).
+func TestSubscribeSeesOwnRows(t *testing.T) {
+	for _, anonymous := range []bool{false, true} {
+		t.Run("anonymous="+strconv.FormatBool(anonymous), func(t *testing.T) {
+			h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.AllowAnonymous = anonymous })
+			op := h.as("user", false)
+			subscribeSynced(t, op)
+			oracle := h.dial()
+			tok := h.tokens.Issue("oracle")
+			if anonymous {
+				tok = ""
+			}
+			if _, err := oracle.Register(ctxT(t), "oracle", tok, false); err != nil {
+				t.Fatal(err)
+			}
+			subscribeSynced(t, oracle)
+			arch := h.as("architect", false)
+			builder := h.as("builder", false)
+			msgs := []struct {
+				c       *client.Client
+				f       proto.Frame
+				visible bool
+			}{
+				{arch, proto.Frame{Type: proto.TypeSend, Target: "builder", Content: "not for oracle", MessageID: "hidden-1"}, false},
+				{builder, proto.Frame{Type: proto.TypeSend, Target: "architect", Content: "nor this", MessageID: "hidden-2"}, false},
+				{builder, proto.Frame{Type: proto.TypeSend, Target: "user", Content: "nor this", MessageID: "hidden-3"}, false},
+				{arch, proto.Frame{Type: proto.TypeSend, Target: "oracle", Content: "for oracle", MessageID: "to-oracle"}, true},
+				{arch, proto.Frame{Type: proto.TypeBroadcast, Content: "for everyone", MessageID: "to-all"}, true},
+				{oracle, proto.Frame{Type: proto.TypeSend, Target: "builder", Content: "from oracle", MessageID: "from-oracle"}, true},
+			}
+			for _, m := range msgs {
+				if ack := send(t, m.c, m.f); !ack.OK {
+					t.Fatalf("%s: %+v", m.f.MessageID, ack)
+				}
+			}
+			last := msgs[len(msgs)-1].f.MessageID
+			sawOp, sawOracle := journalIDs(t, op, last), journalIDs(t, oracle, last)
+			for _, m := range msgs {
+				if !sawOp[m.f.MessageID] {
+					t.Errorf("operator did not see %s", m.f.MessageID)
+				}
+				if sawOracle[m.f.MessageID] != m.visible {
+					t.Errorf("oracle saw %s: %v, want %v", m.f.MessageID, sawOracle[m.f.MessageID], m.visible)
+				}
+			}
+		})
 	}
 }
