@@ -58,7 +58,16 @@ func (c *conn) handle(f proto.Frame, received time.Time) bool {
 			c.sendError(proto.CodeBadRequest, "message-ack needs messageId", f.RequestID, "")
 			return true
 		}
-		if err := c.b.Acknowledge(c.ctx, f.MessageID, role); err != nil && !errors.Is(err, journal.ErrNotFound) {
+		c.mu.Lock()
+		id := c.identity
+		c.mu.Unlock()
+		err := c.b.AcknowledgeAs(c.ctx, f.MessageID, id)
+		var pe *proto.Error
+		switch {
+		case err == nil, errors.Is(err, journal.ErrNotFound):
+		case errors.As(err, &pe) && pe.Code == proto.Code(status.CodeRoleMismatch):
+			c.sendError(pe.Code, pe.Message, f.RequestID, f.MessageID)
+		default:
 			c.sendError(proto.CodeJournalUnavailable, err.Error(), f.RequestID, f.MessageID)
 		}
 	case proto.TypeSubscribe:
@@ -220,29 +229,37 @@ func (c *conn) subscribe(f proto.Frame) {
 // journalFilter says which ledger rows a subscriber identified as id may
 // see (SPEC §5.3): the operator sees every row; anyone else (a role token,
 // or an anonymous client as its declared role) sees the rows where its role
-// is the sender or a recipient. A row whose target is a group ("all",
-// "others-<role>") is seen by every member the group reached: the main
-// panes other than the sender, or other than the named role.
+// is the sender or a recipient.
 func (b *Broker) journalFilter(id Identity) func(journal.Message) bool {
 	if id.Operator {
 		return func(journal.Message) bool { return true }
 	}
-	role := id.Role
-	m, isMember := b.team.Lookup(role)
-	mainMember := isMember && m.Role == role && !m.Background
 	return func(row journal.Message) bool {
-		switch {
-		case row.SenderRole == role || row.TargetRole == role:
-			return true
-		case !mainMember:
-			return false
-		case row.TargetRole == roles.RoleAll:
-			return true // every main pane but the sender, and role is one
-		case strings.HasPrefix(row.TargetRole, "others-"):
-			return strings.TrimPrefix(row.TargetRole, "others-") != role
-		}
+		return row.SenderRole == id.Role || b.recipient(id.Role, row)
+	}
+}
+
+// recipient reports whether role is a recipient of row: its target, or a
+// member a group target reached. A group row ("all", "others-<role>")
+// reached the main panes other than its sender, or other than the named
+// role; background slots are never group recipients.
+func (b *Broker) recipient(role string, row journal.Message) bool {
+	if role == "" {
 		return false
 	}
+	if row.TargetRole == role {
+		return true
+	}
+	if m, ok := b.team.Lookup(role); !ok || m.Role != role || m.Background || row.SenderRole == role {
+		return false
+	}
+	switch {
+	case row.TargetRole == roles.RoleAll:
+		return true
+	case strings.HasPrefix(row.TargetRole, "others-"):
+		return strings.TrimPrefix(row.TargetRole, "others-") != role
+	}
+	return false
 }
 
 func (c *conn) background(f proto.Frame) {

@@ -189,3 +189,62 @@ func TestSubscribeSeesOwnRows(t *testing.T) {
 		})
 	}
 }
+
+// TestMessageAckOnlyByTarget: only the target role (a recipient of a
+// group message) or the operator may message-ack; anyone else gets
+// role_mismatch and the row is unchanged (SPEC §5.3).
+func TestMessageAckOnlyByTarget(t *testing.T) {
+	h := newHarness(t)
+	arch := h.as("architect", false)
+	conns := map[string]*client.Client{"architect": arch}
+	for _, r := range []string{"builder", "oracle", "builder-bg-1", "user"} {
+		conns[r] = h.as(r, false)
+	}
+	tests := []struct {
+		name   string
+		f      proto.Frame // sent by architect
+		acker  string
+		wantOK bool
+	}{
+		{"another role", proto.Frame{Type: proto.TypeSend, Target: "builder"}, "oracle", false},
+		{"the sender", proto.Frame{Type: proto.TypeSend, Target: "builder"}, "architect", false},
+		{"a background slot", proto.Frame{Type: proto.TypeSend, Target: "builder"}, "builder-bg-1", false},
+		{"the target", proto.Frame{Type: proto.TypeSend, Target: "builder"}, "builder", true},
+		{"the operator", proto.Frame{Type: proto.TypeSend, Target: "builder"}, "user", true},
+		{"a broadcast recipient", proto.Frame{Type: proto.TypeBroadcast}, "oracle", true},
+		{"the broadcast's sender", proto.Frame{Type: proto.TypeBroadcast}, "architect", false},
+		{"a slot, on a broadcast", proto.Frame{Type: proto.TypeBroadcast}, "builder-bg-1", false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := "ack-" + strconv.Itoa(i)
+			f := tt.f
+			f.Content, f.MessageID = "please ack "+id, id
+			if ack := send(t, arch, f); !ack.OK {
+				t.Fatalf("ack = %+v", ack)
+			}
+			c := conns[tt.acker]
+			if err := c.WriteJSON(ctxT(t), proto.Frame{Type: proto.TypeMessageAck, MessageID: id, RequestID: "a-" + id}); err != nil {
+				t.Fatal(err)
+			}
+			got := answersTo(t, c)
+			m, err := h.ledger.Get(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			acked := m.Status == "acked" && m.AckStatus == string(status.DeliveredVerified)
+			if tt.wantOK {
+				if len(got) != 0 || !acked {
+					t.Errorf("%s's message-ack: got %s, row %s/%s; want acked", tt.acker, frames(got), m.Status, m.AckStatus)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Code != string(status.CodeRoleMismatch) || got[0].RequestID != "a-"+id {
+				t.Errorf("%s's message-ack: got %s, want one role_mismatch error", tt.acker, frames(got))
+			}
+			if acked {
+				t.Errorf("%s's message-ack changed the row: %+v", tt.acker, m)
+			}
+		})
+	}
+}
