@@ -33,7 +33,8 @@ import (
 func FuzzFrameDecoder(f *testing.F) {
 	for _, s := range []string{`{"type":"register","role":"builder","token":"x"}`, `{"type":"send"}`, `{}`, `null`, `{"type":"send","target":"../../x","content":"\u0000"}`, `{"type":"health-check","staleAfterMs":-1}`, `{"type":"background-agent","payload":"x"}`, `{"type":"subscribe","topics":null}`, "\xff\xfe",
 		`{"type":"send","target":"builder","content":"hi","messageId":"_x"}`, `{"type":"broadcast","content":"(ARCH #0): all"}`, `{"type":"message-ack"}`, `{"type":"message-ack","messageId":"nope"}`,
-		`{"type":"delivery-check","requestId":"d","messageId":"x"}`, `{"type":"heartbeat","requestId":"h"}`, `{"type":"subscribe","topics":["journal"]}`, `{"type":"register","role":"user"}`, `{"type":"nope"}`, `[]`, `{"type":1}`} {
+		`{"type":"delivery-check","requestId":"d","messageId":"x"}`, `{"type":"heartbeat","requestId":"h"}`, `{"type":"subscribe","topics":["journal"]}`, `{"type":"register","role":"user"}`, `{"type":"nope"}`, `[]`, `{"type":1}`,
+		`{"type":"send","target":"architect","content":"x","messageId":"telegram-in-1"}`, `{"type":"send","target":"oracle","content":"(ARCH #9007199254740992): x"}`} {
 		f.Add([]byte(s))
 	}
 	h := newFrameHarness(f)
@@ -52,6 +53,9 @@ func init() {
 		proto.CodeNoRoute, proto.CodeTelegramUnconfigured, proto.CodeJournalUnavailable, proto.CodeUnknownType, proto.CodeBadJSON,
 		proto.CodeBadRequest, proto.CodeExpiredSession, proto.CodeCapacityReached, proto.CodeSlotUnavailable, proto.CodeNotRunning,
 		proto.CodeInternal} {
+		protocolCodes[string(c)] = true
+	}
+	for _, c := range []status.Code{status.CodeReservedID, status.CodeBadHeader, status.CodeDuplicateID} {
 		protocolCodes[string(c)] = true
 	}
 }

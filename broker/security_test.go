@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/client"
+	"hm/internal/msgid"
 	"hm/internal/status"
 )
 
@@ -246,5 +248,47 @@ func TestMessageAckOnlyByTarget(t *testing.T) {
 				t.Errorf("%s's message-ack changed the row: %+v", tt.acker, m)
 			}
 		})
+	}
+}
+
+// TestReservedIDs: ids in the hub's own namespaces cannot be chosen by
+// clients (reserved_id, nothing stored). The bug: oracle, with only its
+// pane token, sent with id telegram-in-1002, and the human's next Telegram
+// update (1002, "STOP the deploy now") left no row at all.
+func TestReservedIDs(t *testing.T) {
+	h := newHarness(t)
+	oracle := h.as("oracle", false)
+	ids := []string{"telegram-in-1002", "TELEGRAM-IN-1003", "telegram-refused-1", "telegram-out-1-abcdef", "telegram-hm-1-abc-part-1",
+		"session-2-architect", "reminder-hm-1-abc", "trg-0123456789abcdef", "sys-1"}
+	for _, id := range ids {
+		ack := send(t, oracle, proto.Frame{Type: proto.TypeSend, Target: "architect", Content: "pre-empt", MessageID: id})
+		if ack.OK || ack.Status != string(status.CodeReservedID) || ack.Error == nil || *ack.Error != string(status.CodeReservedID) || ack.Reason == "" {
+			t.Errorf("client id %q: ack %+v, want reserved_id with a reason", id, ack)
+		}
+		if _, err := h.ledger.Get(context.Background(), id); err == nil {
+			t.Errorf("client id %q was stored", id)
+		}
+	}
+	// Trusted senders too: a trigger file naming a hub id is refused.
+	_, err := h.b.Submit(context.Background(), broker.Submission{From: "user", Trusted: true, Channel: broker.ChannelTrigger,
+		Target: "architect", Content: "from a file", MessageID: "telegram-in-5"})
+	if proto.CodeOf(err) != proto.Code(status.CodeReservedID) {
+		t.Errorf("trigger file with id telegram-in-5: %v, want reserved_id", err)
+	}
+	// The hub's own row still lands, with the human's words.
+	ack, err := h.b.Submit(context.Background(), broker.Submission{From: "user", Target: "architect", Content: "STOP the deploy now",
+		MessageID: msgid.TelegramIn(1002), HubID: true, Channel: broker.ChannelTelegram, Direction: "inbound"})
+	if err != nil || !ack.OK || ack.Dedupe {
+		t.Fatalf("hub's telegram-in-1002: %+v %v", ack, err)
+	}
+	m, err := h.ledger.Get(context.Background(), "telegram-in-1002")
+	if err != nil || !strings.HasSuffix(m.RawBody, "STOP the deploy now") || m.SenderRole != "user" {
+		t.Fatalf("telegram-in-1002 row = %+v %v", m, err)
+	}
+	// Ids outside the namespaces are the client's to choose.
+	for _, id := range []string{"telegram", "my-telegram-in-1", "sessions-1"} {
+		if ack := send(t, oracle, proto.Frame{Type: proto.TypeSend, Target: "architect", Content: "ok " + id, MessageID: id}); !ack.OK {
+			t.Errorf("client id %q: %+v", id, ack)
+		}
 	}
 }

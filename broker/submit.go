@@ -14,6 +14,7 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/msgid"
+	"hm/internal/status"
 	"hm/journal"
 	"hm/roles"
 )
@@ -43,8 +44,12 @@ type Submission struct {
 	TargetName string
 	Broadcast  bool
 
-	Content     string
-	MessageID   string
+	Content   string
+	MessageID string
+	// HubID says MessageID was made by the hub itself (an internal/msgid
+	// constructor) and may lie in a reserved namespace. Ids from clients,
+	// including trigger files that name one, never set it.
+	HubID       bool
 	Priority    string
 	AckRequired bool
 	Wait        time.Duration
@@ -136,6 +141,10 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	s := &p.s
 	if s.MessageID != "" && !msgid.Valid(s.MessageID) {
 		return refuse(proto.CodeBadRequest, "messageId must be 1-%d ASCII letters, digits or -_.: starting with a letter or digit", msgid.MaxLen)
+	}
+	if s.MessageID != "" && !s.HubID && msgid.Reserved(s.MessageID) {
+		return refuse(proto.Code(status.CodeReservedID), "messageId %s is in a namespace the hub keeps for its own rows (%s...); choose another or let the hub make one",
+			s.MessageID, strings.Join(msgid.ReservedPrefixes(), "..., "))
 	}
 	if !utf8.ValidString(s.Content) {
 		s.Content = strings.ToValidUTF8(s.Content, "\uFFFD")

@@ -83,7 +83,7 @@ func TestTelegramThroughTheHub(t *testing.T) {
 	fake.Inject("sendMessage", 1, telegramtest.Forbidden())
 	send(t, arch, proto.Frame{Target: "telegram", Content: "blocked?", MessageID: "tg-403"})
 	poll.Until(t, 30*time.Second, "403 recorded", func() bool {
-		return row(t, th, "tg-403").Status == "failed" && row(t, th, "tg-403-part-1").Status == "failed"
+		return row(t, th, "tg-403").Status == "failed" && row(t, th, "telegram-tg-403-part-1").Status == "failed"
 	})
 
 	// Restart between updates: nothing lost, nothing repeated.

@@ -12,8 +12,10 @@ import (
 
 // triggerSink commits one trigger file through the broker (SPEC §7).
 func (h *Hub) triggerSink(ctx context.Context, f triggers.File) error {
+	// An id the watcher derived is the hub's own (reserved "trg-"); an id
+	// the file names is the writer's, and a reserved one is refused.
 	s := broker.Submission{From: roles.RoleUser, Trusted: true, Content: f.Content, MessageID: f.MessageID,
-		Channel: broker.ChannelTrigger, Received: f.Seen}
+		HubID: f.MessageID == triggers.DerivedID(f.Name, f.Content), Channel: broker.ChannelTrigger, Received: f.Seen}
 	switch {
 	case f.Target == roles.RoleAll:
 		s.Broadcast = true
