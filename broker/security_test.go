@@ -13,6 +13,7 @@ import (
 	"hm/internal/client"
 	"hm/internal/msgid"
 	"hm/internal/status"
+	"hm/roles"
 )
 
 // frameSeen is the part of a server frame these tests look at.
@@ -291,4 +292,52 @@ func TestReservedIDs(t *testing.T) {
 			t.Errorf("client id %q: %+v", id, ack)
 		}
 	}
+}
+
+// TestBadHeaderRefused: a header whose N is not below 2^53 is refused
+// bad_header and never stored (it used to be stored as if it had no
+// header, numbered by the hub with the bad header left in the body). The
+// largest N, 2^53-1, is accepted with seq_gap; after it the hub has no
+// number left for ARCH whose header would still parse, so a message
+// without a header is refused bad_header rather than stored with one.
+func TestBadHeaderRefused(t *testing.T) {
+	h := newHarness(t)
+	arch := h.as("architect", false)
+	over := send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "oracle", Content: "(ARCH #9007199254740992): x", MessageID: "over"})
+	if over.OK || over.Status != string(status.CodeBadHeader) || over.Reason == "" {
+		t.Fatalf("N = 2^53: %+v, want bad_header", over)
+	}
+	if _, err := h.ledger.Get(context.Background(), "over"); err == nil {
+		t.Fatal("the bad header was stored")
+	}
+	// The refusal did not move the counter: the hub's next header parses.
+	next := send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "oracle", Content: "after", MessageID: "after"})
+	if !next.OK || next.Seq != 1 {
+		t.Fatalf("after the refusal: %+v", next)
+	}
+	if m, _ := h.ledger.Get(context.Background(), "after"); !parses(m.RawBody, "ARCH", 1) {
+		t.Fatalf("hub header %q does not parse", m.RawBody)
+	}
+	top := send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "oracle", Content: "(ARCH #9007199254740991): x", MessageID: "top"})
+	if !top.OK || top.Seq != 9007199254740991 || strings.Join(top.Warnings, ",") != "seq_gap" {
+		t.Fatalf("N = 2^53-1: %+v, want accepted with seq_gap", top)
+	}
+	last := send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "oracle", Content: "no header", MessageID: "last"})
+	if last.OK {
+		if m, _ := h.ledger.Get(context.Background(), "last"); !parses(m.RawBody, "ARCH", last.Seq) {
+			t.Fatalf("hub stored header %q, which does not parse", m.RawBody)
+		}
+	} else if last.Status != string(status.CodeBadHeader) {
+		t.Fatalf("after 2^53-1: %+v", last)
+	}
+	// Other senders are unaffected.
+	b := h.as("builder", false)
+	if ack := send(t, b, proto.Frame{Type: proto.TypeSend, Target: "oracle", Content: "fine"}); !ack.OK || ack.Seq != 1 {
+		t.Fatalf("builder: %+v", ack)
+	}
+}
+
+func parses(content, role string, seq int64) bool {
+	hd, _, ok := roles.ParseHeader(content)
+	return ok && hd.Role == role && hd.Seq == seq
 }

@@ -155,6 +155,9 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	if len(s.Content) > proto.MaxMessageFrame {
 		return refuse(proto.CodeTooLarge, "content is %d bytes; the limit is %d", len(s.Content), proto.MaxMessageFrame)
 	}
+	if err := roles.CheckHeader(s.Content); err != nil {
+		return refuse(proto.Code(status.CodeBadHeader), "%v", err)
+	}
 
 	// Effective sender: the authenticated role, or for trusted senders the
 	// role named by the header.
@@ -202,6 +205,10 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	if d.Duplicate != "" {
 		p.dupOf = d.Duplicate
 		return nil
+	}
+	if d.Prefix && d.Seq >= roles.MaxSeq && !(s.Raw && sender == roles.RoleSystem) {
+		// A header the hub made must parse: after N = 2^53-1 there is none.
+		return refuse(proto.Code(status.CodeBadHeader), "%s has used the last header number (%d) this session", p.ack.Header, int64(roles.MaxSeq-1))
 	}
 	content := s.Content
 	if d.Prefix && !(s.Raw && sender == roles.RoleSystem) {
