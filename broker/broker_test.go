@@ -171,9 +171,16 @@ func TestErrorCodes(t *testing.T) {
 	if e := decode[proto.ErrorFrame](t, nextOf(t, raw, "error")); e.Code != proto.CodeTooLarge {
 		t.Fatalf("300 KiB frame: %+v", e)
 	}
-	// Still usable after every error.
+	// Still usable after every error: an unregistered heartbeat is refused,
+	// and after register it is answered.
 	var hb proto.HeartbeatAck
-	if err := raw.Request(ctx, proto.Frame{Type: "heartbeat", RequestID: "r3"}, "heartbeat-ack", &hb); err != nil || hb.Timestamp == 0 {
+	if err := raw.Request(ctx, proto.Frame{Type: "heartbeat", RequestID: "r3"}, "heartbeat-ack", &hb); !errors.Is(err, proto.ErrNotRegistered) {
+		t.Fatalf("unregistered heartbeat after errors: %+v %v", hb, err)
+	}
+	if _, err := raw.Register(ctx, "oracle", h.tokens.Issue("oracle"), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Request(ctx, proto.Frame{Type: "heartbeat", RequestID: "r4"}, "heartbeat-ack", &hb); err != nil || hb.Timestamp == 0 {
 		t.Fatalf("heartbeat after errors: %+v %v", hb, err)
 	}
 
@@ -216,7 +223,7 @@ func TestErrorCodes(t *testing.T) {
 
 func TestRateLimited(t *testing.T) {
 	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.RateLimit, c.RateBurst = 200, 400 })
-	c := h.dial()
+	c := h.as("architect", false)
 	ctx := ctxT(t)
 	for i := 0; i < 2000; i++ {
 		if err := c.WriteJSON(ctx, proto.Frame{Type: "heartbeat"}); err != nil {
@@ -398,11 +405,14 @@ func TestSubscribeJournal(t *testing.T) {
 	if err := sub.WriteJSON(ctxT(t), proto.Frame{Type: "subscribe", Topics: []string{"journal"}}); err != nil {
 		t.Fatal(err)
 	}
+	// Frames are handled in order: once the heartbeat is answered the
+	// subscription is active.
+	var hb proto.HeartbeatAck
+	if err := sub.Request(ctxT(t), proto.Frame{Type: "heartbeat", RequestID: "sync"}, "heartbeat-ack", &hb); err != nil {
+		t.Fatal(err)
+	}
 	arch := h.as("architect", false)
-	poll.For(t, 15*time.Second, func() error {
-		send(t, arch, proto.Frame{Type: "send", Target: "builder", Content: "watched"})
-		return nil
-	})
+	send(t, arch, proto.Frame{Type: "send", Target: "builder", Content: "watched"})
 	raw := nextOf(t, sub, "journal-event")
 	if !strings.Contains(string(raw), "watched") {
 		t.Fatalf("journal-event = %s", raw)

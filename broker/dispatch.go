@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"hm/broker/proto"
+	"hm/internal/status"
 	"hm/journal"
 	"hm/roles"
 )
@@ -82,8 +83,24 @@ func (b *Broker) advance(c journal.Change) {
 	b.wake(c.MessageID)
 }
 
+// AcknowledgeAs is a message-ack from a client identified as id: only the
+// operator or a recipient of the message (its target role, or a main pane a
+// broadcast reached) may acknowledge it (SPEC §5.3); anyone else gets a
+// role_mismatch *proto.Error and the row is unchanged.
+func (b *Broker) AcknowledgeAs(ctx context.Context, messageID string, id Identity) error {
+	m, err := b.deps.Ledger.Get(ctx, messageID)
+	if err != nil {
+		return fmt.Errorf("acknowledge %s: %w", messageID, err)
+	}
+	if !id.Operator && !b.recipient(id.Role, m) {
+		return refuse(proto.Code(status.CodeRoleMismatch), "%s is for %s; %s may not acknowledge it", messageID, m.TargetRole, id.Role)
+	}
+	return b.Acknowledge(ctx, messageID, id.Role)
+}
+
 // Acknowledge marks a message delivered.verified (listener message-ack or a
-// prompt-submit receipt).
+// prompt-submit receipt). It does not check who acknowledges; see
+// AcknowledgeAs.
 func (b *Broker) Acknowledge(ctx context.Context, messageID, by string) error {
 	if _, err := b.deps.Ledger.Get(ctx, messageID); err != nil {
 		return fmt.Errorf("acknowledge %s: %w", messageID, err)

@@ -12,26 +12,40 @@ import (
 	"github.com/coder/websocket"
 
 	"hm/broker/proto"
+	"hm/internal/status"
 	"hm/journal"
 	"hm/roles"
 )
+
+// clientFrames are the frame types a client may send (SPEC §5.2).
+var clientFrames = map[string]bool{
+	proto.TypeRegister: true, proto.TypeSend: true, proto.TypeBroadcast: true, proto.TypeHealthCheck: true,
+	proto.TypeDeliveryCheck: true, proto.TypeHeartbeat: true, proto.TypeBackgroundAgent: true,
+	proto.TypeSubscribe: true, proto.TypeMessageAck: true,
+}
 
 // handle processes one frame; false ends the connection.
 func (c *conn) handle(f proto.Frame, received time.Time) bool {
 	c.mu.Lock()
 	registered, role := c.registered, c.role
 	c.mu.Unlock()
-	if registered {
-		c.b.touch(role)
-	}
-	switch f.Type {
-	case proto.TypeRegister:
+	if f.Type == proto.TypeRegister {
 		return c.register(f)
-	case proto.TypeSend, proto.TypeBroadcast:
-		if !registered {
-			c.sendError(proto.CodeNotRegistered, "register before sending", f.RequestID, f.MessageID)
-			return true
+	}
+	// Every frame other than register needs a registered, authenticated
+	// client (SPEC §5.3): an unregistered one learns nothing, not even
+	// that the hub is healthy.
+	if !registered {
+		if clientFrames[f.Type] {
+			c.sendError(proto.Code(status.CodeNotRegistered), "register before sending "+f.Type+" frames", f.RequestID, f.MessageID)
+		} else {
+			c.sendError(proto.CodeUnknownType, "unknown frame type "+clip(f.Type, 40), f.RequestID, "")
 		}
+		return true
+	}
+	c.b.touch(role)
+	switch f.Type {
+	case proto.TypeSend, proto.TypeBroadcast:
 		c.send(f, received)
 	case proto.TypeHealthCheck:
 		c.sendJSON(c.b.health(f))
@@ -40,21 +54,26 @@ func (c *conn) handle(f proto.Frame, received time.Time) bool {
 	case proto.TypeHeartbeat:
 		c.sendJSON(proto.HeartbeatAck{Type: proto.TypeHeartbeatAck, RequestID: f.RequestID, Timestamp: time.Now().UnixMilli()})
 	case proto.TypeMessageAck:
-		if !registered {
-			c.sendError(proto.CodeNotRegistered, "register before acknowledging", f.RequestID, f.MessageID)
-			return true
-		}
 		if f.MessageID == "" {
 			c.sendError(proto.CodeBadRequest, "message-ack needs messageId", f.RequestID, "")
 			return true
 		}
-		if err := c.b.Acknowledge(c.ctx, f.MessageID, role); err != nil && !errors.Is(err, journal.ErrNotFound) {
+		c.mu.Lock()
+		id := c.identity
+		c.mu.Unlock()
+		err := c.b.AcknowledgeAs(c.ctx, f.MessageID, id)
+		var pe *proto.Error
+		switch {
+		case err == nil, errors.Is(err, journal.ErrNotFound):
+		case errors.As(err, &pe) && pe.Code == proto.Code(status.CodeRoleMismatch):
+			c.sendError(pe.Code, pe.Message, f.RequestID, f.MessageID)
+		default:
 			c.sendError(proto.CodeJournalUnavailable, err.Error(), f.RequestID, f.MessageID)
 		}
 	case proto.TypeSubscribe:
 		c.subscribe(f)
 	case proto.TypeBackgroundAgent:
-		c.background(f, registered)
+		c.background(f)
 	default:
 		c.sendError(proto.CodeUnknownType, "unknown frame type "+clip(f.Type, 40), f.RequestID, "")
 	}
@@ -194,7 +213,9 @@ func (c *conn) subscribe(f proto.Frame) {
 		return
 	}
 	c.subscribed = true
+	id := c.identity
 	c.mu.Unlock()
+	visible := c.b.journalFilter(id)
 	events, cancel := c.b.deps.Ledger.Subscribe(1024)
 	c.wg.Add(1)
 	go func() {
@@ -208,21 +229,57 @@ func (c *conn) subscribe(f proto.Frame) {
 				if !ok {
 					return
 				}
+				if !visible(ev.Row) {
+					continue
+				}
 				c.sendJSON(proto.JournalEvent{Type: proto.TypeJournalEvent, Row: EventRow(ev)})
 			}
 		}
 	}()
 }
 
-func (c *conn) background(f proto.Frame, registered bool) {
+// journalFilter says which ledger rows a subscriber identified as id may
+// see (SPEC §5.3): the operator sees every row; anyone else (a role token,
+// or an anonymous client as its declared role) sees the rows where its role
+// is the sender or a recipient.
+func (b *Broker) journalFilter(id Identity) func(journal.Message) bool {
+	if id.Operator {
+		return func(journal.Message) bool { return true }
+	}
+	return func(row journal.Message) bool {
+		return row.SenderRole == id.Role || b.recipient(id.Role, row)
+	}
+}
+
+// recipient reports whether role is a recipient of row: its target, or a
+// member a group target reached. A group row ("all", "others-<role>")
+// reached the main panes other than its sender, or other than the named
+// role; background slots are never group recipients.
+func (b *Broker) recipient(role string, row journal.Message) bool {
+	if role == "" {
+		return false
+	}
+	if row.TargetRole == role {
+		return true
+	}
+	if m, ok := b.team.Lookup(role); !ok || m.Role != role || m.Background || row.SenderRole == role {
+		return false
+	}
+	switch {
+	case row.TargetRole == roles.RoleAll:
+		return true
+	case strings.HasPrefix(row.TargetRole, "others-"):
+		return strings.TrimPrefix(row.TargetRole, "others-") != role
+	}
+	return false
+}
+
+func (c *conn) background(f proto.Frame) {
 	c.mu.Lock()
 	id := c.identity
 	c.mu.Unlock()
 	resp := proto.Response{Type: proto.TypeResponse, RequestID: f.RequestID}
 	switch {
-	case !registered:
-		resp.Result = proto.BgRefusal{Status: string(proto.CodeNotRegistered)}
-		resp.Error = string(proto.CodeNotRegistered)
 	case !id.Operator && id.Role != c.b.team.Background.Owner:
 		resp.Result = proto.BgRefusal{Status: string(proto.CodeOwnerBindingViolation)}
 		resp.Error = "only " + c.b.team.Background.Owner + " or the operator may control background slots"

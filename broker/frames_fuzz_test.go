@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"hm/broker/proto"
+	"hm/internal/status"
 	"hm/journal"
 	"hm/roles"
 )
@@ -25,12 +26,15 @@ import (
 // frame and refused send-ack carries a protocol code; a frame that is too
 // large, not a JSON object or of an unknown type gets the matching error
 // frame; a frame of a known type gets its answer; and the connection still
-// answers a heartbeat afterwards, unless the frame was a register refused as
-// unauthorized, which (only) closes it.
+// answers a heartbeat afterwards (with not_registered when it is not
+// registered), unless the frame was a register refused as unauthorized,
+// which (only) closes it. The unregistered connection is never sent data:
+// only registered, error frames, and a refusal answering background-agent.
 func FuzzFrameDecoder(f *testing.F) {
 	for _, s := range []string{`{"type":"register","role":"builder","token":"x"}`, `{"type":"send"}`, `{}`, `null`, `{"type":"send","target":"../../x","content":"\u0000"}`, `{"type":"health-check","staleAfterMs":-1}`, `{"type":"background-agent","payload":"x"}`, `{"type":"subscribe","topics":null}`, "\xff\xfe",
 		`{"type":"send","target":"builder","content":"hi","messageId":"_x"}`, `{"type":"broadcast","content":"(ARCH #0): all"}`, `{"type":"message-ack"}`, `{"type":"message-ack","messageId":"nope"}`,
-		`{"type":"delivery-check","requestId":"d","messageId":"x"}`, `{"type":"heartbeat","requestId":"h"}`, `{"type":"subscribe","topics":["journal"]}`, `{"type":"register","role":"user"}`, `{"type":"nope"}`, `[]`, `{"type":1}`} {
+		`{"type":"delivery-check","requestId":"d","messageId":"x"}`, `{"type":"heartbeat","requestId":"h"}`, `{"type":"subscribe","topics":["journal"]}`, `{"type":"register","role":"user"}`, `{"type":"nope"}`, `[]`, `{"type":1}`,
+		`{"type":"send","target":"architect","content":"x","messageId":"telegram-in-1"}`, `{"type":"send","target":"oracle","content":"(ARCH #9007199254740992): x"}`} {
 		f.Add([]byte(s))
 	}
 	h := newFrameHarness(f)
@@ -49,6 +53,9 @@ func init() {
 		proto.CodeNoRoute, proto.CodeTelegramUnconfigured, proto.CodeJournalUnavailable, proto.CodeUnknownType, proto.CodeBadJSON,
 		proto.CodeBadRequest, proto.CodeExpiredSession, proto.CodeCapacityReached, proto.CodeSlotUnavailable, proto.CodeNotRunning,
 		proto.CodeInternal} {
+		protocolCodes[string(c)] = true
+	}
+	for _, c := range []status.Code{status.CodeReservedID, status.CodeBadHeader, status.CodeDuplicateID} {
 		protocolCodes[string(c)] = true
 	}
 }
@@ -147,13 +154,37 @@ func (h *frameHarness) check(t *testing.T, data []byte, role string) {
 		t.Fatalf("after %q a heartbeat ended the connection", data)
 	}
 	var got []sent
+	probeRefused := false
 	s.until(t, "heartbeat probe", func(fr sent) bool {
 		if fr.Type == proto.TypeHeartbeatAck && fr.RequestID == probe {
+			return true
+		}
+		if fr.Type == proto.TypeError && fr.Code == string(status.CodeNotRegistered) && fr.RequestID == probe {
+			probeRefused = true
 			return true
 		}
 		got = append(got, fr)
 		return false
 	})
+	// A connection that has not registered learns nothing: it may be sent
+	// registered, error frames, and a refusal in answer to
+	// background-agent; its heartbeat is refused too.
+	if role == "" {
+		registered := false
+		for _, fr := range got {
+			switch {
+			case fr.Type == proto.TypeRegistered:
+				registered = true
+			case fr.Type == proto.TypeError:
+			case fr.Type == proto.TypeResponse && f.Type == proto.TypeBackgroundAgent && fr.OK != nil && !*fr.OK:
+			default:
+				t.Fatalf("%q: unregistered connection was sent %s", data, fr.raw)
+			}
+		}
+		if !registered && !probeRefused {
+			t.Fatalf("%q: unregistered connection's heartbeat was answered", data)
+		}
+	}
 	answered := func(typ string) bool {
 		for _, fr := range got {
 			if fr.Type == typ {

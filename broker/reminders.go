@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"hm/broker/proto"
+	"hm/internal/msgid"
 	"hm/roles"
 )
 
@@ -43,7 +44,7 @@ func (b *Broker) RemindOnce(ctx context.Context) {
 		text := fmt.Sprintf("Reminder: %s asked for an acknowledgement %s ago. Reply with a message that references %s.",
 			o.Ref, b.now().Sub(time.UnixMilli(o.OpenedAtMs)).Round(time.Minute), o.Ref)
 		_, err := b.Submit(ctx, Submission{From: roles.RoleSystem, Target: o.OwnerRole, Content: text, Channel: ChannelSystem,
-			MessageID: "reminder-" + o.MessageID})
+			MessageID: msgid.Reminder(o.MessageID), HubID: true})
 		if err != nil && !errors.Is(err, proto.ErrNoRoute) {
 			b.log.Warn("send reminder", "obligation", o.MessageID, "err", err)
 			continue

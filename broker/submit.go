@@ -44,8 +44,12 @@ type Submission struct {
 	TargetName string
 	Broadcast  bool
 
-	Content     string
-	MessageID   string
+	Content   string
+	MessageID string
+	// HubID says MessageID was made by the hub itself (an internal/msgid
+	// constructor) and may lie in a reserved namespace. Ids from clients,
+	// including trigger files that name one, never set it.
+	HubID       bool
 	Priority    string
 	AckRequired bool
 	Wait        time.Duration
@@ -141,6 +145,10 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	if s.MessageID != "" && !msgid.Valid(s.MessageID) {
 		return refuse(proto.CodeBadRequest, "messageId must be 1-%d ASCII letters, digits or -_.: starting with a letter or digit", msgid.MaxLen)
 	}
+	if s.MessageID != "" && !s.HubID && msgid.Reserved(s.MessageID) {
+		return refuse(proto.Code(status.CodeReservedID), "messageId %s is in a namespace the hub keeps for its own rows (%s...); choose another or let the hub make one",
+			s.MessageID, strings.Join(msgid.ReservedPrefixes(), "..., "))
+	}
 	if !utf8.ValidString(s.Content) {
 		s.Content = strings.ToValidUTF8(s.Content, "\uFFFD")
 	}
@@ -149,6 +157,9 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	}
 	if len(s.Content) > proto.MaxMessageFrame {
 		return refuse(proto.CodeTooLarge, "content is %d bytes; the limit is %d", len(s.Content), proto.MaxMessageFrame)
+	}
+	if err := roles.CheckHeader(s.Content); err != nil {
+		return refuse(proto.Code(status.CodeBadHeader), "%v", err)
 	}
 
 	// Effective sender: the authenticated role, or for trusted senders the
@@ -201,6 +212,10 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	if d.Duplicate != "" {
 		p.dupOf = d.Duplicate
 		return nil
+	}
+	if d.Prefix && d.Seq >= roles.MaxSeq && !(s.Raw && sender == roles.RoleSystem) {
+		// A header the hub made must parse: after N = 2^53-1 there is none.
+		return refuse(proto.Code(status.CodeBadHeader), "%s has used the last header number (%d) this session", p.ack.Header, int64(roles.MaxSeq-1))
 	}
 	content := s.Content
 	if d.Prefix && !(s.Raw && sender == roles.RoleSystem) {

@@ -25,7 +25,8 @@ func (h Header) String() string {
 func (h Header) Ref() string { return h.Role + " #" + strconv.FormatInt(h.Seq, 10) }
 
 // MaxSeq bounds sequence numbers: N is below 2^53, so it is exact in JSON
-// numbers and SQLite integers, and the number after it still parses.
+// numbers and SQLite integers. A sender that has used 2^53-1 has no next
+// number; the hub refuses its next message with bad_header.
 const MaxSeq = 1 << 53
 
 // ErrBadHeader is returned by CheckHeader for a role header whose number is

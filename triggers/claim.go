@@ -92,11 +92,11 @@ func (s *runState) process(ctx context.Context, name, target string, seen, claim
 		s.reject(path, name, err)
 		return
 	}
-	id, content := d.MessageID, d.Content
+	id, content, derived := d.MessageID, d.Content, false
 	if id == "" {
-		id = s.fileID(name, fi)
+		id, derived = s.fileID(name, fi), true
 	}
-	f := File{Name: name, Target: target, MessageID: id, Content: content, Sig: d.Sig, ClaimedAt: claimedAt, Seen: seen}
+	f := File{Name: name, Target: target, MessageID: id, IDDerived: derived, Content: content, Sig: d.Sig, ClaimedAt: claimedAt, Seen: seen}
 	err = s.w.sink(ctx, f)
 	switch {
 	case err == nil:

@@ -412,7 +412,9 @@ func TestLegacyNameIDsPerFile(t *testing.T) {
 			waitStarted(t, w)
 			for i := 1; i <= 2; i++ {
 				writeFile(t, dir, tc.file, []byte(tc.content))
-				poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Processed == uint64(i), "file %d processed, have %d", i, w.Stats().Processed) })
+				poll.For(t, 10*time.Second, func() error {
+					return poll.Want(w.Stats().Processed == uint64(i), "file %d processed, have %d", i, w.Stats().Processed)
+				})
 			}
 			r.stop()
 			got := rec.got()

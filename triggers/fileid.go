@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"io/fs"
+
+	"hm/internal/msgid"
 )
 
 // FileID returns the message id "trg-<hex16>" of a trigger file that carries
@@ -26,5 +28,5 @@ func FileID(name string, fi fs.FileInfo) string {
 	binary.BigEndian.PutUint64(b[9:], uint64(fi.ModTime().UnixNano()))
 	binary.BigEndian.PutUint64(b[17:], uint64(fi.Size()))
 	h.Write(b[:])
-	return "trg-" + hex.EncodeToString(h.Sum(nil)[:8])
+	return msgid.TriggerPrefix + hex.EncodeToString(h.Sum(nil)[:8])
 }

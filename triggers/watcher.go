@@ -37,6 +37,7 @@ type File struct {
 	Name      string     // original file name, e.g. "architect.hm-123-abc.txt"
 	Target    string     // target part of the name, lower-cased: "architect", "all", "others-builder", ...
 	MessageID string     // from the "[HM-MESSAGE-ID:<id>]" first line, else FileID of the file
+	IDDerived bool       // MessageID is the watcher's FileID (in the hub's reserved namespace)
 	Content   string     // decoded, cleaned message text (header included as written)
 	Sig       *Signature // the "[HM-SIG:]" line, nil for an unsigned file; the sink verifies it
 	ClaimedAt time.Time  // when the watcher claimed it

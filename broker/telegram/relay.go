@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot"
+
+	"hm/internal/msgid"
 )
 
 // Sentinel errors.
@@ -75,7 +77,7 @@ type Inbound struct {
 }
 
 // MessageID is the ledger message id of the update: "telegram-in-<update_id>".
-func (in Inbound) MessageID() string { return "telegram-in-" + strconv.FormatInt(in.UpdateID, 10) }
+func (in Inbound) MessageID() string { return msgid.TelegramIn(in.UpdateID) }
 
 // DeliverFunc commits an inbound update to the ledger as message
 // "telegram-in-<update_id>" (user -> architect) and queues it to the architect

@@ -12,6 +12,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"hm/internal/msgid"
 	"hm/roles"
 )
 
@@ -41,7 +42,7 @@ func (r *Relay) Send(ctx context.Context, parentID, chatID, senderRole, body str
 		return fmt.Errorf("%w: no chat id configured (TELEGRAM_CHAT_ID)", ErrUnconfigured)
 	}
 	if parentID == "" {
-		parentID = "telegram-out-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+		parentID = msgid.TelegramOut(time.Now())
 	}
 	if _, rest, ok := roles.ParseHeader(body); ok {
 		body = rest
@@ -60,7 +61,7 @@ func (r *Relay) Send(ctx context.Context, parentID, chatID, senderRole, body str
 	var finishErr error
 	for i, text := range parts {
 		p := Part{
-			ID:         parentID + "-part-" + strconv.Itoa(i+1),
+			ID:         msgid.TelegramPart(parentID, i+1),
 			ParentID:   parentID,
 			ChatID:     chatID,
 			SenderRole: senderRole,

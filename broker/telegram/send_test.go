@@ -73,7 +73,7 @@ func TestSendLongReply(t *testing.T) {
 		t.Fatalf("recorded %d parts, sent %d", len(parts), len(sent))
 	}
 	for i, p := range parts {
-		wantID := "hm-1-abc-part-" + strconv.Itoa(i+1)
+		wantID := "telegram-hm-1-abc-part-" + strconv.Itoa(i+1)
 		if p.ID != wantID || p.ParentID != "hm-1-abc" || p.Index != i+1 || p.Total != len(sent) ||
 			p.ChatID != "42" || p.SenderRole != "architect" || p.Text != sent[i].Text {
 			t.Errorf("part %d = %+v", i, p)
@@ -121,7 +121,7 @@ func TestSendRetries(t *testing.T) {
 			start := time.Now()
 			err := r.Send(context.Background(), "m1", "42", "builder", "(BUILDER #3): status report")
 			elapsed := time.Since(start)
-			f, ok := store.finishOf("m1-part-1")
+			f, ok := store.finishOf("telegram-m1-part-1")
 			if !ok {
 				t.Fatal("part never finished")
 			}
@@ -179,10 +179,10 @@ func TestSendStopsAtFailedPart(t *testing.T) {
 	if parts := store.recordedParts(); len(parts) != 2 {
 		t.Fatalf("recorded %d parts, want 2", len(parts))
 	}
-	if f, _ := store.finishOf("m2-part-1"); !f.OK {
+	if f, _ := store.finishOf("telegram-m2-part-1"); !f.OK {
 		t.Fatal("part 1 not delivered")
 	}
-	if f, _ := store.finishOf("m2-part-2"); f.OK || f.Reason == "" {
+	if f, _ := store.finishOf("telegram-m2-part-2"); f.OK || f.Reason == "" {
 		t.Fatalf("part 2 finish = %+v", f)
 	}
 }
@@ -207,7 +207,7 @@ func TestSendEdgeCases(t *testing.T) {
 		{name: "empty body", body: "(ARCH #4):   \n ", wantErr: ErrEmptyBody},
 		{name: "no chat configured", cfg: func(c *Config) { c.ChatID, c.Allowlist = "", nil }, body: "x", wantErr: ErrUnconfigured},
 		{name: "ledger unavailable: nothing sent", store: func(m *memStore) { m.failRecordPart = 1 }, body: "x", wantErr: errJournal},
-		{name: "already delivered part skipped", store: func(m *memStore) { m.partDone["m-part-1"] = true }, body: "x"},
+		{name: "already delivered part skipped", store: func(m *memStore) { m.partDone["telegram-m-part-1"] = true }, body: "x"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -263,7 +263,7 @@ func TestSendCancel(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Send did not return after cancel")
 	}
-	if f, ok := store.finishOf("m3-part-1"); !ok || f.OK || !strings.Contains(f.Reason, "canceled") {
+	if f, ok := store.finishOf("telegram-m3-part-1"); !ok || f.OK || !strings.Contains(f.Reason, "canceled") {
 		t.Fatalf("finish = %+v %v", f, ok)
 	}
 }

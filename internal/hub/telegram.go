@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/broker/telegram"
+	"hm/internal/msgid"
 	"hm/journal"
 	"hm/roles"
 )
@@ -19,7 +19,7 @@ import (
 func (h *Hub) telegramDeliver(ctx context.Context, in telegram.Inbound, text string) error {
 	meta, _ := json.Marshal(map[string]any{"chatId": in.ChatID, "sender": in.Sender, "updateId": in.UpdateID})
 	_, err := h.Broker.Submit(ctx, broker.Submission{From: roles.RoleUser, Target: "architect", Content: text,
-		MessageID: "telegram-in-" + strconv.FormatInt(in.UpdateID, 10), Channel: broker.ChannelTelegram, Direction: "inbound",
+		MessageID: msgid.TelegramIn(in.UpdateID), HubID: true, Channel: broker.ChannelTelegram, Direction: "inbound",
 		Metadata: meta, SentAt: in.Date})
 	if err != nil && proto.CodeOf(err) == proto.CodeJournalUnavailable {
 		return err
@@ -71,7 +71,7 @@ func (s telegramStore) FinishPart(ctx context.Context, partID string, ok bool, r
 func (s telegramStore) RecordRefused(ctx context.Context, in telegram.Inbound) error {
 	meta, _ := json.Marshal(map[string]any{"chatId": in.ChatID, "sender": in.Sender, "updateId": in.UpdateID})
 	_, err := s.h.Ledger.Append(ctx, &journal.Message{
-		MessageID: "telegram-refused-" + strconv.FormatInt(in.UpdateID, 10), SessionID: s.h.SessionID(),
+		MessageID: msgid.TelegramRefused(in.UpdateID), SessionID: s.h.SessionID(),
 		SenderRole: roles.RoleUser, TargetRole: "architect", Channel: broker.ChannelTelegram, Direction: "inbound",
 		RawBody: in.Text, MetadataJSON: string(meta), Status: "failed", ErrorCode: "chat_not_allowed",
 	})

@@ -87,7 +87,7 @@ func TestTelegramThroughTheHub(t *testing.T) {
 	fake.Inject("sendMessage", 1, telegramtest.Forbidden())
 	send(t, arch, proto.Frame{Target: "telegram", Content: "blocked?", MessageID: "tg-403"})
 	poll.For(t, 30*time.Second, func() error {
-		return poll.Want(row(t, th, "tg-403").Status == "failed" && row(t, th, "tg-403-part-1").Status == "failed", "403 recorded")
+		return poll.Want(row(t, th, "tg-403").Status == "failed" && row(t, th, "telegram-tg-403-part-1").Status == "failed", "403 recorded")
 	})
 
 	// Restart between updates: nothing lost, nothing repeated.

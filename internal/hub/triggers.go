@@ -24,7 +24,9 @@ const unverifiedMark = "[unverified sender] "
 // file again (a crash between commit and delete, or hm-send's fallback after
 // a lost ACK) is simply not delivered twice.
 func (h *Hub) triggerSink(ctx context.Context, f triggers.File) error {
-	s := broker.Submission{Content: f.Content, MessageID: f.MessageID, Channel: broker.ChannelTrigger, Received: f.Seen}
+	// An id the watcher derived is the hub's own (reserved "trg-"); an id
+	// the file names is the writer's, and a reserved one is refused.
+	s := broker.Submission{Content: f.Content, MessageID: f.MessageID, HubID: f.IDDerived, Channel: broker.ChannelTrigger, Received: f.Seen}
 	switch {
 	case f.Sig != nil:
 		id, ok := h.Tokens.Match(f.Sig.Role, f.Sig.Verify)

@@ -117,3 +117,35 @@ func FuzzValid(f *testing.F) {
 		}
 	})
 }
+
+// TestReserved: every id the hub makes for its own rows is reserved and
+// valid; ids clients make (New, or their own choice) are not reserved
+// unless they fall in a hub namespace.
+func TestReserved(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	long := strings.Repeat("x", MaxLen)
+	for _, id := range []string{TelegramIn(1002), TelegramRefused(7), TelegramOut(now), TelegramPart("hm-1-abc", 1),
+		TelegramPart(TelegramOut(now), 2), TelegramPart(long, 3), Session(3, "architect"), Session(1, "builder-bg-1"),
+		Reminder("hm-1-abc"), Reminder(long), TriggerPrefix + "0123456789abcdef", "TELEGRAM-IN-1", "Session-1-x", "sys-1"} {
+		if !Reserved(id) {
+			t.Errorf("Reserved(%q) = false", id)
+		}
+		if !Valid(id) {
+			t.Errorf("hub id %q is not Valid", id)
+		}
+	}
+	for _, id := range []string{New(now), "telegram", "sessions-1", "my-telegram-in-1", "trg", "hm-1-abc-part-1", "reminders", "m-1"} {
+		if Reserved(id) {
+			t.Errorf("Reserved(%q) = true", id)
+		}
+	}
+	if TelegramIn(1002) != "telegram-in-1002" {
+		t.Errorf("TelegramIn(1002) = %q; SPEC §11 fixes telegram-in-<update_id>", TelegramIn(1002))
+	}
+	if a, b := TelegramPart(long, 1), TelegramPart(long, 2); a == b || len(a) > MaxLen {
+		t.Errorf("long parts: %q, %q", a, b)
+	}
+	if a, b := TelegramOut(now), TelegramOut(now); a == b {
+		t.Errorf("TelegramOut twice in one millisecond: %q", a)
+	}
+}
