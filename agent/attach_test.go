@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"hm/internal/poll"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"hm/internal/poll"
 
 	"github.com/coder/websocket"
 )

@@ -2,11 +2,12 @@ package agent
 
 import (
 	"fmt"
-	"hm/internal/poll"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"hm/internal/poll"
 )
 
 // BenchmarkInjectOverhead measures the delivery engine's own latency, from

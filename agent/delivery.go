@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"hm/internal/atomicfile"
+	"hm/internal/status"
 )
 
 // StageKind names a step of a delivery.
@@ -37,13 +38,13 @@ const (
 func (k StageKind) String() string {
 	switch k {
 	case StageTyped:
-		return "typed"
+		return string(status.Typed)
 	case StageSubmitted:
-		return "submitted"
+		return string(status.Submitted)
 	case StageUnverified:
 		return "unverified"
 	case StageFailed:
-		return "failed"
+		return string(status.Failed)
 	}
 	return fmt.Sprintf("StageKind(%d)", int(k))
 }

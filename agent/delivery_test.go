@@ -3,8 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"hm/internal/poll"
-	"hm/internal/promptlog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"hm/internal/poll"
+	"hm/internal/promptlog"
 )
 
 // expectPrompt is what the fake agent should log for an inline message

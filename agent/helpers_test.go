@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"hm/internal/promptlog"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"hm/internal/promptlog"
 
 	"go.uber.org/goleak"
 )

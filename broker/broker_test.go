@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"hm/internal/status"
+
 	"github.com/coder/websocket"
 
 	"hm/broker"
@@ -25,7 +27,7 @@ func TestRouteToListenerAckFields(t *testing.T) {
 	ack := send(t, arch, proto.Frame{Type: "send", Target: "builder", Content: "tests pass", MessageID: "m-1"})
 	if !ack.OK || !ack.Accepted || ack.Verified || ack.Seq != 1 || ack.Header != "ARCH" ||
 		ack.SessionID != "app-session-1" || ack.MessageID != "m-1" || ack.Dedupe || ack.Error != nil ||
-		ack.Status != proto.StatusDeliveredWebsocket || ack.Type != "send-ack" || ack.Warnings == nil {
+		ack.Stage() != status.DeliveredWebSocket || ack.Type != "send-ack" || ack.Warnings == nil {
 		t.Fatalf("ack = %+v", ack)
 	}
 	msg := decode[proto.Message](t, nextOf(t, builder, "message"))
@@ -38,13 +40,13 @@ func TestRouteToListenerAckFields(t *testing.T) {
 	}
 	poll.For(t, 15*time.Second, func() error {
 		m, err := h.ledger.Get(context.Background(), "m-1")
-		return poll.Want(err == nil && m.Status == "acked" && m.AckStatus == proto.StatusDeliveredVerified, "acked row")
+		return poll.Want(err == nil && m.Status == "acked" && m.AckStatus == status.DeliveredVerified, "acked row")
 	})
 	var dc proto.DeliveryResult
 	if err := arch.Request(ctxT(t), proto.Frame{Type: "delivery-check", RequestID: "r2", MessageID: "m-1"}, "delivery-check-result", &dc); err != nil {
 		t.Fatal(err)
 	}
-	if !dc.Known || dc.Status != "acked" || dc.AckStatus != proto.StatusDeliveredVerified || dc.RequestID != "r2" {
+	if !dc.Known || dc.Status != "acked" || dc.AckStatus != status.DeliveredVerified || dc.RequestID != "r2" {
 		t.Fatalf("delivery-check = %+v", dc)
 	}
 }
@@ -112,7 +114,7 @@ func TestWaitingDeliveryToLateListener(t *testing.T) {
 	h := newHarness(t)
 	arch := h.as("architect", false)
 	ack := send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: "read this later", MessageID: "late-1"})
-	if !ack.OK || ack.Status != proto.StatusAcceptedUnverified {
+	if !ack.OK || ack.Stage() != status.AcceptedUnverified {
 		t.Fatalf("ack = %+v", ack)
 	}
 	oracle := h.as("oracle", true)
@@ -122,7 +124,7 @@ func TestWaitingDeliveryToLateListener(t *testing.T) {
 	}
 	poll.For(t, 15*time.Second, func() error {
 		r, err := h.ledger.Get(context.Background(), "late-1")
-		return poll.Want(err == nil && r.Status == "routed" && r.AckStatus == proto.StatusDeliveredWebsocket, "routed")
+		return poll.Want(err == nil && r.Status == "routed" && r.AckStatus == status.DeliveredWebSocket, "routed")
 	})
 }
 
@@ -151,7 +153,7 @@ func TestErrorCodes(t *testing.T) {
 	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.RateLimit = 0 })
 	raw := h.dial()
 	ctx := ctxT(t)
-	expectErr := func(c *client.Client, frame any, code proto.Code) {
+	expectErr := func(c *client.Client, frame any, code status.Code) {
 		t.Helper()
 		if err := c.WriteJSON(ctx, frame); err != nil {
 			t.Fatal(err)
@@ -161,14 +163,14 @@ func TestErrorCodes(t *testing.T) {
 			t.Fatalf("frame %v: code %q, want %q (%s)", frame, e.Code, code, e.Message)
 		}
 	}
-	expectErr(raw, proto.Frame{Type: "send", Target: "builder", Content: "x"}, proto.CodeNotRegistered)
-	expectErr(raw, proto.Frame{Type: "warp-drive"}, proto.CodeUnknownType)
-	expectErr(raw, json.RawMessage(`"just a string"`), proto.CodeBadJSON)
-	expectErr(raw, json.RawMessage(`[1,2,3]`), proto.CodeBadJSON)
+	expectErr(raw, proto.Frame{Type: "send", Target: "builder", Content: "x"}, status.CodeNotRegistered)
+	expectErr(raw, proto.Frame{Type: "warp-drive"}, status.CodeUnknownType)
+	expectErr(raw, json.RawMessage(`"just a string"`), status.CodeBadJSON)
+	expectErr(raw, json.RawMessage(`[1,2,3]`), status.CodeBadJSON)
 	if err := raw.WriteJSON(ctx, proto.Frame{Type: "send", Content: strings.Repeat("a", 300<<10)}); err != nil {
 		t.Fatal(err)
 	}
-	if e := decode[proto.ErrorFrame](t, nextOf(t, raw, "error")); e.Code != proto.CodeTooLarge {
+	if e := decode[proto.ErrorFrame](t, nextOf(t, raw, "error")); e.Code != status.CodeTooLarge {
 		t.Fatalf("300 KiB frame: %+v", e)
 	}
 	// Still usable after every error: an unregistered heartbeat is refused,
@@ -189,17 +191,17 @@ func TestErrorCodes(t *testing.T) {
 	refusals := []struct {
 		c    *client.Client
 		f    proto.Frame
-		code proto.Code
+		code status.Code
 	}{
-		{arch, proto.Frame{Type: "send", Target: "nobody", Content: "x"}, proto.CodeInvalidTarget},
-		{arch, proto.Frame{Type: "send", Target: "../etc", Content: "x"}, proto.CodeInvalidTarget},
-		{arch, proto.Frame{Type: "send", Target: "builder", Content: "   "}, proto.CodeEmptyContent},
-		{arch, proto.Frame{Type: "send", Target: "builder", Content: "(BUILDER #1): forged"}, proto.CodeRoleMismatch},
-		{arch, proto.Frame{Type: "send", Target: "builder-bg-2", Content: "are you there"}, proto.CodeNoRoute},
-		{arch, proto.Frame{Type: "send", Target: "telegram", Content: "hi"}, proto.CodeTelegramUnconfigured},
-		{bg, proto.Frame{Type: "send", Target: "architect", Content: "hi boss"}, proto.CodeOwnerBindingViolation},
-		{bg, proto.Frame{Type: "broadcast", Content: "hi all"}, proto.CodeOwnerBindingViolation},
-		{bg, proto.Frame{Type: "send", Target: "builder", Content: "(ARCH #1): forged"}, proto.CodeRoleMismatch},
+		{arch, proto.Frame{Type: "send", Target: "nobody", Content: "x"}, status.CodeInvalidTarget},
+		{arch, proto.Frame{Type: "send", Target: "../etc", Content: "x"}, status.CodeInvalidTarget},
+		{arch, proto.Frame{Type: "send", Target: "builder", Content: "   "}, status.CodeEmptyContent},
+		{arch, proto.Frame{Type: "send", Target: "builder", Content: "(BUILDER #1): forged"}, status.CodeRoleMismatch},
+		{arch, proto.Frame{Type: "send", Target: "builder-bg-2", Content: "are you there"}, status.CodeNoRoute},
+		{arch, proto.Frame{Type: "send", Target: "telegram", Content: "hi"}, status.CodeTelegramUnconfigured},
+		{bg, proto.Frame{Type: "send", Target: "architect", Content: "hi boss"}, status.CodeOwnerBindingViolation},
+		{bg, proto.Frame{Type: "broadcast", Content: "hi all"}, status.CodeOwnerBindingViolation},
+		{bg, proto.Frame{Type: "send", Target: "builder", Content: "(ARCH #1): forged"}, status.CodeRoleMismatch},
 	}
 	for _, r := range refusals {
 		ack := send(t, r.c, r.f)
@@ -238,7 +240,7 @@ func TestRateLimited(t *testing.T) {
 		}
 		switch typ {
 		case "error":
-			if e := decode[proto.ErrorFrame](t, raw); e.Code == proto.CodeRateLimited {
+			if e := decode[proto.ErrorFrame](t, raw); e.Code == status.CodeRateLimited {
 				limited++
 			}
 		case "heartbeat-ack":
@@ -328,7 +330,7 @@ func TestPaneDeliveryAndWait(t *testing.T) {
 	h := newHarness(t, withPanes("builder"))
 	arch := h.as("architect", false)
 	ack := send(t, arch, proto.Frame{Type: "send", Target: "builder", Content: "[URGENT] build it", MessageID: "p-1", WaitMs: 50})
-	if !ack.OK || ack.Status != proto.StatusAcceptedUnverified {
+	if !ack.OK || ack.Stage() != status.AcceptedUnverified {
 		t.Fatalf("ack = %+v", ack)
 	}
 	if h.panes.count("builder") != 1 || !h.panes.got["builder"][0].Urgent {
@@ -353,7 +355,7 @@ func TestPaneDeliveryAndWait(t *testing.T) {
 	}
 	select {
 	case a := <-done:
-		if a.Status != proto.StatusDeliveredVerified || !a.Verified {
+		if a.Stage() != status.DeliveredVerified || !a.Verified {
 			t.Fatalf("waited ack = %+v", a)
 		}
 	case <-time.After(15 * time.Second):
@@ -394,7 +396,7 @@ func TestJournalUnavailable(t *testing.T) {
 	arch := h.as("architect", false)
 	h.ledger.Close() // the ledger can no longer commit
 	ack := send(t, arch, proto.Frame{Type: "send", Target: "builder", Content: "x", MessageID: "ju-1"})
-	if ack.OK || ack.Status != string(proto.CodeJournalUnavailable) {
+	if ack.OK || ack.Status != string(status.CodeJournalUnavailable) {
 		t.Fatalf("ack = %+v", ack)
 	}
 }

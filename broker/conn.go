@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"hm/internal/status"
+
 	"github.com/coder/websocket"
 
 	"hm/broker/proto"
@@ -330,7 +332,7 @@ func (c *conn) sendJSON(v any) {
 	c.enqueue(outFrame{data: data})
 }
 
-func (c *conn) sendError(code proto.Code, msg, requestID, messageID string) {
+func (c *conn) sendError(code status.Code, msg, requestID, messageID string) {
 	c.sendJSON(proto.ErrorFrame{Type: proto.TypeError, Code: code, Message: msg, RequestID: requestID, MessageID: messageID})
 }
 
@@ -351,20 +353,20 @@ func (c *conn) readLoop() {
 // gets an error frame. It returns false when the connection must end.
 func (c *conn) readFrame(typ websocket.MessageType, data []byte) bool {
 	if !c.limit.allow(time.Now()) {
-		c.sendError(proto.CodeRateLimited, "more than the allowed frames per second", "", "")
+		c.sendError(status.CodeRateLimited, "more than the allowed frames per second", "", "")
 		return true
 	}
 	if len(data) > proto.MaxMessageFrame {
-		c.sendError(proto.CodeTooLarge, "frame over 256 KiB dropped", "", "")
+		c.sendError(status.CodeTooLarge, "frame over 256 KiB dropped", "", "")
 		return true
 	}
 	if typ != websocket.MessageText {
-		c.sendError(proto.CodeBadJSON, "binary frames are not JSON", "", "")
+		c.sendError(status.CodeBadJSON, "binary frames are not JSON", "", "")
 		return true
 	}
 	var f proto.Frame
 	if err := json.Unmarshal(data, &f); err != nil {
-		c.sendError(proto.CodeBadJSON, "frame is not a JSON object: "+clip(err.Error(), 120), "", "")
+		c.sendError(status.CodeBadJSON, "frame is not a JSON object: "+clip(err.Error(), 120), "", "")
 		return true
 	}
 	return c.handle(f, time.Now())

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 
-	"hm/broker/proto"
 	"hm/internal/status"
 	"hm/journal"
 	"hm/roles"
@@ -31,10 +30,10 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 				Content:   content,
 				Urgent:    urgent,
 				Typed: func() {
-					b.advance(journal.Change{MessageID: id, Status: "routed", AckStatus: proto.StatusAcceptedUnverified, Event: "typed", Detail: map[string]any{"pane": mem.Role}})
+					b.advance(journal.Change{MessageID: id, Status: status.Routed, AckStatus: status.AcceptedUnverified, Event: status.EventTyped, Detail: map[string]any{"pane": mem.Role}})
 				},
 				Failed: func(err error) {
-					b.advance(journal.Change{MessageID: id, Status: "failed", ErrorCode: "pane_failed", Event: "failed", Detail: map[string]any{"pane": mem.Role, "error": err.Error()}})
+					b.advance(journal.Change{MessageID: id, Status: status.Failed, ErrorCode: status.CodePaneFailed, Event: status.EventFailed, Detail: map[string]any{"pane": mem.Role, "error": err.Error()}})
 				},
 			})
 		}
@@ -48,7 +47,7 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 	if rt.telegram != "" && b.deps.Telegram != nil {
 		b.sendTelegram(m, rt.telegram, routedNoProof)
 	} else if routedNoProof {
-		b.advance(journal.Change{MessageID: m.MessageID, Status: "routed", AckStatus: proto.StatusAcceptedUnverified, Event: "shown"})
+		b.advance(journal.Change{MessageID: m.MessageID, Status: status.Routed, AckStatus: status.AcceptedUnverified, Event: status.EventShown})
 	}
 	return handed
 }
@@ -60,11 +59,11 @@ func (b *Broker) sendTelegram(m journal.Message, chat string, alsoShown bool) {
 		err := b.deps.Telegram.Send(b.ctx, m.MessageID, chat, m.SenderRole, m.RawBody)
 		switch {
 		case err == nil:
-			b.advance(journal.Change{MessageID: m.MessageID, Status: "routed", AckStatus: proto.StatusDeliveredVerified, Event: "telegram_sent"})
+			b.advance(journal.Change{MessageID: m.MessageID, Status: status.Routed, AckStatus: status.DeliveredVerified, Event: status.EventTelegramSent})
 		case alsoShown:
-			b.advance(journal.Change{MessageID: m.MessageID, Status: "routed", AckStatus: proto.StatusAcceptedUnverified, Event: "telegram_failed", Detail: map[string]any{"error": err.Error()}})
+			b.advance(journal.Change{MessageID: m.MessageID, Status: status.Routed, AckStatus: status.AcceptedUnverified, Event: status.EventTelegramFailed, Detail: map[string]any{"error": err.Error()}})
 		default:
-			b.advance(journal.Change{MessageID: m.MessageID, Status: "failed", ErrorCode: "telegram_failed", Event: "failed", Detail: map[string]any{"error": err.Error()}})
+			b.advance(journal.Change{MessageID: m.MessageID, Status: status.Failed, ErrorCode: status.CodeTelegramFailed, Event: status.EventFailed, Detail: map[string]any{"error": err.Error()}})
 		}
 	}()
 }
@@ -93,7 +92,7 @@ func (b *Broker) AcknowledgeAs(ctx context.Context, messageID string, id Identit
 		return fmt.Errorf("acknowledge %s: %w", messageID, err)
 	}
 	if !id.Operator && !b.recipient(id.Role, m) {
-		return refuse(proto.Code(status.CodeRoleMismatch), "%s is for %s; %s may not acknowledge it", messageID, m.TargetRole, id.Role)
+		return refuse(status.CodeRoleMismatch, "%s is for %s; %s may not acknowledge it", messageID, m.TargetRole, id.Role)
 	}
 	return b.Acknowledge(ctx, messageID, id.Role)
 }
@@ -105,7 +104,7 @@ func (b *Broker) Acknowledge(ctx context.Context, messageID, by string) error {
 	if _, err := b.deps.Ledger.Get(ctx, messageID); err != nil {
 		return fmt.Errorf("acknowledge %s: %w", messageID, err)
 	}
-	_, err := b.deps.Ledger.Advance(ctx, journal.Change{MessageID: messageID, Status: "acked", AckStatus: proto.StatusDeliveredVerified, Event: "acked", Detail: map[string]any{"by": by}})
+	_, err := b.deps.Ledger.Advance(ctx, journal.Change{MessageID: messageID, Status: status.Acked, AckStatus: status.DeliveredVerified, Event: status.EventAcked, Detail: map[string]any{"by": by}})
 	b.wake(messageID)
 	if err != nil {
 		return fmt.Errorf("acknowledge %s: %w", messageID, err)

@@ -37,9 +37,9 @@ func (c *conn) handle(f proto.Frame, received time.Time) bool {
 	// that the hub is healthy.
 	if !registered {
 		if clientFrames[f.Type] {
-			c.sendError(proto.Code(status.CodeNotRegistered), "register before sending "+f.Type+" frames", f.RequestID, f.MessageID)
+			c.sendError(status.CodeNotRegistered, "register before sending "+f.Type+" frames", f.RequestID, f.MessageID)
 		} else {
-			c.sendError(proto.CodeUnknownType, "unknown frame type "+clip(f.Type, 40), f.RequestID, "")
+			c.sendError(status.CodeUnknownType, "unknown frame type "+clip(f.Type, 40), f.RequestID, "")
 		}
 		return true
 	}
@@ -55,7 +55,7 @@ func (c *conn) handle(f proto.Frame, received time.Time) bool {
 		c.sendJSON(proto.HeartbeatAck{Type: proto.TypeHeartbeatAck, RequestID: f.RequestID, Timestamp: time.Now().UnixMilli()})
 	case proto.TypeMessageAck:
 		if f.MessageID == "" {
-			c.sendError(proto.CodeBadRequest, "message-ack needs messageId", f.RequestID, "")
+			c.sendError(status.CodeBadRequest, "message-ack needs messageId", f.RequestID, "")
 			return true
 		}
 		c.mu.Lock()
@@ -65,17 +65,17 @@ func (c *conn) handle(f proto.Frame, received time.Time) bool {
 		var pe *proto.Error
 		switch {
 		case err == nil, errors.Is(err, journal.ErrNotFound):
-		case errors.As(err, &pe) && pe.Code == proto.Code(status.CodeRoleMismatch):
+		case errors.As(err, &pe) && pe.Code == status.CodeRoleMismatch:
 			c.sendError(pe.Code, pe.Message, f.RequestID, f.MessageID)
 		default:
-			c.sendError(proto.CodeJournalUnavailable, err.Error(), f.RequestID, f.MessageID)
+			c.sendError(status.CodeJournalUnavailable, err.Error(), f.RequestID, f.MessageID)
 		}
 	case proto.TypeSubscribe:
 		c.subscribe(f)
 	case proto.TypeBackgroundAgent:
 		c.background(f)
 	default:
-		c.sendError(proto.CodeUnknownType, "unknown frame type "+clip(f.Type, 40), f.RequestID, "")
+		c.sendError(status.CodeUnknownType, "unknown frame type "+clip(f.Type, 40), f.RequestID, "")
 	}
 	return true
 }
@@ -108,7 +108,7 @@ func (c *conn) register(f proto.Frame) bool {
 			if !id.Operator && f.Token != "" {
 				return c.unauthorized("unknown role")
 			}
-			c.sendError(proto.CodeInvalidTarget, "no role "+clip(role, 40)+" in this team", f.RequestID, "")
+			c.sendError(status.CodeInvalidTarget, "no role "+clip(role, 40)+" in this team", f.RequestID, "")
 			return true
 		}
 		paneID = m.PaneID
@@ -117,7 +117,7 @@ func (c *conn) register(f proto.Frame) bool {
 		return c.unauthorized("only the operator may act as user")
 	}
 	if f.Ack != "" && f.Ack != ackHandover && f.Ack != ackMessageAck {
-		c.sendError(proto.CodeBadRequest, `ack must be "message-ack" (the default) or "handover"`, f.RequestID, "")
+		c.sendError(status.CodeBadRequest, `ack must be "message-ack" (the default) or "handover"`, f.RequestID, "")
 		return true
 	}
 	id.Role = role
@@ -155,7 +155,7 @@ const (
 
 func (c *conn) unauthorized(why string) bool {
 	c.b.log.Warn("unauthorized register", "client", c.id, "why", why)
-	data, _ := json.Marshal(proto.ErrorFrame{Type: proto.TypeError, Code: proto.CodeUnauthorized, Message: why})
+	data, _ := json.Marshal(proto.ErrorFrame{Type: proto.TypeError, Code: status.CodeUnauthorized, Message: why})
 	c.enqueue(outFrame{data: data})
 	code := websocket.StatusPolicyViolation
 	c.enqueue(outFrame{data: []byte("unauthorized"), closeWith: &code})
@@ -204,7 +204,7 @@ func (c *conn) subscribe(f proto.Frame) {
 		}
 	}
 	if !want {
-		c.sendError(proto.CodeBadRequest, `subscribe supports the topic "journal"`, f.RequestID, "")
+		c.sendError(status.CodeBadRequest, `subscribe supports the topic "journal"`, f.RequestID, "")
 		return
 	}
 	c.mu.Lock()
@@ -281,10 +281,10 @@ func (c *conn) background(f proto.Frame) {
 	resp := proto.Response{Type: proto.TypeResponse, RequestID: f.RequestID}
 	switch {
 	case !id.Operator && id.Role != c.b.team.Background.Owner:
-		resp.Result = proto.BgRefusal{Status: string(proto.CodeOwnerBindingViolation)}
+		resp.Result = proto.BgRefusal{Status: status.CodeOwnerBindingViolation}
 		resp.Error = "only " + c.b.team.Background.Owner + " or the operator may control background slots"
 	case c.b.deps.Background == nil:
-		resp.Result = proto.BgRefusal{Status: string(proto.CodeSlotUnavailable)}
+		resp.Result = proto.BgRefusal{Status: status.CodeSlotUnavailable}
 		resp.Error = "background slots are not available in this hub"
 	default:
 		result, ok := c.b.deps.Background.Handle(c.ctx, f.Action, f.Payload)
@@ -292,7 +292,7 @@ func (c *conn) background(f proto.Frame) {
 		resp.Result = result
 		if !ok {
 			if r, _ := result.(proto.BgRefusal); r.Status != "" {
-				resp.Error = r.Status
+				resp.Error = string(r.Status)
 			}
 		}
 	}
@@ -309,7 +309,7 @@ func (b *Broker) health(f proto.Frame) proto.HealthResult {
 	res := proto.HealthResult{Type: proto.TypeHealthCheckResult, RequestID: f.RequestID, Target: f.Target, StaleThresholdMs: stale.Milliseconds()}
 	t, err := b.team.Resolve(f.Target)
 	if err != nil || t.Kind != roles.TargetMember {
-		res.Status = string(proto.CodeInvalidTarget)
+		res.Status = string(status.CodeInvalidTarget)
 		res.Error = "health-check needs a team member"
 		return res
 	}

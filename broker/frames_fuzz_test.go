@@ -48,11 +48,11 @@ func FuzzFrameDecoder(f *testing.F) {
 var protocolCodes = map[string]bool{}
 
 func init() {
-	for _, c := range []proto.Code{proto.CodeInvalidTarget, proto.CodeOwnerBindingViolation, proto.CodeRoleMismatch,
-		proto.CodeUnauthorized, proto.CodeNotRegistered, proto.CodeTooLarge, proto.CodeRateLimited, proto.CodeEmptyContent,
-		proto.CodeNoRoute, proto.CodeTelegramUnconfigured, proto.CodeJournalUnavailable, proto.CodeUnknownType, proto.CodeBadJSON,
-		proto.CodeBadRequest, proto.CodeExpiredSession, proto.CodeCapacityReached, proto.CodeSlotUnavailable, proto.CodeNotRunning,
-		proto.CodeInternal} {
+	for _, c := range []status.Code{status.CodeInvalidTarget, status.CodeOwnerBindingViolation, status.CodeRoleMismatch,
+		status.CodeUnauthorized, status.CodeNotRegistered, status.CodeTooLarge, status.CodeRateLimited, status.CodeEmptyContent,
+		status.CodeNoRoute, status.CodeTelegramUnconfigured, status.CodeJournalUnavailable, status.CodeUnknownType, status.CodeBadJSON,
+		status.CodeBadRequest, status.CodeExpiredSession, status.CodeCapacityReached, status.CodeSlotUnavailable, status.CodeNotRunning,
+		status.CodeInternal} {
 		protocolCodes[string(c)] = true
 	}
 	for _, c := range []status.Code{status.CodeReservedID, status.CodeBadHeader, status.CodeDuplicateID} {
@@ -117,15 +117,15 @@ func (h *frameHarness) check(t *testing.T, data []byte, role string) {
 		s.until(t, "registered", func(f sent) bool { return f.Type == proto.TypeRegistered })
 	}
 	var f proto.Frame
-	var wantCode proto.Code
+	var wantCode status.Code
 	switch {
 	case len(data) > proto.MaxMessageFrame:
-		wantCode = proto.CodeTooLarge
+		wantCode = status.CodeTooLarge
 	case json.Unmarshal(data, &f) != nil:
-		wantCode = proto.CodeBadJSON
+		wantCode = status.CodeBadJSON
 	default:
 		if _, known := answers[f.Type]; !known {
-			wantCode = proto.CodeUnknownType
+			wantCode = status.CodeUnknownType
 		}
 	}
 
@@ -133,7 +133,7 @@ func (h *frameHarness) check(t *testing.T, data []byte, role string) {
 		if wantCode != "" || f.Type != proto.TypeRegister {
 			t.Fatalf("%q ended the connection; only a register refused as unauthorized may", data)
 		}
-		s.until(t, "unauthorized error", func(f sent) bool { return f.Type == proto.TypeError && f.Code == string(proto.CodeUnauthorized) })
+		s.until(t, "unauthorized error", func(f sent) bool { return f.Type == proto.TypeError && f.Code == string(status.CodeUnauthorized) })
 		select {
 		case <-s.sock.closed:
 		case <-time.After(10 * time.Second):
@@ -193,7 +193,7 @@ func (h *frameHarness) check(t *testing.T, data []byte, role string) {
 		}
 		return false
 	}
-	errCode := func(code proto.Code) bool {
+	errCode := func(code status.Code) bool {
 		for _, fr := range got {
 			if fr.Type == proto.TypeError && fr.Code == string(code) {
 				return true

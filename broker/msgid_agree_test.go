@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"hm/internal/status"
+
 	"hm/broker"
-	"hm/broker/proto"
 	"hm/internal/msgid"
 	"hm/triggers"
 )
@@ -28,7 +29,7 @@ func TestMessageIDRuleShared(t *testing.T) {
 		ack, err := h.b.Submit(context.Background(), broker.Submission{From: "architect", Target: "builder", Content: "id test " + itoa(i), MessageID: id})
 		if hub := err == nil; hub != want {
 			t.Errorf("%q: hub accepts=%v (ack %+v, err %v), want %v", id, hub, ack, err, want)
-		} else if !want && ack.Status != string(proto.CodeBadRequest) {
+		} else if !want && ack.Status != string(status.CodeBadRequest) {
 			t.Errorf("%q: refused with %q, want bad_request", id, ack.Status)
 		}
 		_, err = triggers.Write(dir, "builder", id, "hi")

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"hm/broker/proto"
+	"hm/internal/status"
+
 	"hm/journal"
 	"hm/roles"
 )
@@ -67,13 +68,13 @@ func (b *Broker) Recover(ctx context.Context) (delivered, expired int, err error
 		}
 		age := now.Sub(time.UnixMilli(m.BrokeredAtMs))
 		if age > b.cfg.DelayedMaxAge {
-			b.advance(journal.Change{MessageID: m.MessageID, Status: "failed", ErrorCode: string(proto.CodeExpiredSession), Event: "failed", Detail: map[string]any{"ageMs": age.Milliseconds()}})
+			b.advance(journal.Change{MessageID: m.MessageID, Status: status.Failed, ErrorCode: status.CodeExpiredSession, Event: status.EventFailed, Detail: map[string]any{"ageMs": age.Milliseconds()}})
 			expired++
 			continue
 		}
 		rt, ok := b.routeFor(m)
 		if !ok {
-			b.advance(journal.Change{MessageID: m.MessageID, Status: "failed", ErrorCode: string(proto.CodeNoRoute), Event: "failed"})
+			b.advance(journal.Change{MessageID: m.MessageID, Status: status.Failed, ErrorCode: status.CodeNoRoute, Event: status.EventFailed})
 			expired++
 			continue
 		}

@@ -56,13 +56,13 @@ func (c *conn) deliverWith(m journal.Message, content string, enqueue func(outFr
 	}
 	id, b := m.MessageID, c.b
 	detail := map[string]any{"client": c.id}
-	if m.Status == string(status.Routed) {
+	if m.Status == status.Routed {
 		// Handed to an earlier listener and not acknowledged: offered again
 		// with the same messageId (SPEC §5.3, at-least-once).
 		detail["reoffer"] = true
 	}
 	ok := enqueue(outFrame{data: data, onWritten: func() {
-		b.deps.Ledger.AdvanceAsync(journal.Change{MessageID: id, Status: string(status.Routed), AckStatus: string(status.DeliveredWebSocket), Event: string(status.EventDelivered), Detail: detail})
+		b.deps.Ledger.AdvanceAsync(journal.Change{MessageID: id, Status: status.Routed, AckStatus: status.DeliveredWebSocket, Event: status.EventDelivered, Detail: detail})
 		b.wake(id)
 	}})
 	if !ok {

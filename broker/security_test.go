@@ -49,7 +49,7 @@ func answersTo(t *testing.T, c *client.Client) []frameSeen {
 			t.Fatal(err)
 		}
 		f.raw = raw
-		if f.Type == proto.TypeError && f.Code == string(proto.CodeUnknownType) && f.RequestID == id {
+		if f.Type == proto.TypeError && f.Code == string(status.CodeUnknownType) && f.RequestID == id {
 			return got
 		}
 		got = append(got, f)
@@ -235,7 +235,7 @@ func TestMessageAckOnlyByTarget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			acked := m.Status == "acked" && m.AckStatus == string(status.DeliveredVerified)
+			acked := m.Status == "acked" && m.AckStatus == status.DeliveredVerified
 			if tt.wantOK {
 				if len(got) != 0 || !acked {
 					t.Errorf("%s's message-ack: got %s, row %s/%s; want acked", tt.acker, frames(got), m.Status, m.AckStatus)
@@ -273,7 +273,7 @@ func TestReservedIDs(t *testing.T) {
 	// Trusted senders too: a trigger file naming a hub id is refused.
 	_, err := h.b.Submit(context.Background(), broker.Submission{From: "user", Trusted: true, Channel: broker.ChannelTrigger,
 		Target: "architect", Content: "from a file", MessageID: "telegram-in-5"})
-	if proto.CodeOf(err) != proto.Code(status.CodeReservedID) {
+	if proto.CodeOf(err) != status.CodeReservedID {
 		t.Errorf("trigger file with id telegram-in-5: %v, want reserved_id", err)
 	}
 	// The hub's own row still lands, with the human's words.

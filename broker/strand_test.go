@@ -63,7 +63,7 @@ func TestAbruptSenderCloseStrandsNothing(t *testing.T) {
 		}
 		stranded := 0
 		for _, r := range rows {
-			if r.Status == string(status.Brokered) {
+			if r.Status == status.Brokered {
 				stranded++
 			}
 		}
@@ -148,7 +148,7 @@ func TestUnackedReofferedAfterListenerDies(t *testing.T) {
 	}
 	poll.For(t, 10*time.Second, func() error {
 		r, err := h.ledger.Get(context.Background(), fmt.Sprintf("ok-%04d", acked-1))
-		return poll.Want(err == nil && r.Status == string(status.Acked), "acks recorded")
+		return poll.Want(err == nil && r.Status == status.Acked, "acks recorded")
 	})
 	// first stops reading now.
 	for i := 0; i < owed; i++ {
@@ -159,7 +159,7 @@ func TestUnackedReofferedAfterListenerDies(t *testing.T) {
 	poll.For(t, 15*time.Second, func() error { return poll.Want(h.b.ConnCount() == 1, "slow listener dropped") })
 	handed := 0
 	for _, id := range ids {
-		if r, err := h.ledger.Get(context.Background(), id); err == nil && r.AckStatus == string(status.DeliveredWebSocket) {
+		if r, err := h.ledger.Get(context.Background(), id); err == nil && r.AckStatus == status.DeliveredWebSocket {
 			handed++
 		}
 	}
@@ -197,7 +197,7 @@ func TestUnackedReofferedAfterListenerDies(t *testing.T) {
 			return poll.Want(false, "re-offer recorded")
 		}
 		for _, ev := range evs {
-			if ev.Event == string(status.EventDelivered) && strings.Contains(string(ev.Detail), `"reoffer":true`) {
+			if ev.Event == status.EventDelivered && strings.Contains(string(ev.Detail), `"reoffer":true`) {
 				return poll.Want(true, "re-offer recorded")
 			}
 		}
@@ -225,7 +225,7 @@ func TestUnackedReofferedAcrossRestart(t *testing.T) {
 	poll.For(t, 10*time.Second, func() error {
 		a, err1 := h.ledger.Get(context.Background(), "r-acked")
 		o, err2 := h.ledger.Get(context.Background(), "r-owed")
-		return poll.Want(err1 == nil && err2 == nil && a.Status == string(status.Acked) && o.AckStatus == string(status.DeliveredWebSocket), "handed and acked")
+		return poll.Want(err1 == nil && err2 == nil && a.Status == status.Acked && o.AckStatus == status.DeliveredWebSocket, "handed and acked")
 	})
 	h.close()
 
@@ -255,7 +255,7 @@ func TestHandoverAckPolicy(t *testing.T) {
 	nextOf(t, l, "message")
 	poll.For(t, 10*time.Second, func() error {
 		r, err := h.ledger.Get(context.Background(), "hv-1")
-		return poll.Want(err == nil && r.AckStatus == string(status.DeliveredWebSocket), "handed")
+		return poll.Want(err == nil && r.AckStatus == status.DeliveredWebSocket, "handed")
 	})
 	l.CloseNow()
 	poll.For(t, 10*time.Second, func() error { return poll.Want(h.b.ConnCount() == 1, "listener gone") })

@@ -72,7 +72,7 @@ type route struct {
 	telegram string         // chat id for telegram delivery, "" if none
 }
 
-func refuse(code proto.Code, format string, args ...any) error {
+func refuse(code status.Code, format string, args ...any) error {
 	return proto.Errorf(code, fmt.Sprintf(format, args...))
 }
 
@@ -126,14 +126,13 @@ func (b *Broker) end(ctx context.Context, p *queuedSubmit) (proto.Ack, error) {
 	}
 	ack.AckLatencyMs = float64(time.Since(p.s.Received).Microseconds()) / 1000
 	if err != nil {
-		code := string(proto.CodeOf(err))
-		ack.OK, ack.Accepted, ack.Verified = false, false, false
-		ack.Status = code
-		ack.Error = &code
+		reason := ""
 		var pe *proto.Error
 		if errors.As(err, &pe) {
-			ack.Reason = pe.Message
+			reason = pe.Message
 		}
+		ack.Accepted = false
+		ack.Refuse(proto.CodeOf(err), reason)
 	}
 	return ack, err
 }
@@ -143,23 +142,23 @@ func (b *Broker) end(ctx context.Context, p *queuedSubmit) (proto.Ack, error) {
 func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	s := &p.s
 	if s.MessageID != "" && !msgid.Valid(s.MessageID) {
-		return refuse(proto.CodeBadRequest, "messageId must be 1-%d ASCII letters, digits or -_.: starting with a letter or digit", msgid.MaxLen)
+		return refuse(status.CodeBadRequest, "messageId must be 1-%d ASCII letters, digits or -_.: starting with a letter or digit", msgid.MaxLen)
 	}
 	if s.MessageID != "" && !s.HubID && msgid.Reserved(s.MessageID) {
-		return refuse(proto.Code(status.CodeReservedID), "messageId %s is in a namespace the hub keeps for its own rows (%s...); choose another or let the hub make one",
+		return refuse(status.CodeReservedID, "messageId %s is in a namespace the hub keeps for its own rows (%s...); choose another or let the hub make one",
 			s.MessageID, strings.Join(msgid.ReservedPrefixes(), "..., "))
 	}
 	if !utf8.ValidString(s.Content) {
 		s.Content = strings.ToValidUTF8(s.Content, "\uFFFD")
 	}
 	if strings.TrimSpace(s.Content) == "" {
-		return refuse(proto.CodeEmptyContent, "message has no content")
+		return refuse(status.CodeEmptyContent, "message has no content")
 	}
 	if len(s.Content) > proto.MaxMessageFrame {
-		return refuse(proto.CodeTooLarge, "content is %d bytes; the limit is %d", len(s.Content), proto.MaxMessageFrame)
+		return refuse(status.CodeTooLarge, "content is %d bytes; the limit is %d", len(s.Content), proto.MaxMessageFrame)
 	}
 	if err := roles.CheckHeader(s.Content); err != nil {
-		return refuse(proto.Code(status.CodeBadHeader), "%v", err)
+		return refuse(status.CodeBadHeader, "%v", err)
 	}
 
 	// Effective sender: the authenticated role, or for trusted senders the
@@ -172,9 +171,9 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 		case s.Trusted && known:
 			sender = hdrRole
 		case s.Trusted:
-			return refuse(proto.CodeRoleMismatch, "header %s names no role of this team", h.Role)
+			return refuse(status.CodeRoleMismatch, "header %s names no role of this team", h.Role)
 		case !known || hdrRole != sender:
-			return refuse(proto.CodeRoleMismatch, "header %s does not match the sender %s", h.Role, sender)
+			return refuse(status.CodeRoleMismatch, "header %s does not match the sender %s", h.Role, sender)
 		}
 	}
 	if sender == "" {
@@ -215,7 +214,7 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	}
 	if d.Prefix && d.Seq >= roles.MaxSeq && !(s.Raw && sender == roles.RoleSystem) {
 		// A header the hub made must parse: after N = 2^53-1 there is none.
-		return refuse(proto.Code(status.CodeBadHeader), "%s has used the last header number (%d) this session", p.ack.Header, int64(roles.MaxSeq-1))
+		return refuse(status.CodeBadHeader, "%s has used the last header number (%d) this session", p.ack.Header, int64(roles.MaxSeq-1))
 	}
 	content := s.Content
 	if d.Prefix && !(s.Raw && sender == roles.RoleSystem) {
@@ -229,7 +228,7 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	wait, err := b.deps.Ledger.AppendQueued(ctx, m)
 	if err != nil {
 		b.log.Error("ledger commit failed", "messageId", s.MessageID, "err", err)
-		return refuse(proto.CodeJournalUnavailable, "ledger cannot commit: %v", err)
+		return refuse(status.CodeJournalUnavailable, "ledger cannot commit: %v", err)
 	}
 	st.commit(d, body, s.MessageID)
 	p.wait, p.st, p.d, p.body = wait, st, d, body
@@ -269,7 +268,7 @@ func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error)
 				return b.repeatAck(prev), nil
 			}
 			if !errors.Is(err, journal.ErrNotFound) || time.Now().After(deadline) {
-				return ack, refuse(proto.CodeJournalUnavailable, "look up duplicate: %v", err)
+				return ack, refuse(status.CodeJournalUnavailable, "look up duplicate: %v", err)
 			}
 			time.Sleep(time.Millisecond)
 		}
@@ -283,7 +282,7 @@ func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error)
 			// The hub is stopping and the row may still commit: its
 			// number stays taken, and the next session's Recover
 			// routes it if it did.
-			return ack, refuse(proto.CodeJournalUnavailable, "hub shutting down; the message may still commit")
+			return ack, refuse(status.CodeJournalUnavailable, "hub shutting down; the message may still commit")
 		}
 		// The writer says nothing new was stored: take the number back so
 		// the sender's sequence stays gapless.
@@ -294,10 +293,10 @@ func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error)
 			return b.duplicateAck(ack, committed, p.sender)
 		}
 		b.log.Error("ledger commit failed", "messageId", p.s.MessageID, "err", err)
-		return ack, refuse(proto.CodeJournalUnavailable, "ledger cannot commit: %v", err)
+		return ack, refuse(status.CodeJournalUnavailable, "ledger cannot commit: %v", err)
 	}
 	ack.OK, ack.Accepted = true, true
-	ack.Status = proto.StatusAcceptedUnverified
+	ack.SetStage(status.AcceptedUnverified)
 	if p.rt.kind == roles.TargetAll || len(p.rt.members) > 1 {
 		ack.Targets = []string{}
 		for _, mem := range p.rt.members {
@@ -310,9 +309,9 @@ func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error)
 		defer b.removeWaiter(p.s.MessageID, wake)
 	}
 	if b.dispatch(committed, p.rt, "") {
-		ack.Status = proto.StatusDeliveredWebsocket
+		ack.SetStage(status.DeliveredWebSocket)
 	}
-	if p.s.Wait > 0 && !strings.HasPrefix(ack.Status, "delivered.") {
+	if p.s.Wait > 0 && !ack.Stage().Delivered() {
 		ack = b.waitDefinitive(ctx, ack, p.s.Wait, wake)
 	}
 	return ack, nil
@@ -328,17 +327,17 @@ func (b *Broker) resolve(sender string, s Submission) (route, error) {
 		for _, r := range s.Recipients {
 			m, ok := b.team.Lookup(r)
 			if !ok {
-				return rt, refuse(proto.CodeInvalidTarget, "unknown recipient %q", r)
+				return rt, refuse(status.CodeInvalidTarget, "unknown recipient %q", r)
 			}
 			if bgSender && m.Role != senderMember.Owner {
-				return rt, refuse(proto.CodeOwnerBindingViolation, "%s may message %s only", sender, senderMember.Owner)
+				return rt, refuse(status.CodeOwnerBindingViolation, "%s may message %s only", sender, senderMember.Owner)
 			}
 			if m.Role != sender {
 				rt.members = append(rt.members, m)
 			}
 		}
 		if len(rt.members) == 0 {
-			return rt, refuse(proto.CodeInvalidTarget, "no recipients other than the sender")
+			return rt, refuse(status.CodeInvalidTarget, "no recipients other than the sender")
 		}
 		return rt, nil
 	}
@@ -348,10 +347,10 @@ func (b *Broker) resolve(sender string, s Submission) (route, error) {
 	}
 	t, err := b.team.Resolve(target)
 	if err != nil {
-		return route{}, refuse(proto.CodeInvalidTarget, "%v", err)
+		return route{}, refuse(status.CodeInvalidTarget, "%v", err)
 	}
 	if bgSender && !(t.Kind == roles.TargetMember && t.Member.Role == senderMember.Owner) {
-		return route{}, refuse(proto.CodeOwnerBindingViolation, "%s may message %s only", sender, senderMember.Owner)
+		return route{}, refuse(status.CodeOwnerBindingViolation, "%s may message %s only", sender, senderMember.Owner)
 	}
 	rt := route{name: t.Name(), kind: t.Kind}
 	switch t.Kind {
@@ -363,12 +362,12 @@ func (b *Broker) resolve(sender string, s Submission) (route, error) {
 		}
 	case roles.TargetMember:
 		if t.Member.Background && !b.backgroundRunning(t.Member.Role) {
-			return rt, refuse(proto.CodeNoRoute, "%s is not running", t.Member.Role)
+			return rt, refuse(status.CodeNoRoute, "%s is not running", t.Member.Role)
 		}
 		rt.members = []roles.Member{t.Member}
 	case roles.TargetTelegram:
 		if b.deps.Telegram == nil || !b.deps.Telegram.Enabled() {
-			return rt, refuse(proto.CodeTelegramUnconfigured, "no Telegram bot token is configured")
+			return rt, refuse(status.CodeTelegramUnconfigured, "no Telegram bot token is configured")
 		}
 		rt.telegram = b.deps.Telegram.OwnerChat()
 	case roles.TargetUser:
@@ -453,34 +452,31 @@ func (b *Broker) ledgerMessage(s Submission, sender string, rt route, seq int64,
 func (b *Broker) duplicateAck(ack proto.Ack, prev journal.Message, sender string) (proto.Ack, error) {
 	if prev.SenderRole != sender {
 		ack.Seq = 0 // the number was taken back: nothing was stored
-		return ack, refuse(proto.Code(status.CodeDuplicateID), "messageId %s was already used by another sender; choose another id", prev.MessageID)
+		return ack, refuse(status.CodeDuplicateID, "messageId %s was already used by another sender; choose another id", prev.MessageID)
 	}
 	return b.repeatAck(prev), nil
 }
 
 // repeatAck answers a duplicate with the first copy's state.
 func (b *Broker) repeatAck(m journal.Message) proto.Ack {
-	st := ackStatusOf(m)
 	ack := proto.Ack{
 		MessageID: m.MessageID, OK: true, Accepted: true, Seq: m.Seq, Header: m.Header,
-		Status: st, Verified: st == proto.StatusDeliveredVerified, Dedupe: true, Warnings: []string{},
+		Dedupe: true, Warnings: []string{},
 	}
-	if m.Status == "failed" {
-		code := m.ErrorCode
-		ack.OK = false
-		ack.Status = code
-		ack.Error = &code
+	ack.SetStage(ackStatusOf(m))
+	if m.Status == status.Failed {
+		ack.Refuse(m.ErrorCode, "")
 	}
 	return ack
 }
 
 // ackStatusOf maps a ledger row to the ACK status vocabulary.
-func ackStatusOf(m journal.Message) string {
+func ackStatusOf(m journal.Message) status.Stage {
 	switch m.AckStatus {
-	case proto.StatusDeliveredVerified, proto.StatusDeliveredWebsocket:
+	case status.DeliveredVerified, status.DeliveredWebSocket:
 		return m.AckStatus
 	}
-	return proto.StatusAcceptedUnverified
+	return status.AcceptedUnverified
 }
 
 // waitDefinitive waits up to d for a definitive stage: delivered.* or a
@@ -494,16 +490,12 @@ func (b *Broker) waitDefinitive(ctx context.Context, ack proto.Ack, d time.Durat
 	for {
 		m, err := b.deps.Ledger.Get(ctx, ack.MessageID)
 		if err == nil {
-			if m.Status == "failed" {
-				code := m.ErrorCode
-				ack.OK = false
-				ack.Status = code
-				ack.Error = &code
+			if m.Status == status.Failed {
+				ack.Refuse(m.ErrorCode, "")
 				return ack
 			}
-			if st := ackStatusOf(m); strings.HasPrefix(st, "delivered.") {
-				ack.Status = st
-				ack.Verified = st == proto.StatusDeliveredVerified
+			if st := ackStatusOf(m); st.Delivered() {
+				ack.SetStage(st)
 				return ack
 			}
 		}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"hm/internal/status"
+
 	"zombiezen.com/go/sqlite"
 )
 
@@ -126,12 +128,12 @@ func (l *Ledger) prepareMessage(m *Message) error {
 		return fmt.Errorf("journal append: %w: empty message_id", ErrInvalid)
 	}
 	if m.Status == "" {
-		m.Status = StatusBrokered
+		m.Status = status.Brokered
 	}
-	if StatusRank(m.Status) < 0 {
+	if m.Status.Rank() < 0 {
 		return fmt.Errorf("journal append %s: %w: unknown status %q", m.MessageID, ErrInvalid, m.Status)
 	}
-	if AckRank(m.AckStatus) < 0 {
+	if m.AckStatus.Rank() < 0 {
 		return fmt.Errorf("journal append %s: %w: unknown ack status %q", m.MessageID, ErrInvalid, m.AckStatus)
 	}
 	if m.MetadataJSON == "" {
@@ -197,9 +199,9 @@ func (tx *txn) appendMessage(m Message) (Message, error) {
 	stmt.BindText(12, m.RawBody)
 	stmt.BindText(13, m.BodyHash)
 	stmt.BindInt64(14, m.BodyBytes)
-	stmt.BindText(15, m.Status)
-	stmt.BindText(16, m.AckStatus)
-	stmt.BindText(17, m.ErrorCode)
+	stmt.BindText(15, string(m.Status))
+	stmt.BindText(16, string(m.AckStatus))
+	stmt.BindText(17, string(m.ErrorCode))
 	stmt.BindInt64(18, m.Attempt)
 	stmt.BindText(19, m.MetadataJSON)
 	stmt.BindInt64(20, m.UpdatedAtMs)
@@ -228,7 +230,7 @@ func (tx *txn) appendMessage(m Message) (Message, error) {
 	}
 
 	detail := brokeredDetail(m)
-	if err := tx.addEvent(m.MessageID, EventBrokered, m.UpdatedAtMs, detail, m); err != nil {
+	if err := tx.addEvent(m.MessageID, status.EventBrokered, m.UpdatedAtMs, detail, m); err != nil {
 		return Message{}, err
 	}
 	ref := m.Ref()
@@ -284,7 +286,7 @@ func (tx *txn) applyRefs(m Message) error {
 				return err
 			}
 			detail := `{"closed_by":` + string(appendJSONString(nil, m.MessageID)) + `,"ref":` + string(appendJSONString(nil, ref)) + `}`
-			if err := tx.addEvent(id, EventObligationClosed, m.BrokeredAtMs, detail, row); err != nil {
+			if err := tx.addEvent(id, status.EventObligationClosed, m.BrokeredAtMs, detail, row); err != nil {
 				return err
 			}
 		}
@@ -302,7 +304,7 @@ func brokeredDetail(m Message) string {
 	b = append(b, '{')
 	if m.AckStatus != "" {
 		b = append(b, `"ack_status":`...)
-		b = appendJSONString(b, m.AckStatus)
+		b = appendJSONString(b, string(m.AckStatus))
 		b = append(b, ',')
 	}
 	b = append(b, `"body_bytes":`...)
@@ -310,7 +312,7 @@ func brokeredDetail(m Message) string {
 	b = append(b, `,"body_hash":`...)
 	b = appendJSONString(b, m.BodyHash)
 	b = append(b, `,"status":`...)
-	b = appendJSONString(b, m.Status)
+	b = appendJSONString(b, string(m.Status))
 	return string(append(b, '}'))
 }
 
@@ -375,7 +377,7 @@ func (tx *txn) advance(c Change) (Message, error) {
 	maps.Copy(detail, c.Detail)
 	detail["status"] = next.Status
 	detail["ack_status"] = next.AckStatus
-	if next.Status != cur.Status && next.Status == StatusFailed && next.ErrorCode != "" {
+	if next.Status != cur.Status && next.Status == status.Failed && next.ErrorCode != "" {
 		detail["error_code"] = next.ErrorCode
 	}
 	if c.IncAttempt {
@@ -389,11 +391,11 @@ func (tx *txn) advance(c Change) (Message, error) {
 	switch {
 	case name != "":
 	case next.Status != cur.Status:
-		name = next.Status
+		name = status.Event(next.Status)
 	case next.AckStatus != cur.AckStatus:
-		name = next.AckStatus
+		name = status.Event(next.AckStatus)
 	default:
-		name = "attempt"
+		name = status.EventAttempt
 	}
 	if changed {
 		if err := tx.exec("UPDATE comms_journal SET status = ?, ack_status = ?, error_code = ?, attempt = ?, updated_at_ms = ? WHERE row_id = ?",
@@ -425,7 +427,7 @@ func (l *Ledger) MarkReminded(ctx context.Context, messageID string) error {
 		if err != nil {
 			return err
 		}
-		return tx.addEvent(messageID, EventObligationReminded, tx.nowMs, `{"reminded_at_ms":`+strconv.FormatInt(tx.nowMs, 10)+`}`, row)
+		return tx.addEvent(messageID, status.EventObligationReminded, tx.nowMs, `{"reminded_at_ms":`+strconv.FormatInt(tx.nowMs, 10)+`}`, row)
 	}})
 }
 

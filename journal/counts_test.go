@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"hm/internal/status"
+
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
@@ -74,8 +76,8 @@ func checkCounts(t *testing.T, l *Ledger) {
 }
 
 var (
-	countStatuses = []string{"", StatusRecorded, StatusBrokered, StatusFailed, StatusRouted, StatusAcked}
-	countAcks     = []string{AckNone, AckAcceptedUnverified, AckDeliveredWebSocket, AckDeliveredVerified}
+	countStatuses = []status.Status{"", status.Recorded, status.Brokered, status.Failed, status.Routed, status.Acked}
+	countAcks     = []status.Stage{status.StageNone, status.AcceptedUnverified, status.DeliveredWebSocket, status.DeliveredVerified}
 )
 
 // randomMessage is a message of one of a few sessions, senders (in two
@@ -151,18 +153,18 @@ func TestSessionCountsRandom(t *testing.T) {
 				case p < 52:
 					// failed, then routed: proof of delivery overwrites failed.
 					id := ids[r.IntN(len(ids))]
-					if _, err := l.Advance(ctx, Change{MessageID: id, Status: StatusFailed, ErrorCode: "no_route"}); err != nil {
+					if _, err := l.Advance(ctx, Change{MessageID: id, Status: status.Failed, ErrorCode: "no_route"}); err != nil {
 						t.Fatal(err)
 					}
-					m, err := l.Advance(ctx, Change{MessageID: id, Status: StatusRouted, AckStatus: AckDeliveredWebSocket})
+					m, err := l.Advance(ctx, Change{MessageID: id, Status: status.Routed, AckStatus: status.DeliveredWebSocket})
 					if err != nil {
 						t.Fatal(err)
 					}
-					if m.Status == StatusRouted {
+					if m.Status == status.Routed {
 						failedToRouted++
 					}
 				case p < 57:
-					if _, err := l.Advance(ctx, Change{MessageID: "unknown", Status: StatusAcked}); !errors.Is(err, ErrNotFound) {
+					if _, err := l.Advance(ctx, Change{MessageID: "unknown", Status: status.Acked}); !errors.Is(err, ErrNotFound) {
 						t.Fatalf("advance unknown: %v", err)
 					}
 				case p < 67:
@@ -240,10 +242,10 @@ func TestSessionCountsMigration(t *testing.T) {
 			if _, err := l.Append(ctx, msg("after", "builder", "architect", 7, "after the migration")); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := l.Advance(ctx, Change{MessageID: "after", Status: StatusFailed}); err != nil {
+			if _, err := l.Advance(ctx, Change{MessageID: "after", Status: status.Failed}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := l.Advance(ctx, Change{MessageID: "after", Status: StatusRouted}); err != nil {
+			if _, err := l.Advance(ctx, Change{MessageID: "after", Status: status.Routed}); err != nil {
 				t.Fatal(err)
 			}
 			checkCounts(t, l)

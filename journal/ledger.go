@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"hm/internal/status"
+
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
@@ -22,7 +24,7 @@ var (
 	// ErrUnavailable means the ledger cannot commit: the disk is full
 	// (or MaxBytes is reached), the file is read-only, an I/O error
 	// occurred, or the ledger is closed. Its text is the SPEC status.
-	ErrUnavailable = errors.New("journal_unavailable")
+	ErrUnavailable = errors.New(string(status.CodeJournalUnavailable))
 	// ErrDuplicate means the message_id is already in the ledger; Append
 	// returns the existing row along with it.
 	ErrDuplicate = errors.New("journal: duplicate message_id")

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hm/internal/poll"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"hm/internal/poll"
+	"hm/internal/status"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
@@ -68,7 +70,7 @@ func TestAppendGetDedupe(t *testing.T) {
 		t.Fatalf("duplicate Append returned %+v, want existing %+v", again, got)
 	}
 	evs, err := l.Events(ctx, "hm-1")
-	if err != nil || len(evs) != 1 || evs[0].Event != EventBrokered {
+	if err != nil || len(evs) != 1 || evs[0].Event != status.EventBrokered {
 		t.Fatalf("events after duplicate = %+v, %v", evs, err)
 	}
 	var detail map[string]any
@@ -86,7 +88,7 @@ func TestAppendGetDedupe(t *testing.T) {
 		t.Fatal(err)
 	}
 	if bare.Seq != 0 || bare.SentAtMs != 0 || bare.Direction != "outbound" || bare.Priority != "normal" || bare.MetadataJSON != "{}" ||
-		bare.BodyHash != sha256Hex("") || bare.Status != StatusBrokered {
+		bare.BodyHash != sha256Hex("") || bare.Status != status.Brokered {
 		t.Fatalf("defaults not applied: %+v", bare)
 	}
 	if err := l.Read(ctx, func(conn *sqlite.Conn) error {
@@ -137,23 +139,23 @@ func TestAdvanceMonotonic(t *testing.T) {
 	}
 	steps := []struct {
 		change     Change
-		wantStatus string
-		wantAck    string
-		wantCode   string
-		wantEvent  string // "" = no event written
+		wantStatus status.Status
+		wantAck    status.Stage
+		wantCode   status.Code
+		wantEvent  status.Event // "" = no event written
 	}{
-		{Change{AckStatus: AckAcceptedUnverified}, StatusBrokered, AckAcceptedUnverified, "", AckAcceptedUnverified},
-		{Change{Status: StatusFailed, ErrorCode: "pane_exited"}, StatusFailed, AckAcceptedUnverified, "pane_exited", StatusFailed},
-		{Change{Status: StatusFailed, ErrorCode: "other"}, StatusFailed, AckAcceptedUnverified, "pane_exited", ""},
-		{Change{Status: StatusBrokered}, StatusFailed, AckAcceptedUnverified, "pane_exited", ""},
-		{Change{Status: StatusRouted, AckStatus: AckDeliveredWebSocket}, StatusRouted, AckDeliveredWebSocket, "pane_exited", StatusRouted},
-		{Change{Status: StatusFailed, ErrorCode: "late"}, StatusRouted, AckDeliveredWebSocket, "pane_exited", ""},
-		{Change{AckStatus: AckAcceptedUnverified}, StatusRouted, AckDeliveredWebSocket, "pane_exited", ""},
-		{Change{Event: "note", Detail: map[string]any{"why": "explicit"}}, StatusRouted, AckDeliveredWebSocket, "pane_exited", "note"},
-		{Change{IncAttempt: true}, StatusRouted, AckDeliveredWebSocket, "pane_exited", "attempt"},
-		{Change{Status: StatusAcked, AckStatus: AckDeliveredVerified}, StatusAcked, AckDeliveredVerified, "pane_exited", StatusAcked},
+		{Change{AckStatus: status.AcceptedUnverified}, status.Brokered, status.AcceptedUnverified, "", status.Event(status.AcceptedUnverified)},
+		{Change{Status: status.Failed, ErrorCode: "pane_exited"}, status.Failed, status.AcceptedUnverified, "pane_exited", status.Event(status.Failed)},
+		{Change{Status: status.Failed, ErrorCode: "other"}, status.Failed, status.AcceptedUnverified, "pane_exited", ""},
+		{Change{Status: status.Brokered}, status.Failed, status.AcceptedUnverified, "pane_exited", ""},
+		{Change{Status: status.Routed, AckStatus: status.DeliveredWebSocket}, status.Routed, status.DeliveredWebSocket, "pane_exited", status.Event(status.Routed)},
+		{Change{Status: status.Failed, ErrorCode: "late"}, status.Routed, status.DeliveredWebSocket, "pane_exited", ""},
+		{Change{AckStatus: status.AcceptedUnverified}, status.Routed, status.DeliveredWebSocket, "pane_exited", ""},
+		{Change{Event: "note", Detail: map[string]any{"why": "explicit"}}, status.Routed, status.DeliveredWebSocket, "pane_exited", "note"},
+		{Change{IncAttempt: true}, status.Routed, status.DeliveredWebSocket, "pane_exited", "attempt"},
+		{Change{Status: status.Acked, AckStatus: status.DeliveredVerified}, status.Acked, status.DeliveredVerified, "pane_exited", status.Event(status.Acked)},
 	}
-	wantEvents := []string{EventBrokered}
+	wantEvents := []status.Event{status.EventBrokered}
 	for i, s := range steps {
 		s.change.MessageID = "m"
 		got, err := l.Advance(ctx, s.change)
@@ -175,7 +177,7 @@ func TestAdvanceMonotonic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	var names []status.Event
 	for _, e := range evs {
 		names = append(names, e.Event)
 	}
@@ -189,10 +191,10 @@ func TestAdvanceMonotonic(t *testing.T) {
 	if err := json.Unmarshal(evs[4].Detail, &d); err != nil || d["why"] != "explicit" {
 		t.Fatalf("note event detail %s (%v)", evs[5].Detail, err)
 	}
-	if _, err := l.Advance(ctx, Change{MessageID: "ghost", Status: StatusRouted}); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Advance(ctx, Change{MessageID: "ghost", Status: status.Routed}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Advance unknown = %v, want ErrNotFound", err)
 	}
-	if _, err := l.Advance(ctx, Change{Status: StatusRouted}); !errors.Is(err, ErrInvalid) {
+	if _, err := l.Advance(ctx, Change{Status: status.Routed}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("Advance without id = %v, want ErrInvalid", err)
 	}
 	if _, err := l.Advance(ctx, Change{MessageID: "m", Event: "x", Detail: map[string]any{"f": func() {}}}); !errors.Is(err, ErrInvalid) {
@@ -209,23 +211,23 @@ func TestAdvanceAsyncOrder(t *testing.T) {
 	if _, err := l.Append(ctx, msg("m", "architect", "builder", 1, "x")); err != nil {
 		t.Fatal(err)
 	}
-	l.AdvanceAsync(Change{MessageID: "m", AckStatus: AckAcceptedUnverified})
-	l.AdvanceAsync(Change{MessageID: "m", Status: StatusRouted, AckStatus: AckDeliveredWebSocket})
-	l.AdvanceAsync(Change{MessageID: "ghost", Status: StatusRouted}) // logged, not fatal
-	l.AdvanceAsync(Change{})                                         // logged, not fatal
+	l.AdvanceAsync(Change{MessageID: "m", AckStatus: status.AcceptedUnverified})
+	l.AdvanceAsync(Change{MessageID: "m", Status: status.Routed, AckStatus: status.DeliveredWebSocket})
+	l.AdvanceAsync(Change{MessageID: "ghost", Status: status.Routed}) // logged, not fatal
+	l.AdvanceAsync(Change{})                                          // logged, not fatal
 	got, err := l.Advance(ctx, Change{MessageID: "m", Event: "barrier"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != StatusRouted || got.AckStatus != AckDeliveredWebSocket {
+	if got.Status != status.Routed || got.AckStatus != status.DeliveredWebSocket {
 		t.Fatalf("after async changes: %+v", got)
 	}
 	evs, _ := l.Events(ctx, "m")
-	var names []string
+	var names []status.Event
 	for _, e := range evs {
 		names = append(names, e.Event)
 	}
-	if want := []string{"brokered", "accepted.unverified", "routed", "barrier"}; !reflect.DeepEqual(names, want) {
+	if want := []status.Event{"brokered", "accepted.unverified", "routed", "barrier"}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("events %v, want %v", names, want)
 	}
 }
@@ -238,7 +240,7 @@ func TestHashChain(t *testing.T) {
 		if _, err := l.Append(ctx, msg(id, "builder", "architect", int64(i+1), "body "+id)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Advance(ctx, Change{MessageID: id, Status: StatusRouted}); err != nil {
+		if _, err := l.Advance(ctx, Change{MessageID: id, Status: status.Routed}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -330,7 +332,7 @@ func TestVerifyTampering(t *testing.T) {
 				if _, err := l.Append(ctx, msg(id, "oracle", "architect", int64(i+1), "finding "+id)); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := l.Advance(ctx, Change{MessageID: id, Status: StatusRouted}); err != nil {
+				if _, err := l.Advance(ctx, Change{MessageID: id, Status: status.Routed}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -544,7 +546,7 @@ func TestReadOnly(t *testing.T) {
 			if _, err := l.Append(ctx, msg("new", "architect", "oracle", 2, "x")); !errors.Is(err, ErrUnavailable) {
 				t.Fatalf("Append = %v, want ErrUnavailable", err)
 			}
-			if _, err := l.Advance(ctx, Change{MessageID: "ro", Status: StatusRouted}); !errors.Is(err, ErrUnavailable) {
+			if _, err := l.Advance(ctx, Change{MessageID: "ro", Status: status.Routed}); !errors.Is(err, ErrUnavailable) {
 				t.Fatalf("Advance = %v, want ErrUnavailable", err)
 			}
 			if r, err := l.Verify(ctx); err != nil || !r.OK {
@@ -605,7 +607,7 @@ func TestConcurrentAppend(t *testing.T) {
 					return
 				}
 				if i%3 == 0 {
-					l.AdvanceAsync(Change{MessageID: m.MessageID, Status: StatusRouted})
+					l.AdvanceAsync(Change{MessageID: m.MessageID, Status: status.Routed})
 				}
 			}
 		})
@@ -762,7 +764,7 @@ func TestClosed(t *testing.T) {
 	}
 	checks := map[string]error{}
 	_, checks["Append"] = l.Append(ctx, msg("x", "a", "b", 1, "x"))
-	_, checks["Advance"] = l.Advance(ctx, Change{MessageID: "x", Status: StatusRouted})
+	_, checks["Advance"] = l.Advance(ctx, Change{MessageID: "x", Status: status.Routed})
 	_, checks["Get"] = l.Get(ctx, "x")
 	_, checks["Verify"] = l.Verify(ctx)
 	checks["KVSet"] = l.KVSet(ctx, "a", "b")
@@ -887,11 +889,11 @@ func TestObligationsAndSignals(t *testing.T) {
 		t.Fatalf("decision signal %+v", s)
 	}
 	evs, _ := l.Events(ctx, "ask")
-	var names []string
+	var names []status.Event
 	for _, e := range evs {
 		names = append(names, e.Event)
 	}
-	if want := []string{EventBrokered, EventObligationReminded, EventObligationClosed}; !reflect.DeepEqual(names, want) {
+	if want := []status.Event{status.EventBrokered, status.EventObligationReminded, status.EventObligationClosed}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("events of ask: %v, want %v", names, want)
 	}
 	if r, err := l.Verify(ctx); err != nil || !r.OK {
@@ -908,7 +910,7 @@ func TestSubscribe(t *testing.T) {
 	if _, err := l.Append(ctx, msg("e1", "architect", "builder", 1, "x")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Advance(ctx, Change{MessageID: "e1", Status: StatusRouted, AckStatus: AckDeliveredWebSocket}); err != nil {
+	if _, err := l.Advance(ctx, Change{MessageID: "e1", Status: status.Routed, AckStatus: status.DeliveredWebSocket}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
@@ -916,14 +918,18 @@ func TestSubscribe(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := []struct{ id, event, status string }{
+	want := []struct {
+		id    string
+		event status.Event
+		st    status.Status
+	}{
 		{"e1", "brokered", "brokered"}, {"e1", "routed", "routed"},
 		{"f0", "brokered", "brokered"}, {"f1", "brokered", "brokered"}, {"f2", "brokered", "brokered"}, {"f3", "brokered", "brokered"}, {"f4", "brokered", "brokered"},
 	}
 	for i, w := range want {
 		select {
 		case e := <-ch:
-			if e.MessageID != w.id || e.Event != w.event || e.Row.Status != w.status || e.EventID != int64(i+1) || e.Row.MessageID != w.id {
+			if e.MessageID != w.id || e.Event != w.event || e.Row.Status != w.st || e.EventID != int64(i+1) || e.Row.MessageID != w.id {
 				t.Fatalf("event %d = %+v, want %+v", i, e, w)
 			}
 			if !json.Valid(e.Detail) {
@@ -970,10 +976,10 @@ func TestKV(t *testing.T) {
 func TestQueries(t *testing.T) {
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
-	add := func(id, session, target, status string, seq int64) {
+	add := func(id, session, target string, st status.Status, seq int64) {
 		m := msg(id, "architect", target, seq, id)
 		m.SessionID = session
-		m.Status = status
+		m.Status = st
 		if _, err := l.Append(ctx, m); err != nil {
 			t.Fatal(err)
 		}
@@ -1055,7 +1061,7 @@ func TestKillSafety(t *testing.T) {
 			t.Fatalf("committed message k%d lost: %v", i, err)
 		}
 	}
-	if m, err := l.Get(ctx, "k0"); err != nil || m.Status != StatusAcked {
+	if m, err := l.Get(ctx, "k0"); err != nil || m.Status != status.Acked {
 		t.Fatalf("committed Advance lost: %+v %v", m, err)
 	}
 	if v, ok, _ := l.KVGet(ctx, "offset"); !ok || v != "7" {
@@ -1085,7 +1091,7 @@ func killChild(path string) {
 			os.Exit(3)
 		}
 	}
-	if _, err := l.Advance(ctx, Change{MessageID: "k0", Status: StatusAcked}); err != nil {
+	if _, err := l.Advance(ctx, Change{MessageID: "k0", Status: status.Acked}); err != nil {
 		os.Exit(3)
 	}
 	if err := l.KVSet(ctx, "offset", "7"); err != nil {

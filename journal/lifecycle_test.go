@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hm/internal/poll"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"hm/internal/poll"
+	"hm/internal/status"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
@@ -89,7 +91,7 @@ func TestCloseDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range n {
-		l.AdvanceAsync(Change{MessageID: fmt.Sprintf("d%d", i), Status: StatusRouted})
+		l.AdvanceAsync(Change{MessageID: fmt.Sprintf("d%d", i), Status: status.Routed})
 	}
 	var wg sync.WaitGroup
 	appendErrs := make([]error, 8)

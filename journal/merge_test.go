@@ -5,30 +5,32 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"hm/internal/status"
 )
 
 func TestStatusAndAckRank(t *testing.T) {
-	order := []string{StatusRecorded, StatusBrokered, StatusFailed, StatusRouted, StatusAcked}
+	order := []status.Status{status.Recorded, status.Brokered, status.Failed, status.Routed, status.Acked}
 	for i, s := range order {
-		if got := StatusRank(s); got != i {
+		if got := s.Rank(); got != i {
 			t.Errorf("StatusRank(%q) = %d, want %d", s, got, i)
 		}
 	}
-	acks := []string{AckNone, AckAcceptedUnverified, AckDeliveredWebSocket, AckDeliveredVerified}
+	acks := []status.Stage{status.StageNone, status.AcceptedUnverified, status.DeliveredWebSocket, status.DeliveredVerified}
 	for i, s := range acks {
-		if got := AckRank(s); got != i {
+		if got := s.Rank(); got <= acks[max(i-1, 0)].Rank() && i > 0 {
 			t.Errorf("AckRank(%q) = %d, want %d", s, got, i)
 		}
 	}
 	for _, s := range []string{"bogus", "ROUTED", " acked"} {
-		if StatusRank(s) != -1 || AckRank(s) != -1 {
+		if status.Status(s).Rank() != -1 || status.Stage(s).Rank() != -1 {
 			t.Errorf("rank of unknown %q should be -1", s)
 		}
 	}
 }
 
 func TestMerge(t *testing.T) {
-	base := Message{MessageID: "m", Status: StatusBrokered, UpdatedAtMs: 100}
+	base := Message{MessageID: "m", Status: status.Brokered, UpdatedAtMs: 100}
 	with := func(f func(*Message)) Message { m := base; f(&m); return m }
 	tests := []struct {
 		name    string
@@ -38,39 +40,39 @@ func TestMerge(t *testing.T) {
 		changed bool
 	}{
 		{"empty change", base, Change{AtMs: 200}, base, false},
-		{"brokered to routed", base, Change{Status: StatusRouted, AtMs: 200},
-			with(func(m *Message) { m.Status = StatusRouted; m.UpdatedAtMs = 200 }), true},
-		{"routed never back to brokered", with(func(m *Message) { m.Status = StatusRouted }), Change{Status: StatusBrokered, AtMs: 200},
-			with(func(m *Message) { m.Status = StatusRouted }), false},
-		{"failure sets error code", base, Change{Status: StatusFailed, ErrorCode: "no_route", AtMs: 200},
-			with(func(m *Message) { m.Status = StatusFailed; m.ErrorCode = "no_route"; m.UpdatedAtMs = 200 }), true},
-		{"failure never overwrites routed", with(func(m *Message) { m.Status = StatusRouted }), Change{Status: StatusFailed, ErrorCode: "pane_exited", AtMs: 200},
-			with(func(m *Message) { m.Status = StatusRouted }), false},
-		{"failure never overwrites acked", with(func(m *Message) { m.Status = StatusAcked }), Change{Status: StatusFailed, ErrorCode: "x", AtMs: 200},
-			with(func(m *Message) { m.Status = StatusAcked }), false},
-		{"second failure keeps first code", with(func(m *Message) { m.Status = StatusFailed; m.ErrorCode = "a" }), Change{Status: StatusFailed, ErrorCode: "b", AtMs: 200},
-			with(func(m *Message) { m.Status = StatusFailed; m.ErrorCode = "a" }), false},
-		{"proof of delivery overwrites failed", with(func(m *Message) { m.Status = StatusFailed; m.ErrorCode = "a" }), Change{Status: StatusAcked, AtMs: 200},
-			with(func(m *Message) { m.Status = StatusAcked; m.ErrorCode = "a"; m.UpdatedAtMs = 200 }), true},
-		{"error code ignored without failure", base, Change{Status: StatusRouted, ErrorCode: "zzz", AtMs: 200},
-			with(func(m *Message) { m.Status = StatusRouted; m.UpdatedAtMs = 200 }), true},
+		{"brokered to routed", base, Change{Status: status.Routed, AtMs: 200},
+			with(func(m *Message) { m.Status = status.Routed; m.UpdatedAtMs = 200 }), true},
+		{"routed never back to brokered", with(func(m *Message) { m.Status = status.Routed }), Change{Status: status.Brokered, AtMs: 200},
+			with(func(m *Message) { m.Status = status.Routed }), false},
+		{"failure sets error code", base, Change{Status: status.Failed, ErrorCode: "no_route", AtMs: 200},
+			with(func(m *Message) { m.Status = status.Failed; m.ErrorCode = "no_route"; m.UpdatedAtMs = 200 }), true},
+		{"failure never overwrites routed", with(func(m *Message) { m.Status = status.Routed }), Change{Status: status.Failed, ErrorCode: "pane_exited", AtMs: 200},
+			with(func(m *Message) { m.Status = status.Routed }), false},
+		{"failure never overwrites acked", with(func(m *Message) { m.Status = status.Acked }), Change{Status: status.Failed, ErrorCode: "x", AtMs: 200},
+			with(func(m *Message) { m.Status = status.Acked }), false},
+		{"second failure keeps first code", with(func(m *Message) { m.Status = status.Failed; m.ErrorCode = "a" }), Change{Status: status.Failed, ErrorCode: "b", AtMs: 200},
+			with(func(m *Message) { m.Status = status.Failed; m.ErrorCode = "a" }), false},
+		{"proof of delivery overwrites failed", with(func(m *Message) { m.Status = status.Failed; m.ErrorCode = "a" }), Change{Status: status.Acked, AtMs: 200},
+			with(func(m *Message) { m.Status = status.Acked; m.ErrorCode = "a"; m.UpdatedAtMs = 200 }), true},
+		{"error code ignored without failure", base, Change{Status: status.Routed, ErrorCode: "zzz", AtMs: 200},
+			with(func(m *Message) { m.Status = status.Routed; m.UpdatedAtMs = 200 }), true},
 		{"unknown status ignored", base, Change{Status: "teleported", AtMs: 200}, base, false},
-		{"ack rises", base, Change{AckStatus: AckAcceptedUnverified, AtMs: 200},
-			with(func(m *Message) { m.AckStatus = AckAcceptedUnverified; m.UpdatedAtMs = 200 }), true},
-		{"ack never falls", with(func(m *Message) { m.AckStatus = AckDeliveredVerified }), Change{AckStatus: AckDeliveredWebSocket, AtMs: 200},
-			with(func(m *Message) { m.AckStatus = AckDeliveredVerified }), false},
-		{"ack websocket to verified", with(func(m *Message) { m.AckStatus = AckDeliveredWebSocket }), Change{AckStatus: AckDeliveredVerified, AtMs: 200},
-			with(func(m *Message) { m.AckStatus = AckDeliveredVerified; m.UpdatedAtMs = 200 }), true},
+		{"ack rises", base, Change{AckStatus: status.AcceptedUnverified, AtMs: 200},
+			with(func(m *Message) { m.AckStatus = status.AcceptedUnverified; m.UpdatedAtMs = 200 }), true},
+		{"ack never falls", with(func(m *Message) { m.AckStatus = status.DeliveredVerified }), Change{AckStatus: status.DeliveredWebSocket, AtMs: 200},
+			with(func(m *Message) { m.AckStatus = status.DeliveredVerified }), false},
+		{"ack websocket to verified", with(func(m *Message) { m.AckStatus = status.DeliveredWebSocket }), Change{AckStatus: status.DeliveredVerified, AtMs: 200},
+			with(func(m *Message) { m.AckStatus = status.DeliveredVerified; m.UpdatedAtMs = 200 }), true},
 		{"attempt increments", base, Change{IncAttempt: true, AtMs: 200},
 			with(func(m *Message) { m.Attempt = 1; m.UpdatedAtMs = 200 }), true},
-		{"zero AtMs keeps updated", base, Change{Status: StatusRouted},
-			with(func(m *Message) { m.Status = StatusRouted }), true},
-		{"status and ack together", base, Change{Status: StatusRouted, AckStatus: AckDeliveredWebSocket, IncAttempt: true, AtMs: 300},
+		{"zero AtMs keeps updated", base, Change{Status: status.Routed},
+			with(func(m *Message) { m.Status = status.Routed }), true},
+		{"status and ack together", base, Change{Status: status.Routed, AckStatus: status.DeliveredWebSocket, IncAttempt: true, AtMs: 300},
 			with(func(m *Message) {
-				m.Status, m.AckStatus, m.Attempt, m.UpdatedAtMs = StatusRouted, AckDeliveredWebSocket, 1, 300
+				m.Status, m.AckStatus, m.Attempt, m.UpdatedAtMs = status.Routed, status.DeliveredWebSocket, 1, 300
 			}), true},
-		{"from unknown current status", with(func(m *Message) { m.Status = "weird" }), Change{Status: StatusRecorded, AtMs: 200},
-			with(func(m *Message) { m.Status = StatusRecorded; m.UpdatedAtMs = 200 }), true},
+		{"from unknown current status", with(func(m *Message) { m.Status = "weird" }), Change{Status: status.Recorded, AtMs: 200},
+			with(func(m *Message) { m.Status = status.Recorded; m.UpdatedAtMs = 200 }), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,25 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
-)
 
-// Message statuses (comms_journal.status), in rank order. A status only moves
-// to a higher rank; see StatusRank.
-const (
-	StatusRecorded = "recorded"
-	StatusBrokered = "brokered"
-	StatusFailed   = "failed"
-	StatusRouted   = "routed"
-	StatusAcked    = "acked"
-)
-
-// Acknowledgement stages (comms_journal.ack_status), in rank order. The empty
-// string means "no acknowledgement yet"; see AckRank.
-const (
-	AckNone               = ""
-	AckAcceptedUnverified = "accepted.unverified"
-	AckDeliveredWebSocket = "delivered.websocket"
-	AckDeliveredVerified  = "delivered.verified"
+	"hm/internal/status"
 )
 
 // Directions (comms_journal.direction).
@@ -39,14 +22,6 @@ const (
 	SignalBlocker  = "BLOCKER"
 )
 
-// Event names written by the ledger itself (comms_events.event). Advance may
-// write other names chosen by the caller.
-const (
-	EventBrokered           = "brokered"
-	EventObligationClosed   = "obligation_closed"
-	EventObligationReminded = "obligation_reminded"
-)
-
 // Message is one comms_journal row: a message and its current state. Its
 // JSON field names are the column names.
 //
@@ -54,27 +29,27 @@ const (
 // processed inside the same transaction as the row itself and are never
 // filled when a row is read back.
 type Message struct {
-	RowID        int64  `json:"row_id"`
-	MessageID    string `json:"message_id"`
-	SessionID    string `json:"session_id"`
-	SenderRole   string `json:"sender_role"`
-	TargetRole   string `json:"target_role"`
-	Channel      string `json:"channel"`
-	Direction    string `json:"direction"`
-	Seq          int64  `json:"seq"` // 0 = none (stored as NULL)
-	Header       string `json:"header"`
-	Priority     string `json:"priority"`
-	SentAtMs     int64  `json:"sent_at_ms"` // 0 = unknown (stored as NULL)
-	BrokeredAtMs int64  `json:"brokered_at_ms"`
-	RawBody      string `json:"raw_body"`
-	BodyHash     string `json:"body_hash"`
-	BodyBytes    int64  `json:"body_bytes"`
-	Status       string `json:"status"`
-	AckStatus    string `json:"ack_status"`
-	ErrorCode    string `json:"error_code"`
-	Attempt      int64  `json:"attempt"`
-	MetadataJSON string `json:"metadata_json"`
-	UpdatedAtMs  int64  `json:"updated_at_ms"`
+	RowID        int64         `json:"row_id"`
+	MessageID    string        `json:"message_id"`
+	SessionID    string        `json:"session_id"`
+	SenderRole   string        `json:"sender_role"`
+	TargetRole   string        `json:"target_role"`
+	Channel      string        `json:"channel"`
+	Direction    string        `json:"direction"`
+	Seq          int64         `json:"seq"` // 0 = none (stored as NULL)
+	Header       string        `json:"header"`
+	Priority     string        `json:"priority"`
+	SentAtMs     int64         `json:"sent_at_ms"` // 0 = unknown (stored as NULL)
+	BrokeredAtMs int64         `json:"brokered_at_ms"`
+	RawBody      string        `json:"raw_body"`
+	BodyHash     string        `json:"body_hash"`
+	BodyBytes    int64         `json:"body_bytes"`
+	Status       status.Status `json:"status"`
+	AckStatus    status.Stage  `json:"ack_status"`
+	ErrorCode    status.Code   `json:"error_code"`
+	Attempt      int64         `json:"attempt"`
+	MetadataJSON string        `json:"metadata_json"`
+	UpdatedAtMs  int64         `json:"updated_at_ms"`
 
 	// Signals become comms_signals rows with ref = Header+" #"+Seq.
 	Signals []Signal `json:"-"`
@@ -136,13 +111,13 @@ type Obligation struct {
 // nothing; see Merge for how it combines with the current row.
 type Change struct {
 	MessageID string
-	Status    string
-	AckStatus string
+	Status    status.Status
+	AckStatus status.Stage
 	// ErrorCode is stored only when this change moves the status to failed.
-	ErrorCode string
+	ErrorCode status.Code
 	// Event names the event row; when set, an event is written even if the
 	// row does not change. When empty a name is derived from what changed.
-	Event string
+	Event status.Event
 	// Detail is merged into the event's detail_json.
 	Detail     map[string]any
 	IncAttempt bool
@@ -155,44 +130,10 @@ type Change struct {
 type Event struct {
 	EventID   int64           `json:"event_id"`
 	MessageID string          `json:"message_id"`
-	Event     string          `json:"event"`
+	Event     status.Event    `json:"event"`
 	AtMs      int64           `json:"at_ms"`
 	Detail    json.RawMessage `json:"detail"`
 	Row       Message         `json:"row"`
-}
-
-// StatusRank orders message statuses: recorded 0, brokered 1, failed 2,
-// routed 3, acked 4. Unknown statuses (including "") rank -1.
-func StatusRank(s string) int {
-	switch s {
-	case StatusRecorded:
-		return 0
-	case StatusBrokered:
-		return 1
-	case StatusFailed:
-		return 2
-	case StatusRouted:
-		return 3
-	case StatusAcked:
-		return 4
-	}
-	return -1
-}
-
-// AckRank orders acknowledgement stages: "" 0, accepted.unverified 1,
-// delivered.websocket 2, delivered.verified 3. Unknown values rank -1.
-func AckRank(s string) int {
-	switch s {
-	case AckNone:
-		return 0
-	case AckAcceptedUnverified:
-		return 1
-	case AckDeliveredWebSocket:
-		return 2
-	case AckDeliveredVerified:
-		return 3
-	}
-	return -1
 }
 
 // Merge applies c to cur monotonically and reports whether anything changed.
@@ -206,14 +147,14 @@ func AckRank(s string) int {
 func Merge(cur Message, c Change) (Message, bool) {
 	out := cur
 	changed := false
-	if c.Status != "" && StatusRank(c.Status) > StatusRank(cur.Status) {
+	if c.Status != "" && c.Status.Rank() > cur.Status.Rank() {
 		out.Status = c.Status
 		changed = true
-		if c.Status == StatusFailed && c.ErrorCode != "" {
+		if c.Status == status.Failed && c.ErrorCode != "" {
 			out.ErrorCode = c.ErrorCode
 		}
 	}
-	if c.AckStatus != "" && AckRank(c.AckStatus) > AckRank(cur.AckStatus) {
+	if c.AckStatus != "" && c.AckStatus.Rank() > cur.AckStatus.Rank() {
 		out.AckStatus = c.AckStatus
 		changed = true
 	}

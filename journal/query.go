@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"hm/internal/status"
+
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
@@ -47,9 +49,9 @@ func ScanMessage(stmt *sqlite.Stmt, first int) Message {
 		RawBody:      stmt.ColumnText(c + 12),
 		BodyHash:     stmt.ColumnText(c + 13),
 		BodyBytes:    stmt.ColumnInt64(c + 14),
-		Status:       stmt.ColumnText(c + 15),
-		AckStatus:    stmt.ColumnText(c + 16),
-		ErrorCode:    stmt.ColumnText(c + 17),
+		Status:       status.Status(stmt.ColumnText(c + 15)),
+		AckStatus:    status.Stage(stmt.ColumnText(c + 16)),
+		ErrorCode:    status.Code(stmt.ColumnText(c + 17)),
 		Attempt:      stmt.ColumnInt64(c + 18),
 		MetadataJSON: stmt.ColumnText(c + 19),
 		UpdatedAtMs:  stmt.ColumnInt64(c + 20),
@@ -108,9 +110,9 @@ func (l *Ledger) Pending(ctx context.Context, targetRole string) ([]Message, err
 	var out []Message
 	var err error
 	if targetRole == "" {
-		out, err = l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal INDEXED BY comms_journal_pending WHERE status = 'brokered' ORDER BY row_id")
+		out, err = l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal INDEXED BY comms_journal_pending WHERE status = '"+string(status.Brokered)+"' ORDER BY row_id")
 	} else {
-		out, err = l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal INDEXED BY comms_journal_pending WHERE target_role = ? AND status = 'brokered' ORDER BY row_id", targetRole)
+		out, err = l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal INDEXED BY comms_journal_pending WHERE target_role = ? AND status = '"+string(status.Brokered)+"' ORDER BY row_id", targetRole)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("journal pending: %w", err)
@@ -123,7 +125,7 @@ func (l *Ledger) Pending(ctx context.Context, targetRole string) ([]Message, err
 // order. Listener delivery is at-least-once until message-ack: these are
 // offered again to the role's next listener.
 func (l *Ledger) Unacked(ctx context.Context, targetRole string) ([]Message, error) {
-	out, err := l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal INDEXED BY comms_journal_unacked WHERE target_role = ? AND status = 'routed' AND ack_status = 'delivered.websocket' ORDER BY row_id", targetRole)
+	out, err := l.queryMessages(ctx, "SELECT "+MessageColumns+" FROM comms_journal INDEXED BY comms_journal_unacked WHERE target_role = ? AND status = '"+string(status.Routed)+"' AND ack_status = '"+string(status.DeliveredWebSocket)+"' ORDER BY row_id", targetRole)
 	if err != nil {
 		return nil, fmt.Errorf("journal unacked: %w", err)
 	}
@@ -332,7 +334,7 @@ func (l *Ledger) Events(ctx context.Context, messageID string) ([]Event, error) 
 			out = append(out, Event{
 				EventID:   stmt.ColumnInt64(0),
 				MessageID: stmt.ColumnText(1),
-				Event:     stmt.ColumnText(2),
+				Event:     status.Event(stmt.ColumnText(2)),
 				AtMs:      stmt.ColumnInt64(3),
 				Detail:    []byte(stmt.ColumnText(4)),
 			})

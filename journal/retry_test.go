@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"hm/internal/status"
+
 	"hm/internal/poll"
 )
 
@@ -29,14 +31,14 @@ func TestAsyncAdvanceKeptWhileUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := strings.Repeat("x", 64<<10)
-	l.AdvanceAsync(Change{MessageID: "m1", Status: StatusRouted, AckStatus: "delivered.websocket", Event: "delivered", Detail: map[string]any{"pad": big}})
+	l.AdvanceAsync(Change{MessageID: "m1", Status: status.Routed, AckStatus: "delivered.websocket", Event: "delivered", Detail: map[string]any{"pad": big}})
 	// The cap refuses a write that needs room: wait until the async change
 	// has been tried and kept (the row is still brokered).
 	_, err = l.Append(ctx, &Message{MessageID: "m2", SessionID: "s", SenderRole: "architect", TargetRole: "builder", RawBody: big})
 	if err == nil {
 		t.Fatal("append over the cap committed")
 	}
-	if m, _ := l.Get(ctx, "m1"); m.Status != StatusBrokered {
+	if m, _ := l.Get(ctx, "m1"); m.Status != status.Brokered {
 		t.Fatalf("m1 = %s while the ledger is full", m.Status)
 	}
 	if err := l.SetMaxBytes(ctx, 0); err != nil {
@@ -47,7 +49,7 @@ func TestAsyncAdvanceKeptWhileUnavailable(t *testing.T) {
 	}
 	poll.For(t, 5*time.Second, func() error {
 		m, err := l.Get(ctx, "m1")
-		return poll.Want(err == nil && m.Status == StatusRouted && m.AckStatus == "delivered.websocket", "the kept change committed")
+		return poll.Want(err == nil && m.Status == status.Routed && m.AckStatus == "delivered.websocket", "the kept change committed")
 	})
 	rep, err := l.Verify(ctx)
 	if err != nil || !rep.OK {

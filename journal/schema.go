@@ -3,6 +3,8 @@ package journal
 import (
 	"fmt"
 
+	"hm/internal/status"
+
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
@@ -94,8 +96,8 @@ CREATE VIRTUAL TABLE comms_fts USING fts5(raw_body, content='comms_journal', con
 DROP INDEX comms_journal_target_status;
 DROP INDEX comms_journal_status;
 DROP INDEX comms_journal_sender_seq;
-CREATE INDEX comms_journal_pending ON comms_journal(row_id, target_role) WHERE status = 'brokered';
-CREATE INDEX comms_journal_failed ON comms_journal(row_id) WHERE status = 'failed';
+CREATE INDEX comms_journal_pending ON comms_journal(row_id, target_role) WHERE status = '` + string(status.Brokered) + `';
+CREATE INDEX comms_journal_failed ON comms_journal(row_id) WHERE status = '` + string(status.Failed) + `';
 `,
 	// 3: running per-session counts. One row per (session, status,
 	// channel, sender) group of comms_journal: how many messages it holds
@@ -136,7 +138,7 @@ CREATE INDEX IF NOT EXISTS comms_obligations_open_session ON comms_obligations(s
 	// the role's next listener, so they get their own small partial index,
 	// like the pending one.
 	`
-CREATE INDEX IF NOT EXISTS comms_journal_unacked ON comms_journal(row_id, target_role) WHERE status = 'routed' AND ack_status = 'delivered.websocket';
+CREATE INDEX IF NOT EXISTS comms_journal_unacked ON comms_journal(row_id, target_role) WHERE status = '` + string(status.Routed) + `' AND ack_status = '` + string(status.DeliveredWebSocket) + `';
 `,
 }
 

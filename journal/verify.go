@@ -13,6 +13,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"hm/internal/status"
+
 	"zombiezen.com/go/sqlite"
 )
 
@@ -103,7 +105,7 @@ func verifyChain(conn *sqlite.Conn, r *VerifyReport, states map[string]*verifySt
 			states[msgID] = st
 		}
 		d := parseDetail(detail)
-		if event == EventBrokered && st.brokeredID == 0 {
+		if status.Event(event) == status.EventBrokered && st.brokeredID == 0 {
 			st.brokeredID = id
 			if d.hasBodyHash && len(d.bodyHash) == 64 {
 				_, err := hex.Decode(st.bodyHash[:], []byte(d.bodyHash))

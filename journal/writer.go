@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"hm/internal/status"
+
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
@@ -511,16 +513,16 @@ func (tx *txn) loadTail() error {
 }
 
 // addEvent appends one hash-chained event row and queues it for subscribers.
-func (tx *txn) addEvent(messageID, name string, atMs int64, detail string, row Message) error {
+func (tx *txn) addEvent(messageID string, name status.Event, atMs int64, detail string, row Message) error {
 	id := tx.nextEventID
-	hash := HashEvent(tx.lastHash, id, messageID, name, atMs, detail)
+	hash := HashEvent(tx.lastHash, id, messageID, string(name), atMs, detail)
 	stmt, err := tx.conn.Prepare("INSERT INTO comms_events(event_id, message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)")
 	if err != nil {
 		return fmt.Errorf("prepare event insert: %w", err)
 	}
 	stmt.BindInt64(1, id)
 	stmt.BindText(2, messageID)
-	stmt.BindText(3, name)
+	stmt.BindText(3, string(name))
 	stmt.BindInt64(4, atMs)
 	stmt.BindText(5, detail)
 	stmt.BindText(6, tx.lastHash)

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"hm/internal/status"
 )
 
 // Header is a parsed role header such as "(BUILDER-BG-2 #7):".
@@ -31,7 +33,7 @@ const MaxSeq = 1 << 53
 
 // ErrBadHeader is returned by CheckHeader for a role header whose number is
 // out of range.
-var ErrBadHeader = errors.New("bad_header")
+var ErrBadHeader = errors.New(string(status.CodeBadHeader))
 
 // CheckHeader reports a text that starts like a role header ("(ROLE #") but
 // whose N is not a number below MaxSeq. ParseHeader treats such text as

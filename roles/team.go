@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"hm/internal/status"
 )
 
 // Transports a team member can use.
@@ -27,7 +29,7 @@ const (
 )
 
 // ErrInvalidTarget is returned for a target that names nobody.
-var ErrInvalidTarget = errors.New("invalid_target")
+var ErrInvalidTarget = errors.New(string(status.CodeInvalidTarget))
 
 // Member is one agent of the team.
 type Member struct {

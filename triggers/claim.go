@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hm/internal/atomicfile"
 	"io"
 	"io/fs"
 	"os"
@@ -14,6 +13,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"hm/internal/atomicfile"
+	"hm/internal/status"
 )
 
 // step processes one file. It reports whether it did any work.
@@ -156,7 +158,7 @@ func (s *runState) read(path string) ([]byte, fs.FileInfo, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, nil, Reject(CodeNotRegular, "a symbolic link, not a regular file")
+			return nil, nil, Reject(status.CodeNotRegular, "a symbolic link, not a regular file")
 		}
 		return nil, nil, err
 	}
@@ -166,7 +168,7 @@ func (s *runState) read(path string) ([]byte, fs.FileInfo, error) {
 		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, nil, Reject(CodeNotRegular, "not a regular file (%s)", fi.Mode().Type())
+		return nil, nil, Reject(status.CodeNotRegular, "not a regular file (%s)", fi.Mode().Type())
 	}
 	in, ok := statInode(fi)
 	// A writer that links a temp file into place (atomicfile.WriteNew, as
@@ -180,7 +182,7 @@ func (s *runState) read(path string) ([]byte, fs.FileInfo, error) {
 	}
 	if ok {
 		if uid := os.Geteuid(); uid >= 0 && in.uid != uint32(uid) {
-			return nil, nil, Reject(CodeForeignOwner, "owned by uid %d, not by the hub's user (uid %d)", in.uid, uid)
+			return nil, nil, Reject(status.CodeForeignOwner, "owned by uid %d, not by the hub's user (uid %d)", in.uid, uid)
 		}
 		if in.nlink > 1 {
 			// A hard link made to smuggle in another file (runtime/hub-token)
@@ -189,19 +191,19 @@ func (s *runState) read(path string) ([]byte, fs.FileInfo, error) {
 			if s.w.now().Sub(in.ctime) < s.w.opts.Settle {
 				return nil, nil, errLinkPending
 			}
-			return nil, nil, Reject(CodeLinked, "the file has %d links; only a file with a single name is read (a hard link to another file is refused)", in.nlink)
+			return nil, nil, Reject(status.CodeLinked, "the file has %d links; only a file with a single name is read (a hard link to another file is refused)", in.nlink)
 		}
 	}
 	limit := s.w.opts.MaxBytes
 	if fi.Size() > limit {
-		return nil, nil, Reject(CodeTooLarge, "the file is %d bytes, the limit is %d", fi.Size(), limit)
+		return nil, nil, Reject(status.CodeTooLarge, "the file is %d bytes, the limit is %d", fi.Size(), limit)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, nil, err
 	}
 	if int64(len(data)) > limit {
-		return nil, nil, Reject(CodeTooLarge, "the file is over the %d-byte limit", limit)
+		return nil, nil, Reject(status.CodeTooLarge, "the file is over the %d-byte limit", limit)
 	}
 	return data, fi, nil
 }
@@ -211,7 +213,7 @@ func (s *runState) read(path string) ([]byte, fs.FileInfo, error) {
 func (s *runState) reject(path, name string, cause error) {
 	code := CodeOf(cause)
 	if code == "" {
-		code = CodeRejected
+		code = status.CodeRejected
 	}
 	reason := strings.Join(strings.Fields(reasonText(cause)), " ")
 	for n := 0; n < 10000; n++ {

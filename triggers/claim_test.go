@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hm/internal/poll"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"hm/internal/poll"
+	"hm/internal/status"
 )
 
 // TestTransientRetry: a failing sink keeps the file, stops processing and
@@ -70,14 +72,14 @@ func TestTransientRetry(t *testing.T) {
 	}
 }
 
-func readReason(t *testing.T, dir, name string) (code, text string) {
+func readReason(t *testing.T, dir, name string) (code status.Code, text string) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, RejectedDir, name+".reason"))
 	if err != nil {
 		t.Fatalf("reason file: %v", err)
 	}
-	code, text, _ = strings.Cut(strings.TrimRight(string(raw), "\n"), "\n")
-	return code, text
+	c, text, _ := strings.Cut(strings.TrimRight(string(raw), "\n"), "\n")
+	return status.Code(c), text
 }
 
 // TestRejections covers sink refusals and files refused by the watcher.
@@ -86,16 +88,16 @@ func TestRejections(t *testing.T) {
 		name     string
 		file     string
 		data     []byte
-		code     string
+		code     status.Code
 		contains string
 	}{
 		{"sink reject", "nobody.txt", []byte("hi nobody"), "invalid_target", "no such target"},
 		{"owner binding", "oracle.x.txt", []byte("(BUILDER-BG-1 #1): hi"), "owner_binding_violation", "builder"},
-		{"too large", "architect.big.txt", []byte(strings.Repeat("x", 5000)), CodeTooLarge, "4096"},
-		{"empty", "architect.empty.txt", nil, CodeEmpty, "printable"},
-		{"whitespace", "architect.ws.txt", []byte(" \r\n\t \n"), CodeEmpty, ""},
-		{"binary controls", "architect.bin.txt", []byte{0, 1, 2, 3, 4, 0x1b, 0x7f, 0x10, 0x11}, CodeEmpty, ""},
-		{"id only", "architect.id.txt", []byte("[HM-MESSAGE-ID:x]\n"), CodeEmpty, ""},
+		{"too large", "architect.big.txt", []byte(strings.Repeat("x", 5000)), status.CodeTooLarge, "4096"},
+		{"empty", "architect.empty.txt", nil, status.CodeEmptyContent, "printable"},
+		{"whitespace", "architect.ws.txt", []byte(" \r\n\t \n"), status.CodeEmptyContent, ""},
+		{"binary controls", "architect.bin.txt", []byte{0, 1, 2, 3, 4, 0x1b, 0x7f, 0x10, 0x11}, status.CodeEmptyContent, ""},
+		{"id only", "architect.id.txt", []byte("[HM-MESSAGE-ID:x]\n"), status.CodeEmptyContent, ""},
 	}
 	dir := t.TempDir()
 	sink := func(ctx context.Context, f File) error {
@@ -184,7 +186,7 @@ func TestSymlinkNotFollowed(t *testing.T) {
 			t.Fatalf("symlink followed: %+v", f)
 		}
 	}
-	if code, _ := readReason(t, dir, "architect.claimed.txt"); code != CodeNotRegular {
+	if code, _ := readReason(t, dir, "architect.claimed.txt"); code != status.CodeNotRegular {
 		t.Errorf("code %q", code)
 	}
 	if raw, err := os.ReadFile(secret); err != nil || string(raw) != "TOP SECRET" {
@@ -330,19 +332,19 @@ func TestOnlyRegularFilesRead(t *testing.T) {
 	tests := []struct {
 		name string
 		make func(path string) error
-		code string
+		code status.Code
 	}{
-		{"architect.symlink.txt", func(p string) error { return os.Symlink(secret, p) }, CodeNotRegular},
-		{"architect.fifo.txt", func(p string) error { return syscall.Mkfifo(p, 0o600) }, CodeNotRegular},
-		{"architect.dev.txt", func(p string) error { return syscall.Mknod(p, syscall.S_IFCHR|0o600, 1<<8|3) }, CodeNotRegular}, // /dev/null
-		{"architect.dir.txt", func(p string) error { return os.Mkdir(p, 0o700) }, CodeNotRegular},
-		{"architect.hardlink.txt", func(p string) error { return os.Link(secret, p) }, CodeLinked},
+		{"architect.symlink.txt", func(p string) error { return os.Symlink(secret, p) }, status.CodeNotRegular},
+		{"architect.fifo.txt", func(p string) error { return syscall.Mkfifo(p, 0o600) }, status.CodeNotRegular},
+		{"architect.dev.txt", func(p string) error { return syscall.Mknod(p, syscall.S_IFCHR|0o600, 1<<8|3) }, status.CodeNotRegular}, // /dev/null
+		{"architect.dir.txt", func(p string) error { return os.Mkdir(p, 0o700) }, status.CodeNotRegular},
+		{"architect.hardlink.txt", func(p string) error { return os.Link(secret, p) }, status.CodeLinked},
 		{"architect.foreign.txt", func(p string) error {
 			if err := os.WriteFile(p, []byte("(ARCH #2): from someone else"), 0o644); err != nil {
 				return err
 			}
 			return os.Lchown(p, 65534, 65534)
-		}, CodeForeignOwner},
+		}, status.CodeForeignOwner},
 	}
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 50 * time.Millisecond, Settle: 20 * time.Millisecond})

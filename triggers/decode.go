@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"hm/internal/msgid"
+	"hm/internal/status"
 	"hm/roles"
 )
 
@@ -92,7 +93,7 @@ func DecodeFile(raw []byte) (Decoded, error) {
 	}
 	if isSig {
 		if d.MessageID == "" {
-			return d, Reject(CodeBadSignature, "a signed file needs a valid [HM-MESSAGE-ID:<id>] first line")
+			return d, Reject(status.CodeBadSignature, "a signed file needs a valid [HM-MESSAGE-ID:<id>] first line")
 		}
 		sig.id = d.MessageID
 		sig.payload = signedBody(utf)
@@ -102,7 +103,7 @@ func DecodeFile(raw []byte) (Decoded, error) {
 	d.Content = strings.TrimSpace(text)
 	first, _, _ = strings.Cut(d.Content, "\n")
 	if _, misplaced, _ := parseSigLine(strings.TrimSpace(first)); misplaced {
-		return d, Reject(CodeBadSignature, "a signature line must come right after the [HM-MESSAGE-ID:] line")
+		return d, Reject(status.CodeBadSignature, "a signature line must come right after the [HM-MESSAGE-ID:] line")
 	}
 	if blank(d.Content) {
 		d.Content = ""

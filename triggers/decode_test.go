@@ -2,13 +2,15 @@ package triggers
 
 import (
 	"errors"
-	"hm/roles"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"hm/internal/status"
+	"hm/roles"
 )
 
 func utf16Bytes(s string, bigEndian, bom bool) []byte {
@@ -75,7 +77,7 @@ func TestDecode(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			id, content, err := Decode(tc.raw)
 			if tc.empty {
-				if !errors.Is(err, ErrEmpty) || !errors.Is(err, ErrReject) || CodeOf(err) != CodeEmpty {
+				if !errors.Is(err, ErrEmpty) || !errors.Is(err, ErrReject) || CodeOf(err) != status.CodeEmptyContent {
 					t.Fatalf("err = %v, want ErrEmpty", err)
 				}
 				if content != "" {
@@ -178,14 +180,14 @@ func TestRejectErrors(t *testing.T) {
 	tests := []struct {
 		name   string
 		err    error
-		code   string
+		code   status.Code
 		reject bool
 	}{
 		{"reject", Reject("invalid_target", "nobody named %q", "x"), "invalid_target", true},
 		{"wrapped reject", errors.Join(errors.New("ctx"), Reject("owner_binding_violation", "bg")), "owner_binding_violation", true},
-		{"empty code", Reject("", "why"), CodeRejected, true},
-		{"bare ErrReject", ErrReject, CodeRejected, true},
-		{"empty", ErrEmpty, CodeEmpty, true},
+		{"empty code", Reject("", "why"), status.CodeRejected, true},
+		{"bare ErrReject", ErrReject, status.CodeRejected, true},
+		{"empty", ErrEmpty, status.CodeEmptyContent, true},
 		{"transient", errors.New("journal_unavailable"), "", false},
 		{"nil", nil, "", false},
 	}
@@ -261,7 +263,7 @@ func FuzzDecode(f *testing.F) {
 		if id != d.MessageID || content != d.Content || CodeOf(err) != CodeOf(derr) {
 			t.Fatalf("Decode and DecodeFile disagree")
 		}
-		if CodeOf(err) == CodeBadSignature {
+		if CodeOf(err) == status.CodeBadSignature {
 			return
 		}
 		checkDecoded(t, id, content, err)
@@ -324,7 +326,7 @@ func TestSignature(t *testing.T) {
 		name   string
 		raw    string
 		token  string
-		code   string // DecodeFile's refusal, "" if none
+		code   status.Code // DecodeFile's refusal, "" if none
 		verify bool
 	}{
 		{"signed", good, tok, "", true},
@@ -333,10 +335,10 @@ func TestSignature(t *testing.T) {
 		{"id changed", strings.Replace(good, "[HM-MESSAGE-ID:"+id, "[HM-MESSAGE-ID:hm-2-abc", 1), tok, "", false},
 		{"role changed", strings.Replace(good, ":architect:", ":builder:", 1), tok, "", false},
 		{"crlf after the header lines", strings.Replace(good, "]\n", "]\r\n", 2), tok, "", true},
-		{"malformed mac", "[HM-MESSAGE-ID:x]\n[HM-SIG:v1:architect:zz]\nhi", tok, CodeBadSignature, false},
-		{"unknown version", "[HM-MESSAGE-ID:x]\n[HM-SIG:v9:architect:" + strings.Repeat("00", 32) + "]\nhi", tok, CodeBadSignature, false},
-		{"no id line", SignLine(tok, "architect", id, body) + "\n" + body, tok, CodeBadSignature, false},
-		{"misplaced", "[HM-MESSAGE-ID:x]\n\n" + SignLine(tok, "architect", "x", body) + "\n" + body, tok, CodeBadSignature, false},
+		{"malformed mac", "[HM-MESSAGE-ID:x]\n[HM-SIG:v1:architect:zz]\nhi", tok, status.CodeBadSignature, false},
+		{"unknown version", "[HM-MESSAGE-ID:x]\n[HM-SIG:v9:architect:" + strings.Repeat("00", 32) + "]\nhi", tok, status.CodeBadSignature, false},
+		{"no id line", SignLine(tok, "architect", id, body) + "\n" + body, tok, status.CodeBadSignature, false},
+		{"misplaced", "[HM-MESSAGE-ID:x]\n\n" + SignLine(tok, "architect", "x", body) + "\n" + body, tok, status.CodeBadSignature, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,52 +11,40 @@ import (
 // the watcher moves such a file to rejected/ with a reason file.
 var ErrReject = errors.New("trigger rejected")
 
-// Reject codes used by this package.
-const (
-	CodeEmpty    = "empty_content" // nothing printable in the file
-	CodeTooLarge = "too_large"     // the file exceeds MaxBytes
-	CodeRejected = "rejected"      // an ErrReject without a more specific code
-
-	CodeNotRegular   = string(status.CodeNotRegular)   // a symlink, FIFO, device or directory with a trigger name
-	CodeLinked       = string(status.CodeLinked)       // a hard link: more than one name for the file
-	CodeForeignOwner = string(status.CodeForeignOwner) // owned by another user than the watcher's
-	CodeBadSignature = string(status.CodeBadSignature) // a malformed or failing [HM-SIG:] line
-)
-
 // ErrEmpty is returned by Decode for a file with no printable content.
 // It wraps ErrReject with code empty_content.
-var ErrEmpty error = &RejectError{code: CodeEmpty, reason: "the file has no printable content"}
+var ErrEmpty error = &RejectError{code: status.CodeEmptyContent, reason: "the file has no printable content"}
 
 // RejectError is a refusal with a machine-readable code (for example
 // invalid_target or owner_binding_violation) and a human explanation. Create
 // one with Reject.
 type RejectError struct {
-	code   string
+	code   status.Code
 	reason string
 }
 
 // Error implements error.
 func (e *RejectError) Error() string {
 	if e.reason == "" {
-		return "trigger rejected: " + e.code
+		return "trigger rejected: " + string(e.code)
 	}
-	return "trigger rejected: " + e.code + ": " + e.reason
+	return "trigger rejected: " + string(e.code) + ": " + e.reason
 }
 
 // Unwrap makes errors.Is(err, ErrReject) true.
 func (e *RejectError) Unwrap() error { return ErrReject }
 
 // Code returns the refusal code, e.g. "invalid_target".
-func (e *RejectError) Code() string { return e.code }
+func (e *RejectError) Code() status.Code { return e.code }
 
 // Reason returns the human explanation.
 func (e *RejectError) Reason() string { return e.reason }
 
 // Reject returns an error wrapping ErrReject that carries code and a
 // formatted explanation. Sinks return it to move a file to rejected/.
-func Reject(code string, format string, args ...any) error {
+func Reject(code status.Code, format string, args ...any) error {
 	if code == "" {
-		code = CodeRejected
+		code = status.CodeRejected
 	}
 	return &RejectError{code: code, reason: fmt.Sprintf(format, args...)}
 }
@@ -64,13 +52,13 @@ func Reject(code string, format string, args ...any) error {
 // CodeOf returns the refusal code carried by err: the Code of a wrapped
 // *RejectError, "rejected" for any other error wrapping ErrReject, and "" for
 // errors that are not refusals.
-func CodeOf(err error) string {
+func CodeOf(err error) status.Code {
 	var re *RejectError
 	if errors.As(err, &re) && re.code != "" {
 		return re.code
 	}
 	if errors.Is(err, ErrReject) {
-		return CodeRejected
+		return status.CodeRejected
 	}
 	return ""
 }

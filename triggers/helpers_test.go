@@ -3,7 +3,6 @@ package triggers
 import (
 	"context"
 	"errors"
-	"hm/internal/poll"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"hm/internal/poll"
 )
 
 // testLogger sends logs to the test output.

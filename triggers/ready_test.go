@@ -2,13 +2,14 @@ package triggers
 
 import (
 	"fmt"
-	"hm/internal/poll"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"hm/internal/poll"
 
 	"github.com/fsnotify/fsnotify"
 )

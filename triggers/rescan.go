@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"hm/internal/status"
 )
 
 type claimedItem struct {
@@ -74,7 +76,7 @@ func (s *runState) rescan(now time.Time) {
 			// refuse it visibly (once it has stopped changing) rather than
 			// leave it unread forever.
 			if fi, err := de.Info(); err == nil && now.Sub(fi.ModTime()) >= s.w.opts.Settle {
-				s.reject(filepath.Join(s.w.dir, name), name, Reject("invalid_target",
+				s.reject(filepath.Join(s.w.dir, name), name, Reject(status.CodeInvalidTarget,
 					"the file name %q names no target: write <target>.txt or <target>.<anything>.txt (target: letters, digits, single hyphens, at most %d bytes)", name, MaxTargetLen))
 			}
 			continue
@@ -127,7 +129,7 @@ func (s *runState) rejectNotRegular(name string, typ fs.FileMode) {
 	if e := s.entries[name]; e != nil {
 		s.drop(e)
 	}
-	s.reject(filepath.Join(s.w.dir, name), name, Reject(CodeNotRegular,
+	s.reject(filepath.Join(s.w.dir, name), name, Reject(status.CodeNotRegular,
 		"not a regular file (%s); only regular files are read", typeName(typ)))
 }
 

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hm/internal/poll"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"hm/internal/poll"
 
 	"github.com/fsnotify/fsnotify"
 )

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"hm/internal/status"
 	"hm/roles"
 )
 
@@ -61,12 +62,12 @@ func parseSigLine(line string) (sig *Signature, ok bool, err error) {
 	}
 	parts := strings.Split(line[len(sigLinePrefix):len(line)-1], ":")
 	if len(parts) != 3 || parts[0] != sigVersion {
-		return nil, true, Reject(CodeBadSignature, "the signature line is not [HM-SIG:%s:<role>:<hex hmac-sha256>]", sigVersion)
+		return nil, true, Reject(status.CodeBadSignature, "the signature line is not [HM-SIG:%s:<role>:<hex hmac-sha256>]", sigVersion)
 	}
 	role := strings.ToLower(parts[1])
 	mac, herr := hex.DecodeString(parts[2])
 	if !roles.ValidName(role) || herr != nil || len(mac) != sha256.Size {
-		return nil, true, Reject(CodeBadSignature, "the signature line is not [HM-SIG:%s:<role>:<hex hmac-sha256>]", sigVersion)
+		return nil, true, Reject(status.CodeBadSignature, "the signature line is not [HM-SIG:%s:<role>:<hex hmac-sha256>]", sigVersion)
 	}
 	return &Signature{Role: role, mac: mac}, true, nil
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hm/internal/poll"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"hm/internal/poll"
 )
 
 func TestRoundTrip(t *testing.T) {

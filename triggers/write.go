@@ -10,6 +10,7 @@ import (
 
 	"hm/internal/atomicfile"
 	"hm/internal/msgid"
+	"hm/internal/status"
 	"hm/roles"
 )
 
@@ -50,7 +51,7 @@ func Write(dir, target, messageID, content string) (path string, err error) {
 	}
 	data := idLinePrefix + messageID + "]\n" + content
 	if len(data) > DefaultMaxBytes {
-		return "", fmt.Errorf("write trigger: %w", Reject(CodeTooLarge, "%d bytes, the limit is %d", len(data), DefaultMaxBytes))
+		return "", fmt.Errorf("write trigger: %w", Reject(status.CodeTooLarge, "%d bytes, the limit is %d", len(data), DefaultMaxBytes))
 	}
 	name := t + "." + messageID + ".txt"
 	if err := os.MkdirAll(dir, 0o700); err != nil {

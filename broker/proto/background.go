@@ -3,6 +3,8 @@ package proto
 import (
 	"encoding/json"
 	"fmt"
+
+	"hm/internal/status"
 )
 
 // Background-agent results (SPEC §8): the "result" object of the response to
@@ -69,9 +71,9 @@ type BgTargetMapResult struct {
 // (capacity_reached, slot_unavailable, owner_binding_violation,
 // invalid_target, not_running, bad_request, not_registered).
 type BgRefusal struct {
-	Error  string `json:"error,omitempty"`
-	OK     bool   `json:"ok"`
-	Status string `json:"status"`
+	Error  string      `json:"error,omitempty"`
+	OK     bool        `json:"ok"`
+	Status status.Code `json:"status"`
 }
 
 func (BgSpawnResult) bgResult()     {}

@@ -5,6 +5,8 @@ package proto
 import (
 	"encoding/json"
 	"errors"
+
+	"hm/internal/status"
 )
 
 // Protocol is the protocol name sent in the welcome frame.
@@ -41,44 +43,10 @@ const (
 	TypeResize = "resize"
 )
 
-// Delivery statuses (SPEC §5.3).
-const (
-	StatusDeliveredVerified  = "delivered.verified"
-	StatusDeliveredWebsocket = "delivered.websocket"
-	StatusAcceptedUnverified = "accepted.unverified"
-	StatusFallbackTriggered  = "fallback.triggered"
-)
-
-// Code is a refusal or error code named by the protocol.
-type Code string
-
-// Codes named by SPEC §5.2/§5.3/§8.
-const (
-	CodeInvalidTarget         Code = "invalid_target"
-	CodeOwnerBindingViolation Code = "owner_binding_violation"
-	CodeRoleMismatch          Code = "role_mismatch"
-	CodeUnauthorized          Code = "unauthorized"
-	CodeNotRegistered         Code = "not_registered"
-	CodeTooLarge              Code = "too_large"
-	CodeRateLimited           Code = "rate_limited"
-	CodeEmptyContent          Code = "empty_content"
-	CodeNoRoute               Code = "no_route"
-	CodeTelegramUnconfigured  Code = "telegram_unconfigured"
-	CodeJournalUnavailable    Code = "journal_unavailable"
-	CodeUnknownType           Code = "unknown_type"
-	CodeBadJSON               Code = "bad_json"
-	CodeBadRequest            Code = "bad_request"
-	CodeExpiredSession        Code = "expired_session"
-	CodeCapacityReached       Code = "capacity_reached"
-	CodeSlotUnavailable       Code = "slot_unavailable"
-	CodeNotRunning            Code = "not_running"
-	CodeInternal              Code = "internal"
-)
-
 // Error is a protocol error: a code plus a human explanation. Errors with the
 // same code match with errors.Is.
 type Error struct {
-	Code    Code
+	Code    status.Code
 	Message string
 }
 
@@ -99,30 +67,30 @@ func (e *Error) Is(target error) bool {
 }
 
 // Errorf returns an *Error with code c.
-func Errorf(c Code, msg string) *Error { return &Error{Code: c, Message: msg} }
+func Errorf(c status.Code, msg string) *Error { return &Error{Code: c, Message: msg} }
 
 // Sentinel errors for the statuses the protocol names.
 var (
-	ErrInvalidTarget         = &Error{Code: CodeInvalidTarget}
-	ErrOwnerBindingViolation = &Error{Code: CodeOwnerBindingViolation}
-	ErrRoleMismatch          = &Error{Code: CodeRoleMismatch}
-	ErrUnauthorized          = &Error{Code: CodeUnauthorized}
-	ErrNotRegistered         = &Error{Code: CodeNotRegistered}
-	ErrTooLarge              = &Error{Code: CodeTooLarge}
-	ErrRateLimited           = &Error{Code: CodeRateLimited}
-	ErrEmptyContent          = &Error{Code: CodeEmptyContent}
-	ErrNoRoute               = &Error{Code: CodeNoRoute}
-	ErrTelegramUnconfigured  = &Error{Code: CodeTelegramUnconfigured}
-	ErrJournalUnavailable    = &Error{Code: CodeJournalUnavailable}
+	ErrInvalidTarget         = &Error{Code: status.CodeInvalidTarget}
+	ErrOwnerBindingViolation = &Error{Code: status.CodeOwnerBindingViolation}
+	ErrRoleMismatch          = &Error{Code: status.CodeRoleMismatch}
+	ErrUnauthorized          = &Error{Code: status.CodeUnauthorized}
+	ErrNotRegistered         = &Error{Code: status.CodeNotRegistered}
+	ErrTooLarge              = &Error{Code: status.CodeTooLarge}
+	ErrRateLimited           = &Error{Code: status.CodeRateLimited}
+	ErrEmptyContent          = &Error{Code: status.CodeEmptyContent}
+	ErrNoRoute               = &Error{Code: status.CodeNoRoute}
+	ErrTelegramUnconfigured  = &Error{Code: status.CodeTelegramUnconfigured}
+	ErrJournalUnavailable    = &Error{Code: status.CodeJournalUnavailable}
 )
 
 // CodeOf extracts the protocol code of err, or CodeInternal.
-func CodeOf(err error) Code {
+func CodeOf(err error) status.Code {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
 	}
-	return CodeInternal
+	return status.CodeInternal
 }
 
 // Frame is the union of all frames. Each frame type uses a subset of fields;
@@ -167,8 +135,8 @@ type Frame struct {
 	Topics []string `json:"topics,omitempty"`
 
 	// error
-	Code    Code   `json:"code,omitempty"`
-	Message string `json:"message,omitempty"`
+	Code    status.Code `json:"code,omitempty"`
+	Message string      `json:"message,omitempty"`
 }
 
 // Ack is the send-ack frame.
@@ -190,6 +158,27 @@ type Ack struct {
 	Reason       string   `json:"reason,omitempty"`
 	Targets      []string `json:"targets,omitempty"`
 	Target       string   `json:"target,omitempty"`
+}
+
+// SetStage reports a success stage as the ACK's status.
+func (a *Ack) SetStage(st status.Stage) {
+	a.Status = string(st)
+	a.Verified = st == status.DeliveredVerified
+}
+
+// Stage returns the ACK's status as a delivery stage (a refusal's code is
+// not one: its Rank is -1).
+func (a Ack) Stage() status.Stage { return status.Stage(a.Status) }
+
+// Refuse makes the ACK a refusal: ok false, status and error the code,
+// reason the sentence (kept when empty).
+func (a *Ack) Refuse(code status.Code, reason string) {
+	c := string(code)
+	a.OK, a.Verified = false, false
+	a.Status, a.Error = c, &c
+	if reason != "" {
+		a.Reason = reason
+	}
 }
 
 // Message is the frame a listener receives.
@@ -221,11 +210,11 @@ type Welcome struct {
 
 // ErrorFrame is an error answer.
 type ErrorFrame struct {
-	Type      string `json:"type"`
-	Code      Code   `json:"code"`
-	Message   string `json:"message,omitempty"`
-	RequestID string `json:"requestId,omitempty"`
-	MessageID string `json:"messageId,omitempty"`
+	Type      string      `json:"type"`
+	Code      status.Code `json:"code"`
+	Message   string      `json:"message,omitempty"`
+	RequestID string      `json:"requestId,omitempty"`
+	MessageID string      `json:"messageId,omitempty"`
 }
 
 // HealthResult answers health-check.
@@ -245,15 +234,15 @@ type HealthResult struct {
 
 // DeliveryResult answers delivery-check.
 type DeliveryResult struct {
-	Type      string `json:"type"`
-	RequestID string `json:"requestId,omitempty"`
-	MessageID string `json:"messageId"`
-	Known     bool   `json:"known"`
-	Status    string `json:"status,omitempty"`
-	AckStatus string `json:"ackStatus,omitempty"`
-	ErrorCode string `json:"errorCode,omitempty"`
-	Target    string `json:"target,omitempty"`
-	Seq       int64  `json:"seq,omitempty"`
+	Type      string        `json:"type"`
+	RequestID string        `json:"requestId,omitempty"`
+	MessageID string        `json:"messageId"`
+	Known     bool          `json:"known"`
+	Status    status.Status `json:"status,omitempty"`
+	AckStatus status.Stage  `json:"ackStatus,omitempty"`
+	ErrorCode status.Code   `json:"errorCode,omitempty"`
+	Target    string        `json:"target,omitempty"`
+	Seq       int64         `json:"seq,omitempty"`
 }
 
 // HeartbeatAck answers heartbeat.

@@ -17,13 +17,14 @@ import (
 	"github.com/go-telegram/bot"
 
 	"hm/internal/msgid"
+	"hm/internal/status"
 )
 
 // Sentinel errors.
 var (
 	// ErrUnconfigured is returned by Send when the relay has no token (or no
 	// chat to send to). Its text is the wire status "telegram_unconfigured".
-	ErrUnconfigured = errors.New("telegram_unconfigured")
+	ErrUnconfigured = errors.New(string(status.CodeTelegramUnconfigured))
 	// ErrDeliveryFailed wraps the error of a part Telegram refused (a 4xx
 	// other than 429) or that still failed after the bounded retries.
 	ErrDeliveryFailed = errors.New("telegram_delivery_failed")

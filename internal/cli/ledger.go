@@ -55,11 +55,11 @@ func printRows(w io.Writer, rows []journal.Message) {
 		if r := []rune(body); len(r) > 80 {
 			body = string(r[:79]) + "…"
 		}
-		status := m.Status
+		st := string(m.Status)
 		if m.ErrorCode != "" {
-			status += "(" + m.ErrorCode + ")"
+			st += "(" + string(m.ErrorCode) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", ts, strings.TrimPrefix(m.SessionID, "app-session-"), m.SenderRole, m.TargetRole, m.Seq, status, m.AckStatus, body)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", ts, strings.TrimPrefix(m.SessionID, "app-session-"), m.SenderRole, m.TargetRole, m.Seq, st, m.AckStatus, body)
 	}
 	tw.Flush()
 }

@@ -17,6 +17,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"hm/internal/status"
+
 	"hm/agent"
 	"hm/broker/proto"
 	"hm/internal/hub"
@@ -110,11 +112,11 @@ func runBg(ctx context.Context, env Env, args []string) int {
 // hub refused.
 func printBgResult(env Env, result proto.BgResult, respError string, asJSON bool) int {
 	if r, refused := result.(proto.BgRefusal); refused {
-		status := r.Status
-		if status == "" {
-			status = respError
+		code := r.Status
+		if code == "" {
+			code = status.Code(respError)
 		}
-		fmt.Fprintf(env.Stderr, "hm-bg: %s: %s\n", status, r.Error)
+		fmt.Fprintf(env.Stderr, "hm-bg: %s: %s\n", code, r.Error)
 		return ExitFailed
 	}
 	if asJSON {
@@ -335,12 +337,12 @@ func runReceipt(ctx context.Context, env Env, args []string) int {
 			fmt.Fprintln(env.Stderr, "hm receipt:", err)
 			return ExitFailed
 		}
-		if !dc.Known || dc.AckStatus != proto.StatusDeliveredVerified {
+		if !dc.Known || dc.AckStatus != status.DeliveredVerified {
 			fmt.Fprintf(env.Stderr, "hm receipt: %s: not a known message\n", id)
 			failed++
 			continue
 		}
-		fmt.Fprintf(env.Stdout, "%s %s\n", id, proto.StatusDeliveredVerified)
+		fmt.Fprintf(env.Stdout, "%s %s\n", id, status.DeliveredVerified)
 	}
 	if failed > 0 {
 		return ExitFailed

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"hm/internal/status"
+
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/layout"
@@ -166,7 +168,7 @@ func readMessage(r io.Reader) (string, error) {
 		return "", fmt.Errorf("read: %w", err)
 	}
 	if len(data) > proto.MaxMessageFrame {
-		return "", fmt.Errorf("refused: %s: the message is over the %d KiB limit", proto.CodeTooLarge, proto.MaxMessageFrame>>10)
+		return "", fmt.Errorf("refused: %s: the message is over the %d KiB limit", status.CodeTooLarge, proto.MaxMessageFrame>>10)
 	}
 	return string(data), nil
 }
@@ -217,7 +219,7 @@ func (s sender) run(ctx context.Context, priority string, timeout, wait time.Dur
 	}
 	if !s.json {
 		verb := "accepted for"
-		if strings.HasPrefix(ack.Status, "delivered.") {
+		if ack.Stage().Delivered() {
 			verb = "delivered to"
 		}
 		fmt.Fprintf(s.env.Stdout, "%s %s (%s, seq %d)\n", verb, s.target, ack.Status, ack.Seq)
@@ -265,13 +267,13 @@ func (s sender) fallback(reason string) int {
 	}
 	path, err := write(s.cfg.layout.Triggers(), strings.ToLower(s.target), s.id, content)
 	if err != nil {
-		fmt.Fprintf(s.env.Stderr, "hm-send: refused: %s: fallback could not write a trigger file: %v\n", proto.CodeInvalidTarget, err)
+		fmt.Fprintf(s.env.Stderr, "hm-send: refused: %s: fallback could not write a trigger file: %v\n", status.CodeInvalidTarget, err)
 		return ExitFailed
 	}
 	fmt.Fprintf(s.env.Stderr, "fallback.triggered: %s; wrote %s\n", reason, path)
 	if s.json {
 		data, _ := json.Marshal(map[string]any{"type": proto.TypeSendAck, "messageId": s.id, "ok": true, "accepted": true, "verified": false,
-			"status": proto.StatusFallbackTriggered, "path": path, "reason": reason})
+			"status": status.FallbackTriggered, "path": path, "reason": reason})
 		fmt.Fprintln(s.env.Stdout, string(data))
 	}
 	return ExitOK

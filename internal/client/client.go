@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"hm/internal/status"
+
 	"github.com/coder/websocket"
 
 	"hm/broker/proto"
@@ -77,11 +79,11 @@ func (c *Client) WriteText(ctx context.Context, data []byte) error {
 }
 
 type header struct {
-	Type      string     `json:"type"`
-	RequestID string     `json:"requestId"`
-	MessageID string     `json:"messageId"`
-	Code      proto.Code `json:"code"`
-	Message   string     `json:"message"`
+	Type      string      `json:"type"`
+	RequestID string      `json:"requestId"`
+	MessageID string      `json:"messageId"`
+	Code      status.Code `json:"code"`
+	Message   string      `json:"message"`
 }
 
 // Next returns the next frame: from the backlog first, then the socket.

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"hm/internal/status"
+
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/layout"
@@ -244,7 +246,7 @@ func TestFaultKill9DuringBurst(t *testing.T) {
 			t.Errorf("%s: delivered %d times before and %d times after the kill on one connection", id, n1, n2)
 		case n1 == 1 && n2 == 1:
 			dups++
-			if atKill[id].Status == journal.StatusAcked {
+			if atKill[id].Status == status.Acked {
 				t.Errorf("%s delivered again after restart although the ledger had recorded its message-ack (%s/%s)", id, atKill[id].Status, atKill[id].AckStatus)
 			}
 		}
@@ -262,7 +264,7 @@ func TestFaultKill9DuringBurst(t *testing.T) {
 	}
 	for _, p := range ps {
 		for _, id := range paneIDs {
-			if strings.Contains(p.Prompt, "[hm:"+id+"]") && atKill[id].Status == journal.StatusBrokered && !strings.Contains(p.Prompt, "[delayed from session 1]") {
+			if strings.Contains(p.Prompt, "[hm:"+id+"]") && atKill[id].Status == status.Brokered && !strings.Contains(p.Prompt, "[delayed from session 1]") {
 				t.Errorf("%s typed after restart without the delayed prefix: %q", id, p.Prompt)
 			}
 		}
@@ -276,7 +278,7 @@ func TestFaultKill9DuringBurst(t *testing.T) {
 	withLedger(t, root, func(l *journal.Ledger) {
 		for _, id := range slices.Sorted(maps.Keys(acked)) {
 			m, err := l.Get(context.Background(), id)
-			if err != nil || (m.Status != journal.StatusRouted && m.Status != journal.StatusAcked) {
+			if err != nil || (m.Status != status.Routed && m.Status != status.Acked) {
 				t.Errorf("ledger after restart: %s = %+v %v", id, m.Status, err)
 			}
 		}
@@ -289,7 +291,7 @@ func TestFaultKill9DuringBurst(t *testing.T) {
 func countBrokered(at map[string]journal.Message, ids []string) int {
 	n := 0
 	for _, id := range ids {
-		if at[id].Status == journal.StatusBrokered {
+		if at[id].Status == status.Brokered {
 			n++
 		}
 	}
@@ -521,7 +523,7 @@ func ledgerUnwritable(t *testing.T, prepare, breakIt, repair func(*testing.T, la
 		switch {
 		case ack.OK:
 			okIDs = append(okIDs, id)
-		case ack.Status == string(proto.CodeJournalUnavailable) && ack.Error != nil && *ack.Error == ack.Status && !ack.Accepted:
+		case ack.Status == string(status.CodeJournalUnavailable) && ack.Error != nil && *ack.Error == ack.Status && !ack.Accepted:
 			refusedIDs = append(refusedIDs, id)
 		default:
 			t.Fatalf("send %s: want ok or journal_unavailable, got %+v", id, ack)
@@ -596,7 +598,7 @@ func ledgerUnwritable(t *testing.T, prepare, breakIt, repair func(*testing.T, la
 	h.stop()
 	withLedger(t, root, func(l *journal.Ledger) {
 		for _, id := range append(okIDs, "trig-full-1") {
-			if m, err := l.Get(context.Background(), id); err != nil || m.Status != journal.StatusRouted {
+			if m, err := l.Get(context.Background(), id); err != nil || m.Status.Rank() < status.Routed.Rank() {
 				t.Errorf("ACKed %s after recovery: %s %v", id, m.Status, err)
 			}
 		}

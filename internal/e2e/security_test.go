@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"hm/internal/status"
+
 	"hm/broker/proto"
 	"hm/broker/telegram/telegramtest"
 	"hm/internal/layout"
@@ -377,7 +379,7 @@ func TestSecurityTokens(t *testing.T) {
 	if ack, _, err := c.Send(ctx, proto.Frame{Type: proto.TypeSend, Target: "oracle", Content: "from the architect pane"}); err != nil || !ack.OK || ack.Header != "ARCH" {
 		t.Errorf("send with the architect's token: %+v %v", ack, err)
 	}
-	if ack, _, _ := c.Send(ctx, proto.Frame{Type: proto.TypeSend, Target: "oracle", Content: "(BUILDER #1): forged"}); ack.OK || ack.Status != string(proto.CodeRoleMismatch) {
+	if ack, _, _ := c.Send(ctx, proto.Frame{Type: proto.TypeSend, Target: "oracle", Content: "(BUILDER #1): forged"}); ack.OK || ack.Status != string(status.CodeRoleMismatch) {
 		t.Errorf("forged header with the architect's token: %+v", ack)
 	}
 	var resp proto.Response
@@ -765,7 +767,7 @@ func TestSecurityTelegramForeignChat(t *testing.T) {
 		ctx := context.Background()
 		for _, id := range []int64{foreign, foreignGroup} {
 			m, err := l.Get(ctx, fmt.Sprintf("telegram-refused-%d", id))
-			if err != nil || m.Status != journal.StatusFailed || m.ErrorCode != "chat_not_allowed" {
+			if err != nil || m.Status != status.Failed || m.ErrorCode != "chat_not_allowed" {
 				t.Errorf("refused update %d in the ledger: %+v %v", id, m, err)
 			}
 			if _, err := l.Get(ctx, fmt.Sprintf("telegram-in-%d", id)); !errors.Is(err, journal.ErrNotFound) {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"hm/internal/status"
+
 	"hm/broker/proto"
 	"hm/internal/layout"
 	"hm/internal/poll"
@@ -56,7 +58,7 @@ func TestHubPanesStartupDeliveryReceiptShutdown(t *testing.T) {
 		t.Fatalf("typed prompt = %q", last)
 	}
 	poll.For(t, 30*time.Second, func() error { return poll.Want(row(t, th, "m-typed").Status == "routed", "routed") })
-	if r := row(t, th, "m-typed"); r.AckStatus != proto.StatusAcceptedUnverified {
+	if r := row(t, th, "m-typed"); r.AckStatus != status.AcceptedUnverified {
 		t.Fatalf("row after typing: %+v", r)
 	}
 	// A receipt (what `hm receipt` sends) proves it.
@@ -66,7 +68,7 @@ func TestHubPanesStartupDeliveryReceiptShutdown(t *testing.T) {
 	}
 	poll.For(t, 30*time.Second, func() error {
 		r := row(t, th, "m-typed")
-		return poll.Want(r.Status == "acked" && r.AckStatus == proto.StatusDeliveredVerified, "acked")
+		return poll.Want(r.Status == "acked" && r.AckStatus == status.DeliveredVerified, "acked")
 	})
 
 	// Status lists the panes.

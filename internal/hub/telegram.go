@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"hm/internal/status"
+
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/broker/telegram"
@@ -21,7 +23,7 @@ func (h *Hub) telegramDeliver(ctx context.Context, in telegram.Inbound, text str
 	_, err := h.Broker.Submit(ctx, broker.Submission{From: roles.RoleUser, Target: "architect", Content: text,
 		MessageID: msgid.TelegramIn(in.UpdateID), HubID: true, Channel: broker.ChannelTelegram, Direction: "inbound",
 		Metadata: meta, SentAt: in.Date})
-	if err != nil && proto.CodeOf(err) == proto.CodeJournalUnavailable {
+	if err != nil && proto.CodeOf(err) == status.CodeJournalUnavailable {
 		return err
 	}
 	if err != nil {
@@ -46,11 +48,11 @@ func (s telegramStore) RecordPart(ctx context.Context, p telegram.Part) error {
 	_, err := s.h.Ledger.Append(ctx, &journal.Message{
 		MessageID: p.ID, SessionID: s.h.SessionID(), SenderRole: p.SenderRole, TargetRole: roles.RoleTelegram,
 		Channel: broker.ChannelTelegram, Direction: "outbound", Header: s.h.Team.HeaderFor(p.SenderRole),
-		RawBody: p.Text, MetadataJSON: string(meta), Status: "recorded",
+		RawBody: p.Text, MetadataJSON: string(meta), Status: status.Recorded,
 	})
 	if errors.Is(err, journal.ErrDuplicate) {
 		existing, gerr := s.h.Ledger.Get(ctx, p.ID)
-		if gerr == nil && existing.Status == "acked" {
+		if gerr == nil && existing.Status == status.Acked {
 			return fmt.Errorf("part %s: %w", p.ID, telegram.ErrPartDelivered)
 		}
 		return nil // recorded earlier but not delivered: send it again
@@ -60,9 +62,9 @@ func (s telegramStore) RecordPart(ctx context.Context, p telegram.Part) error {
 
 func (s telegramStore) FinishPart(ctx context.Context, partID string, ok bool, reason string) error {
 	// A part is recorded before the API call; Telegram's answer settles it.
-	c := journal.Change{MessageID: partID, Status: "acked", AckStatus: proto.StatusDeliveredVerified, Event: "telegram_sent"}
+	c := journal.Change{MessageID: partID, Status: status.Acked, AckStatus: status.DeliveredVerified, Event: status.EventTelegramSent}
 	if !ok {
-		c = journal.Change{MessageID: partID, Status: "failed", ErrorCode: "telegram_failed", Event: "failed", Detail: map[string]any{"reason": reason}}
+		c = journal.Change{MessageID: partID, Status: status.Failed, ErrorCode: status.CodeTelegramFailed, Event: status.EventFailed, Detail: map[string]any{"reason": reason}}
 	}
 	_, err := s.h.Ledger.Advance(ctx, c)
 	return err
@@ -73,7 +75,7 @@ func (s telegramStore) RecordRefused(ctx context.Context, in telegram.Inbound) e
 	_, err := s.h.Ledger.Append(ctx, &journal.Message{
 		MessageID: msgid.TelegramRefused(in.UpdateID), SessionID: s.h.SessionID(),
 		SenderRole: roles.RoleUser, TargetRole: "architect", Channel: broker.ChannelTelegram, Direction: "inbound",
-		RawBody: in.Text, MetadataJSON: string(meta), Status: "failed", ErrorCode: "chat_not_allowed",
+		RawBody: in.Text, MetadataJSON: string(meta), Status: status.Failed, ErrorCode: status.CodeChatNotAllowed,
 	})
 	if errors.Is(err, journal.ErrDuplicate) {
 		return nil

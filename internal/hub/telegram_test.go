@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"hm/internal/status"
+
 	"hm/broker/proto"
 	"hm/broker/telegram/telegramtest"
 	"hm/internal/hub"
@@ -81,7 +83,7 @@ func TestTelegramThroughTheHub(t *testing.T) {
 		t.Fatal("parts do not reassemble the reply")
 	}
 	poll.For(t, 30*time.Second, func() error {
-		return poll.Want(row(t, th, "tg-long").AckStatus == proto.StatusDeliveredVerified, "long parent delivered")
+		return poll.Want(row(t, th, "tg-long").AckStatus == status.DeliveredVerified, "long parent delivered")
 	})
 	// A permanent 403 ends failed with the reason in the ledger.
 	fake.Inject("sendMessage", 1, telegramtest.Forbidden())

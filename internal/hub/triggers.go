@@ -31,11 +31,11 @@ func (h *Hub) triggerSink(ctx context.Context, f triggers.File) error {
 	case f.Sig != nil:
 		id, ok := h.Tokens.Match(f.Sig.Role, f.Sig.Verify)
 		if !ok {
-			return triggers.Reject(string(status.CodeBadSignature), "the signature for %s does not verify with the operator token or %s's token", f.Sig.Role, f.Sig.Role)
+			return triggers.Reject(status.CodeBadSignature, "the signature for %s does not verify with the operator token or %s's token", f.Sig.Role, f.Sig.Role)
 		}
 		s.From, s.Trusted = id.Role, id.Operator
 	case !h.Team.Triggers.AllowUnsigned:
-		return triggers.Reject(string(status.CodeUnsigned), "the file is not signed and settings.json triggers.allowUnsigned is false")
+		return triggers.Reject(status.CodeUnsigned, "the file is not signed and settings.json triggers.allowUnsigned is false")
 	default:
 		if err := h.checkUnsignedClaim(f); err != nil {
 			return err
@@ -50,7 +50,7 @@ func (h *Hub) triggerSink(ctx context.Context, f triggers.File) error {
 	case strings.HasPrefix(f.Target, "others-"):
 		skip, err := h.Team.Resolve(strings.TrimPrefix(f.Target, "others-"))
 		if err != nil || skip.Kind != roles.TargetMember {
-			return triggers.Reject(string(proto.CodeInvalidTarget), "%s names no team member", f.Target)
+			return triggers.Reject(status.CodeInvalidTarget, "%s names no team member", f.Target)
 		}
 		for _, m := range h.Team.Others(skip.Member.Role) {
 			s.Recipients = append(s.Recipients, m.Role)
@@ -62,10 +62,10 @@ func (h *Hub) triggerSink(ctx context.Context, f triggers.File) error {
 	ack, err := h.Broker.Submit(ctx, s)
 	if err != nil {
 		code := proto.CodeOf(err)
-		if code == proto.CodeJournalUnavailable || code == proto.CodeInternal {
+		if code == status.CodeJournalUnavailable || code == status.CodeInternal {
 			return err // transient: the file stays and is retried
 		}
-		return triggers.Reject(string(code), "%v", err)
+		return triggers.Reject(code, "%v", err)
 	}
 	if ack.Dedupe && ack.MessageID == s.MessageID {
 		return h.checkSameMessage(ctx, s)
@@ -83,7 +83,7 @@ func (h *Hub) checkUnsignedClaim(f triggers.File) error {
 	}
 	role, known := h.Team.RoleForHeader(hd.Role)
 	if !known {
-		return triggers.Reject(string(status.CodeRoleMismatch), "header %s names no role of this team", hd.Role)
+		return triggers.Reject(status.CodeRoleMismatch, "header %s names no role of this team", hd.Role)
 	}
 	m, member := h.Team.Lookup(role)
 	if !member || !m.Background || m.Role != role {
@@ -97,7 +97,7 @@ func (h *Hub) checkUnsignedClaim(f triggers.File) error {
 	if err == nil && t.Kind == roles.TargetMember && t.Member.Role == m.Owner {
 		return nil
 	}
-	return triggers.Reject(string(status.CodeOwnerBindingViolation), "%s may message %s only", role, m.Owner)
+	return triggers.Reject(status.CodeOwnerBindingViolation, "%s may message %s only", role, m.Owner)
 }
 
 // checkSameMessage decides a trigger file whose message id the ledger
@@ -118,7 +118,7 @@ func (h *Hub) checkSameMessage(ctx context.Context, s broker.Submission) error {
 		h.log.Info("trigger file repeats a committed message; not delivered again", "id", s.MessageID)
 		return nil
 	}
-	return triggers.Reject(string(status.CodeDuplicateID), "message id %s is already in the ledger from %s (channel %s) with other content or another sender", s.MessageID, prev.SenderRole, prev.Channel)
+	return triggers.Reject(status.CodeDuplicateID, "message id %s is already in the ledger from %s (channel %s) with other content or another sender", s.MessageID, prev.SenderRole, prev.Channel)
 }
 
 // bodyOf strips a role header.

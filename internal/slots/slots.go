@@ -18,6 +18,7 @@ import (
 	"hm/agent"
 	"hm/broker"
 	"hm/broker/proto"
+	"hm/internal/status"
 	"hm/roles"
 )
 
@@ -166,8 +167,8 @@ func rawString(r json.RawMessage) string {
 	return string(r)
 }
 
-func refusal(status, msg string) (proto.BgResult, bool) {
-	return proto.BgRefusal{Status: status, Error: msg}, false
+func refusal(code status.Code, msg string) (proto.BgResult, bool) {
+	return proto.BgRefusal{Status: code, Error: msg}, false
 }
 
 // Handle implements broker.Background.
@@ -175,7 +176,7 @@ func (s *Set) Handle(ctx context.Context, action string, payload json.RawMessage
 	var p slotPayload
 	if len(payload) > 0 && string(payload) != "null" {
 		if err := json.Unmarshal(payload, &p); err != nil {
-			return refusal("bad_request", "payload: "+err.Error())
+			return refusal(status.CodeBadRequest, "payload: "+err.Error())
 		}
 	}
 	switch action {
@@ -191,10 +192,10 @@ func (s *Set) Handle(ctx context.Context, action string, payload json.RawMessage
 		}
 		m, ok := s.resolve(target)
 		if !ok {
-			return refusal("invalid_target", fmt.Sprintf("no background slot %q", target))
+			return refusal(status.CodeInvalidTarget, fmt.Sprintf("no background slot %q", target))
 		}
 		if !s.end(m.Slot, EndKilled) {
-			return refusal("not_running", m.Role+" is not running")
+			return refusal(status.CodeNotRunning, m.Role+" is not running")
 		}
 		return proto.BgKillResult{OK: true, Alias: m.Role, PaneID: m.PaneID, Reason: EndKilled}, true
 	case "kill-all":
@@ -208,7 +209,7 @@ func (s *Set) Handle(ctx context.Context, action string, payload json.RawMessage
 		}
 		return proto.BgTargetMapResult{OK: true, OwnerPaneID: s.owner.PaneID, MaxAgents: len(s.members), Aliases: aliases, PaneIDs: ids}, true
 	}
-	return refusal("bad_request", fmt.Sprintf("unknown action %q (spawn, kill, kill-all, list, target-map)", action))
+	return refusal(status.CodeBadRequest, fmt.Sprintf("unknown action %q (spawn, kill, kill-all, list, target-map)", action))
 }
 
 func (s *Set) spawn(ctx context.Context, p slotPayload) (proto.BgResult, bool) {
@@ -219,18 +220,18 @@ func (s *Set) spawn(ctx context.Context, p slotPayload) (proto.BgResult, bool) {
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
-		return refusal("slot_unavailable", "the hub is stopping")
+		return refusal(status.CodeSlotUnavailable, "the hub is stopping")
 	}
 	var m roles.Member
 	if want != "" {
 		var ok bool
 		if m, ok = s.resolve(want); !ok {
 			s.mu.Unlock()
-			return refusal("slot_unavailable", fmt.Sprintf("no background slot %q (1..%d)", want, len(s.members)))
+			return refusal(status.CodeSlotUnavailable, fmt.Sprintf("no background slot %q (1..%d)", want, len(s.members)))
 		}
 		if _, busy := s.running[m.Slot]; busy {
 			s.mu.Unlock()
-			return refusal("slot_unavailable", m.Role+" is already running")
+			return refusal(status.CodeSlotUnavailable, m.Role+" is already running")
 		}
 	} else {
 		found := false
@@ -242,7 +243,7 @@ func (s *Set) spawn(ctx context.Context, p slotPayload) (proto.BgResult, bool) {
 		}
 		if !found {
 			s.mu.Unlock()
-			return refusal("capacity_reached", fmt.Sprintf("all %d background slots are running", len(s.members)))
+			return refusal(status.CodeCapacityReached, fmt.Sprintf("all %d background slots are running", len(s.members)))
 		}
 	}
 	command := p.Command
@@ -268,7 +269,7 @@ func (s *Set) spawn(ctx context.Context, p slotPayload) (proto.BgResult, bool) {
 		delete(s.running, m.Slot)
 		s.mu.Unlock()
 		s.host.RevokeToken(m.Role)
-		return refusal("slot_unavailable", "start: "+err.Error())
+		return refusal(status.CodeSlotUnavailable, "start: "+err.Error())
 	}
 	s.mu.Lock()
 	sl.pane = pane

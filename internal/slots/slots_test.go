@@ -14,6 +14,7 @@ import (
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/poll"
+	"hm/internal/status"
 	"hm/roles"
 )
 
@@ -129,7 +130,7 @@ func as[T proto.BgResult](t *testing.T) func(proto.BgResult, bool) T {
 }
 
 // status is the status of a refusal, "" for a success.
-func status(r proto.BgResult) string {
+func refusalStatus(r proto.BgResult) status.Code {
 	if f, ok := r.(proto.BgRefusal); ok {
 		return f.Status
 	}
@@ -173,7 +174,7 @@ func TestHandleRefusalsAndTargetMap(t *testing.T) {
 		{"spawn", `{"slot":7}`, "slot_unavailable"},
 	} {
 		r := as[proto.BgRefusal](t)(handle(t, s, c.action, c.payload))
-		if r.OK || r.Status != c.status || r.Error == "" {
+		if r.OK || string(r.Status) != c.status || r.Error == "" {
 			t.Errorf("%s %s = %+v; want status %s", c.action, c.payload, r, c.status)
 		}
 	}
@@ -207,10 +208,10 @@ func TestSpawnListKill(t *testing.T) {
 	if sp := as[proto.BgSpawnResult](t)(handle(t, s, "spawn", `{"alias":"builder-bg-2","command":"sleep 29"}`)); sp.Alias != "builder-bg-2" {
 		t.Fatalf("spawn 2 = %+v", sp)
 	}
-	if r, ok := handle(t, s, "spawn", ``); ok || status(r) != "capacity_reached" {
+	if r, ok := handle(t, s, "spawn", ``); ok || refusalStatus(r) != "capacity_reached" {
 		t.Fatalf("spawn 3 = %+v, %v", r, ok)
 	}
-	if r, ok := handle(t, s, "spawn", `{"slot":"2"}`); ok || status(r) != "slot_unavailable" {
+	if r, ok := handle(t, s, "spawn", `{"slot":"2"}`); ok || refusalStatus(r) != "slot_unavailable" {
 		t.Fatalf("spawn busy = %+v, %v", r, ok)
 	}
 	agents := as[proto.BgListResult](t)(handle(t, s, "list", "")).Agents
@@ -283,7 +284,7 @@ func TestStopEndsSlots(t *testing.T) {
 	if s.Running("builder-bg-1") || host.hosted("builder-bg-1") || !host.told("builder", "builder-bg-1 ended: "+EndHubStopped) {
 		t.Fatal("slot survived Stop, or the owner was not told")
 	}
-	if r, ok := handle(t, s, "spawn", ""); ok || status(r) != "slot_unavailable" {
+	if r, ok := handle(t, s, "spawn", ""); ok || refusalStatus(r) != "slot_unavailable" {
 		t.Fatalf("spawn after Stop = %v, %v", r, ok)
 	}
 }

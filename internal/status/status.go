@@ -106,6 +106,7 @@ const (
 	CodeForeignOwner Code = "foreign_owner"  // not owned by the hub's user
 	CodeBadSignature Code = "bad_signature"  // an [HM-SIG:] line that does not verify
 	CodeUnsigned     Code = "unsigned"       // no signature while triggers.allowUnsigned is false
+	CodeRejected     Code = "rejected"       // a refusal without a more specific code
 )
 
 // Error codes the hub records in comms_journal.error_code for its own
@@ -115,6 +116,13 @@ const (
 	CodeTelegramFailed Code = "telegram_failed"  // the Bot API refused or kept failing
 	CodeChatNotAllowed Code = "chat_not_allowed" // a Telegram update from a chat not allowed in
 )
+
+// Codes lists every code above.
+var Codes = []Code{CodeInvalidTarget, CodeOwnerBindingViolation, CodeRoleMismatch, CodeUnauthorized, CodeNotRegistered,
+	CodeTooLarge, CodeRateLimited, CodeEmptyContent, CodeNoRoute, CodeTelegramUnconfigured, CodeJournalUnavailable,
+	CodeDuplicateID, CodeReservedID, CodeBadHeader, CodeUnknownType, CodeBadJSON, CodeBadRequest, CodeExpiredSession,
+	CodeCapacityReached, CodeSlotUnavailable, CodeNotRunning, CodeInternal, CodeNotRegular, CodeLinked, CodeForeignOwner,
+	CodeBadSignature, CodeUnsigned, CodeRejected, CodePaneFailed, CodeTelegramFailed, CodeChatNotAllowed}
 
 // Event names a comms_events row: what happened to a message.
 type Event string
@@ -126,6 +134,7 @@ const (
 	EventDelivered          Event = "delivered"           // handed to a listener
 	EventShown              Event = "shown"               // shown to the human (target user)
 	EventAcked              Event = "acked"               // receipt or message-ack
+	EventAttempt            Event = "attempt"             // another delivery attempt, nothing else changed
 	EventFailed             Event = "failed"              // delivery failed (see error_code)
 	EventTelegramSent       Event = "telegram_sent"       // the Bot API accepted it
 	EventTelegramFailed     Event = "telegram_failed"     // the Bot API refused it

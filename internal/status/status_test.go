@@ -1,6 +1,10 @@
 package status
 
-import "testing"
+import (
+	"os"
+	"regexp"
+	"testing"
+)
 
 func TestStatusRank(t *testing.T) {
 	tests := []struct {
@@ -46,5 +50,29 @@ func TestStageDelivered(t *testing.T) {
 		if got := tt.s.Delivered(); got != tt.want {
 			t.Errorf("Stage(%q).Delivered() = %v, want %v", tt.s, got, tt.want)
 		}
+	}
+}
+
+// TestCodesComplete: Codes lists every Code constant in status.go once.
+func TestCodesComplete(t *testing.T) {
+	src, err := os.ReadFile("status.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := regexp.MustCompile(`(?m)^\s+Code\w+\s+Code = "([a-z_]+)"`).FindAllStringSubmatch(string(src), -1)
+	seen := map[Code]bool{}
+	for _, c := range Codes {
+		if seen[c] {
+			t.Errorf("Codes lists %q twice", c)
+		}
+		seen[c] = true
+	}
+	for _, m := range declared {
+		if !seen[Code(m[1])] {
+			t.Errorf("code %q is declared but not in Codes", m[1])
+		}
+	}
+	if len(declared) != len(Codes) {
+		t.Errorf("%d codes declared, %d in Codes", len(declared), len(Codes))
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"hm/internal/status"
+
 	"hm/journal"
 )
 
@@ -65,7 +67,7 @@ var (
 		"bracketed paste is detected correctly now", "Enter delay of 250ms is required for codex", "dedupe works across reconnects",
 		"the 0600 mode is enforced on hub-token", "UTF-16 BOM files decode fine", "owner binding rejects bg-1 -> oracle",
 		"obligation reminder fires once", "journal_unavailable surfaces when the disk is full", "ünïcödé and emoji 🚀 survive the round trip"}
-	errorCodes = []string{"expired_session", "no_route", "delivery_timeout", "pane_exited", "invalid_target"}
+	errorCodes = []status.Code{status.CodeExpiredSession, status.CodeNoRoute, "delivery_timeout", "pane_exited", status.CodeInvalidTarget}
 )
 
 type obligationRef struct {
@@ -234,25 +236,25 @@ func setStatus(r *rand.Rand, m *journal.Message, lastSession bool) {
 	}
 	switch {
 	case p < pending:
-		m.Status = journal.StatusBrokered
+		m.Status = status.Brokered
 	case p < pending+0.07:
-		m.Status = journal.StatusFailed
+		m.Status = status.Failed
 		m.ErrorCode = errorCodes[r.IntN(len(errorCodes))]
 		m.Attempt = 1 + r.Int64N(3)
 	case p < pending+0.37:
-		m.Status = journal.StatusRouted
-		m.AckStatus = journal.AckAcceptedUnverified
+		m.Status = status.Routed
+		m.AckStatus = status.AcceptedUnverified
 		if r.Float64() < 0.4 {
-			m.AckStatus = journal.AckDeliveredWebSocket
+			m.AckStatus = status.DeliveredWebSocket
 		}
 		m.Attempt = 1
 	default:
-		m.Status = journal.StatusAcked
-		m.AckStatus = journal.AckDeliveredVerified
+		m.Status = status.Acked
+		m.AckStatus = status.DeliveredVerified
 		m.Attempt = 1
 	}
 	m.UpdatedAtMs = m.BrokeredAtMs
-	if m.Status != journal.StatusBrokered {
+	if m.Status != status.Brokered {
 		m.UpdatedAtMs += 30 + r.Int64N(3000)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"hm/internal/status"
+
 	"hm/journal"
 )
 
@@ -62,7 +64,7 @@ func TestGenerate(t *testing.T) {
 	if err != nil || len(h) != n {
 		t.Fatalf("History: %d rows, %v", len(h), err)
 	}
-	statuses := map[string]int{}
+	statuses := map[status.Status]int{}
 	channels := map[string]int{}
 	sessions := map[string]bool{}
 	for _, m := range h {
@@ -70,7 +72,7 @@ func TestGenerate(t *testing.T) {
 		channels[m.Channel]++
 		sessions[m.SessionID] = true
 	}
-	for _, s := range []string{journal.StatusBrokered, journal.StatusFailed, journal.StatusRouted, journal.StatusAcked} {
+	for _, s := range []status.Status{status.Brokered, status.Failed, status.Routed, status.Acked} {
 		if statuses[s] == 0 {
 			t.Errorf("no %s messages: %v", s, statuses)
 		}

@@ -176,7 +176,7 @@ func renderBriefing(b briefingData, o Options) []byte {
 		}
 		rows := make([][]string, 0, len(b.failed))
 		for _, m := range b.failed {
-			rows = append(rows, []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(m.ErrorCode), m.RawBody})
+			rows = append(rows, []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(string(m.ErrorCode)), m.RawBody})
 		}
 		d.table([]string{"row", "session", "time", "from", "to", "ref", "error", "body"}, rows, 0)
 		if b.moreFailed {

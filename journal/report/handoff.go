@@ -133,7 +133,7 @@ func buildHandoff(conn *sqlite.Conn, o Options) ([]byte, error) {
 	} else {
 		rows := make([][]string, 0, len(h.failed))
 		for _, m := range h.failed {
-			rows = append(rows, []string{itoa(m.RowID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(m.ErrorCode), itoa(m.Attempt), m.RawBody})
+			rows = append(rows, []string{itoa(m.RowID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(string(m.ErrorCode)), itoa(m.Attempt), m.RawBody})
 		}
 		d.table([]string{"row", "time", "from", "to", "ref", "error", "attempts", "body"}, rows, 0, 6)
 		if h.moreFailed {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"hm/internal/status"
 	"hm/journal"
 )
 
@@ -139,9 +140,9 @@ func buildFixture(t testing.TB, dir string) *journal.Ledger {
 			SentAtMs:     sent,
 			BrokeredAtMs: sent + 5,
 			RawBody:      f.body,
-			Status:       f.status,
-			AckStatus:    f.ack,
-			ErrorCode:    f.errCode,
+			Status:       status.Status(f.status),
+			AckStatus:    status.Stage(f.ack),
+			ErrorCode:    status.Code(f.errCode),
 			UpdatedAtMs:  sent + 100,
 			Refs:         f.refs,
 			Signals:      f.signals,

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"hm/internal/status"
 	"hm/journal"
 )
 
@@ -163,10 +164,10 @@ func ref(m journal.Message) string { return dash(m.Ref()) }
 
 // statusCell renders a message's status with its acknowledgement stage.
 func statusCell(m journal.Message) string {
-	if m.AckStatus == "" {
-		return m.Status
+	if m.AckStatus == status.StageNone {
+		return string(m.Status)
 	}
-	return m.Status + " (" + m.AckStatus + ")"
+	return string(m.Status) + " (" + string(m.AckStatus) + ")"
 }
 
 // moreNote is the note under a table that was cut at limit rows.

@@ -10,6 +10,7 @@ import (
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
+	"hm/internal/status"
 	"hm/journal"
 )
 
@@ -41,12 +42,12 @@ var (
 	// qFailed lists failed messages in a row-id range (?1..?2), optionally
 	// of one session (?3, "" = any), newest first.
 	qFailed = `SELECT ` + journal.MessageColumns + ` FROM comms_journal INDEXED BY comms_journal_failed
- WHERE status = 'failed' AND row_id BETWEEN ?1 AND ?2 AND (?3 = '' OR session_id = ?3)
+ WHERE status = '` + string(status.Failed) + `' AND row_id BETWEEN ?1 AND ?2 AND (?3 = '' OR session_id = ?3)
  ORDER BY row_id DESC LIMIT ?4`
 
 	// qPending lists messages still pending (status brokered), newest
 	// first.
-	qPending = `SELECT ` + journal.MessageColumns + ` FROM comms_journal INDEXED BY comms_journal_pending WHERE status = 'brokered' ORDER BY row_id DESC LIMIT ?1`
+	qPending = `SELECT ` + journal.MessageColumns + ` FROM comms_journal INDEXED BY comms_journal_pending WHERE status = '` + string(status.Brokered) + `' ORDER BY row_id DESC LIMIT ?1`
 
 	// qRecent lists the newest messages of the whole ledger.
 	qRecent = `SELECT ` + journal.MessageColumns + ` FROM comms_journal ORDER BY row_id DESC LIMIT ?1`
@@ -77,7 +78,7 @@ var (
  WHERE session_id = %s AND kind = 'DECISION' ORDER BY signal_id DESC LIMIT ?3`, "?1", "?2"), "?3")
 
 	// qRolePending counts (up to ?2) messages pending for one role.
-	qRolePending = `SELECT count(*) FROM (SELECT 1 FROM comms_journal INDEXED BY comms_journal_pending WHERE target_role = ?1 AND status = 'brokered' LIMIT ?2)`
+	qRolePending = `SELECT count(*) FROM (SELECT 1 FROM comms_journal INDEXED BY comms_journal_pending WHERE target_role = ?1 AND status = '` + string(status.Brokered) + `' LIMIT ?2)`
 
 	// qRoleObligations counts (up to ?4) open obligations a role owns in
 	// up to two sessions.
@@ -230,7 +231,7 @@ func loadSessionStats(conn *sqlite.Conn, id string) (sessionStats, error) {
 // (unknown statuses last, by name).
 func (s sessionStats) byStatus() []named {
 	return s.sum(func(r countRow) string { return r.status }, func(a, b string) int {
-		ra, rb := journal.StatusRank(a), journal.StatusRank(b)
+		ra, rb := status.Status(a).Rank(), status.Status(b).Rank()
 		if ra < 0 {
 			ra = 99
 		}

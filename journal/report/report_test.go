@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"hm/internal/status"
+
 	"zombiezen.com/go/sqlite"
 
 	"hm/journal"
@@ -278,14 +280,14 @@ func TestLimits(t *testing.T) {
 	const n = 130
 	ms := make([]*journal.Message, 0, n)
 	for i := range n {
-		status, code := journal.StatusFailed, "delivery_timeout"
+		st, code := status.Failed, status.Code("delivery_timeout")
 		if i%2 == 0 {
-			status, code = journal.StatusBrokered, ""
+			st, code = status.Brokered, ""
 		}
 		ms = append(ms, &journal.Message{
 			MessageID: fmt.Sprintf("x-%03d", i), SessionID: "app-session-3", SenderRole: "architect", TargetRole: "builder",
 			Channel: "ws", Header: "ARCH", Seq: int64(i + 1), SentAtMs: t0 + int64(i), BrokeredAtMs: t0 + int64(i), UpdatedAtMs: t0 + int64(i),
-			RawBody: fmt.Sprintf("(ARCH #%d): [ACK REQUIRED] TASK: item %d", i+1, i), Status: status, ErrorCode: code,
+			RawBody: fmt.Sprintf("(ARCH #%d): [ACK REQUIRED] TASK: item %d", i+1, i), Status: st, ErrorCode: code,
 			Obligation: &journal.Obligation{OwnerRole: "builder"},
 			Signals:    []journal.Signal{{Kind: "TASK", Text: fmt.Sprintf("item %d", i)}, {Kind: "DECISION", Text: fmt.Sprintf("choice %d", i)}},
 		})
