@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"hm/agent/internal/vterm"
 	"hm/roles"
 )
 
@@ -165,6 +166,10 @@ type Pane struct {
 
 	inputMu sync.Mutex // serialises writes into the PTY
 
+	// vtMu guards vt, the pane's virtual terminal. Lock order: vtMu, then mu.
+	vtMu sync.Mutex
+	vt   *vterm.Terminal
+
 	mu          sync.Mutex
 	proc        *proc
 	procChanged chan struct{} // closed and replaced whenever proc changes
@@ -181,6 +186,7 @@ type Pane struct {
 	ring        *ring
 	subs        map[*subscription]struct{}
 	subsClosed  bool
+	typists     int // attached viewers that may type (their terminal answers queries)
 
 	qmu   sync.Mutex
 	queue []*item
@@ -226,6 +232,7 @@ func Start(ctx context.Context, spec Spec, logger *slog.Logger) (*Pane, error) {
 		cols:        spec.Cols,
 		rows:        spec.Rows,
 		ring:        newRing(spec.RingBytes),
+		vt:          vterm.New(int(spec.Cols), int(spec.Rows)),
 		subs:        make(map[*subscription]struct{}),
 		qwake:       make(chan struct{}, 1),
 	}
