@@ -113,6 +113,10 @@ func (h *attachHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	replay, sub, unsubscribe := p.subscribe(MaxReplay)
 	defer unsubscribe()
+	if !view {
+		// This viewer's own terminal answers the program's queries now.
+		defer p.addTypist()()
+	}
 
 	go func() {
 		defer close(readDone)

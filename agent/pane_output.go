@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -79,6 +80,24 @@ func (p *Pane) replyLoop(pr *proc) {
 		if err != nil {
 			p.log.Debug("terminal reply not written", "err", err)
 		}
+	}
+}
+
+// addTypist records an attached viewer that may type: while one is, its
+// terminal answers the program's queries and the pane's does not (a
+// program must not get two answers). It returns the function that removes
+// it again.
+func (p *Pane) addTypist() func() {
+	p.mu.Lock()
+	p.typists++
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			p.typists--
+			p.mu.Unlock()
+		})
 	}
 }
 

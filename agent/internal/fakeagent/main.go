@@ -16,7 +16,12 @@
 //   - FAKEAGENT_IGNORE_HUP=1 ignores SIGHUP;
 //   - FAKEAGENT_START_MS delays the banner and the paste switch;
 //   - FAKEAGENT_ECHO=0 turns off the echo of typed input, so that output
-//     appears only when a prompt is submitted.
+//     appears only when a prompt is submitted;
+//   - FAKEAGENT_QUERY=1 asks the terminal, before the banner, for the cursor
+//     position, primary and secondary device attributes, the background
+//     colour, the kitty keyboard flags and the terminal version (as
+//     prompt_toolkit and Codex do) and blocks until every answer came, then
+//     prints them as "terminal answered: ..."; input read meanwhile is kept.
 package main
 
 import (
@@ -24,6 +29,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -94,11 +100,21 @@ func run() error {
 	if ms := envInt("FAKEAGENT_START_MS", 0); ms > 0 {
 		time.Sleep(time.Duration(ms) * time.Millisecond)
 	}
+	var early []byte
+	if os.Getenv("FAKEAGENT_QUERY") == "1" {
+		var err error
+		if early, err = a.queryTerminal(); err != nil {
+			return err
+		}
+	}
 	a.printf("fakeagent ready (pid %d)\r\n", os.Getpid())
 	if os.Getenv("FAKEAGENT_NO_PASTE") != "1" {
 		a.printf("\x1b[?2004h")
 	}
 	a.printf("> ")
+	if len(early) > 0 && a.feed(early, time.Now()) {
+		return nil
+	}
 	rb := make([]byte, 64*1024)
 	for {
 		n, err := os.Stdin.Read(rb)
@@ -235,4 +251,46 @@ func (a *agent) submit() bool {
 	}
 	a.printf("> ")
 	return false
+}
+
+// terminalAnswers match the replies to the queries queryTerminal sends.
+var terminalAnswers = []struct {
+	name string
+	re   *regexp.Regexp
+}{
+	{"cpr", regexp.MustCompile(`\x1b\[(\d+;\d+)R`)},
+	{"da1", regexp.MustCompile(`\x1b\[\?([\d;]*)c`)},
+	{"da2", regexp.MustCompile(`\x1b\[>([\d;]*)c`)},
+	{"bg", regexp.MustCompile(`\x1b\]11;([^\x07\x1b]*)(?:\x07|\x1b\\)`)},
+	{"kitty", regexp.MustCompile(`\x1b\[\?(\d*)u`)},
+	{"version", regexp.MustCompile(`\x1bP>\|([^\x1b]*)\x1b\\`)},
+}
+
+// queryTerminal sends the queries and blocks until all were answered. It
+// returns the other input read meanwhile.
+func (a *agent) queryTerminal() ([]byte, error) {
+	a.printf("\x1b[6n\x1b[c\x1b[>c\x1b]11;?\x07\x1b[?u\x1b[>q")
+	var in []byte
+	rb := make([]byte, 4096)
+	for {
+		var got []string
+		rest := in
+		for _, ans := range terminalAnswers {
+			m := ans.re.FindSubmatchIndex(rest)
+			if m == nil {
+				break
+			}
+			got = append(got, ans.name+"="+string(rest[m[2]:m[3]]))
+			rest = append(rest[:m[0]:m[0]], rest[m[1]:]...)
+		}
+		if len(got) == len(terminalAnswers) {
+			a.printf("terminal answered: %s\r\n", strings.Join(got, " "))
+			return rest, nil
+		}
+		n, err := os.Stdin.Read(rb)
+		in = append(in, rb[:n]...)
+		if err != nil {
+			return nil, fmt.Errorf("terminal gone while waiting for answers: %w", err)
+		}
+	}
 }
