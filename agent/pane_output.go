@@ -116,6 +116,17 @@ func (p *Pane) notice(msg string) {
 	p.appendLog(b)
 }
 
+// subscribeScreen is subscribe whose first bytes are the current screen
+// rendered for a cols x rows terminal, with no gap or overlap between the
+// screen and the live output.
+func (p *Pane) subscribeScreen(cols, rows int) ([]byte, *subscription, func()) {
+	p.vtMu.Lock()
+	defer p.vtMu.Unlock()
+	screen := p.vt.Render(cols, rows)
+	_, s, cancel := p.subscribe(0)
+	return screen, s, cancel
+}
+
 // Screen is a snapshot of a pane's virtual terminal.
 type Screen struct {
 	// Lines holds every row's text, trailing blanks removed.
