@@ -21,11 +21,16 @@
 //     position, primary and secondary device attributes, the background
 //     colour, the kitty keyboard flags and the terminal version (as
 //     prompt_toolkit and Codex do) and blocks until every answer came, then
-//     prints them as "terminal answered: ..."; input read meanwhile is kept.
+//     prints them as "terminal answered: ..."; input read meanwhile is kept;
+//   - FAKEAGENT_DIALOG_MS=N shows a menu ("Do you want to proceed?") for N ms
+//     before the banner, as Gemini's auth dialog or a trust prompt does:
+//     whatever is typed meanwhile is taken as a menu choice, logged as a
+//     prompt "DIALOG:<input>", and thrown away.
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -100,10 +105,14 @@ func run() error {
 	if ms := envInt("FAKEAGENT_START_MS", 0); ms > 0 {
 		time.Sleep(time.Duration(ms) * time.Millisecond)
 	}
+	input := readInput()
+	if ms := envInt("FAKEAGENT_DIALOG_MS", 0); ms > 0 {
+		a.dialog(input, time.Duration(ms)*time.Millisecond)
+	}
 	var early []byte
 	if os.Getenv("FAKEAGENT_QUERY") == "1" {
 		var err error
-		if early, err = a.queryTerminal(); err != nil {
+		if early, err = a.queryTerminal(input); err != nil {
 			return err
 		}
 	}
@@ -115,18 +124,12 @@ func run() error {
 	if len(early) > 0 && a.feed(early, time.Now()) {
 		return nil
 	}
-	rb := make([]byte, 64*1024)
-	for {
-		n, err := os.Stdin.Read(rb)
-		if n > 0 {
-			if done := a.feed(rb[:n], time.Now()); done {
-				return nil
-			}
-		}
-		if err != nil {
-			return nil // terminal gone
+	for b := range input {
+		if done := a.feed(b, time.Now()); done {
+			return nil
 		}
 	}
+	return nil // terminal gone
 }
 
 func (a *agent) printf(format string, args ...any) {
@@ -218,18 +221,7 @@ func (a *agent) submit() bool {
 	prompt := string(a.buf)
 	a.buf = a.buf[:0]
 	a.prompts++
-	if a.logPath != "" {
-		line, _ := json.Marshal(struct {
-			Prompt string `json:"prompt"`
-			At     int64  `json:"at"`
-			PID    int    `json:"pid"`
-		}{prompt, time.Now().UnixMilli(), os.Getpid()})
-		f, err := os.OpenFile(a.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err == nil {
-			f.Write(append(line, '\n'))
-			f.Close()
-		}
-	}
+	a.logPrompt(prompt)
 	first, _, _ := strings.Cut(prompt, "\n")
 	if len(first) > 60 {
 		first = first[:60]
@@ -268,10 +260,9 @@ var terminalAnswers = []struct {
 
 // queryTerminal sends the queries and blocks until all were answered. It
 // returns the other input read meanwhile.
-func (a *agent) queryTerminal() ([]byte, error) {
+func (a *agent) queryTerminal(input <-chan []byte) ([]byte, error) {
 	a.printf("\x1b[6n\x1b[c\x1b[>c\x1b]11;?\x07\x1b[?u\x1b[>q")
 	var in []byte
-	rb := make([]byte, 4096)
 	for {
 		var got []string
 		rest := in
@@ -287,10 +278,70 @@ func (a *agent) queryTerminal() ([]byte, error) {
 			a.printf("terminal answered: %s\r\n", strings.Join(got, " "))
 			return rest, nil
 		}
-		n, err := os.Stdin.Read(rb)
-		in = append(in, rb[:n]...)
-		if err != nil {
-			return nil, fmt.Errorf("terminal gone while waiting for answers: %w", err)
+		b, ok := <-input
+		if !ok {
+			return nil, errors.New("terminal gone while waiting for answers")
 		}
+		in = append(in, b...)
+	}
+}
+
+// dialog shows a menu for d; input meanwhile is a menu choice, logged and
+// discarded.
+func (a *agent) dialog(input <-chan []byte, d time.Duration) {
+	a.printf("Do you want to proceed?\r\n\u276f 1. Yes\r\n  2. No\r\n")
+	end := time.After(d)
+	var choice []byte
+	for wait := true; wait; {
+		select {
+		case b, ok := <-input:
+			if !ok {
+				wait = false
+			}
+			choice = append(choice, b...)
+		case <-end:
+			wait = false
+		}
+	}
+	if len(choice) > 0 {
+		a.logPrompt("DIALOG:" + string(choice))
+	}
+	a.printf("\x1b[2J\x1b[H")
+}
+
+// readInput passes each read of stdin to the returned channel, closed at
+// the end of input.
+func readInput() <-chan []byte {
+	ch := make(chan []byte, 16)
+	go func() {
+		defer close(ch)
+		for {
+			rb := make([]byte, 64*1024)
+			n, err := os.Stdin.Read(rb)
+			if n > 0 {
+				ch <- rb[:n]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// logPrompt appends a prompt to $FAKEAGENT_LOG.
+func (a *agent) logPrompt(prompt string) {
+	if a.logPath == "" {
+		return
+	}
+	line, _ := json.Marshal(struct {
+		Prompt string `json:"prompt"`
+		At     int64  `json:"at"`
+		PID    int    `json:"pid"`
+	}{prompt, time.Now().UnixMilli(), os.Getpid()})
+	f, err := os.OpenFile(a.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err == nil {
+		f.Write(append(line, '\n'))
+		f.Close()
 	}
 }
