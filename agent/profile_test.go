@@ -125,7 +125,9 @@ func TestReadinessDialogNotTyped(t *testing.T) {
 	poll.For(t, 5*time.Second, func() error {
 		return poll.Want(strings.HasPrefix(p.Status().Readiness, "blocked: Do you want to proceed?"), "status readiness %q", p.Status().Readiness)
 	})
-	poll.For(t, 15*time.Second, func() error { return poll.Want(stages.final("dlg-normal") && stages.final("dlg-urgent"), "final stages") })
+	poll.For(t, 15*time.Second, func() error {
+		return poll.Want(stages.final("dlg-normal") && stages.final("dlg-urgent"), "final stages")
+	})
 	prompts := readPrompts(t, logPath)
 	if len(prompts) != 2 {
 		t.Fatalf("prompts %+v", prompts)
