@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,8 +42,9 @@ func parseControlFrame(b []byte) (cols, rows uint16, ok bool) {
 // AttachHandler serves ws://.../attach/<pane> (SPEC §5.4). authorize (nil:
 // everyone) decides access: false gives HTTP 401. An unknown pane gives HTTP
 // 404. Browser cross-origin requests are refused. The first server frame is
-// a binary replay of recent output (up to 64 KiB), then live output follows
-// as binary frames; client binary frames are typed into the pane, a text
+// the pane's current screen rendered from its virtual terminal at the
+// viewer's size (?cols=C&rows=R, default the pane's size; see
+// vterm.Terminal.Render), then live output follows as binary frames; client binary frames are typed into the pane, a text
 // frame {"type":"resize","cols":C,"rows":R} resizes it, and "?mode=view"
 // makes the connection read-only. Sessions end when the client leaves, the
 // request context ends or the pane stops.
@@ -111,15 +113,20 @@ func (h *attachHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		<-readDone
 	}()
 
-	replay, sub, unsubscribe := p.subscribe(MaxReplay)
+	cols, rows := viewerSize(r, p)
+	screen, sub, unsubscribe := p.subscribeScreen(cols, rows)
 	defer unsubscribe()
+	if !view {
+		// This viewer's own terminal answers the program's queries now.
+		defer p.addTypist()()
+	}
 
 	go func() {
 		defer close(readDone)
 		h.readInput(connCtx, c, p, view, log)
 	}()
 
-	if err := writeFrame(connCtx, c, replay); err != nil {
+	if err := writeFrame(connCtx, c, screen); err != nil {
 		return
 	}
 	for {
@@ -146,6 +153,25 @@ func (h *attachHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
+
+// viewerSize reads the viewer's terminal size from ?cols=C&rows=R; the
+// pane's size when absent or invalid.
+func viewerSize(r *http.Request, p *Pane) (cols, rows int) {
+	p.mu.Lock()
+	cols, rows = int(p.cols), int(p.rows)
+	p.mu.Unlock()
+	q := r.URL.Query()
+	if c, err := strconv.Atoi(q.Get("cols")); err == nil && c > 0 && c <= maxViewerDim {
+		cols = c
+	}
+	if n, err := strconv.Atoi(q.Get("rows")); err == nil && n > 0 && n <= maxViewerDim {
+		rows = n
+	}
+	return cols, rows
+}
+
+// maxViewerDim bounds a viewer's declared size.
+const maxViewerDim = 1000
 
 // writeFrame sends one binary frame with a timeout.
 func writeFrame(ctx context.Context, c *websocket.Conn, b []byte) error {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"hm/agent/internal/vterm"
 	"hm/internal/poll"
 
 	"github.com/coder/websocket"
@@ -45,9 +46,18 @@ type client struct {
 
 func attach(t *testing.T, url, token string, view bool) *client {
 	t.Helper()
+	return attachWith(t, url, token, view, [2]uint16{})
+}
+
+// attachWith is attach with the viewer's terminal size (zero: unknown).
+func attachWith(t *testing.T, url, token string, view bool, size [2]uint16) *client {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	c := &client{in: pw, resize: make(chan [2]uint16, 1), cancel: cancel, done: make(chan error, 1)}
+	if size[0] > 0 {
+		c.resize <- size
+	}
 	go func() { c.done <- AttachClient(ctx, url, token, view, pr, &c.out, c.resize) }()
 	t.Cleanup(func() {
 		cancel()
@@ -64,6 +74,18 @@ func attach(t *testing.T, url, token string, view bool) *client {
 func (c *client) waitOutput(t *testing.T, want string) {
 	t.Helper()
 	poll.For(t, 15*time.Second, func() error { return poll.Want(strings.Contains(c.out.String(), want), "attach output %s", want) })
+}
+
+// waitScreen waits until the text a person would see in a terminal of the
+// pane's default size (the client's output fed through a virtual terminal)
+// contains want.
+func (c *client) waitScreen(t *testing.T, want string) {
+	t.Helper()
+	poll.For(t, 15*time.Second, func() error {
+		vt := vterm.New(DefaultCols, DefaultRows)
+		vt.Write([]byte(c.out.String()))
+		return poll.Want(strings.Contains(vt.String(), want), "viewer screen %q contains %q", vt.String(), want)
+	})
 }
 
 func TestAttach(t *testing.T) {
@@ -220,14 +242,14 @@ func TestAttachViewOnlyCannotType(t *testing.T) {
 	p := startPane(t, Spec{Command: "exec /bin/sh", Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH"), "PS1=$ ", "HOME=" + dir}})
 	base := attachServer(t, map[string]*Pane{"builder": p})
 	v := attach(t, base+"builder?token=secret", "", true)
-	v.waitOutput(t, "$ ")
+	v.waitScreen(t, "$")
 	if _, err := v.in.Write([]byte("touch viewer-was-here\r")); err != nil {
 		t.Fatal(err)
 	}
 	// The shell itself still works: an interactive client's command runs
 	// and its output reaches the viewer.
 	c := attach(t, base+"builder", "secret", false)
-	c.waitOutput(t, "$ ")
+	c.waitScreen(t, "$")
 	if _, err := c.in.Write([]byte("echo interactive-$((6*7))\r")); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,12 +33,31 @@ var (
 // session normally (nil), ctx ends (ctx's error) or the connection fails.
 // Output frames go to out; bytes read from in are typed into the pane
 // (unless view, which adds ?mode=view and only watches for Ctrl-\); each
-// value received from resize is sent as a resize frame. Raw mode is the
+// value received from resize is sent as a resize frame, and one already
+// waiting when AttachClient is called also tells the hub the viewer's size
+// (?cols=C&rows=R) so that the first frame, the pane's screen, fits it. When
+// the session ends, RestoreTerminal is written to out. Raw mode is the
 // caller's business (see RawMode). in is read by a helper goroutine: when in
 // has read deadlines (an *os.File in non-blocking mode, a net.Conn) the
 // goroutine is released on return, otherwise it ends at in's next Read.
 func AttachClient(ctx context.Context, url string, token string, view bool, in io.Reader, out io.Writer, resize <-chan [2]uint16) error {
-	u, err := attachURL(url, view)
+	// A size already waiting is the viewer's: the hub renders the screen
+	// for it, and it is sent as the first resize frame too.
+	var size [2]uint16
+	var first <-chan [2]uint16
+	select {
+	case sz, ok := <-resize:
+		if ok {
+			size = sz
+			ch := make(chan [2]uint16, 1)
+			ch <- sz
+			first = ch
+		} else {
+			resize = nil
+		}
+	default:
+	}
+	u, err := attachURL(url, view, size)
 	if err != nil {
 		return err
 	}
@@ -49,14 +69,21 @@ func AttachClient(ctx context.Context, url string, token string, view bool, in i
 	if err != nil {
 		return dialError(u, resp, err)
 	}
-	defer c.CloseNow()
 	c.SetReadLimit(attachReadLimit)
 
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
 	readErr := make(chan error, 1)
+	readDone := make(chan struct{})
+	defer func() {
+		cancel()
+		c.CloseNow()
+		<-readDone
+		// Leave the person's terminal as it was before the pane's program
+		// changed it: main screen, cursor shown, modes and attributes reset.
+		_, _ = io.WriteString(out, RestoreTerminal)
+	}()
 	go func() {
+		defer close(readDone)
 		for {
 			typ, data, err := c.Read(ctx)
 			if err != nil {
@@ -100,16 +127,21 @@ func AttachClient(ctx context.Context, url string, token string, view bool, in i
 				return fmt.Errorf("attach input: %w", err)
 			}
 			inErr = nil // input ended: keep showing output
+		case sz := <-first:
+			first = nil
+			if err := sendResize(ctx, c, sz); err != nil {
+				return err
+			}
 		case sz, ok := <-resize:
 			if !ok {
 				resize = nil
 				continue
 			}
-			b, _ := json.Marshal(ResizeFrame{Type: "resize", Cols: sz[0], Rows: sz[1]})
-			if err := c.Write(ctx, websocket.MessageText, b); err != nil {
-				return fmt.Errorf("attach resize: %w", err)
+			if err := sendResize(ctx, c, sz); err != nil {
+				return err
 			}
 		case err := <-readErr:
+
 			switch websocket.CloseStatus(err) {
 			case websocket.StatusNormalClosure:
 				return nil
@@ -122,6 +154,22 @@ func AttachClient(ctx context.Context, url string, token string, view bool, in i
 			return fmt.Errorf("attach: %w", err)
 		}
 	}
+}
+
+// RestoreTerminal is written to the output when an AttachClient session
+// ends: leave the alternate screen, show the cursor, switch off bracketed
+// paste, application cursor keys and keypad, mouse reporting, focus events
+// and the kitty keyboard protocol, reset attributes.
+const RestoreTerminal = "\x1b[?1049l\x1b[?25h\x1b[?2004l\x1b[?1l\x1b>" +
+	"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l\x1b[<u\x1b[0m"
+
+// sendResize sends one resize frame.
+func sendResize(ctx context.Context, c *websocket.Conn, sz [2]uint16) error {
+	b, _ := json.Marshal(ResizeFrame{Type: "resize", Cols: sz[0], Rows: sz[1]})
+	if err := c.Write(ctx, websocket.MessageText, b); err != nil {
+		return fmt.Errorf("attach resize: %w", err)
+	}
+	return nil
 }
 
 // errDetach marks the local detach key.
@@ -160,8 +208,9 @@ func releaseReader(in io.Reader) {
 	}
 }
 
-// attachURL checks the URL and adds mode=view when asked.
-func attachURL(raw string, view bool) (string, error) {
+// attachURL checks the URL and adds mode=view when asked and the viewer's
+// size when known.
+func attachURL(raw string, view bool, size [2]uint16) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("attach url: %w", err)
@@ -171,9 +220,15 @@ func attachURL(raw string, view bool) (string, error) {
 	default:
 		return "", fmt.Errorf("attach url %q: scheme must be ws or wss", raw)
 	}
+	q := u.Query()
 	if view {
-		q := u.Query()
 		q.Set("mode", "view")
+	}
+	if size[0] > 0 && size[1] > 0 {
+		q.Set("cols", strconv.Itoa(int(size[0])))
+		q.Set("rows", strconv.Itoa(int(size[1])))
+	}
+	if len(q) > 0 {
 		u.RawQuery = q.Encode()
 	}
 	return u.String(), nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"hm/agent/internal/vterm"
 	"hm/internal/poll"
 )
 
@@ -56,6 +57,39 @@ func BenchmarkCompose(b *testing.B) {
 	for b.Loop() {
 		compose(o, "/tmp/x.txt")
 	}
+}
+
+// BenchmarkEmulator measures the pane's virtual terminal: µs of emulator
+// work per KiB of pane output (goal < 20 µs/KiB), on a 120x40 screen fed
+// scrolling build output with colours and an Ink-style full redraw of a
+// spinner and input box, as agent CLIs print.
+func BenchmarkEmulator(b *testing.B) {
+	var sb strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&sb, "\x1b[32mok\x1b[0m  hm/agent/pkg%d\t0.%03ds  some build output ● ✓ 漢字\r\n", i, i)
+	}
+	for f := range 40 {
+		for range 6 {
+			sb.WriteString("\x1b[2K\x1b[1A")
+		}
+		sb.WriteString("\x1b[2K\x1b[G")
+		fmt.Fprintf(&sb, "\x1b[38;5;174m✻ Thinking… (%ds · esc to interrupt)\x1b[39m\r\n", f)
+		sb.WriteString("╭" + strings.Repeat("─", 100) + "╮\r\n")
+		sb.WriteString("│ > \x1b[7m \x1b[27m" + strings.Repeat(" ", 95) + "│\r\n")
+		sb.WriteString("╰" + strings.Repeat("─", 100) + "╯\r\n")
+		sb.WriteString("  \x1b[2m? for shortcuts\x1b[22m\r\n")
+	}
+	out := []byte(sb.String())
+	vt := vterm.New(DefaultCols, DefaultRows)
+	b.SetBytes(int64(len(out)))
+	for b.Loop() {
+		for i := 0; i < len(out); i += readBufferSize {
+			vt.Write(out[i:min(len(out), i+readBufferSize)])
+		}
+		vt.Replies()
+	}
+	kib := float64(b.N) * float64(len(out)) / 1024
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/kib, "us/KiB")
 }
 
 // BenchmarkTermScanner measures output scanning with line splitting.

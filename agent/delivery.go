@@ -196,13 +196,14 @@ func (p *Pane) deliver(it *item) bool {
 	if pr == nil {
 		return false
 	}
-	// Urgent messages skip the idle wait, except while a fresh program is
-	// still settling (it may not have switched bracketed paste on yet).
-	var idleUntil time.Time
+	// Urgent messages skip the quiet period and a busy screen, except
+	// while a fresh program is still settling (it may not have switched
+	// bracketed paste on yet); never a dialog or a missing prompt.
+	var quietUntil time.Time
 	if it.d.Urgent {
-		idleUntil = pr.startedAt.Add(p.spec.StartupWait)
+		quietUntil = pr.startedAt.Add(p.spec.StartupWait)
 	}
-	if (!it.d.Urgent || time.Now().Before(idleUntil)) && !p.waitIdle(pr, idleUntil, &it.waited) {
+	if !p.waitReady(pr, it.d.Urgent, quietUntil, &it.waited) {
 		return false
 	}
 
@@ -381,29 +382,78 @@ func (p *Pane) waitRunning(acc *time.Duration) *proc {
 	}
 }
 
-// waitIdle waits until the run has written nothing for the profile's Idle
-// time, or until a non-zero deadline; false when the run ends or the pane
+// readinessRecheck bounds a wait for the screen to change while it is not
+// ready (busy, blocked or without a prompt).
+const readinessRecheck = time.Second
+
+// waitReady waits until the run is ready for a message, judged from its
+// screen (SPEC §6 step 1): the profile's markers classify the screen
+// (Profile.Classify) and a Ready screen must also have stood still (no
+// output, so neither text nor cursor moved) for the profile's quiet period.
+// An urgent message needs no quiet period and may go to a Busy screen, but,
+// like every message, never to a Blocked one (a dialog for a person) nor,
+// for a profile with ready markers, to a screen without a prompt. Before a
+// non-zero deadline an urgent message waits for quiet as others do (a
+// fresh program settling). It returns false when the run ends or the pane
 // stops first.
-func (p *Pane) waitIdle(pr *proc, deadline time.Time, acc *time.Duration) bool {
+func (p *Pane) waitReady(pr *proc, urgent bool, deadline time.Time, acc *time.Duration) bool {
 	for {
 		p.mu.Lock()
-		last, cur := p.lastOutput, p.proc
+		last, cur, out := p.lastOutput, p.proc, p.outChanged
 		p.mu.Unlock()
 		if cur != pr {
 			return false
 		}
 		now := time.Now()
+		asUrgent := urgent && (deadline.IsZero() || !now.Before(deadline))
+		state, marker := p.profile.Classify(p.Screen())
 		quiet := now.Sub(last)
-		if quiet >= p.profile.Idle || !deadline.IsZero() && !now.Before(deadline) {
+		var wait time.Duration
+		switch {
+		case asUrgent && (state == Ready || state == Busy):
 			return true
+		case state == Ready && quiet >= p.profile.Idle:
+			return true
+		case state == Ready:
+			wait = p.profile.Idle - quiet
+		case state == ReadyUnknown && quiet >= p.profile.unmarked():
+			// See Profile.Unmarked: a screen that has stood still this
+			// long with no prompt marker, no busy marker and no dialog
+			// is taken as ready rather than holding the queue forever.
+			p.log.Warn("no ready marker on a quiet screen; typing anyway (check the profile's screen markers)", "profile", p.profile.Name, "quiet", quiet.Round(time.Second))
+			return true
+		case state == ReadyUnknown:
+			wait = min(readinessRecheck, p.profile.unmarked()-quiet)
+		default:
+			p.log.Debug("waiting for the pane to be ready", "screen", state.String(), "marker", marker)
+			wait = readinessRecheck
 		}
-		wait := p.profile.Idle - quiet
-		if !deadline.IsZero() {
+		if urgent && !deadline.IsZero() && now.Before(deadline) {
 			wait = min(wait, deadline.Sub(now))
 		}
-		if !p.pause(pr, wait, acc) {
+		if !p.pauseOutput(pr, wait, out, acc) {
 			return false
 		}
+	}
+}
+
+// pauseOutput is pause that also ends early (true) when out is closed (new
+// output).
+func (p *Pane) pauseOutput(pr *proc, d time.Duration, out <-chan struct{}, acc *time.Duration) bool {
+	if acc != nil {
+		defer addSince(acc, time.Now())
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-out:
+		return true
+	case <-pr.exited:
+		return false
+	case <-p.stopCh:
+		return false
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"hm/agent/internal/vterm"
 	"hm/roles"
 )
 
@@ -85,9 +86,13 @@ type Spec struct {
 	// inferred as an interactive shell becomes "shell" (SPEC §6: message
 	// text is never typed into a shell).
 	Profile string
-	// Timing overrides the profile's durations field by field (zero fields
-	// keep the profile's value).
+	// Timing overrides the profile's durations and markers field by field
+	// (zero fields keep the profile's value).
 	Timing Profile
+	// Profiles extends the built-in profile table (settings.json
+	// "profiles", see ProfilesFromSettings); an entry named like a built-in
+	// profile overrides it field by field.
+	Profiles map[string]Profile
 	// Dir is the working directory ("" = the hub's).
 	Dir string
 	// Env is the complete environment of the program (nil = the hub's).
@@ -148,6 +153,10 @@ type Status struct {
 	LastError string
 	// BracketedPaste reports whether the program has bracketed paste on.
 	BracketedPaste bool
+	// Readiness classifies the pane's screen by its profile's markers
+	// ("ready", "busy", "blocked", "not ready"), with the marker that
+	// decided, e.g. "blocked: Do you want to proceed?".
+	Readiness string
 }
 
 // Pane hosts one program in a PTY and delivers messages into it.
@@ -165,6 +174,10 @@ type Pane struct {
 
 	inputMu sync.Mutex // serialises writes into the PTY
 
+	// vtMu guards vt, the pane's virtual terminal. Lock order: vtMu, then mu.
+	vtMu sync.Mutex
+	vt   *vterm.Terminal
+
 	mu          sync.Mutex
 	proc        *proc
 	procChanged chan struct{} // closed and replaced whenever proc changes
@@ -181,6 +194,7 @@ type Pane struct {
 	ring        *ring
 	subs        map[*subscription]struct{}
 	subsClosed  bool
+	typists     int // attached viewers that may type (their terminal answers queries)
 
 	qmu   sync.Mutex
 	queue []*item
@@ -216,7 +230,7 @@ func Start(ctx context.Context, spec Spec, logger *slog.Logger) (*Pane, error) {
 	}
 	p := &Pane{
 		spec:        spec,
-		profile:     ProfileFor(profName).withOverrides(spec.Timing),
+		profile:     lookupProfile(profName, spec.Profiles).withOverrides(spec.Timing),
 		log:         logger.With("pane", spec.PaneID, "role", spec.Role),
 		stopCh:      make(chan struct{}),
 		stopped:     make(chan struct{}),
@@ -226,6 +240,7 @@ func Start(ctx context.Context, spec Spec, logger *slog.Logger) (*Pane, error) {
 		cols:        spec.Cols,
 		rows:        spec.Rows,
 		ring:        newRing(spec.RingBytes),
+		vt:          vterm.New(int(spec.Cols), int(spec.Rows)),
 		subs:        make(map[*subscription]struct{}),
 		qwake:       make(chan struct{}, 1),
 	}
@@ -343,6 +358,7 @@ func (p *Pane) Stop(ctx context.Context) error {
 
 // Status returns a snapshot of the pane.
 func (p *Pane) Status() Status {
+	readiness, marker := p.profile.Classify(p.Screen())
 	p.qmu.Lock()
 	queued := len(p.queue)
 	p.qmu.Unlock()
@@ -360,6 +376,10 @@ func (p *Pane) Status() Status {
 		LastError:      p.lastError,
 		BracketedPaste: p.bracketed,
 		LastActivity:   p.lastOutput,
+		Readiness:      readiness.String(),
+	}
+	if marker != "" && readiness != Ready {
+		st.Readiness += ": " + marker
 	}
 	if p.lastInput.After(st.LastActivity) {
 		st.LastActivity = p.lastInput

@@ -35,8 +35,21 @@ func (p *Pane) WriteContext(ctx context.Context, b []byte) (int, error) {
 }
 
 // writeTo writes all of b to the program's terminal, giving up when the
-// program exits, the pane stops or ctx ends. The caller holds inputMu.
+// program exits, the pane stops or ctx ends, and records it as input. The
+// caller holds inputMu.
 func (p *Pane) writeTo(ctx context.Context, pr *proc, b []byte) (int, error) {
+	written, err := p.writeRaw(ctx, pr, b)
+	if written > 0 {
+		p.mu.Lock()
+		p.lastInput = time.Now()
+		p.mu.Unlock()
+	}
+	return written, err
+}
+
+// writeRaw is writeTo without recording input (terminal answers are not
+// typing). The caller holds inputMu.
+func (p *Pane) writeRaw(ctx context.Context, pr *proc, b []byte) (int, error) {
 	written := 0
 	for written < len(b) {
 		_ = pr.master.SetWriteDeadline(time.Now().Add(writeSlice))
@@ -62,11 +75,6 @@ func (p *Pane) writeTo(ctx context.Context, pr *proc, b []byte) (int, error) {
 		}
 		return written, err
 	}
-	if written > 0 {
-		p.mu.Lock()
-		p.lastInput = time.Now()
-		p.mu.Unlock()
-	}
 	return written, nil
 }
 
@@ -76,10 +84,13 @@ func (p *Pane) Resize(cols, rows uint16) error {
 	if cols == 0 || rows == 0 {
 		return fmt.Errorf("resize pane %s to %dx%d: size must be positive", p.name(), cols, rows)
 	}
+	p.vtMu.Lock()
+	p.vt.Resize(int(cols), int(rows))
 	p.mu.Lock()
 	p.cols, p.rows = cols, rows
 	pr := p.proc
 	p.mu.Unlock()
+	p.vtMu.Unlock()
 	if pr == nil {
 		return nil
 	}

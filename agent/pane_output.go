@@ -2,8 +2,11 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -11,6 +14,7 @@ import (
 // readLoop copies program output into the pane until the PTY closes.
 func (p *Pane) readLoop(pr *proc) {
 	defer close(pr.readerDone)
+	defer close(pr.replies) // the reader is the only sender
 	buf := make([]byte, readBufferSize)
 	for {
 		n, err := pr.master.Read(buf)
@@ -26,34 +30,156 @@ func (p *Pane) readLoop(pr *proc) {
 	}
 }
 
-// handleOutput records one chunk of program output.
+// handleOutput records one chunk of program output: the virtual terminal
+// follows it, the raw bytes go to the replay buffer, the viewers and the
+// log, and the terminal's answers to queries go back to the program unless
+// a viewer that types is attached (its own terminal answers then).
 func (p *Pane) handleOutput(pr *proc, data []byte) {
 	now := time.Now()
 	pr.scan.Write(data) // may queue OnLine calls
 	chunk := bytes.Clone(data)
+	p.vtMu.Lock()
+	p.vt.Write(chunk)
+	replies := p.vt.Replies()
+	bracketed := p.vt.BracketedPaste()
 	p.mu.Lock()
 	if p.proc == pr {
 		p.lastOutput = now
 		p.sawOutput = true
-		p.bracketed = pr.scan.Bracketed()
+		p.bracketed = bracketed
 		close(p.outChanged)
 		p.outChanged = make(chan struct{})
 	}
+	answer := p.typists == 0
 	p.ring.Write(chunk)
 	p.fanout(chunk)
 	p.mu.Unlock()
+	p.vtMu.Unlock()
 	p.appendLog(chunk)
+	if len(replies) > 0 && answer {
+		select {
+		case pr.replies <- replies:
+		default:
+			p.log.Debug("terminal replies dropped: program does not read them", "bytes", len(replies))
+		}
+	}
 }
 
-// notice shows an hm message in the pane's output (replay, viewers, log)
-// without counting as program activity.
+// replyLoop types the virtual terminal's answers to the program's queries
+// into the run's input, between (never inside) other writes. It ends when
+// the reader closed pr.replies.
+func (p *Pane) replyLoop(pr *proc) {
+	defer close(pr.repliesDone)
+	for b := range pr.replies {
+		if pr.isExited() {
+			continue
+		}
+		p.inputMu.Lock()
+		_, err := p.writeRaw(context.Background(), pr, b)
+		p.inputMu.Unlock()
+		if err != nil {
+			p.log.Debug("terminal reply not written", "err", err)
+		}
+	}
+}
+
+// addTypist records an attached viewer that may type: while one is, its
+// terminal answers the program's queries and the pane's does not (a
+// program must not get two answers). It returns the function that removes
+// it again.
+func (p *Pane) addTypist() func() {
+	p.mu.Lock()
+	p.typists++
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			p.typists--
+			p.mu.Unlock()
+		})
+	}
+}
+
+// notice shows an hm message in the pane's output (screen, replay, viewers,
+// log) without counting as program activity.
 func (p *Pane) notice(msg string) {
 	b := []byte("\r\n[hm] " + Neutralize(msg) + "\r\n")
+	p.vtMu.Lock()
+	p.vt.Write(b)
+	p.vt.Replies()
 	p.mu.Lock()
 	p.ring.Write(b)
 	p.fanout(b)
 	p.mu.Unlock()
+	p.vtMu.Unlock()
 	p.appendLog(b)
+}
+
+// subscribeScreen is subscribe whose first bytes are the current screen
+// rendered for a cols x rows terminal, with no gap or overlap between the
+// screen and the live output.
+func (p *Pane) subscribeScreen(cols, rows int) ([]byte, *subscription, func()) {
+	p.vtMu.Lock()
+	defer p.vtMu.Unlock()
+	screen := p.vt.Render(cols, rows)
+	_, s, cancel := p.subscribe(0)
+	return screen, s, cancel
+}
+
+// Screen is a snapshot of a pane's virtual terminal.
+type Screen struct {
+	// Lines holds every row's text, trailing blanks removed.
+	Lines []string
+	// Cols and Rows are the terminal size.
+	Cols, Rows int
+	// CursorRow and CursorCol are the cursor position, 0-based.
+	CursorRow, CursorCol int
+	// AltScreen: the program shows its alternate (full-screen) buffer.
+	AltScreen bool
+	// BracketedPaste: the program switched bracketed paste on.
+	BracketedPaste bool
+	// AppCursor: cursor keys send application sequences (DECCKM).
+	AppCursor bool
+	// CursorVisible: the cursor is shown.
+	CursorVisible bool
+	// Title is the window title the program set.
+	Title string
+}
+
+// Text returns the screen's rows joined by newlines, trailing empty rows
+// dropped.
+func (s Screen) Text() string {
+	ls := s.Lines
+	for len(ls) > 0 && ls[len(ls)-1] == "" {
+		ls = ls[:len(ls)-1]
+	}
+	return strings.Join(ls, "\n")
+}
+
+// Screen returns what the pane's terminal shows now.
+func (p *Pane) Screen() Screen {
+	p.vtMu.Lock()
+	defer p.vtMu.Unlock()
+	return p.screenLocked()
+}
+
+// screenLocked snapshots the terminal; the caller holds vtMu.
+func (p *Pane) screenLocked() Screen {
+	cols, rows := p.vt.Size()
+	r, c := p.vt.Cursor()
+	return Screen{
+		Lines:          p.vt.Lines(),
+		Cols:           cols,
+		Rows:           rows,
+		CursorRow:      r,
+		CursorCol:      c,
+		AltScreen:      p.vt.AltScreen(),
+		BracketedPaste: p.vt.BracketedPaste(),
+		AppCursor:      p.vt.AppCursor(),
+		CursorVisible:  p.vt.CursorVisible(),
+		Title:          p.vt.Title(),
+	}
 }
 
 // subscription is one live-output listener.

@@ -22,6 +22,9 @@ func (p *Pane) spawn() (*proc, error) {
 			p.disp.post(func() { on(line) }, true)
 		}
 	}
+	p.vtMu.Lock()
+	p.vt.SoftReset() // a new program sets its own modes
+	p.vtMu.Unlock()
 	p.mu.Lock()
 	p.proc = pr
 	p.startedAt = pr.startedAt
@@ -87,6 +90,7 @@ func (p *Pane) supervise(pr *proc, startErr error) {
 // and returns how long it ran.
 func (p *Pane) runProc(pr *proc) time.Duration {
 	go p.readLoop(pr)
+	go p.replyLoop(pr)
 	go func() {
 		pr.waitErr = pr.cmd.Wait()
 		close(pr.exited)
@@ -108,6 +112,7 @@ func (p *Pane) runProc(pr *proc) time.Duration {
 	t.Stop()
 	pr.master.Close()
 	<-pr.readerDone
+	<-pr.repliesDone
 
 	p.mu.Lock()
 	last := lastLine(p.ring.Tail(2048))

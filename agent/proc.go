@@ -24,6 +24,9 @@ type proc struct {
 	waitErr    error         // valid after exited is closed
 	readerDone chan struct{} // closed when the output reader stopped
 	scan       termScanner   // owned by the reader goroutine
+
+	replies     chan []byte   // terminal answers to type back; closed by the reader
+	repliesDone chan struct{} // closed when replyLoop ended
 }
 
 // openPTY opens a PTY pair sized cols x rows. The master is returned in
@@ -106,8 +109,14 @@ func startProc(spec *Spec, cols, rows uint16) (*proc, error) {
 		startedAt:  time.Now(),
 		exited:     make(chan struct{}),
 		readerDone: make(chan struct{}),
+
+		replies:     make(chan []byte, replyQueue),
+		repliesDone: make(chan struct{}),
 	}, nil
 }
+
+// replyQueue bounds the terminal answers waiting to be typed back.
+const replyQueue = 64
 
 // shellPath runs pane commands.
 const shellPath = "/bin/sh"

@@ -7,12 +7,16 @@ import (
 	"hm/roles"
 )
 
-// Profile holds the injection timing used for one kind of agent program.
+// Profile describes how messages are typed into one kind of agent program:
+// the timing, and, as data, how the program's screen looks when it is ready
+// for a prompt, busy, or showing a dialog that only a person may answer.
 type Profile struct {
-	// Name is the profile name: claude, codex, gemini, shell or default.
+	// Name is the profile name: claude, codex, gemini, shell, default or a
+	// name from settings.json "profiles".
 	Name string
-	// Idle is how long the pane must have produced no output before a
-	// non-urgent message is typed.
+	// Idle is the quiet period: how long the pane must have produced no
+	// output (so its screen and cursor stood still) before a non-urgent
+	// message is typed.
 	Idle time.Duration
 	// EnterDelay is the pause between the last text byte and the separate
 	// Enter ("\r") write.
@@ -20,6 +24,120 @@ type Profile struct {
 	// Verify is how long to wait for output after Enter before Enter is sent
 	// once more (and, after the retry, before giving up as unverified).
 	Verify time.Duration
+	// Screen holds the readiness markers (see Classify).
+	Screen Markers
+	// Unmarked is how long a screen that shows none of the profile's
+	// markers (no prompt, not busy, no dialog) must stand still before it
+	// is taken as ready anyway: markers are data that a user can get wrong
+	// and a CLI can outgrow, and the queue must not wait forever. Default
+	// 15 s.
+	Unmarked time.Duration
+}
+
+// Markers describe a program's screen. Each marker is a substring matched
+// against the rows at the bottom of the screen's text (the last Rows rows up
+// to the lower of the cursor and the last non-empty row), case-sensitively.
+type Markers struct {
+	// Ready: the program shows its input (a prompt marker or input box).
+	// When set, the program is ready only while one is visible.
+	Ready []string
+	// Busy: the program works and does not take a prompt now ("esc to
+	// interrupt", spinner glyphs). Busy wins over Ready (an input box stays
+	// drawn while the agent works).
+	Busy []string
+	// Blocked: a dialog that only a person may answer (a permission prompt,
+	// a login menu); hm never types into it, urgent messages included.
+	// Dialogs are tall: twice Rows rows are searched for these.
+	Blocked []string
+	// Rows is how many rows from the bottom are checked (default 8).
+	Rows int
+}
+
+// Readiness is the classification of a pane's screen.
+type Readiness int
+
+// Readiness values.
+const (
+	// ReadyUnknown: the profile has ready markers and none is visible (the
+	// program is still starting, or drew something else).
+	ReadyUnknown Readiness = iota
+	// Ready: a ready marker is visible (or the profile has none), no busy
+	// or blocked marker is.
+	Ready
+	// Busy: a busy marker is visible.
+	Busy
+	// Blocked: a dialog for a person is visible.
+	Blocked
+)
+
+// String returns the readiness name.
+func (r Readiness) String() string {
+	switch r {
+	case Ready:
+		return "ready"
+	case Busy:
+		return "busy"
+	case Blocked:
+		return "blocked"
+	}
+	return "not ready"
+}
+
+// defaultMarkerRows is Markers.Rows when zero.
+const defaultMarkerRows = 8
+
+// Classify judges a screen by the profile's markers: Blocked, then Busy,
+// then Ready; a profile without ready markers is Ready unless busy or
+// blocked (its waiter then relies on the quiet period). marker is the
+// marker that decided, if any.
+func (p Profile) Classify(s Screen) (r Readiness, marker string) {
+	rows := bottomRows(s, p.Screen.Rows)
+	if m := findMarker(bottomRows(s, 2*max(p.Screen.Rows, defaultMarkerRows)), p.Screen.Blocked); m != "" {
+		return Blocked, m
+	}
+	if m := findMarker(rows, p.Screen.Busy); m != "" {
+		return Busy, m
+	}
+	if len(p.Screen.Ready) == 0 {
+		return Ready, ""
+	}
+	if m := findMarker(rows, p.Screen.Ready); m != "" {
+		return Ready, m
+	}
+	return ReadyUnknown, ""
+}
+
+// bottomRows returns the last n rows of the screen's text, ending at the
+// lower of the cursor row and the last non-empty row.
+func bottomRows(s Screen, n int) []string {
+	if n <= 0 {
+		n = defaultMarkerRows
+	}
+	last := min(s.CursorRow, len(s.Lines)-1)
+	for y := len(s.Lines) - 1; y > last; y-- {
+		if strings.TrimSpace(s.Lines[y]) != "" {
+			last = y
+			break
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	return s.Lines[max(0, last-n+1) : last+1]
+}
+
+func findMarker(rows, markers []string) string {
+	for _, m := range markers {
+		if m == "" {
+			continue
+		}
+		for _, r := range rows {
+			if strings.Contains(r, m) {
+				return m
+			}
+		}
+	}
+	return ""
 }
 
 // Profile names understood by [ProfileFor] (the names of package roles,
@@ -31,33 +149,74 @@ const (
 	ProfileCodex = roles.ProfileCodex
 	// ProfileGemini is for Gemini CLI (Enter delay 120 ms).
 	ProfileGemini = roles.ProfileGemini
-	// ProfileShell is for interactive shells: messages are typed as one
-	// comment line (Enter delay 30 ms).
+	// ProfileShell is for interactive shells: they only ever get one inert
+	// pointer line naming the message's file (Enter delay 30 ms).
 	ProfileShell = roles.ProfileShell
 	// ProfileDefault is for any other program (Enter delay 150 ms).
 	ProfileDefault = roles.ProfileDefault
 )
 
 const (
-	defaultIdle   = 400 * time.Millisecond
-	defaultVerify = 1500 * time.Millisecond
+	defaultIdle     = 400 * time.Millisecond
+	defaultVerify   = 1500 * time.Millisecond
+	defaultUnmarked = 15 * time.Second
 )
 
-// ProfileFor returns the timing profile with the given name (case-insensitive).
-// Unknown or empty names return the default profile.
+// spinners are the braille spinner frames that Gemini CLI and many Ink
+// programs draw while they work.
+var spinners = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// builtinProfiles is the profile table. settings.json "profiles" entries
+// (Spec.Profiles) add to it or replace entries field by field.
+var builtinProfiles = map[string]Profile{
+	ProfileDefault: {Name: ProfileDefault, Idle: defaultIdle, EnterDelay: 150 * time.Millisecond, Verify: defaultVerify},
+	ProfileShell:   {Name: ProfileShell, Idle: defaultIdle, EnterDelay: 30 * time.Millisecond, Verify: defaultVerify},
+	ProfileClaude: {Name: ProfileClaude, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify,
+		Screen: Markers{
+			Ready: []string{"│ >", "│ > ", "? for shortcuts", "❯ "},
+			Busy:  []string{"esc to interrupt", "esc to cancel"},
+			Blocked: []string{"Do you want to proceed?", "Do you want to make this edit", "Do you want to create",
+				"Select login method", "Do you trust the files in this folder?", "Choose the text style",
+				"Press Enter to continue", "Paste code here if prompted"},
+		}},
+	ProfileCodex: {Name: ProfileCodex, Idle: defaultIdle, EnterDelay: 250 * time.Millisecond, Verify: defaultVerify,
+		Screen: Markers{
+			Ready: []string{"⏎ send", "context left", "? for shortcuts", "▌ "},
+			Busy:  []string{"esc to interrupt", "Esc to interrupt"},
+			Blocked: []string{"Would you like to run the following command?", "Allow command?", "Would you like to make the following edits?",
+				"Sign in with ChatGPT", "Provide your own API key", "Press Enter to continue", "allow Codex to work in this folder"},
+		}},
+	ProfileGemini: {Name: ProfileGemini, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify,
+		Screen: Markers{
+			Ready:   []string{"Type your message", "│ > ", "> "},
+			Busy:    append([]string{"esc to cancel"}, spinners...),
+			Blocked: []string{"Allow execution", "Apply this change?", "Do you want to proceed?", "How would you like to authenticate", "Login with Google", "Waiting for auth"},
+		}},
+}
+
+// ProfileFor returns the built-in profile with the given name
+// (case-insensitive). Unknown or empty names return the default profile.
 func ProfileFor(name string) Profile {
-	p := Profile{Name: ProfileDefault, Idle: defaultIdle, EnterDelay: 150 * time.Millisecond, Verify: defaultVerify}
-	switch strings.ToLower(strings.TrimSpace(name)) {
-	case ProfileClaude:
-		p.Name, p.EnterDelay = ProfileClaude, 120*time.Millisecond
-	case ProfileCodex:
-		p.Name, p.EnterDelay = ProfileCodex, 250*time.Millisecond
-	case ProfileGemini:
-		p.Name, p.EnterDelay = ProfileGemini, 120*time.Millisecond
-	case ProfileShell:
-		p.Name, p.EnterDelay = ProfileShell, 30*time.Millisecond
+	return lookupProfile(name, nil)
+}
+
+// lookupProfile finds name in extra (settings.json "profiles"), merged
+// over the built-in profile of that name, or in the built-ins; the default
+// profile when neither has it.
+func lookupProfile(name string, extra map[string]Profile) Profile {
+	key := strings.ToLower(strings.TrimSpace(name))
+	base, ok := builtinProfiles[key]
+	if !ok {
+		base = builtinProfiles[ProfileDefault]
 	}
-	return p
+	if e, found := extra[key]; found {
+		if !ok {
+			base.Screen = Markers{}
+		}
+		base = base.withOverrides(e)
+		base.Name = key
+	}
+	return base
 }
 
 // withOverrides returns p with every non-zero field of o replacing p's.
@@ -71,5 +230,44 @@ func (p Profile) withOverrides(o Profile) Profile {
 	if o.Verify > 0 {
 		p.Verify = o.Verify
 	}
+	if o.Screen.Ready != nil {
+		p.Screen.Ready = o.Screen.Ready
+	}
+	if o.Screen.Busy != nil {
+		p.Screen.Busy = o.Screen.Busy
+	}
+	if o.Screen.Blocked != nil {
+		p.Screen.Blocked = o.Screen.Blocked
+	}
+	if o.Screen.Rows > 0 {
+		p.Screen.Rows = o.Screen.Rows
+	}
+	if o.Unmarked > 0 {
+		p.Unmarked = o.Unmarked
+	}
 	return p
+}
+
+func (p Profile) unmarked() time.Duration {
+	if p.Unmarked > 0 {
+		return p.Unmarked
+	}
+	return defaultUnmarked
+}
+
+// ProfilesFromSettings converts settings.json "profiles" entries into
+// profiles for Spec.Profiles (names lower-cased).
+func ProfilesFromSettings(s map[string]roles.ProfileSettings) map[string]Profile {
+	if len(s) == 0 {
+		return nil
+	}
+	out := make(map[string]Profile, len(s))
+	for name, ps := range s {
+		ms := func(n int) time.Duration { return time.Duration(max(n, 0)) * time.Millisecond }
+		out[strings.ToLower(strings.TrimSpace(name))] = Profile{
+			Idle: ms(ps.QuietMs), EnterDelay: ms(ps.EnterDelayMs), Verify: ms(ps.VerifyMs),
+			Screen: Markers{Ready: ps.Ready, Busy: ps.Busy, Blocked: ps.Blocked, Rows: ps.Rows},
+		}
+	}
+	return out
 }

@@ -107,3 +107,37 @@ func TestShellPaneNeverExecutes(t *testing.T) {
 		})
 	}
 }
+
+// TestUnmarkedScreenFallsBackToQuiet: a profile whose ready markers never
+// appear (markers a user got wrong, or a CLI that changed its look) still
+// gets its messages once the screen has stood still for Profile.Unmarked,
+// instead of holding the queue forever; a busy marker still holds it.
+func TestUnmarkedScreenFallsBackToQuiet(t *testing.T) {
+	tests := []struct {
+		name      string
+		markers   Markers
+		delivered bool
+	}{
+		{"no marker visible", Markers{Ready: []string{"never-shown-prompt"}}, true},
+		{"busy marker visible", Markers{Ready: []string{"never-shown-prompt"}, Busy: []string{">"}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec, logPath := fakeSpec(t)
+			spec.Timing.Screen = tt.markers
+			spec.Timing.Unmarked = 300 * time.Millisecond
+			p := startPane(t, spec)
+			p.Enqueue(Delivery{MessageID: "fb-1", Content: "(ARCH #1): hello"})
+			if tt.delivered {
+				poll.For(t, 15*time.Second, func() error {
+					return poll.Want(len(readPrompts(t, logPath)) == 1, "one prompt, have %d", len(readPrompts(t, logPath)))
+				})
+				return
+			}
+			time.Sleep(1500 * time.Millisecond) // five times Unmarked: long enough to have typed
+			if n := len(readPrompts(t, logPath)); n != 0 {
+				t.Fatalf("%d prompts typed into a busy screen", n)
+			}
+		})
+	}
+}

@@ -1,9 +1,6 @@
 package agent
 
-import (
-	"bytes"
-	"strings"
-)
+import "strings"
 
 // scanner states.
 const (
@@ -15,29 +12,21 @@ const (
 	stStrEsc   // ESC inside a string (possible ST)
 )
 
-const (
-	maxCSIParams = 64        // parameter bytes kept per control sequence
-	maxLineBytes = 16 * 1024 // a longer line is emitted in pieces
-)
+// maxLineBytes bounds a line: a longer one is emitted in pieces.
+const maxLineBytes = 16 * 1024
 
-// termScanner follows a program's output stream. It tracks the
-// bracketed-paste mode (CSI ? 2004 h / l, also inside combined mode lists and
-// when split across reads) and, when emit is set, splits the output into
-// ANSI-stripped lines. It is not safe for concurrent use.
+// termScanner splits a program's output stream into ANSI-stripped lines
+// (for Spec.OnLine and exit reasons), also when sequences are split across
+// reads. The screen itself and the terminal modes are the pane's vterm's
+// business. It is not safe for concurrent use.
 type termScanner struct {
 	state     int
 	oscString bool // the string ends at BEL too (OSC)
-	private   bool // CSI parameters start with '?'
-	params    []byte
-	bracketed bool
 
 	emit   func(line string) // nil: no line splitting
 	line   []byte
 	lastCR bool // the last line ended at a lone CR: a following LF is not another line
 }
-
-// Bracketed reports whether the program's last bracketed-paste switch was on.
-func (s *termScanner) Bracketed() bool { return s.bracketed }
 
 // Write feeds output bytes; it never fails.
 func (s *termScanner) Write(p []byte) (int, error) {
@@ -55,14 +44,11 @@ func (s *termScanner) step(c byte) {
 	case stEsc:
 		switch {
 		case c == '[':
-			s.state, s.private, s.params = stCSI, false, s.params[:0]
+			s.state = stCSI
 		case c == ']':
 			s.state, s.oscString = stString, true
 		case c == 'P' || c == 'X' || c == '^' || c == '_':
 			s.state, s.oscString = stString, false
-		case c == 'c': // RIS: full reset
-			s.bracketed = false
-			s.state = stGround
 		case c == 'E': // NEL
 			s.endLine(false)
 			s.state = stGround
@@ -88,15 +74,8 @@ func (s *termScanner) step(c byte) {
 		}
 	case stCSI:
 		switch {
-		case c >= 0x30 && c <= 0x3f:
-			if len(s.params) == 0 && c == '?' {
-				s.private = true
-			}
-			if len(s.params) < maxCSIParams {
-				s.params = append(s.params, c)
-			}
-		case c >= 0x20 && c <= 0x2f:
-			// intermediate byte
+		case c >= 0x20 && c <= 0x3f:
+			// parameter or intermediate byte
 		case c >= 0x40 && c <= 0x7e:
 			s.finishCSI(c)
 			s.state = stGround
@@ -169,15 +148,6 @@ func (s *termScanner) control(c byte) {
 // finishCSI acts on a complete control sequence with final byte f.
 func (s *termScanner) finishCSI(f byte) {
 	switch f {
-	case 'h', 'l':
-		if !s.private {
-			return
-		}
-		for _, p := range bytes.Split(bytes.TrimPrefix(s.params, []byte("?")), []byte(";")) {
-			if string(p) == "2004" {
-				s.bracketed = f == 'h'
-			}
-		}
 	case 'B', 'E', 'F', 'H', 'f', 'd', 'J':
 		// Cursor moved to another row (or the screen was cleared): text
 		// on either side does not belong to one line.

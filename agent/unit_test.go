@@ -231,38 +231,6 @@ func FuzzCompose(f *testing.F) {
 	})
 }
 
-func TestTermScannerBracketed(t *testing.T) {
-	tests := []struct {
-		name   string
-		chunks []string
-		want   bool
-	}{
-		{"none", []string{"hello"}, false},
-		{"on", []string{"\x1b[?2004h"}, true},
-		{"on then off", []string{"\x1b[?2004h", "x\x1b[?2004l"}, false},
-		{"split marker", []string{"ab\x1b[?20", "04h"}, true},
-		{"split after esc", []string{"\x1b", "[?2004h"}, true},
-		{"byte by byte", strings.Split("\x1b[?2004h", ""), true},
-		{"combined modes", []string{"\x1b[?1049;2004h"}, true},
-		{"combined off", []string{"\x1b[?2004h\x1b[?25;2004l"}, false},
-		{"not private", []string{"\x1b[2004h"}, false},
-		{"other mode", []string{"\x1b[?20045h"}, false},
-		{"inside osc", []string{"\x1b]0;\x1b[?2004h\x07"}, false},
-		{"after osc", []string{"\x1b]0;title\x07\x1b[?2004h"}, true},
-		{"reset", []string{"\x1b[?2004h\x1bc"}, false},
-		{"colors around", []string{"\x1b[1;31mX\x1b[0m\x1b[?2004h\x1b[K"}, true},
-	}
-	for _, tc := range tests {
-		var s termScanner
-		for _, c := range tc.chunks {
-			s.Write([]byte(c))
-		}
-		if s.Bracketed() != tc.want {
-			t.Errorf("%s: Bracketed = %v, want %v", tc.name, s.Bracketed(), tc.want)
-		}
-	}
-}
-
 func TestTermScannerLines(t *testing.T) {
 	tests := []struct {
 		name string
@@ -303,9 +271,6 @@ func FuzzTermScanner(f *testing.F) {
 		for i := 0; i < len(data); i += step {
 			b.Write(data[i:min(len(data), i+step)])
 		}
-		if a.Bracketed() != b.Bracketed() {
-			t.Fatalf("bracketed differs when split: %v vs %v", a.Bracketed(), b.Bracketed())
-		}
 		if fmt.Sprintf("%q", whole) != fmt.Sprintf("%q", parts) {
 			t.Fatalf("lines differ when split:\n%q\n%q", whole, parts)
 		}
@@ -313,13 +278,6 @@ func FuzzTermScanner(f *testing.F) {
 			if strings.ContainsAny(l, "\x1b\r\n") || !utf8.ValidString(l) || len(l) > 3*maxLineBytes {
 				t.Fatalf("bad line %q", l)
 			}
-		}
-		// A plain "on" marker at the end always wins.
-		c := termScanner{}
-		c.Write(data)
-		c.Write([]byte("\x18\x1b[?2004h"))
-		if !c.Bracketed() {
-			t.Fatalf("trailing enable not seen after %q", data)
 		}
 	})
 }

@@ -76,9 +76,26 @@ type Team struct {
 	SecretEnv []string
 	// Triggers is the settings.json "triggers" section.
 	Triggers Triggers
+	// Profiles is the settings.json "profiles" section: pane profiles added
+	// to the built-in table or overriding its entries field by field.
+	Profiles map[string]ProfileSettings
 	main     []Member
 	bg       []Member
 	index    map[string]int // key -> position in all()
+}
+
+// ProfileSettings is one settings.json "profiles" entry: timing and the
+// screen markers that tell when the program is ready, busy or showing a
+// dialog for a person (SPEC §6). Zero or absent fields keep the built-in
+// profile's value.
+type ProfileSettings struct {
+	QuietMs      int      `json:"quietMs"`
+	EnterDelayMs int      `json:"enterDelayMs"`
+	VerifyMs     int      `json:"verifyMs"`
+	Ready        []string `json:"ready"`
+	Busy         []string `json:"busy"`
+	Blocked      []string `json:"blocked"`
+	Rows         int      `json:"rows"`
 }
 
 type paneSettings struct {
@@ -98,11 +115,12 @@ type backgroundSettings struct {
 }
 
 type settings struct {
-	Port       int                 `json:"port"`
-	Panes      []paneSettings      `json:"panes"`
-	Background *backgroundSettings `json:"background"`
-	Telegram   *Telegram           `json:"telegram"`
-	SecretEnv  []string            `json:"secretEnv"`
+	Port       int                        `json:"port"`
+	Panes      []paneSettings             `json:"panes"`
+	Background *backgroundSettings        `json:"background"`
+	Telegram   *Telegram                  `json:"telegram"`
+	SecretEnv  []string                   `json:"secretEnv"`
+	Profiles   map[string]ProfileSettings `json:"profiles"`
 	Triggers   *struct {
 		AllowUnsigned *bool `json:"allowUnsigned"`
 	} `json:"triggers"`
@@ -221,7 +239,7 @@ func build(s settings) (*Team, error) {
 			return nil, fmt.Errorf("pane %q: header %q: letters, digits and single hyphens only", role, m.Header)
 		}
 	}
-	t := &Team{Port: s.Port, SecretEnv: s.SecretEnv, main: members, Triggers: Triggers{AllowUnsigned: true}}
+	t := &Team{Port: s.Port, SecretEnv: s.SecretEnv, Profiles: s.Profiles, main: members, Triggers: Triggers{AllowUnsigned: true}}
 	if s.Triggers != nil && s.Triggers.AllowUnsigned != nil {
 		t.Triggers.AllowUnsigned = *s.Triggers.AllowUnsigned
 	}

@@ -277,7 +277,11 @@ func runAttach(ctx context.Context, env Env, args []string) int {
 				}
 			}
 		}()
-		fmt.Fprintf(env.Stderr, "hm: attached to %s (Ctrl-\\ detaches)\r\n", pos[0])
+		mode := ""
+		if *view {
+			mode = ", read-only: what you type is not sent"
+		}
+		fmt.Fprintf(env.Stderr, "hm: attached to %s (Ctrl-\\ detaches%s)\r\n", pos[0], mode)
 	}
 	err = agent.AttachClient(ctx, url, tok, *view, in, out, resize)
 	if err != nil && !errors.Is(err, context.Canceled) {

@@ -86,7 +86,7 @@ func (c *collector) content(id string) string {
 // external WebSocket listeners (transport ws).
 func burstTeam(root string) string {
 	return fmt.Sprintf(`{"panes":[
-	 {"role":"architect","command":%q,"profile":"claude"},
+	 {"role":"architect","command":%q,"profile":"default"},
 	 {"role":"builder","transport":"ws"},
 	 {"role":"oracle","transport":"ws"}]}`, agentCommand(root, "architect"))
 }
@@ -298,12 +298,13 @@ func countBrokered(at map[string]journal.Message, ids []string) int {
 	return n
 }
 
-// typingTeam hosts the architect as a fake agent with the codex profile: its
-// 250 ms Enter delay is the window between typing a message and submitting
-// it that the mid-typing kills aim at.
+// typingTeam hosts the architect as a fake agent with a 250 ms Enter delay
+// (codex's): the window between typing a message and submitting it that the
+// mid-typing kills aim at. The profile is default with that delay, since the
+// fake agent does not draw codex's screen.
 func typingTeam(root string) string {
-	return fmt.Sprintf(`{"panes":[
-	 {"role":"architect","command":%q,"profile":"codex"},
+	return fmt.Sprintf(`{"profiles":{"default":{"enterDelayMs":250}},"panes":[
+	 {"role":"architect","command":%q,"profile":"default"},
 	 {"role":"builder","transport":"ws"},
 	 {"role":"oracle","transport":"ws"}]}`, agentCommand(root, "architect"))
 }

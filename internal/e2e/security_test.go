@@ -291,8 +291,8 @@ func paneToken(t *testing.T, path string) string {
 // environment first; background slots do the same.
 func tokenTeam(root string) string {
 	return fmt.Sprintf(`{"panes":[
-	 {"role":"architect","command":%q,"profile":"claude"},
-	 {"role":"builder","command":%q,"profile":"claude"},
+	 {"role":"architect","command":%q,"profile":"default"},
+	 {"role":"builder","command":%q,"profile":"default"},
 	 {"role":"oracle","transport":"ws"}],
 	 "background":{"owner":"builder","max":3,"command":%q}}`,
 		"env > "+root+"/architect.env; "+agentCommand(root, "architect"),

@@ -188,7 +188,8 @@ func commandProblem(command string) string {
 func (h *Hub) paneSpec(m roles.Member, restart bool) agent.Spec {
 	return agent.Spec{
 		Role: m.Role, PaneID: m.PaneID, Header: m.Header, Command: m.Command, Profile: m.Profile,
-		Dir: h.Layout.Root, Env: paneEnv(h.Layout, h.Team, m, h.Port, h.Tokens.Issue(m.Role)),
+		Profiles: agent.ProfilesFromSettings(h.Team.Profiles),
+		Dir:      h.Layout.Root, Env: paneEnv(h.Layout, h.Team, m, h.Port, h.Tokens.Issue(m.Role)),
 		LogPath:    filepath.Join(h.Layout.PaneLogs(), m.Role+".log"),
 		PointerDir: h.Layout.FullMessages(),
 		Restart:    restart, MinBackoff: h.opts.PaneMinBackoff, MaxBackoff: h.opts.PaneMaxBackoff,

@@ -19,9 +19,9 @@ import (
 
 func fakeTeam(root string, builderEnv ...string) string {
 	return fmt.Sprintf(`{"panes":[
-	 {"role":"architect","command":%q,"profile":"claude"},
-	 {"role":"builder","command":%q,"profile":"claude"},
-	 {"role":"oracle","command":%q,"profile":"claude"}],
+	 {"role":"architect","command":%q,"profile":"default"},
+	 {"role":"builder","command":%q,"profile":"default"},
+	 {"role":"oracle","command":%q,"profile":"default"}],
 	 "background":{"owner":"builder","max":2,"command":%q}}`,
 		agentCmd(root, "architect"), agentCmd(root, "builder", builderEnv...), agentCmd(root, "oracle"),
 		agentCmd(root, "bg", "FAKEAGENT_DONE_WORD=finish"))

@@ -16,14 +16,25 @@
 //   - FAKEAGENT_IGNORE_HUP=1 ignores SIGHUP;
 //   - FAKEAGENT_START_MS delays the banner and the paste switch;
 //   - FAKEAGENT_ECHO=0 turns off the echo of typed input, so that output
-//     appears only when a prompt is submitted.
+//     appears only when a prompt is submitted;
+//   - FAKEAGENT_QUERY=1 asks the terminal, before the banner, for the cursor
+//     position, primary and secondary device attributes, the background
+//     colour, the kitty keyboard flags and the terminal version (as
+//     prompt_toolkit and Codex do) and blocks until every answer came, then
+//     prints them as "terminal answered: ..."; input read meanwhile is kept;
+//   - FAKEAGENT_DIALOG_MS=N shows a menu ("Do you want to proceed?") for N ms
+//     before the banner, as Gemini's auth dialog or a trust prompt does:
+//     whatever is typed meanwhile is taken as a menu choice, logged as a
+//     prompt "DIALOG:<input>", and thrown away.
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -94,23 +105,31 @@ func run() error {
 	if ms := envInt("FAKEAGENT_START_MS", 0); ms > 0 {
 		time.Sleep(time.Duration(ms) * time.Millisecond)
 	}
+	input := readInput()
+	if ms := envInt("FAKEAGENT_DIALOG_MS", 0); ms > 0 {
+		a.dialog(input, time.Duration(ms)*time.Millisecond)
+	}
+	var early []byte
+	if os.Getenv("FAKEAGENT_QUERY") == "1" {
+		var err error
+		if early, err = a.queryTerminal(input); err != nil {
+			return err
+		}
+	}
 	a.printf("fakeagent ready (pid %d)\r\n", os.Getpid())
 	if os.Getenv("FAKEAGENT_NO_PASTE") != "1" {
 		a.printf("\x1b[?2004h")
 	}
 	a.printf("> ")
-	rb := make([]byte, 64*1024)
-	for {
-		n, err := os.Stdin.Read(rb)
-		if n > 0 {
-			if done := a.feed(rb[:n], time.Now()); done {
-				return nil
-			}
-		}
-		if err != nil {
-			return nil // terminal gone
+	if len(early) > 0 && a.feed(early, time.Now()) {
+		return nil
+	}
+	for b := range input {
+		if done := a.feed(b, time.Now()); done {
+			return nil
 		}
 	}
+	return nil // terminal gone
 }
 
 func (a *agent) printf(format string, args ...any) {
@@ -202,18 +221,7 @@ func (a *agent) submit() bool {
 	prompt := string(a.buf)
 	a.buf = a.buf[:0]
 	a.prompts++
-	if a.logPath != "" {
-		line, _ := json.Marshal(struct {
-			Prompt string `json:"prompt"`
-			At     int64  `json:"at"`
-			PID    int    `json:"pid"`
-		}{prompt, time.Now().UnixMilli(), os.Getpid()})
-		f, err := os.OpenFile(a.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err == nil {
-			f.Write(append(line, '\n'))
-			f.Close()
-		}
-	}
+	a.logPrompt(prompt)
 	first, _, _ := strings.Cut(prompt, "\n")
 	if len(first) > 60 {
 		first = first[:60]
@@ -235,4 +243,105 @@ func (a *agent) submit() bool {
 	}
 	a.printf("> ")
 	return false
+}
+
+// terminalAnswers match the replies to the queries queryTerminal sends.
+var terminalAnswers = []struct {
+	name string
+	re   *regexp.Regexp
+}{
+	{"cpr", regexp.MustCompile(`\x1b\[(\d+;\d+)R`)},
+	{"da1", regexp.MustCompile(`\x1b\[\?([\d;]*)c`)},
+	{"da2", regexp.MustCompile(`\x1b\[>([\d;]*)c`)},
+	{"bg", regexp.MustCompile(`\x1b\]11;([^\x07\x1b]*)(?:\x07|\x1b\\)`)},
+	{"kitty", regexp.MustCompile(`\x1b\[\?(\d*)u`)},
+	{"version", regexp.MustCompile(`\x1bP>\|([^\x1b]*)\x1b\\`)},
+}
+
+// queryTerminal sends the queries and blocks until all were answered. It
+// returns the other input read meanwhile.
+func (a *agent) queryTerminal(input <-chan []byte) ([]byte, error) {
+	a.printf("\x1b[6n\x1b[c\x1b[>c\x1b]11;?\x07\x1b[?u\x1b[>q")
+	var in []byte
+	for {
+		var got []string
+		rest := in
+		for _, ans := range terminalAnswers {
+			m := ans.re.FindSubmatchIndex(rest)
+			if m == nil {
+				break
+			}
+			got = append(got, ans.name+"="+string(rest[m[2]:m[3]]))
+			rest = append(rest[:m[0]:m[0]], rest[m[1]:]...)
+		}
+		if len(got) == len(terminalAnswers) {
+			a.printf("terminal answered: %s\r\n", strings.Join(got, " "))
+			return rest, nil
+		}
+		b, ok := <-input
+		if !ok {
+			return nil, errors.New("terminal gone while waiting for answers")
+		}
+		in = append(in, b...)
+	}
+}
+
+// dialog shows a menu for d; input meanwhile is a menu choice, logged and
+// discarded.
+func (a *agent) dialog(input <-chan []byte, d time.Duration) {
+	a.printf("Do you want to proceed?\r\n\u276f 1. Yes\r\n  2. No\r\n")
+	end := time.After(d)
+	var choice []byte
+	for wait := true; wait; {
+		select {
+		case b, ok := <-input:
+			if !ok {
+				wait = false
+			}
+			choice = append(choice, b...)
+		case <-end:
+			wait = false
+		}
+	}
+	if len(choice) > 0 {
+		a.logPrompt("DIALOG:" + string(choice))
+	}
+	a.printf("\x1b[2J\x1b[H")
+}
+
+// readInput passes each read of stdin to the returned channel, closed at
+// the end of input.
+func readInput() <-chan []byte {
+	ch := make(chan []byte, 16)
+	go func() {
+		defer close(ch)
+		for {
+			rb := make([]byte, 64*1024)
+			n, err := os.Stdin.Read(rb)
+			if n > 0 {
+				ch <- rb[:n]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// logPrompt appends a prompt to $FAKEAGENT_LOG.
+func (a *agent) logPrompt(prompt string) {
+	if a.logPath == "" {
+		return
+	}
+	line, _ := json.Marshal(struct {
+		Prompt string `json:"prompt"`
+		At     int64  `json:"at"`
+		PID    int    `json:"pid"`
+	}{prompt, time.Now().UnixMilli(), os.Getpid()})
+	f, err := os.OpenFile(a.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err == nil {
+		f.Write(append(line, '\n'))
+		f.Close()
+	}
 }
