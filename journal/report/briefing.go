@@ -22,25 +22,16 @@ import (
 // The previous session is the highest-numbered session in the ledger other
 // than the current one. o.Now gives the date line and ages.
 func Briefing(ctx context.Context, l *journal.Ledger, o Options) ([]byte, error) {
-	if l == nil {
-		return nil, fmt.Errorf("report briefing: %w", ErrNoLedger)
-	}
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
-	var out []byte
-	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+	return build(ctx, l, "briefing", func(conn *sqlite.Conn) ([]byte, error) {
 		b, err := loadBriefing(conn, o)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out = renderBriefing(b, o)
-		return nil
+		return renderBriefing(b, o), nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("report briefing: %w", err)
-	}
-	return out, nil
 }
 
 // briefingData is everything the briefing shows.

@@ -19,17 +19,25 @@ import (
 // UTC and orders rows by id, so the same ledger gives byte-identical output.
 // All queries run in one read transaction.
 func Handoff(ctx context.Context, l *journal.Ledger, o Options) ([]byte, error) {
+	return build(ctx, l, "handoff", func(conn *sqlite.Conn) ([]byte, error) {
+		return buildHandoff(conn, o)
+	})
+}
+
+// build runs fn in one read transaction of l; what names the report in
+// errors ("report <what>: …").
+func build(ctx context.Context, l *journal.Ledger, what string, fn func(*sqlite.Conn) ([]byte, error)) ([]byte, error) {
 	if l == nil {
-		return nil, fmt.Errorf("report handoff: %w", ErrNoLedger)
+		return nil, fmt.Errorf("report %s: %w", what, ErrNoLedger)
 	}
 	var out []byte
 	err := l.Read(ctx, func(conn *sqlite.Conn) error {
 		var err error
-		out, err = buildHandoff(conn, o)
+		out, err = fn(conn)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("report handoff: %w", err)
+		return nil, fmt.Errorf("report %s: %w", what, err)
 	}
 	return out, nil
 }
