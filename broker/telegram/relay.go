@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot"
+
 	"hm/internal/msgid"
 	"hm/internal/status"
 )
