@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseHeader(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		ok   bool
@@ -83,6 +84,7 @@ func FuzzParseHeader(f *testing.F) {
 }
 
 func TestTagsRefsSignals(t *testing.T) {
+	t.Parallel()
 	if got := Tags("[ACK REQUIRED] [urgent] please"); !reflect.DeepEqual(got, []string{TagAckRequired, TagUrgent}) {
 		t.Errorf("Tags = %v", got)
 	}
@@ -132,6 +134,7 @@ func FuzzRefsSignals(f *testing.F) {
 }
 
 func TestCheckHeader(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in  string
 		bad bool

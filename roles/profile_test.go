@@ -6,6 +6,7 @@ import (
 )
 
 func TestInferProfile(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		command, want string
 	}{

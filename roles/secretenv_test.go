@@ -3,6 +3,7 @@ package roles
 import "testing"
 
 func TestIsSecretEnv(t *testing.T) {
+	t.Parallel()
 	team, err := Parse([]byte(`{"secretEnv": ["OPENAI_API_KEY", "AWS_*", "*"]}`))
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestResolveSuggestsTarget(t *testing.T) {
+	t.Parallel()
 	team := Default()
 	tests := []struct {
 		name, suggest string
@@ -54,6 +55,7 @@ func TestResolveSuggestsTarget(t *testing.T) {
 }
 
 func TestEditDistance(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		a, b string
 		want int

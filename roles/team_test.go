@@ -9,6 +9,7 @@ import (
 )
 
 func TestResolveDefaultTeam(t *testing.T) {
+	t.Parallel()
 	team := Default()
 	tests := []struct {
 		in   string
@@ -63,6 +64,7 @@ func TestResolveDefaultTeam(t *testing.T) {
 }
 
 func TestParseSettings(t *testing.T) {
+	t.Parallel()
 	team, err := Parse([]byte(`{"port": 9911,
 	 "panes": [{"role": "architect", "id": "1", "header": "ARCH", "command": "claude --x", "transport": "pty"},
 	           {"role": "reviewer", "id": "4", "header": "REVIEW", "command": "gemini", "profile": "gemini", "transport": "ws"}],
@@ -106,6 +108,7 @@ func TestParseSettings(t *testing.T) {
 }
 
 func TestLoadMissingGivesDefault(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	team, err := Load(filepath.Join(dir, "settings.json"))
 	if err != nil || len(team.Members()) != 3 {

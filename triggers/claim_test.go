@@ -19,6 +19,7 @@ import (
 // TestTransientRetry: a failing sink keeps the file, stops processing and
 // retries in order at the next rescan.
 func TestTransientRetry(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var mu sync.Mutex
 	failing := true
@@ -84,6 +85,7 @@ func readReason(t *testing.T, dir, name string) (code status.Code, text string) 
 
 // TestRejections covers sink refusals and files refused by the watcher.
 func TestRejections(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		file     string
@@ -156,6 +158,7 @@ func TestRejections(t *testing.T) {
 // TestSymlinkNotFollowed: a symlink with a trigger name never leaks the
 // file it points to.
 func TestSymlinkNotFollowed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte("TOP SECRET"), 0o600); err != nil {
@@ -197,6 +200,7 @@ func TestSymlinkNotFollowed(t *testing.T) {
 // TestClaimedLeftovers: files a crash left in .claimed/ go first, and a
 // file without an id gets the one FileID gives it before the crash.
 func TestClaimedLeftovers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	claimed := filepath.Join(dir, ClaimedDir)
 	if err := os.MkdirAll(claimed, 0o700); err != nil {
@@ -257,6 +261,7 @@ func TestClaimedLeftovers(t *testing.T) {
 // TestDerivedIDSurvivesRetry: a file without an id re-processed after a
 // failure carries the same id both times, so the ledger can dedupe it.
 func TestDerivedIDSurvivesRetry(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var mu sync.Mutex
 	var ids []string
@@ -284,6 +289,7 @@ func TestDerivedIDSurvivesRetry(t *testing.T) {
 // TestClaimCollision: a new file with the name of one awaiting a retry in
 // .claimed/ is not claimed over it, and both are delivered in order.
 func TestClaimCollision(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var mu sync.Mutex
 	fail := true
@@ -320,6 +326,7 @@ func TestClaimCollision(t *testing.T) {
 // like trigger files, hard links, and files owned by another user go to
 // rejected/ with a reason, unread; they never stay in triggers/ forever.
 func TestOnlyRegularFilesRead(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Fatal("this test makes a device node and chowns a file: run it as root (CI does)")
 	}
@@ -395,6 +402,7 @@ func TestOnlyRegularFilesRead(t *testing.T) {
 // written one after the other, are two messages with two ids; a file with
 // an explicit id keeps it.
 func TestLegacyNameIDsPerFile(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		file    string
@@ -440,6 +448,7 @@ func TestLegacyNameIDsPerFile(t *testing.T) {
 // TestFileID: the derived id follows the file (name, inode, mtime, size),
 // not its text.
 func TestFileID(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "architect.txt")
 	if err := os.WriteFile(p, []byte("yes"), 0o600); err != nil {

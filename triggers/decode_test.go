@@ -32,6 +32,7 @@ func utf16Bytes(s string, bigEndian, bom bool) []byte {
 }
 
 func TestDecode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		raw     []byte
@@ -97,6 +98,7 @@ func TestDecode(t *testing.T) {
 }
 
 func TestParseName(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		target string
@@ -149,6 +151,7 @@ func TestParseName(t *testing.T) {
 }
 
 func TestValidMessageID(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		id string
 		ok bool
@@ -177,6 +180,7 @@ func TestValidMessageID(t *testing.T) {
 }
 
 func TestRejectErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		err    error
@@ -320,6 +324,7 @@ func FuzzParseName(f *testing.F) {
 // TestSignature: a signature verifies only with its token, for its id, role
 // and body exactly; malformed or misplaced signature lines are refused.
 func TestSignature(t *testing.T) {
+	t.Parallel()
 	const tok, id, body = "secret-token", "hm-1-abc", "(ARCH #0): ship it\n"
 	good := "[HM-MESSAGE-ID:" + id + "]\n" + SignLine(tok, "architect", id, body) + "\n" + body
 	tests := []struct {

@@ -75,17 +75,9 @@ func (s *runState) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case ev, ok := <-s.events:
-			if !ok {
-				s.events = nil
-				continue
-			}
-			s.handleEvent(ev)
+			s.takeEvent(ev, ok)
 		case err, ok := <-s.errs:
-			if !ok {
-				s.errs = nil
-				continue
-			}
-			s.handleError(err)
+			s.takeError(err, ok)
 		case err := <-s.w.injectErr:
 			s.handleError(err)
 		case <-ticker.C:
@@ -101,17 +93,13 @@ func (s *runState) drain(tick <-chan time.Time) {
 	for range 4096 {
 		select {
 		case ev, ok := <-s.events:
-			if !ok {
-				s.events = nil
+			if !s.takeEvent(ev, ok) {
 				return
 			}
-			s.handleEvent(ev)
 		case err, ok := <-s.errs:
-			if !ok {
-				s.errs = nil
+			if !s.takeError(err, ok) {
 				return
 			}
-			s.handleError(err)
 		case err := <-s.w.injectErr:
 			s.handleError(err)
 		case <-tick:
@@ -120,6 +108,28 @@ func (s *runState) drain(tick <-chan time.Time) {
 			return
 		}
 	}
+}
+
+// takeEvent handles one receive from the fsnotify event channel: an event,
+// or (ok false) the channel's close, after which it is no longer read. It
+// reports ok.
+func (s *runState) takeEvent(ev fsnotify.Event, ok bool) bool {
+	if !ok {
+		s.events = nil
+		return false
+	}
+	s.handleEvent(ev)
+	return true
+}
+
+// takeError is takeEvent for the fsnotify error channel.
+func (s *runState) takeError(err error, ok bool) bool {
+	if !ok {
+		s.errs = nil
+		return false
+	}
+	s.handleError(err)
+	return true
 }
 
 // handleError handles an fsnotify error: an overflow means lost events (no

@@ -36,6 +36,7 @@ func slowWrite(path string, parts []string, pause time.Duration) error {
 // TestSlowWriterNeverTruncated: files written in place with pauses shorter
 // than Settle are delivered whole.
 func TestSlowWriterNeverTruncated(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		parts []string
@@ -85,6 +86,7 @@ func TestSlowWriterNeverTruncated(t *testing.T) {
 // TestRenameFastPathVersusInPlace: with a very long Settle, a renamed file is
 // delivered at once while a file written in place waits.
 func TestRenameFastPathVersusInPlace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Settle: time.Hour, Rescan: 50 * time.Millisecond})
@@ -276,6 +278,7 @@ func (h *readyHarness) do(st rstep) {
 // TestReadiness walks the readiness rules (see doc.go, "When a file is
 // ready") on a fake clock.
 func TestReadiness(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		notify bool // fsnotify available (markers are used)
@@ -452,6 +455,7 @@ func TestReadiness(t *testing.T) {
 // line at pauses far longer than Settle loses nothing: the file is taken
 // once, whole, after the writer closed it.
 func TestSlowInPlaceWriterWhole(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Settle: 30 * time.Millisecond, Rescan: 50 * time.Millisecond})

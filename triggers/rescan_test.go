@@ -18,6 +18,7 @@ import (
 
 // TestDrainAtStart: files present before Run are delivered, oldest first.
 func TestDrainAtStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base := time.Now().Add(-time.Hour)
 	files := []struct {
@@ -64,6 +65,7 @@ func TestDrainAtStart(t *testing.T) {
 // .txt files whose names name no target go to rejected/ (SPEC §7: nothing is
 // silently dropped), as does a directory named like a trigger file.
 func TestIgnoredNames(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	names := []string{".hidden.txt", ".architect.hm-1.txt.tmp", "architect.txt.tmp", "notes.md", "architect"}
 	badNames := []string{"-x.txt", "a b.txt", "all..txt", "under_score.txt"}
@@ -113,6 +115,7 @@ func TestIgnoredNames(t *testing.T) {
 
 // TestPollingOnly: without fsnotify, rescans alone deliver everything.
 func TestPollingOnly(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 30 * time.Millisecond, Settle: 20 * time.Millisecond})
@@ -133,6 +136,7 @@ func TestPollingOnly(t *testing.T) {
 // TestOverflowRescans: a queue overflow triggers a full rescan, and files
 // whose events were lost are still delivered.
 func TestOverflowRescans(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: time.Hour, Settle: 20 * time.Millisecond})
@@ -158,6 +162,7 @@ func TestOverflowRescans(t *testing.T) {
 // TestDirRecreated: the watcher recreates a removed directory and keeps
 // delivering.
 func TestDirRecreated(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "triggers")
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 50 * time.Millisecond})
@@ -183,6 +188,7 @@ func TestDirRecreated(t *testing.T) {
 }
 
 func TestBadTxtNamesRejected(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Rescan: 50 * time.Millisecond, Settle: 10 * time.Millisecond, Logger: testLogger(t)})

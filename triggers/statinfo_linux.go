@@ -3,23 +3,9 @@
 package triggers
 
 import (
-	"io/fs"
 	"syscall"
 	"time"
 )
 
-// inodeInfo is what the watcher needs from a file's inode beyond fs.FileInfo.
-type inodeInfo struct {
-	ino   uint64
-	nlink uint64
-	uid   uint32
-	ctime time.Time
-}
-
-func statInode(fi fs.FileInfo) (inodeInfo, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return inodeInfo{}, false
-	}
-	return inodeInfo{ino: st.Ino, nlink: uint64(st.Nlink), uid: st.Uid, ctime: time.Unix(st.Ctim.Unix())}, true
-}
+// statCtime is the inode change time (Linux names it Ctim).
+func statCtime(st *syscall.Stat_t) time.Time { return time.Unix(st.Ctim.Unix()) }

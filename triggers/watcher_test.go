@@ -14,6 +14,7 @@ import (
 )
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "triggers")
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t)})
@@ -57,6 +58,7 @@ func TestRoundTrip(t *testing.T) {
 // TestBurst: 1,000 files from 4 concurrent writers (two using Write, two a
 // temp file and rename) are each delivered once, in order per writer.
 func TestBurst(t *testing.T) {
+	t.Parallel()
 	const writers, per = 4, 250
 	dir := t.TempDir()
 	rec := &recorder{}
@@ -131,6 +133,7 @@ func TestBurst(t *testing.T) {
 // TestBinaryGarbageCleaned: garbage with printable parts is delivered
 // without control characters.
 func TestBinaryGarbageCleaned(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rec := &recorder{}
 	w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t)})
@@ -144,6 +147,7 @@ func TestBinaryGarbageCleaned(t *testing.T) {
 }
 
 func TestUTF16Files(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		data []byte
@@ -180,6 +184,7 @@ func TestUTF16Files(t *testing.T) {
 // TestRunStopsPromptly: Run returns soon after cancel, even with files
 // waiting and a sink that blocks until its context ends.
 func TestRunStopsPromptly(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, dir string)
@@ -245,6 +250,7 @@ func TestRunStopsPromptly(t *testing.T) {
 }
 
 func TestRunTwice(t *testing.T) {
+	t.Parallel()
 	w := NewWatcher(t.TempDir(), (&recorder{}).sink, Options{Logger: testLogger(t)})
 	r := startWatcher(t, w)
 	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 1, "started") })
@@ -259,6 +265,7 @@ func TestRunTwice(t *testing.T) {
 }
 
 func TestRunBadDir(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestWrite(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, target, id, content string
 		wantName                  string
@@ -66,6 +67,7 @@ func TestWrite(t *testing.T) {
 }
 
 func TestWriteGeneratesID(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path, err := Write(dir, "builder", "", "hi")
 	if err != nil {
@@ -88,6 +90,7 @@ func TestWriteGeneratesID(t *testing.T) {
 }
 
 func TestWriteRefuses(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, target, id, content string
 		want                      error
@@ -126,6 +129,7 @@ func TestWriteRefuses(t *testing.T) {
 }
 
 func TestWriteNeverOverwrites(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	first, err := Write(dir, "oracle", "same", "first")
 	if err != nil {
@@ -178,6 +182,7 @@ func FuzzWrite(f *testing.F) {
 // TestWriteSigned: hm-send's signed file decodes to its content with a
 // signature that verifies with the writer's token.
 func TestWriteSigned(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p, err := WriteSigned(dir, "Builder", "hm-5-x", "(ARCH #0): signed\nline two", "Architect", "tok")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestLoadConfig(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name          string
 		env           map[string]string
@@ -89,6 +90,7 @@ func TestLoadConfig(t *testing.T) {
 }
 
 func TestLoadConfigUnreadableDotEnv(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	// A directory named .env cannot be read as a file.
 	if err := os.Mkdir(filepath.Join(root, ".env"), 0o700); err != nil {
@@ -116,6 +118,7 @@ func TestLoadConfigNoRoot(t *testing.T) {
 }
 
 func TestParseDotEnv(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   string

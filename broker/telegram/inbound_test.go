@@ -9,6 +9,7 @@ import (
 )
 
 func TestDecodeAndRender(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		raw        string
@@ -131,6 +132,7 @@ func TestDecodeAndRender(t *testing.T) {
 }
 
 func TestPlaceholders(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		msg  string
 		want string
@@ -165,6 +167,7 @@ func TestPlaceholders(t *testing.T) {
 }
 
 func TestFormatInbound(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2025, 1, 2, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string
@@ -188,6 +191,7 @@ func TestFormatInbound(t *testing.T) {
 }
 
 func TestInboundMessageID(t *testing.T) {
+	t.Parallel()
 	if got := (Inbound{UpdateID: 700001}).MessageID(); got != "telegram-in-700001" {
 		t.Fatalf("MessageID = %q", got)
 	}

@@ -17,6 +17,7 @@ import (
 // TestInbound enqueues one update of each interesting kind and checks what
 // reaches the architect, what is refused, and that the offset ends past all.
 func TestInbound(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t)
 	store := newMemStore()
 
@@ -162,6 +163,7 @@ func trim(s string) string {
 // same store, with a server that never forgets confirmed updates: every
 // update arrives exactly once, and the offset only moves after the commit.
 func TestRestart(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t)
 	fake.RetainConfirmed(true)
 	store := newMemStore()
@@ -223,6 +225,7 @@ func TestRestart(t *testing.T) {
 // TestStopDuringDelivery stops the relay while a delivery is in flight (and
 // fails because of it): the update is not lost, the next relay delivers it.
 func TestStopDuringDelivery(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t)
 	fake.RetainConfirmed(true)
 	store := newMemStore()
@@ -269,6 +272,7 @@ func TestStopDuringDelivery(t *testing.T) {
 // TestDeliverFailureRetried: journal_unavailable on Deliver keeps the offset
 // and retries the same update until it commits, then continues.
 func TestDeliverFailureRetried(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t)
 	store := newMemStore()
 	store.failDeliver = 3
@@ -294,6 +298,7 @@ func TestDeliverFailureRetried(t *testing.T) {
 // TestPollErrorsRecover: 5xx, malformed answers and slow answers on
 // getUpdates are retried with backoff and nothing is lost.
 func TestPollErrorsRecover(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		fault telegramtest.Fault
@@ -338,6 +343,7 @@ func TestPollErrorsRecover(t *testing.T) {
 // TestRejectedToken: a token the API rejects puts the relay in state error
 // with a clear message, and it does not hammer the API.
 func TestRejectedToken(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		token  string
@@ -391,6 +397,7 @@ func TestRejectedToken(t *testing.T) {
 // TestRejectedTokenRetriesSlowly: with a short RejectedBackoff the relay tries
 // again, at that pace, and recovers when the token works again.
 func TestRejectedTokenRetriesSlowly(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t)
 	fake.Inject("getMe", 3, telegramtest.Unauthorized())
 	cfg := testConfig(t, fake)
@@ -417,6 +424,7 @@ func TestRejectedTokenRetriesSlowly(t *testing.T) {
 // TestRunStopsPromptly cancels Run in each phase: while long-polling, while
 // backing off, and while waiting for the store.
 func TestRunStopsPromptly(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		setup func(*telegramtest.Server, *memStore, *Config)
@@ -457,6 +465,7 @@ func TestRunStopsPromptly(t *testing.T) {
 }
 
 func TestRunTwice(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t)
 	ru := startRelay(t, testConfig(t, fake), newMemStore())
 	poll.For(t, 10*time.Second, func() error {
@@ -468,6 +477,7 @@ func TestRunTwice(t *testing.T) {
 }
 
 func TestOffRelay(t *testing.T) {
+	t.Parallel()
 	r, err := New(Config{ChatID: "42"}, nil, nil)
 	if err != nil {
 		t.Fatalf("New without token: %v", err)
@@ -508,6 +518,7 @@ func TestOffRelay(t *testing.T) {
 }
 
 func TestNewValidation(t *testing.T) {
+	t.Parallel()
 	store := newMemStore()
 	tests := []struct {
 		name    string
@@ -531,6 +542,7 @@ func TestNewValidation(t *testing.T) {
 }
 
 func TestOwnerChat(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		cfg  Config
 		want string
@@ -553,6 +565,7 @@ func TestOwnerChat(t *testing.T) {
 // TestOffsetKeyPerBot: the offset is stored per bot id, and a corrupt stored
 // value does not stop the relay.
 func TestOffsetKeyPerBot(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t)
 	store := newMemStore()
 	store.kv["telegram.offset.424242"] = "garbage"
@@ -569,6 +582,7 @@ func TestOffsetKeyPerBot(t *testing.T) {
 // TestOffsetSaveFailure: a failed offset save (the update is committed) does
 // not stop the relay, loses nothing and repeats nothing.
 func TestOffsetSaveFailure(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t)
 	store := newMemStore()
 	store.failKVSet = 1
@@ -590,6 +604,7 @@ func TestOffsetSaveFailure(t *testing.T) {
 }
 
 func TestPollTimeoutFloor(t *testing.T) {
+	t.Parallel()
 	store := newMemStore()
 	r, err := New(Config{Token: testToken, PollTimeout: 10 * time.Millisecond}, store, store.Deliver)
 	if err != nil {

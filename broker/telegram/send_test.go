@@ -31,6 +31,7 @@ func newSendRelay(t *testing.T, fake *telegramtest.Server, store *memStore, edit
 // under Telegram's limit, recorded and finished one by one, without the role
 // header, and together equal to the body.
 func TestSendLongReply(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t)
 	store := newMemStore()
 	r := newSendRelay(t, fake, store, nil)
@@ -89,6 +90,7 @@ func TestSendLongReply(t *testing.T) {
 
 // TestSendRetries covers the retry policy per failure kind.
 func TestSendRetries(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		fault      telegramtest.Fault
@@ -162,6 +164,7 @@ func TestSendRetries(t *testing.T) {
 
 // TestSendStopsAtFailedPart: parts after a failed one are not sent.
 func TestSendStopsAtFailedPart(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t)
 	store := newMemStore()
 	r := newSendRelay(t, fake, store, nil)
@@ -188,6 +191,7 @@ func TestSendStopsAtFailedPart(t *testing.T) {
 }
 
 func TestSendEdgeCases(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		cfg       func(*Config)
@@ -244,6 +248,7 @@ func TestSendEdgeCases(t *testing.T) {
 // TestSendCancel: cancelling the caller's ctx ends a Send that waits for
 // retry_after, and the part is finished as failed anyway.
 func TestSendCancel(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t)
 	store := newMemStore()
 	r := newSendRelay(t, fake, store, nil)
@@ -271,6 +276,7 @@ func TestSendCancel(t *testing.T) {
 // TestConcurrentSendsDoNotInterleave: parts of two concurrent multi-part
 // sends arrive grouped per message.
 func TestConcurrentSendsDoNotInterleave(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t)
 	store := newMemStore()
 	r := newSendRelay(t, fake, store, nil)
@@ -303,6 +309,7 @@ func TestConcurrentSendsDoNotInterleave(t *testing.T) {
 // TestUserWindowAfterInbound: an inbound message opens the reply window on
 // its chat, and a reply to it goes there.
 func TestUserWindowAfterInbound(t *testing.T) {
+	t.Parallel()
 	fake := newFake(t)
 	store := newMemStore()
 	ru := startRelay(t, testConfig(t, fake), store)

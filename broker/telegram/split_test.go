@@ -9,6 +9,7 @@ import (
 )
 
 func TestSplit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		text  string
@@ -113,6 +114,7 @@ func abs(n int) int {
 }
 
 func TestUTF16Len(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want int

@@ -19,6 +19,7 @@ func sendFlags() (*flag.FlagSet, *bool, *string, *time.Duration) {
 }
 
 func TestParseArgs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args    []string
 		pos     []string
@@ -86,6 +87,7 @@ func FuzzParseArgs(f *testing.F) {
 }
 
 func TestMainUsage(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
 	if code := MainContext(t.Context(), nil, env); code != ExitUsage || !strings.Contains(errb.String(), "commands:") {

@@ -12,6 +12,7 @@ import (
 // and checks that --json prints what it printed when it decoded the hub's
 // answer into a map.
 func TestPrintBgResult(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		action    string

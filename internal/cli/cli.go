@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+
+	"hm/internal/layout"
 )
 
 // Env is what a command may touch of the process: its streams, environment
@@ -143,6 +145,31 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		return nil, err
 	}
 	return pos, nil
+}
+
+// The flags every command shares are defined here once, so that --root,
+// --port and --json mean the same in each.
+
+// rootFlag defines --root, the coordination root, on fs.
+func rootFlag(fs *flag.FlagSet) *string {
+	return fs.String("root", "", "coordination root (default: $SQUIDRUN_ROOT, nearest .squidrun/, or the working directory)")
+}
+
+// findRoot finds the layout --root (the value of rootFlag) names.
+func findRoot(env Env, root string) (layout.Layout, error) {
+	return layout.FindRoot(root, env.Getenv)
+}
+
+// portFlag defines --port, the port of the hub to talk to, on fs. 0 finds
+// it: $HM_PORT, $HM_SEND_PORT, hub.json, else 9900 (see discover). `hm up`,
+// which listens rather than connects, defines its own.
+func portFlag(fs *flag.FlagSet) *int {
+	return fs.Int("port", 0, "hub port (default: $HM_PORT, the running hub's hub.json, or 9900)")
+}
+
+// jsonFlag defines --json on fs; what names what is printed as JSON.
+func jsonFlag(fs *flag.FlagSet, what string) *bool {
+	return fs.Bool("json", false, "print "+what+" as JSON")
 }
 
 func newFlags(name string, env Env) *flag.FlagSet {

@@ -18,13 +18,23 @@ import (
 	"hm/roles"
 )
 
+// rootLedger finds the root --root names and opens its ledger read-only;
+// on failure it prints "<cmd>: <error>" and reports false.
+func rootLedger(ctx context.Context, env Env, root, cmd string) (layout.Layout, *journal.Ledger, bool) {
+	lay, err := findRoot(env, root)
+	if err == nil {
+		var l *journal.Ledger
+		if l, err = openLedger(ctx, lay); err == nil {
+			return lay, l, true
+		}
+	}
+	fmt.Fprintln(env.Stderr, cmd+":", err)
+	return lay, nil, false
+}
+
 // openLedger opens the ledger read-only beside a possibly running hub.
 func openLedger(ctx context.Context, lay layout.Layout) (*journal.Ledger, error) {
 	return journal.Open(ctx, lay.Ledger(), journal.Options{ReadOnly: true})
-}
-
-func rootFlag(env Env, fsRoot string) (layout.Layout, error) {
-	return layout.FindRoot(fsRoot, env.Getenv)
 }
 
 const commsSynopsis = "hm comms history [--last N] [--session N|all] [--json] | hm comms search <query> [--limit N] [--json] | hm comms tail [-f]"
@@ -72,17 +82,17 @@ func printJSON(w io.Writer, v any) {
 
 func runHistory(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("comms history", env)
-	root := fs.String("root", "", "coordination root")
+	root := rootFlag(fs)
 	last := fs.Int("last", 20, "how many rows (newest last)")
 	session := fs.String("session", "", "session number or 'all' (default: the current session)")
-	asJSON := fs.Bool("json", false, "print JSON")
+	asJSON := jsonFlag(fs, "the result")
 	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 || *last <= 0 {
 		if err == nil {
 			err = errors.New("unexpected arguments or --last <= 0")
 		}
 		return usageError(env, fs, commsSynopsis, err)
 	}
-	lay, err := rootFlag(env, *root)
+	lay, err := findRoot(env, *root)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "hm comms:", err)
 		return ExitFailed
@@ -126,9 +136,9 @@ func runHistory(ctx context.Context, env Env, args []string) int {
 
 func runSearch(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("comms search", env)
-	root := fs.String("root", "", "coordination root")
+	root := rootFlag(fs)
 	limit := fs.Int("limit", 20, "most results")
-	asJSON := fs.Bool("json", false, "print JSON")
+	asJSON := jsonFlag(fs, "the result")
 	pos, err := parseMessageArgs(fs, args, 0)
 	if err != nil || len(pos) == 0 || *limit <= 0 {
 		if err == nil {
@@ -136,14 +146,8 @@ func runSearch(ctx context.Context, env Env, args []string) int {
 		}
 		return usageError(env, fs, commsSynopsis, err)
 	}
-	lay, err := rootFlag(env, *root)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "hm comms:", err)
-		return ExitFailed
-	}
-	l, err := openLedger(ctx, lay)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "hm comms:", err)
+	_, l, ok := rootLedger(ctx, env, *root, "hm comms")
+	if !ok {
 		return ExitFailed
 	}
 	defer l.Close()
@@ -176,14 +180,14 @@ func runSearch(ctx context.Context, env Env, args []string) int {
 
 func runTail(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("comms tail", env)
-	root := fs.String("root", "", "coordination root")
+	root := rootFlag(fs)
 	follow := fs.Bool("f", false, "follow: print ledger changes live")
 	last := fs.Int("last", 10, "rows to print first")
-	port := fs.Int("port", 0, "hub port")
+	port := portFlag(fs)
 	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
 		return usageError(env, fs, commsSynopsis, err)
 	}
-	lay, err := rootFlag(env, *root)
+	lay, err := findRoot(env, *root)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "hm comms:", err)
 		return ExitFailed
@@ -198,16 +202,10 @@ func runTail(ctx context.Context, env Env, args []string) int {
 	if !*follow {
 		return ExitOK
 	}
-	cfg, err := discover(env, *root, *port, "")
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "hm comms tail:", err)
-		return ExitFailed
-	}
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	cl, err := cfg.connect(dctx, false)
+	cl := dialHub(dctx, env, "hm comms tail", *root, *port, "")
 	cancel()
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "hm comms tail: hub not reachable:", err)
+	if cl == nil {
 		return ExitFailed
 	}
 	defer cl.Close()
@@ -254,18 +252,12 @@ func reportOptions(lay layout.Layout) report.Options {
 
 func runBriefing(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("briefing", env)
-	root := fs.String("root", "", "coordination root")
+	root := rootFlag(fs)
 	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
 		return usageError(env, fs, "hm briefing [--root D]", err)
 	}
-	lay, err := rootFlag(env, *root)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "hm briefing:", err)
-		return ExitFailed
-	}
-	l, err := openLedger(ctx, lay)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "hm briefing:", err)
+	lay, l, ok := rootLedger(ctx, env, *root, "hm briefing")
+	if !ok {
 		return ExitFailed
 	}
 	defer l.Close()
@@ -280,18 +272,12 @@ func runBriefing(ctx context.Context, env Env, args []string) int {
 
 func runHandoff(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("handoff", env)
-	root := fs.String("root", "", "coordination root")
+	root := rootFlag(fs)
 	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
 		return usageError(env, fs, "hm handoff [--root D]", err)
 	}
-	lay, err := rootFlag(env, *root)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "hm handoff:", err)
-		return ExitFailed
-	}
-	l, err := openLedger(ctx, lay)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "hm handoff:", err)
+	lay, l, ok := rootLedger(ctx, env, *root, "hm handoff")
+	if !ok {
 		return ExitFailed
 	}
 	defer l.Close()
@@ -320,19 +306,13 @@ func runJournal(ctx context.Context, env Env, args []string) int {
 		return ExitUsage
 	}
 	fs := newFlags("journal verify", env)
-	root := fs.String("root", "", "coordination root")
-	asJSON := fs.Bool("json", false, "print JSON")
+	root := rootFlag(fs)
+	asJSON := jsonFlag(fs, "the result")
 	if pos, err := parseArgs(fs, args[1:]); err != nil || len(pos) > 0 {
 		return usageError(env, fs, "hm journal verify [--root D] [--json]", err)
 	}
-	lay, err := rootFlag(env, *root)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "hm journal verify:", err)
-		return ExitFailed
-	}
-	l, err := openLedger(ctx, lay)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "hm journal verify:", err)
+	_, l, ok := rootLedger(ctx, env, *root, "hm journal verify")
+	if !ok {
 		return ExitFailed
 	}
 	defer l.Close()

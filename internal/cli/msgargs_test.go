@@ -29,6 +29,7 @@ func messageFlags() (*flag.FlagSet, map[string]*string) {
 }
 
 func TestParseMessageArgs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		args    []string
@@ -107,6 +108,7 @@ func TestParseMessageArgs(t *testing.T) {
 }
 
 func TestParseMessageArgsQuery(t *testing.T) {
+	t.Parallel()
 	fs := flag.NewFlagSet("search", flag.ContinueOnError)
 	fs.SetOutput(new(bytes.Buffer))
 	limit := fs.Int("limit", 20, "")
@@ -148,6 +150,7 @@ func FuzzParseMessageArgs(f *testing.F) {
 }
 
 func TestSendUsage(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args   []string
 		code   int
@@ -174,6 +177,7 @@ func TestSendUsage(t *testing.T) {
 // TestSendFileBounded: --file on an endless source reads at most the limit
 // plus one byte and refuses, instead of reading forever.
 func TestSendFileBounded(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/dev/zero"); err != nil {
 		t.Fatalf("/dev/zero is needed: %v", err)
 	}
@@ -194,6 +198,7 @@ func TestSendFileBounded(t *testing.T) {
 }
 
 func TestTokenRotate(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	var out, errb bytes.Buffer
 	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}

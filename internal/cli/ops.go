@@ -30,12 +30,12 @@ const bgSynopsis = "hm-bg spawn [N|alias] [--command C] [--task T] | list [--jso
 
 func runBg(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("bg", env)
-	root := fs.String("root", "", "coordination root")
-	port := fs.Int("port", 0, "hub port")
+	root := rootFlag(fs)
+	port := portFlag(fs)
 	role := fs.String("role", "", "caller role (default $SQUIDRUN_ROLE, else user)")
 	command := fs.String("command", "", "spawn: the agent command (default: the configured one)")
 	task := fs.String("task", "", "spawn: the first work message")
-	asJSON := fs.Bool("json", false, "print the hub's answer as JSON")
+	asJSON := jsonFlag(fs, "the hub's answer")
 	pos, err := parseArgs(fs, args)
 	if err != nil || len(pos) == 0 {
 		if err == nil {
@@ -73,16 +73,10 @@ func runBg(ctx context.Context, env Env, args []string) int {
 	default:
 		return usageError(env, fs, bgSynopsis, fmt.Errorf("unknown action %q", action))
 	}
-	cfg, err := discover(env, *root, *port, *role)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "hm-bg:", err)
-		return ExitFailed
-	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	cl, err := cfg.connect(cctx, false)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "hm-bg: hub not reachable:", err)
+	cl := dialHub(cctx, env, "hm-bg", *root, *port, *role)
+	if cl == nil {
 		return ExitFailed
 	}
 	defer cl.Close()
@@ -148,9 +142,9 @@ func printBgResult(env Env, result proto.BgResult, respError string, asJSON bool
 
 func runStatus(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("status", env)
-	root := fs.String("root", "", "coordination root")
-	port := fs.Int("port", 0, "hub port")
-	asJSON := fs.Bool("json", false, "print JSON")
+	root := rootFlag(fs)
+	port := portFlag(fs)
+	asJSON := jsonFlag(fs, "the result")
 	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
 		return usageError(env, fs, "hm status [--json]", err)
 	}
@@ -235,8 +229,8 @@ func fetchStatus(ctx context.Context, port int, token string) (hub.Status, error
 
 func runAttach(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("attach", env)
-	root := fs.String("root", "", "coordination root")
-	port := fs.Int("port", 0, "hub port")
+	root := rootFlag(fs)
+	port := portFlag(fs)
 	view := fs.Bool("view", false, "read-only: watch without typing")
 	pos, err := parseArgs(fs, args)
 	if err != nil || len(pos) != 1 {
@@ -296,8 +290,8 @@ var receiptMarker = regexp.MustCompile(`\[hm:([A-Za-z0-9_.:-]{1,128})\]`)
 
 func runReceipt(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("receipt", env)
-	root := fs.String("root", "", "coordination root")
-	port := fs.Int("port", 0, "hub port")
+	root := rootFlag(fs)
+	port := portFlag(fs)
 	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
 		return usageError(env, fs, "hm receipt < hook-payload", err)
 	}
@@ -317,16 +311,10 @@ func runReceipt(ctx context.Context, env Env, args []string) int {
 	if len(ids) == 0 {
 		return ExitOK // a prompt typed by a human: nothing to prove
 	}
-	cfg, err := discover(env, *root, *port, "")
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "hm receipt:", err)
-		return ExitFailed
-	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cl, err := cfg.connect(cctx, false)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "hm receipt: hub not reachable:", err)
+	cl := dialHub(cctx, env, "hm receipt", *root, *port, "")
+	if cl == nil {
 		return ExitFailed
 	}
 	defer cl.Close()
@@ -356,8 +344,8 @@ func runReceipt(ctx context.Context, env Env, args []string) int {
 
 func runDoctor(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("doctor", env)
-	root := fs.String("root", "", "coordination root")
-	port := fs.Int("port", 0, "hub port")
+	root := rootFlag(fs)
+	port := portFlag(fs)
 	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
 		return usageError(env, fs, "hm doctor [--root D]", err)
 	}

@@ -37,7 +37,7 @@ func (c clientConfig) url() string { return "ws://127.0.0.1:" + strconv.Itoa(c.p
 // runtime/hub.json, else 9900; role from --role, $SQUIDRUN_ROLE, else user;
 // token from $HM_TOKEN, else runtime/hub-token.
 func discover(env Env, root string, port int, role string) (clientConfig, error) {
-	lay, err := layout.FindRoot(root, env.Getenv)
+	lay, err := findRoot(env, root)
 	if err != nil {
 		return clientConfig{}, err
 	}
@@ -76,6 +76,23 @@ func discover(env Env, root string, port int, role string) (clientConfig, error)
 	return c, nil
 }
 
+// dialHub finds the hub --root and --port name and connects to it as role
+// within ctx (registered, not listening). On failure it prints
+// "<cmd>: …" and returns nil.
+func dialHub(ctx context.Context, env Env, cmd, root string, port int, role string) *client.Client {
+	cfg, err := discover(env, root, port, role)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, cmd+":", err)
+		return nil
+	}
+	cl, err := cfg.connect(ctx, false)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, cmd+": hub not reachable:", err)
+		return nil
+	}
+	return cl
+}
+
 // connect dials and registers within timeout.
 func (c clientConfig) connect(ctx context.Context, listen bool) (*client.Client, error) {
 	cl, err := client.Dial(ctx, c.url())
@@ -91,8 +108,8 @@ func (c clientConfig) connect(ctx context.Context, listen bool) (*client.Client,
 
 func runSend(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("send", env)
-	root := fs.String("root", "", "coordination root")
-	port := fs.Int("port", 0, "hub port")
+	root := rootFlag(fs)
+	port := portFlag(fs)
 	role := fs.String("role", "", "sender role (default $SQUIDRUN_ROLE, else user)")
 	priority := fs.String("priority", "normal", "priority: normal, high, urgent, low")
 	file := fs.String("file", "", "read the message from this file")
@@ -100,7 +117,7 @@ func runSend(ctx context.Context, env Env, args []string) int {
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the hub's ACK before falling back")
 	wait := fs.Duration("wait", 0, "ask the hub to wait up to this long for delivery (max 30s)")
 	noFallback := fs.Bool("no-fallback", false, "fail instead of writing a trigger file")
-	asJSON := fs.Bool("json", false, "print the ACK as JSON")
+	asJSON := jsonFlag(fs, "the ACK")
 	messageID := fs.String("message-id", "", "message id (default: generated)")
 	pos, err := parseMessageArgs(fs, args, 1)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 // made with $HM_TOKEN, else the operator token, for the sender's role; with
 // no token at all it stays unsigned.
 func TestSendFallbackSigned(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

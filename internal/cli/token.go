@@ -13,7 +13,7 @@ const tokenSynopsis = "hm token rotate [--root D]"
 // runToken: `hm token rotate` replaces the operator secret.
 func runToken(_ context.Context, env Env, args []string) int {
 	fs := newFlags("token", env)
-	root := fs.String("root", "", "coordination root")
+	root := rootFlag(fs)
 	pos, err := parseArgs(fs, args)
 	if err == nil && (len(pos) != 1 || pos[0] != "rotate") {
 		err = errors.New("the only subcommand is rotate")
@@ -21,7 +21,7 @@ func runToken(_ context.Context, env Env, args []string) int {
 	if err != nil {
 		return usageError(env, fs, tokenSynopsis, err)
 	}
-	lay, err := layout.FindRoot(*root, env.Getenv)
+	lay, err := findRoot(env, *root)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "hm token:", err)
 		return ExitFailed

@@ -7,14 +7,13 @@ import (
 	"os"
 
 	"hm/internal/hub"
-	"hm/internal/layout"
 )
 
 const upSynopsis = "hm up [--root D] [--port N] [--no-panes] [--allow-anonymous] [--rate-limit N] [--durable]"
 
 func runUp(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("up", env)
-	root := fs.String("root", "", "coordination root (default: $SQUIDRUN_ROOT, nearest .squidrun/, or the working directory)")
+	root := rootFlag(fs)
 	port := fs.Int("port", -1, "port on 127.0.0.1 (0 picks a free one; default: settings.json port or 9900)")
 	noPanes := fs.Bool("no-panes", false, "do not host agent panes")
 	anon := fs.Bool("allow-anonymous", false, "trust the declared role of clients that send no token")
@@ -31,7 +30,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	if *rate < 0 {
 		return usageError(env, fs, upSynopsis, fmt.Errorf("--rate-limit must be >= 0"))
 	}
-	lay, err := layout.FindRoot(*root, env.Getenv)
+	lay, err := findRoot(env, *root)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "hm up:", err)
 		return ExitFailed

@@ -11,6 +11,7 @@ import (
 	"hm/agent"
 	"hm/broker"
 	"hm/broker/telegram"
+	"hm/internal/periodic"
 	"hm/triggers"
 )
 
@@ -108,22 +109,8 @@ func (h *Hub) runLoops(ctx context.Context, wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tick(ctx, every, func() { _, _ = h.writeHandoff(ctx) })
+		periodic.Run(ctx, every, func() { _, _ = h.writeHandoff(ctx) })
 	}()
-}
-
-// tick calls fn every d until ctx ends.
-func tick(ctx context.Context, d time.Duration, fn func()) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			fn()
-		}
-	}
 }
 
 // stopComponents stops components in reverse order.

@@ -19,6 +19,7 @@ import (
 // the same one, and it touches neither the session counter nor hub.json.
 // (Before the lock, a second hub on another port ran alongside the first.)
 func TestOneHubPerRoot(t *testing.T) {
+	t.Parallel()
 	first := startHub(t, hubConfig{})
 	lay := first.h.Layout
 	before, err := lay.ReadAppStatus()
@@ -58,6 +59,7 @@ func TestOneHubPerRoot(t *testing.T) {
 // TestPortInUseByAnotherRoot: a hub for another root on a taken port says
 // the port is in use and how to choose another, not a bare socket error.
 func TestPortInUseByAnotherRoot(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +77,7 @@ func TestPortInUseByAnotherRoot(t *testing.T) {
 // TestWeakTokenRefusedAtStart: a hub whose hub-token is short or readable by
 // others does not start, and the session counter does not move.
 func TestWeakTokenRefusedAtStart(t *testing.T) {
+	t.Parallel()
 	lay := layout.Layout{Root: t.TempDir()}
 	if err := lay.Ensure(); err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ func fakeTeam(root string, builderEnv ...string) string {
 }
 
 func TestHubPanesStartupDeliveryReceiptShutdown(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	th := startHubAt(t, root, hubConfig{settings: fakeTeam(root)})
 	archLog := filepath.Join(root, "architect.jsonl")

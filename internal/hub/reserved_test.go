@@ -18,6 +18,7 @@ import (
 // sends with the id the human's next Telegram update will get. It is
 // refused reserved_id, and the update lands with the human's words.
 func TestSecurityTelegramIDNotPreempted(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer("123:secret")
 	defer fake.Close()
 	root := t.TempDir()
@@ -44,6 +45,7 @@ func TestSecurityTelegramIDNotPreempted(t *testing.T) {
 // rejected/ with reserved_id; one naming none still gets its derived
 // trg- id (the hub's own) and is delivered.
 func TestSecurityTriggerReservedID(t *testing.T) {
+	t.Parallel()
 	th := startHub(t, hubConfig{opts: noPanes})
 	dir := th.h.Layout.Triggers()
 	oracle := th.as("oracle", true)

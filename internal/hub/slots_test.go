@@ -33,6 +33,7 @@ func bg(t *testing.T, c *client.Client, action string, payload map[string]any) b
 func (th *testHub) paneToken(role string) string { return th.h.Tokens.Issue(role) }
 
 func TestBackgroundSlots(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	th := startHubAt(t, root, hubConfig{settings: fakeTeam(root)})
 	builder := th.as("builder", false, th.paneToken("builder"))
@@ -166,6 +167,7 @@ func TestBackgroundSlots(t *testing.T) {
 }
 
 func TestBackgroundIdleTTLAndOwnerExit(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	// The builder exits after its 2nd prompt (session line, then one message).
 	th := startHubAt(t, root, hubConfig{settings: fakeTeam(root, "FAKEAGENT_EXIT_AFTER=2"), opts: func(o *hub.Options) {

@@ -25,6 +25,7 @@ func telegramEnv(fake *telegramtest.Server) func(*hub.Options) {
 }
 
 func TestTelegramThroughTheHub(t *testing.T) {
+	t.Parallel()
 	fake := telegramtest.NewServer("123:secret")
 	defer fake.Close()
 	root := t.TempDir()
@@ -114,6 +115,7 @@ func TestTelegramThroughTheHub(t *testing.T) {
 }
 
 func TestTelegramOffWithoutToken(t *testing.T) {
+	t.Parallel()
 	th := startHub(t, hubConfig{opts: noPanes})
 	c := th.as("architect", false)
 	if ack := send(t, c, proto.Frame{Target: "telegram", Content: "hello"}); ack.OK || ack.Status != "telegram_unconfigured" {

@@ -52,6 +52,7 @@ func writeTrigger(t *testing.T, dir, name, content string) {
 func noPanes(o *hub.Options) { o.NoPanes = true }
 
 func TestHubTriggerFiles(t *testing.T) {
+	t.Parallel()
 	th := startHub(t, hubConfig{opts: noPanes})
 	dir := th.h.Layout.Triggers()
 	builder := th.as("builder", true)
@@ -137,6 +138,7 @@ func TestHubTriggerFiles(t *testing.T) {
 }
 
 func TestHubDrainsTriggersWrittenWhileDown(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	th := startHubAt(t, root, hubConfig{opts: noPanes})
 	dir := th.h.Layout.Triggers()
@@ -166,6 +168,7 @@ func TestHubDrainsTriggersWrittenWhileDown(t *testing.T) {
 }
 
 func TestAttachUnknownPaneWithoutPanes(t *testing.T) {
+	t.Parallel()
 	th := startHub(t, hubConfig{opts: noPanes})
 	url := strings.Replace(th.h.URL(), "ws://", "http://", 1) + "attach/architect?token=" + th.token()
 	resp, err := http.Get(url)
@@ -183,6 +186,7 @@ func TestAttachUnknownPaneWithoutPanes(t *testing.T) {
 // signature that does not verify, or a signed claim the token does not
 // cover, is refused with a reason; owner binding holds for signed files.
 func TestHubTriggerSignatures(t *testing.T) {
+	t.Parallel()
 	th := startHub(t, hubConfig{opts: noPanes})
 	dir := th.h.Layout.Triggers()
 	builder := th.as("builder", true)
@@ -238,6 +242,7 @@ func TestHubTriggerSignatures(t *testing.T) {
 // TestHubTriggerUnsignedRefused: with triggers.allowUnsigned false, an
 // unsigned file is refused with a reason while a signed one is delivered.
 func TestHubTriggerUnsignedRefused(t *testing.T) {
+	t.Parallel()
 	th := startHub(t, hubConfig{opts: noPanes, settings: `{"triggers":{"allowUnsigned":false}}`})
 	dir := th.h.Layout.Triggers()
 	builder := th.as("builder", true)
@@ -265,6 +270,7 @@ func TestHubTriggerUnsignedRefused(t *testing.T) {
 // TestHubTriggerHardLinkToken: a hard link to runtime/hub-token placed in
 // triggers/ is never typed or recorded.
 func TestHubTriggerHardLinkToken(t *testing.T) {
+	t.Parallel()
 	th := startHub(t, hubConfig{opts: noPanes})
 	dir := th.h.Layout.Triggers()
 	builder := th.as("builder", true)

@@ -116,26 +116,17 @@ type AppStatus struct {
 // ReadAppStatus reads app-status.json; a missing file is session 0.
 func (l Layout) ReadAppStatus() (AppStatus, error) {
 	var s AppStatus
-	data, err := os.ReadFile(l.AppStatus())
+	err := readJSON(l.AppStatus(), "app-status", &s)
 	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
 	}
-	if err != nil {
-		return s, fmt.Errorf("read app-status: %w", err)
-	}
-	if err := json.Unmarshal(data, &s); err != nil {
-		return s, fmt.Errorf("parse app-status: %w", err)
-	}
-	return s, nil
+	return s, err
 }
 
 // WriteAppStatus writes app-status.json atomically.
 func (l Layout) WriteAppStatus(s AppStatus) error {
 	data, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode app-status: %w", err)
-	}
-	return atomicfile.WriteFile(l.AppStatus(), append(data, '\n'), 0o600)
+	return writeJSON(l.AppStatus(), "app-status", data, err)
 }
 
 // NextSession increments the session counter and returns the new status.
@@ -153,21 +144,34 @@ func (l Layout) NextSession(version string, now time.Time) (AppStatus, error) {
 // ReadHubInfo reads runtime/hub.json.
 func (l Layout) ReadHubInfo() (HubInfo, error) {
 	var h HubInfo
-	data, err := os.ReadFile(l.HubJSON())
-	if err != nil {
-		return h, fmt.Errorf("read hub.json: %w", err)
-	}
-	if err := json.Unmarshal(data, &h); err != nil {
-		return h, fmt.Errorf("parse hub.json: %w", err)
-	}
-	return h, nil
+	err := readJSON(l.HubJSON(), "hub.json", &h)
+	return h, err
 }
 
 // WriteHubInfo writes runtime/hub.json atomically.
 func (l Layout) WriteHubInfo(h HubInfo) error {
 	data, err := json.Marshal(h)
+	return writeJSON(l.HubJSON(), "hub.json", data, err)
+}
+
+// readJSON decodes the JSON file at path into v; name is the file in the
+// errors, which wrap the cause (os.ErrNotExist for a missing file).
+func readJSON(path, name string, v any) error {
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("encode hub.json: %w", err)
+		return fmt.Errorf("read %s: %w", name, err)
 	}
-	return atomicfile.WriteFile(l.HubJSON(), append(data, '\n'), 0o600)
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("parse %s: %w", name, err)
+	}
+	return nil
+}
+
+// writeJSON writes data, the encoding of the file named name (encErr its
+// encoding error), with a final newline atomically at path, mode 0600.
+func writeJSON(path, name string, data []byte, encErr error) error {
+	if encErr != nil {
+		return fmt.Errorf("encode %s: %w", name, encErr)
+	}
+	return atomicfile.WriteFile(path, append(data, '\n'), 0o600)
 }

@@ -18,6 +18,7 @@ import (
 	"hm/agent"
 	"hm/broker"
 	"hm/broker/proto"
+	"hm/internal/periodic"
 	"hm/internal/status"
 	"hm/roles"
 )
@@ -403,7 +404,7 @@ func (s *Set) Run(ctx context.Context) {
 	if every < 10*time.Millisecond {
 		every = 10 * time.Millisecond
 	}
-	tick(ctx, every, func() {
+	periodic.Run(ctx, every, func() {
 		now := time.Now()
 		s.mu.Lock()
 		var idle []int
@@ -434,18 +435,4 @@ func (s *Set) Stop(ctx context.Context) {
 	s.stopped = true
 	s.mu.Unlock()
 	s.wg.Wait()
-}
-
-// tick calls fn every d until ctx ends.
-func tick(ctx context.Context, d time.Duration, fn func()) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			fn()
-		}
-	}
 }

@@ -22,25 +22,16 @@ import (
 // The previous session is the highest-numbered session in the ledger other
 // than the current one. o.Now gives the date line and ages.
 func Briefing(ctx context.Context, l *journal.Ledger, o Options) ([]byte, error) {
-	if l == nil {
-		return nil, fmt.Errorf("report briefing: %w", ErrNoLedger)
-	}
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
-	var out []byte
-	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+	return build(ctx, l, "briefing", func(conn *sqlite.Conn) ([]byte, error) {
 		b, err := loadBriefing(conn, o)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out = renderBriefing(b, o)
-		return nil
+		return renderBriefing(b, o), nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("report briefing: %w", err)
-	}
-	return out, nil
 }
 
 // briefingData is everything the briefing shows.
@@ -166,91 +157,50 @@ func renderBriefing(b briefingData, o Options) []byte {
 	}
 
 	d.section("Failed Deliveries")
-	if len(b.failed) == 0 {
-		d.none("No failed deliveries.")
-	} else {
-		if b.previous != "" {
-			d.para("Messages that could not be delivered, since " + Cell(b.previous) + " began. `expired_session`: still undelivered when a session ended and too old to deliver after the restart.")
-		} else {
-			d.para("Messages that could not be delivered.")
-		}
-		rows := make([][]string, 0, len(b.failed))
-		for _, m := range b.failed {
-			rows = append(rows, []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(string(m.ErrorCode)), m.RawBody})
-		}
-		d.table([]string{"row", "session", "time", "from", "to", "ref", "error", "body"}, rows, 0)
-		if b.moreFailed {
-			d.para(moreNote(BriefingListLimit, "failed deliveries"))
-		}
+	failedIntro := "Messages that could not be delivered."
+	if b.previous != "" {
+		failedIntro = "Messages that could not be delivered, since " + Cell(b.previous) + " began. `expired_session`: still undelivered when a session ended and too old to deliver after the restart."
 	}
+	d.list("No failed deliveries.", failedIntro,
+		[]string{"row", "session", "time", "from", "to", "ref", "error", "body"},
+		rowsOf(b.failed, func(m journal.Message) []string {
+			return []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(string(m.ErrorCode)), m.RawBody}
+		}), b.moreFailed, BriefingListLimit, "failed deliveries", 0)
 
 	d.section("Pending Deliveries")
-	if len(b.pending) == 0 {
-		d.none("No messages pending delivery.")
-	} else {
-		d.para("Messages still pending: committed but not yet handed to a pane or listener (status brokered).")
-		rows := make([][]string, 0, len(b.pending))
-		for _, m := range b.pending {
-			rows = append(rows, []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), fmtAge(now, msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), m.RawBody})
-		}
-		d.table([]string{"row", "session", "time", "age", "from", "to", "ref", "body"}, rows, 0)
-		if b.morePending {
-			d.para(moreNote(BriefingListLimit, "pending messages"))
-		}
-	}
+	d.list("No messages pending delivery.", "Messages still pending: committed but not yet handed to a pane or listener (status brokered).",
+		[]string{"row", "session", "time", "age", "from", "to", "ref", "body"},
+		rowsOf(b.pending, func(m journal.Message) []string {
+			return []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), fmtAge(now, msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), m.RawBody}
+		}), b.morePending, BriefingListLimit, "pending messages", 0)
 
 	d.section("Open Obligations")
-	if len(b.obligations) == 0 {
-		d.none("No open obligations.")
-	} else {
-		d.para("[ACK REQUIRED] messages whose target has not answered with a reference to them.")
-		rows := make([][]string, 0, len(b.obligations))
-		for _, ob := range b.obligations {
-			rows = append(rows, []string{dash(ob.Ref), dash(ob.OwnerRole), dash(ob.RequesterRole), dash(ob.SessionID), fmtTime(ob.OpenedAtMs), fmtAge(now, ob.OpenedAtMs), ob.body})
-		}
-		d.table([]string{"ref", "owner (must answer)", "requester", "session", "opened", "age", "message"}, rows)
-		if b.moreObl {
-			d.para(moreNote(BriefingListLimit, "open obligations"))
-		}
-	}
+	d.list("No open obligations.", "[ACK REQUIRED] messages whose target has not answered with a reference to them.",
+		[]string{"ref", "owner (must answer)", "requester", "session", "opened", "age", "message"},
+		rowsOf(b.obligations, func(ob obligationRow) []string {
+			return []string{dash(ob.Ref), dash(ob.OwnerRole), dash(ob.RequesterRole), dash(ob.SessionID), fmtTime(ob.OpenedAtMs), fmtAge(now, ob.OpenedAtMs), ob.body}
+		}), b.moreObl, BriefingListLimit, "open obligations")
 
 	d.section("Unresolved Tasks and Blockers")
-	if len(b.openSignals) == 0 {
-		d.none("No unresolved TASK or BLOCKER signals.")
-	} else {
-		rows := make([][]string, 0, len(b.openSignals))
-		for _, s := range b.openSignals {
-			rows = append(rows, []string{dash(s.Ref), s.Kind, dash(s.SenderRole), dash(s.SessionID), fmtTime(s.AtMs), fmtAge(now, s.AtMs), s.Text})
-		}
-		d.table([]string{"ref", "kind", "from", "session", "time", "age", "text"}, rows)
-		if b.moreOpenSig {
-			d.para(moreNote(BriefingListLimit, "unresolved signals"))
-		}
-	}
+	d.list("No unresolved TASK or BLOCKER signals.", "",
+		[]string{"ref", "kind", "from", "session", "time", "age", "text"},
+		rowsOf(b.openSignals, func(s signalRow) []string {
+			return []string{dash(s.Ref), s.Kind, dash(s.SenderRole), dash(s.SessionID), fmtTime(s.AtMs), fmtAge(now, s.AtMs), s.Text}
+		}), b.moreOpenSig, BriefingListLimit, "unresolved signals")
 
 	d.section("Recent Decisions")
-	if len(b.decisions) == 0 {
-		d.none("No DECISION signals.")
-	} else {
-		rows := make([][]string, 0, len(b.decisions))
-		for _, s := range b.decisions {
-			rows = append(rows, []string{dash(s.Ref), dash(s.SenderRole), dash(s.SessionID), fmtTime(s.AtMs), s.Text})
-		}
-		d.table([]string{"ref", "from", "session", "time", "text"}, rows)
-		if b.moreDecisions {
-			d.para(moreNote(BriefingDecisionLimit, "decisions"))
-		}
-	}
+	d.list("No DECISION signals.", "",
+		[]string{"ref", "from", "session", "time", "text"},
+		rowsOf(b.decisions, func(s signalRow) []string {
+			return []string{dash(s.Ref), dash(s.SenderRole), dash(s.SessionID), fmtTime(s.AtMs), s.Text}
+		}), b.moreDecisions, BriefingDecisionLimit, "decisions")
 
+	// The whole tail of the ledger is asked for, so no note says it was cut.
 	d.section(fmt.Sprintf("Last %d Messages", BriefingRecentLimit))
-	if len(b.recent) == 0 {
-		d.none("The ledger is empty.")
-	} else {
-		rows := make([][]string, 0, len(b.recent))
-		for _, m := range b.recent {
-			rows = append(rows, []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), statusCell(m), m.RawBody})
-		}
-		d.table([]string{"row", "session", "time", "from", "to", "ref", "status", "body"}, rows, 0)
-	}
+	d.list("The ledger is empty.", "",
+		[]string{"row", "session", "time", "from", "to", "ref", "status", "body"},
+		rowsOf(b.recent, func(m journal.Message) []string {
+			return []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), statusCell(m), m.RawBody}
+		}), false, BriefingRecentLimit, "messages", 0)
 	return d.bytes()
 }

@@ -12,6 +12,7 @@ import (
 )
 
 func TestCell(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("a", 200)
 	exact := strings.Repeat("é", CellMaxRunes)
 	for _, c := range []struct {
@@ -90,6 +91,7 @@ func FuzzCell(f *testing.F) {
 }
 
 func TestSessionLine(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 22, 23, 59, 0, 0, time.UTC)
 	for _, c := range []struct{ role, want string }{
 		{"architect", "# SQUIDRUN SESSION: Architect - Started 2026-11-22"},
@@ -112,6 +114,7 @@ func TestSessionLine(t *testing.T) {
 }
 
 func TestFirstMessages(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	briefing := []byte("# Startup Briefing: app-session-8\n\nbody\n")
 	got := ArchitectFirstMessage(briefing, now)
@@ -129,6 +132,7 @@ func TestFirstMessages(t *testing.T) {
 }
 
 func TestRolesFromTeam(t *testing.T) {
+	t.Parallel()
 	if got := RolesFromTeam(nil); got != nil {
 		t.Errorf("RolesFromTeam(nil) = %v, want nil", got)
 	}

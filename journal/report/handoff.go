@@ -19,17 +19,25 @@ import (
 // UTC and orders rows by id, so the same ledger gives byte-identical output.
 // All queries run in one read transaction.
 func Handoff(ctx context.Context, l *journal.Ledger, o Options) ([]byte, error) {
+	return build(ctx, l, "handoff", func(conn *sqlite.Conn) ([]byte, error) {
+		return buildHandoff(conn, o)
+	})
+}
+
+// build runs fn in one read transaction of l; what names the report in
+// errors ("report <what>: …").
+func build(ctx context.Context, l *journal.Ledger, what string, fn func(*sqlite.Conn) ([]byte, error)) ([]byte, error) {
 	if l == nil {
-		return nil, fmt.Errorf("report handoff: %w", ErrNoLedger)
+		return nil, fmt.Errorf("report %s: %w", what, ErrNoLedger)
 	}
 	var out []byte
 	err := l.Read(ctx, func(conn *sqlite.Conn) error {
 		var err error
-		out, err = buildHandoff(conn, o)
+		out, err = fn(conn)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("report handoff: %w", err)
+		return nil, fmt.Errorf("report %s: %w", what, err)
 	}
 	return out, nil
 }
@@ -99,77 +107,39 @@ func buildHandoff(conn *sqlite.Conn, o Options) ([]byte, error) {
 	writeCoverage(&d, h.stats, o.Roles)
 
 	d.section("Open Obligations")
-	if len(h.obligations) == 0 {
-		d.none("No open obligations in this session.")
-	} else {
-		d.para("[ACK REQUIRED] messages whose target has not answered with a reference to them.")
-		rows := make([][]string, 0, len(h.obligations))
-		for _, ob := range h.obligations {
-			rows = append(rows, []string{dash(ob.Ref), dash(ob.OwnerRole), dash(ob.RequesterRole), fmtTime(ob.OpenedAtMs), fmtTime(ob.RemindedAtMs), ob.body})
-		}
-		d.table([]string{"ref", "owner (must answer)", "requester", "opened", "reminded", "message"}, rows)
-		if h.moreObl {
-			d.para(moreNote(HandoffListLimit, "open obligations"))
-		}
-	}
+	d.list("No open obligations in this session.", "[ACK REQUIRED] messages whose target has not answered with a reference to them.",
+		[]string{"ref", "owner (must answer)", "requester", "opened", "reminded", "message"},
+		rowsOf(h.obligations, func(ob obligationRow) []string {
+			return []string{dash(ob.Ref), dash(ob.OwnerRole), dash(ob.RequesterRole), fmtTime(ob.OpenedAtMs), fmtTime(ob.RemindedAtMs), ob.body}
+		}), h.moreObl, HandoffListLimit, "open obligations")
 
 	d.section("Tagged Signals")
-	if len(h.signals) == 0 {
-		d.none("No tagged signals in this session.")
-	} else {
-		rows := make([][]string, 0, len(h.signals))
-		for _, s := range h.signals {
-			rows = append(rows, []string{dash(s.Ref), s.Kind, dash(s.SenderRole), fmtTime(s.AtMs), signalState(s), s.Text})
-		}
-		d.table([]string{"ref", "kind", "from", "time", "state", "text"}, rows)
-		if h.moreSig {
-			d.para(moreNote(HandoffListLimit, "signals"))
-		}
-	}
+	d.list("No tagged signals in this session.", "",
+		[]string{"ref", "kind", "from", "time", "state", "text"},
+		rowsOf(h.signals, func(s signalRow) []string {
+			return []string{dash(s.Ref), s.Kind, dash(s.SenderRole), fmtTime(s.AtMs), signalState(s), s.Text}
+		}), h.moreSig, HandoffListLimit, "signals")
 
 	d.section("Failed Deliveries")
-	if len(h.failed) == 0 {
-		d.none("No failed deliveries in this session.")
-	} else {
-		rows := make([][]string, 0, len(h.failed))
-		for _, m := range h.failed {
-			rows = append(rows, []string{itoa(m.RowID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(string(m.ErrorCode)), itoa(m.Attempt), m.RawBody})
-		}
-		d.table([]string{"row", "time", "from", "to", "ref", "error", "attempts", "body"}, rows, 0, 6)
-		if h.moreFailed {
-			d.para(moreNote(HandoffListLimit, "failed deliveries"))
-		}
-	}
+	d.list("No failed deliveries in this session.", "",
+		[]string{"row", "time", "from", "to", "ref", "error", "attempts", "body"},
+		rowsOf(h.failed, func(m journal.Message) []string {
+			return []string{itoa(m.RowID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(string(m.ErrorCode)), itoa(m.Attempt), m.RawBody}
+		}), h.moreFailed, HandoffListLimit, "failed deliveries", 0, 6)
 
 	d.section("Pending Deliveries")
-	if len(h.pending) == 0 {
-		d.none("No messages pending delivery.")
-	} else {
-		d.para("Committed but not yet handed to a pane or listener (status brokered), in any session.")
-		rows := make([][]string, 0, len(h.pending))
-		for _, m := range h.pending {
-			rows = append(rows, []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(m.Channel), m.RawBody})
-		}
-		d.table([]string{"row", "session", "time", "from", "to", "ref", "channel", "body"}, rows, 0)
-		if h.morePending {
-			d.para(moreNote(HandoffListLimit, "pending deliveries"))
-		}
-	}
+	d.list("No messages pending delivery.", "Committed but not yet handed to a pane or listener (status brokered), in any session.",
+		[]string{"row", "session", "time", "from", "to", "ref", "channel", "body"},
+		rowsOf(h.pending, func(m journal.Message) []string {
+			return []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(m.Channel), m.RawBody}
+		}), h.morePending, HandoffListLimit, "pending deliveries", 0)
 
 	d.section("Recent Messages")
-	if len(h.recent) == 0 {
-		d.none("No messages in this session.")
-	} else {
-		d.para(fmt.Sprintf("The last %d messages of the session.", HandoffRecentLimit))
-		rows := make([][]string, 0, len(h.recent))
-		for _, m := range h.recent {
-			rows = append(rows, []string{itoa(m.RowID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(m.Channel), statusCell(m), m.RawBody})
-		}
-		d.table([]string{"row", "time", "from", "to", "ref", "channel", "status", "body"}, rows, 0)
-		if h.moreRecent {
-			d.para(moreNote(HandoffRecentLimit, "messages"))
-		}
-	}
+	d.list("No messages in this session.", fmt.Sprintf("The last %d messages of the session.", HandoffRecentLimit),
+		[]string{"row", "time", "from", "to", "ref", "channel", "status", "body"},
+		rowsOf(h.recent, func(m journal.Message) []string {
+			return []string{itoa(m.RowID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(m.Channel), statusCell(m), m.RawBody}
+		}), h.moreRecent, HandoffRecentLimit, "messages", 0)
 	return d.bytes(), nil
 }
 

@@ -85,6 +85,33 @@ func (d *doc) row(cells []string) {
 // none writes the placeholder for an empty section.
 func (d *doc) none(s string) { d.para("_" + s + "_") }
 
+// list writes the body of a section that lists rows: the placeholder none
+// when there are no rows; else intro (unless ""), the table and, when more
+// rows were cut at limit, a note that only the newest limit of what are
+// shown.
+func (d *doc) list(none, intro string, head []string, rows [][]string, more bool, limit int, what string, right ...int) {
+	if len(rows) == 0 {
+		d.none(none)
+		return
+	}
+	if intro != "" {
+		d.para(intro)
+	}
+	d.table(head, rows, right...)
+	if more {
+		d.para(moreNote(limit, what))
+	}
+}
+
+// rowsOf renders each item as a table row.
+func rowsOf[T any](items []T, row func(T) []string) [][]string {
+	rows := make([][]string, 0, len(items))
+	for _, it := range items {
+		rows = append(rows, row(it))
+	}
+	return rows
+}
+
 // bytes returns the document, ending in exactly one newline.
 func (d *doc) bytes() []byte {
 	out := bytes.TrimRight(d.b.Bytes(), "\n")

@@ -273,22 +273,29 @@ func (s sessionStats) bySender() map[string]senderStat {
 	return m
 }
 
-// loadMessages runs a message query that asks for limit+1 rows, newest
-// first, and returns at most limit of them oldest first, with more set when
-// there were more.
-func loadMessages(conn *sqlite.Conn, query string, limit int, args ...any) (msgs []journal.Message, more bool, err error) {
+// loadNewest runs a query that asks for limit+1 rows (its last argument),
+// newest first, scanning each with scan, and returns at most limit of them
+// oldest first, with more set when there were more.
+func loadNewest[T any](conn *sqlite.Conn, query string, limit int, scan func(*sqlite.Stmt) T, args ...any) (out []T, more bool, err error) {
 	err = exec(conn, query, func(stmt *sqlite.Stmt) error {
-		msgs = append(msgs, journal.ScanMessage(stmt, 0))
+		out = append(out, scan(stmt))
 		return nil
 	}, append(args, limit+1)...)
 	if err != nil {
 		return nil, false, err
 	}
-	if len(msgs) > limit {
-		msgs, more = msgs[:limit], true
+	if len(out) > limit {
+		out, more = out[:limit], true
 	}
-	slices.Reverse(msgs)
-	return msgs, more, nil
+	slices.Reverse(out)
+	return out, more, nil
+}
+
+// loadMessages runs a message query through loadNewest.
+func loadMessages(conn *sqlite.Conn, query string, limit int, args ...any) ([]journal.Message, bool, error) {
+	return loadNewest(conn, query, limit, func(stmt *sqlite.Stmt) journal.Message {
+		return journal.ScanMessage(stmt, 0)
+	}, args...)
 }
 
 // obligationRow is an open obligation with the message that opened it.
@@ -298,22 +305,17 @@ type obligationRow struct {
 	target string
 }
 
-func loadOpenObligations(conn *sqlite.Conn, s1, s2 string, limit int) (out []obligationRow, more bool, err error) {
-	err = exec(conn, qOpenObligations, func(stmt *sqlite.Stmt) error {
-		out = append(out, obligationRow{
+func loadOpenObligations(conn *sqlite.Conn, s1, s2 string, limit int) ([]obligationRow, bool, error) {
+	out, more, err := loadNewest(conn, qOpenObligations, limit, func(stmt *sqlite.Stmt) obligationRow {
+		return obligationRow{
 			Obligation: journal.ScanObligation(stmt, 0),
 			body:       stmt.ColumnText(journal.ObligationColumnCount),
 			target:     stmt.ColumnText(journal.ObligationColumnCount + 1),
-		})
-		return nil
-	}, s1, s2, limit+1)
+		}
+	}, s1, s2)
 	if err != nil {
 		return nil, false, fmt.Errorf("open obligations: %w", err)
 	}
-	if len(out) > limit {
-		out, more = out[:limit], true
-	}
-	slices.Reverse(out)
 	return out, more, nil
 }
 
@@ -323,20 +325,15 @@ type signalRow struct {
 	resolvedRef string // "HEADER #N" of the resolving message, or ""
 }
 
-func loadSignals(conn *sqlite.Conn, query string, limit int, args ...any) (out []signalRow, more bool, err error) {
-	err = exec(conn, query, func(stmt *sqlite.Stmt) error {
+func loadSignals(conn *sqlite.Conn, query string, limit int, args ...any) ([]signalRow, bool, error) {
+	out, more, err := loadNewest(conn, query, limit, func(stmt *sqlite.Stmt) signalRow {
 		r := signalRow{Signal: journal.ScanSignal(stmt, 0)}
 		r.resolvedRef = journal.Message{Header: stmt.ColumnText(journal.SignalColumnCount), Seq: stmt.ColumnInt64(journal.SignalColumnCount + 1)}.Ref()
-		out = append(out, r)
-		return nil
-	}, append(args, limit+1)...)
+		return r
+	}, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("signals: %w", err)
 	}
-	if len(out) > limit {
-		out, more = out[:limit], true
-	}
-	slices.Reverse(out)
 	return out, more, nil
 }
 

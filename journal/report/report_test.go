@@ -23,6 +23,7 @@ var briefingNow = time.Date(2026, 11, 22, 8, 30, 0, 0, time.UTC)
 var handoffSections = []string{"## Coverage", "## Open Obligations", "## Tagged Signals", "## Failed Deliveries", "## Pending Deliveries", "## Recent Messages"}
 
 func TestHandoffGolden(t *testing.T) {
+	t.Parallel()
 	l := buildFixture(t, t.TempDir())
 	got, err := Handoff(ctxT(t), l, Options{SessionID: "app-session-7", Roles: fixtureRoles})
 	if err != nil {
@@ -73,6 +74,7 @@ func TestHandoffGolden(t *testing.T) {
 }
 
 func TestBriefingGolden(t *testing.T) {
+	t.Parallel()
 	l := buildFixture(t, t.TempDir())
 	got, err := Briefing(ctxT(t), l, Options{SessionID: "app-session-8", Now: briefingNow, Roles: fixtureRoles})
 	if err != nil {
@@ -167,6 +169,7 @@ func checkTables(t *testing.T, doc []byte) {
 }
 
 func TestHandoffDeterministic(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	o := Options{SessionID: "app-session-7", Roles: fixtureRoles}
 	l1 := buildFixture(t, t.TempDir())
@@ -200,6 +203,7 @@ func TestHandoffDeterministic(t *testing.T) {
 }
 
 func TestHandoffDefaultsToLatestSession(t *testing.T) {
+	t.Parallel()
 	l := buildFixture(t, t.TempDir())
 	got, err := Handoff(ctxT(t), l, Options{})
 	if err != nil {
@@ -211,6 +215,7 @@ func TestHandoffDefaultsToLatestSession(t *testing.T) {
 }
 
 func TestPreviousSessionSelection(t *testing.T) {
+	t.Parallel()
 	ids := []string{"", "app-session-10", "app-session-2", "app-session-9", "custom", "app-session-x"}
 	for _, c := range []struct {
 		skipID string
@@ -249,6 +254,7 @@ func TestPreviousSessionSelection(t *testing.T) {
 }
 
 func TestEmptyLedger(t *testing.T) {
+	t.Parallel()
 	l := openLedger(t, t.TempDir())
 	ctx := ctxT(t)
 	h, err := Handoff(ctx, l, Options{SessionID: "app-session-1", Roles: fixtureRoles})
@@ -275,6 +281,7 @@ func TestEmptyLedger(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
+	t.Parallel()
 	l := openLedger(t, t.TempDir())
 	ctx := ctxT(t)
 	const n = 130
@@ -367,6 +374,7 @@ func countRows(section string) int {
 }
 
 func TestErrors(t *testing.T) {
+	t.Parallel()
 	if _, err := Handoff(t.Context(), nil, Options{}); !errors.Is(err, ErrNoLedger) {
 		t.Errorf("Handoff(nil) = %v, want ErrNoLedger", err)
 	}
@@ -397,6 +405,7 @@ func TestErrors(t *testing.T) {
 // (whichever one the planner prefers): the only full-table walk allowed is
 // the LIMITed newest-rows scan in row-id order.
 func TestQueryPlans(t *testing.T) {
+	t.Parallel()
 	l := openLedger(t, t.TempDir())
 	for _, c := range []struct {
 		name  string
@@ -458,6 +467,7 @@ func TestQueryPlans(t *testing.T) {
 }
 
 func TestBriefingZeroNowUsesClock(t *testing.T) {
+	t.Parallel()
 	l := buildFixture(t, t.TempDir())
 	before := time.Now().UTC()
 	b, err := Briefing(ctxT(t), l, Options{Session: 8})

@@ -43,6 +43,7 @@ func checkNoTemp(t *testing.T, dir string) {
 }
 
 func TestWriteHandoff(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), ".squidrun", "handoffs")
 	session := filepath.Join(dir, SessionFile)
 	last := filepath.Join(dir, LastSessionFile)
@@ -90,6 +91,7 @@ func TestWriteHandoff(t *testing.T) {
 // TestWriteHandoffSkipKeepsFile checks that an unchanged handoff is not
 // rewritten at all.
 func TestWriteHandoffSkipKeepsFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if _, err := WriteHandoff(dir, []byte("same")); err != nil {
 		t.Fatal(err)
@@ -113,6 +115,7 @@ func TestWriteHandoffSkipKeepsFile(t *testing.T) {
 }
 
 func TestWriteHandoffConcurrent(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -131,6 +134,7 @@ func TestWriteHandoffConcurrent(t *testing.T) {
 }
 
 func TestWriteHandoffErrors(t *testing.T) {
+	t.Parallel()
 	// dir is a regular file: nothing can be created under it.
 	f := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(f, nil, 0o600); err != nil {
@@ -154,6 +158,7 @@ func TestWriteHandoffErrors(t *testing.T) {
 }
 
 func TestWriteBriefing(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "handoffs")
 	path := filepath.Join(dir, BriefingFile)
 	for _, data := range []string{"one\n", "two\n", "two\n"} {

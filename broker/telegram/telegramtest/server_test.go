@@ -88,6 +88,7 @@ func results(t *testing.T, a answer) []map[string]any {
 }
 
 func TestGetMeAndToken(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	tests := []struct {
 		tok, method string
@@ -114,6 +115,7 @@ func TestGetMeAndToken(t *testing.T) {
 }
 
 func TestGetUpdatesOffsets(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	id1 := s.Enqueue(Message{ChatID: 42, Text: "one"})
 	id2 := s.Enqueue(Message{ChatID: 42, Text: "two", Edited: true})
@@ -150,6 +152,7 @@ func TestGetUpdatesOffsets(t *testing.T) {
 }
 
 func TestLongPoll(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	// Times out empty.
 	start := time.Now()
@@ -196,6 +199,7 @@ func TestLongPoll(t *testing.T) {
 }
 
 func TestFaults(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		fault      Fault
@@ -253,6 +257,7 @@ func TestFaults(t *testing.T) {
 }
 
 func TestSendMessageEncodings(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	// JSON
 	call(t, s, token, "sendMessage", map[string]any{"chat_id": "@chan", "text": "json"})
@@ -295,6 +300,7 @@ func TestSendMessageEncodings(t *testing.T) {
 }
 
 func TestSendMessageValidation(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	tests := []struct {
 		name   string
