@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"hm/internal/status"
 
@@ -26,6 +25,7 @@ type txn struct {
 	ftsRowID    int64
 	ftsRan      bool // an FTS chunk ran in this transaction
 	ftsMore     bool // ... and indexed something
+	mac         *chainMAC
 }
 
 func (w *writer) process(batch []*op) {
@@ -129,7 +129,7 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 			}
 		}
 	}()
-	tx := &txn{conn: conn, nowMs: w.l.now().UnixMilli(), maxRowID: w.lastRowID, ftsRowID: w.ftsRowID}
+	tx := &txn{conn: conn, nowMs: w.l.now().UnixMilli(), maxRowID: w.lastRowID, ftsRowID: w.ftsRowID, mac: w.mac}
 	if err := tx.loadTail(); err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 		return errs, nil
 	}
 	if tx.nextEventID != firstEvent {
-		head := strconv.FormatInt(tx.nextEventID-1, 10) + ":" + tx.lastHash
+		head := tx.mac.headValue(tx.nextEventID-1, tx.lastHash)
 		if err := sqlitex.Execute(conn, kvUpsert, &sqlitex.ExecOptions{Args: []any{kvChainHead, head}}); err != nil {
 			return nil, fmt.Errorf("chain head: %w", classify(err))
 		}
@@ -183,6 +183,8 @@ const (
 	kvUpsert       = "INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
 	kvChainHead    = "chain_head"
 	kvFTSLastRowID = "fts_last_rowid"
+	// kvLedgerKeyID is the KeyID of the key the chain is hashed with now.
+	kvLedgerKeyID = "ledger_key_id"
 )
 
 func (tx *txn) loadTail() error {
@@ -202,9 +204,9 @@ func (tx *txn) loadTail() error {
 }
 
 // addEvent appends one hash-chained event row and queues it for subscribers.
-func (tx *txn) addEvent(messageID string, name status.Event, atMs int64, detail string, row Message) error {
+func (tx *txn) addEvent(messageID string, name status.Event, atMs int64, detail string, ch *change) error {
 	id := tx.nextEventID
-	hash := HashEvent(tx.lastHash, id, messageID, string(name), atMs, detail)
+	hash := tx.mac.event(tx.lastHash, id, messageID, string(name), atMs, detail, ch)
 	stmt, err := tx.conn.Prepare("INSERT INTO comms_events(event_id, message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)")
 	if err != nil {
 		return fmt.Errorf("prepare event insert: %w", err)
@@ -225,15 +227,17 @@ func (tx *txn) addEvent(messageID string, name status.Event, atMs int64, detail 
 	}
 	tx.nextEventID++
 	tx.lastHash = hash
-	tx.events = append(tx.events, Event{EventID: id, MessageID: messageID, Event: name, AtMs: atMs, Detail: []byte(detail), Row: row.row()})
+	if ch.row != nil {
+		tx.events = append(tx.events, Event{EventID: id, MessageID: messageID, Event: name, AtMs: atMs, Detail: []byte(detail), Row: ch.row.row()})
+	}
 	return nil
 }
 
 // KVSet stores a small value (telegram offset, ...) through the writer;
 // it is committed when KVSet returns. Keys used by the ledger itself
-// (chain_head, fts_last_rowid) are refused with ErrInvalid.
+// (chain_head, fts_last_rowid, ledger_key_id) are refused with ErrInvalid.
 func (l *Ledger) KVSet(ctx context.Context, key, value string) error {
-	if key == kvChainHead || key == kvFTSLastRowID || key == "" {
+	if key == kvChainHead || key == kvFTSLastRowID || key == kvLedgerKeyID || key == "" {
 		return fmt.Errorf("journal kv set %q: %w: reserved key", key, ErrInvalid)
 	}
 	return l.run(ctx, &op{kind: opTx, name: "kv set", apply: func(tx *txn) error {

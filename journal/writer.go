@@ -69,6 +69,8 @@ type writer struct {
 	// not commit; flushRetries commits them after the next successful
 	// transaction.
 	retry []*op
+
+	mac *chainMAC // keyed hashes of events and the chain head
 }
 
 const (
@@ -77,7 +79,7 @@ const (
 )
 
 func newWriter(l *Ledger, conn *sqlite.Conn) (*writer, error) {
-	w := &writer{l: l, conn: conn}
+	w := &writer{l: l, conn: conn, mac: newChainMAC(l.key)}
 	err := sqlitex.Execute(conn, "SELECT coalesce(max(row_id),0), coalesce((SELECT CAST(value AS INTEGER) FROM kv WHERE key='fts_last_rowid'),0) FROM comms_journal", &sqlitex.ExecOptions{
 		ResultFunc: func(stmt *sqlite.Stmt) error {
 			w.lastRowID = stmt.ColumnInt64(0)
@@ -90,6 +92,9 @@ func newWriter(l *Ledger, conn *sqlite.Conn) (*writer, error) {
 	}
 	l.committedRowID.Store(w.lastRowID)
 	l.indexedRowID.Store(w.ftsRowID)
+	if err := w.ensureKeyEpoch(); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
