@@ -176,7 +176,11 @@ func tamperScript(t *testing.T, path, script string) {
 // rechainUnkeyed recomputes every event hash and the chain head with the
 // unkeyed rule of older versions, which needs no secret: what anyone with
 // write access to the file can do.
-func rechainUnkeyed(t *testing.T, path string) {
+func rechainUnkeyed(t *testing.T, path string) { rechainUnkeyedTo(t, path, 0) }
+
+// rechainUnkeyedTo recomputes events up to event_id upTo (0: all, and the
+// chain head).
+func rechainUnkeyedTo(t *testing.T, path string, upTo int64) {
 	t.Helper()
 	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
 	if err != nil {
@@ -200,6 +204,9 @@ func rechainUnkeyed(t *testing.T, path string) {
 	}
 	prev := GenesisHash
 	for _, e := range evs {
+		if upTo > 0 && e.id > upTo {
+			return
+		}
 		h := HashEvent(prev, e.id, e.msgID, e.name, e.atMs, e.detail)
 		if err := sqlitex.Execute(conn, "UPDATE comms_events SET prev_hash = ?, hash = ? WHERE event_id = ?", &sqlitex.ExecOptions{Args: []any{prev, h, e.id}}); err != nil {
 			t.Fatal(err)
