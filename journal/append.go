@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -228,17 +228,22 @@ func (tx *txn) appendMessage(m Message) (Message, error) {
 	if err := tx.countAdded(m); err != nil {
 		return Message{}, err
 	}
-
-	detail := brokeredDetail(m)
-	if err := tx.addEvent(m.MessageID, status.EventBrokered, m.UpdatedAtMs, detail, m); err != nil {
-		return Message{}, err
-	}
+	// The brokered event covers the row and every side row written for it,
+	// so they are written first; the obligations it closes get their own
+	// events after it.
+	ch := change{row: &m}
 	ref := m.Ref()
+	if len(m.Signals) > 0 {
+		ch.signals = make([]Signal, 0, len(m.Signals))
+	}
 	for _, s := range m.Signals {
+		text := strings.TrimSpace(s.Text)
 		if err := tx.exec("INSERT INTO comms_signals(message_id, session_id, sender_role, ref, kind, text, at_ms) VALUES (?,?,?,?,?,?,?)",
-			m.MessageID, m.SessionID, m.SenderRole, ref, s.Kind, strings.TrimSpace(s.Text), m.BrokeredAtMs); err != nil {
+			m.MessageID, m.SessionID, m.SenderRole, ref, s.Kind, text, m.BrokeredAtMs); err != nil {
 			return Message{}, fmt.Errorf("insert signal: %w", err)
 		}
+		ch.signals = append(ch.signals, Signal{SignalID: tx.conn.LastInsertRowID(), SessionID: m.SessionID, SenderRole: m.SenderRole,
+			Ref: ref, Kind: s.Kind, Text: text, AtMs: m.BrokeredAtMs})
 	}
 	if o := m.Obligation; o != nil {
 		oref := ref
@@ -253,16 +258,45 @@ func (tx *txn) appendMessage(m Message) (Message, error) {
 			m.MessageID, m.SessionID, o.OwnerRole, requester, oref, m.BrokeredAtMs); err != nil {
 			return Message{}, fmt.Errorf("insert obligation: %w", err)
 		}
+		ch.obligation = &Obligation{ObligationID: tx.conn.LastInsertRowID(), SessionID: m.SessionID, OwnerRole: o.OwnerRole,
+			RequesterRole: requester, Ref: oref, OpenedAtMs: m.BrokeredAtMs}
 	}
-	if err := tx.applyRefs(m); err != nil {
+	closed, err := tx.applyRefs(m, &ch)
+	if err != nil {
 		return Message{}, err
+	}
+	if err := tx.addEvent(m.MessageID, status.EventBrokered, m.UpdatedAtMs, brokeredDetail(m), &ch); err != nil {
+		return Message{}, err
+	}
+	for _, c := range closed {
+		row, _, err := tx.get(c.id)
+		if err != nil {
+			return Message{}, err
+		}
+		detail, err := stateDetail(map[string]any{"closed_by": m.MessageID, "ref": c.ref}, row)
+		if err != nil {
+			return Message{}, err
+		}
+		if err := tx.addEvent(c.id, status.EventObligationClosed, m.BrokeredAtMs, detail,
+			&change{row: &row, closed: &Obligation{ClosedBy: m.MessageID, ClosedAtMs: m.BrokeredAtMs}}); err != nil {
+			return Message{}, err
+		}
 	}
 	return m.row(), nil
 }
 
+// closedObligation is an obligation applyRefs closed: its message and ref.
+type closedObligation struct{ id, ref string }
+
 // applyRefs closes obligations owned by the sender and resolves TASK and
-// BLOCKER signals that m references, within m's session.
-func (tx *txn) applyRefs(m Message) error {
+// BLOCKER signals that m references, within m's session. The resolved
+// signal ids go to ch; the closed obligations are returned for their
+// events.
+func (tx *txn) applyRefs(m Message, ch *change) ([]closedObligation, error) {
+	if len(m.Refs) == 0 {
+		return nil, nil
+	}
+	var closed []closedObligation
 	seen := make(map[string]bool, len(m.Refs))
 	for _, r := range m.Refs {
 		ref := NormalizeRef(r)
@@ -270,176 +304,73 @@ func (tx *txn) applyRefs(m Message) error {
 			continue
 		}
 		seen[ref] = true
-		var closed []string
 		err := tx.query(`UPDATE comms_obligations SET closed_by = ?, closed_at_ms = ?
  WHERE session_id = ? AND owner_role = ? COLLATE NOCASE AND ref = ? AND closed_by IS NULL AND message_id <> ?
  RETURNING message_id`, func(stmt *sqlite.Stmt) error {
-			closed = append(closed, stmt.ColumnText(0))
+			closed = append(closed, closedObligation{id: stmt.ColumnText(0), ref: ref})
 			return nil
 		}, m.MessageID, m.BrokeredAtMs, m.SessionID, m.SenderRole, ref, m.MessageID)
 		if err != nil {
-			return fmt.Errorf("close obligations: %w", err)
+			return nil, fmt.Errorf("close obligations: %w", err)
 		}
-		for _, id := range closed {
-			row, _, err := tx.get(id)
-			if err != nil {
-				return err
-			}
-			detail := `{"closed_by":` + string(appendJSONString(nil, m.MessageID)) + `,"ref":` + string(appendJSONString(nil, ref)) + `}`
-			if err := tx.addEvent(id, status.EventObligationClosed, m.BrokeredAtMs, detail, row); err != nil {
-				return err
-			}
-		}
-		if err := tx.exec(`UPDATE comms_signals SET resolved_by = ?
- WHERE session_id = ? AND ref = ? AND kind IN ('TASK','BLOCKER') AND resolved_by IS NULL AND message_id <> ?`,
-			m.MessageID, m.SessionID, ref, m.MessageID); err != nil {
-			return fmt.Errorf("resolve signals: %w", err)
+		err = tx.query(`UPDATE comms_signals SET resolved_by = ?
+ WHERE session_id = ? AND ref = ? AND kind IN ('TASK','BLOCKER') AND resolved_by IS NULL AND message_id <> ?
+ RETURNING signal_id`, func(stmt *sqlite.Stmt) error {
+			ch.resolved = append(ch.resolved, stmt.ColumnInt64(0))
+			return nil
+		}, m.MessageID, m.SessionID, ref, m.MessageID)
+		if err != nil {
+			return nil, fmt.Errorf("resolve signals: %w", err)
 		}
 	}
-	return nil
+	slices.Sort(ch.resolved)
+	return closed, nil
 }
 
+// Every event's detail_json records the message row's changeable columns
+// as they stand after the event, so Verify can rebuild the row each event
+// covers and compare the last one with the table.
+const (
+	detailStatus      = "status"
+	detailAckStatus   = "ack_status"
+	detailErrorCode   = "error_code"
+	detailAttempt     = "attempt"
+	detailUpdatedAtMs = "updated_at_ms"
+	// detailRemindedAtMs is the reminder time of obligation_reminded.
+	detailRemindedAtMs = "reminded_at_ms"
+)
+
+// brokeredDetail is the detail of a message's first event, keys sorted.
 func brokeredDetail(m Message) string {
-	b := make([]byte, 0, 160)
-	b = append(b, '{')
-	if m.AckStatus != "" {
-		b = append(b, `"ack_status":`...)
-		b = appendJSONString(b, string(m.AckStatus))
-		b = append(b, ',')
-	}
-	b = append(b, `"body_bytes":`...)
+	b := make([]byte, 0, 200)
+	b = append(b, `{"ack_status":`...)
+	b = appendJSONString(b, string(m.AckStatus))
+	b = append(b, `,"attempt":`...)
+	b = strconv.AppendInt(b, m.Attempt, 10)
+	b = append(b, `,"body_bytes":`...)
 	b = strconv.AppendInt(b, m.BodyBytes, 10)
 	b = append(b, `,"body_hash":`...)
 	b = appendJSONString(b, m.BodyHash)
+	b = append(b, `,"error_code":`...)
+	b = appendJSONString(b, string(m.ErrorCode))
 	b = append(b, `,"status":`...)
 	b = appendJSONString(b, string(m.Status))
+	b = append(b, `,"updated_at_ms":`...)
+	b = strconv.AppendInt(b, m.UpdatedAtMs, 10)
 	return string(append(b, '}'))
 }
 
-// Advance applies c to its message monotonically (see Merge) and waits for
-// the commit. An event row is written only when the row changed, or when
-// c.Event is set. It returns the row after the change; ErrNotFound if the
-// message is unknown.
-func (l *Ledger) Advance(ctx context.Context, c Change) (Message, error) {
-	if c.MessageID == "" {
-		return Message{}, fmt.Errorf("journal advance: %w: empty message_id", ErrInvalid)
-	}
-	var out Message
-	finished, err := l.do(ctx, l.advanceOp(c, &out))
-	if !finished {
-		return Message{}, err
-	}
-	return out, err
-}
-
-// AdvanceAsync queues c behind every write submitted before it and returns
-// without waiting (it blocks only while the queue is full). Failures are
-// logged. c.Detail is copied shallowly; do not mutate nested values.
-func (l *Ledger) AdvanceAsync(c Change) {
-	if c.MessageID == "" {
-		l.log.Error("journal: advance without message_id dropped")
-		return
-	}
-	o := l.advanceOp(c, nil)
-	o.retry = true
-	if err := l.submit(context.Background(), o); err != nil {
-		l.log.Error("journal: async advance dropped", "message_id", c.MessageID, "err", err)
-	}
-}
-
-func (l *Ledger) advanceOp(c Change, out *Message) *op {
-	c.Detail = maps.Clone(c.Detail)
-	return &op{kind: opTx, name: "advance", apply: func(tx *txn) error {
-		r, err := tx.advance(c)
-		if out != nil {
-			*out = r
-		}
-		return err
-	}}
-}
-
-func (tx *txn) advance(c Change) (Message, error) {
-	cur, found, err := tx.get(c.MessageID)
-	if err != nil {
-		return Message{}, err
-	}
-	if !found {
-		return Message{}, logical(fmt.Errorf("advance %s: %w", c.MessageID, ErrNotFound))
-	}
-	if c.AtMs == 0 {
-		c.AtMs = tx.nowMs
-	}
-	next, changed := Merge(cur, c)
-	if !changed && c.Event == "" {
-		return cur, nil
-	}
-	detail := make(map[string]any, len(c.Detail)+4)
-	maps.Copy(detail, c.Detail)
-	detail["status"] = next.Status
-	detail["ack_status"] = next.AckStatus
-	if next.Status != cur.Status && next.Status == status.Failed && next.ErrorCode != "" {
-		detail["error_code"] = next.ErrorCode
-	}
-	if c.IncAttempt {
-		detail["attempt"] = next.Attempt
-	}
+// stateDetail adds row's changeable columns to detail (replacing any keys
+// of the same names) and encodes it.
+func stateDetail(detail map[string]any, row Message) (string, error) {
+	detail[detailStatus] = row.Status
+	detail[detailAckStatus] = row.AckStatus
+	detail[detailErrorCode] = row.ErrorCode
+	detail[detailAttempt] = row.Attempt
+	detail[detailUpdatedAtMs] = row.UpdatedAtMs
 	dj, err := json.Marshal(detail)
 	if err != nil {
-		return Message{}, logical(fmt.Errorf("advance %s: %w: detail: %w", c.MessageID, ErrInvalid, err))
+		return "", fmt.Errorf("%w: detail: %w", ErrInvalid, err)
 	}
-	name := c.Event
-	switch {
-	case name != "":
-	case next.Status != cur.Status:
-		name = status.Event(next.Status)
-	case next.AckStatus != cur.AckStatus:
-		name = status.Event(next.AckStatus)
-	default:
-		name = status.EventAttempt
-	}
-	if changed {
-		if err := tx.exec("UPDATE comms_journal SET status = ?, ack_status = ?, error_code = ?, attempt = ?, updated_at_ms = ? WHERE row_id = ?",
-			next.Status, next.AckStatus, next.ErrorCode, next.Attempt, next.UpdatedAtMs, next.RowID); err != nil {
-			return Message{}, fmt.Errorf("update message %s: %w", c.MessageID, err)
-		}
-		if err := tx.countMoved(cur, next); err != nil {
-			return Message{}, err
-		}
-	}
-	if err := tx.addEvent(c.MessageID, name, c.AtMs, string(dj), next); err != nil {
-		return Message{}, err
-	}
-	return next, nil
-}
-
-// MarkReminded records that the open obligation of messageID got its
-// reminder (and writes an obligation_reminded event). ErrNotFound when the
-// message has no open obligation.
-func (l *Ledger) MarkReminded(ctx context.Context, messageID string) error {
-	return l.run(ctx, &op{kind: opTx, name: "mark reminded", apply: func(tx *txn) error {
-		if err := tx.exec("UPDATE comms_obligations SET reminded_at_ms = ? WHERE message_id = ? AND closed_by IS NULL", tx.nowMs, messageID); err != nil {
-			return fmt.Errorf("mark reminded %s: %w", messageID, err)
-		}
-		if tx.conn.Changes() == 0 {
-			return logical(fmt.Errorf("mark reminded %s: %w", messageID, ErrNotFound))
-		}
-		row, _, err := tx.get(messageID)
-		if err != nil {
-			return err
-		}
-		return tx.addEvent(messageID, status.EventObligationReminded, tx.nowMs, `{"reminded_at_ms":`+strconv.FormatInt(tx.nowMs, 10)+`}`, row)
-	}})
-}
-
-// get loads a message by id on the writer connection.
-func (tx *txn) get(messageID string) (Message, bool, error) {
-	return getMessage(tx.conn, messageID)
-}
-
-func (tx *txn) exec(query string, args ...any) error {
-	return execArgs(tx.conn, query, nil, args...)
-}
-
-func (tx *txn) query(query string, fn func(*sqlite.Stmt) error, args ...any) error {
-	return execArgs(tx.conn, query, fn, args...)
+	return string(dj), nil
 }

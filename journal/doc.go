@@ -25,22 +25,41 @@
 //
 // Every comms_events row carries prev_hash and hash, where
 //
-//	hash = hex(sha256(prev_hash || canonical))
+//	hash = hex(HMAC-SHA256(ledger key, prev_hash || canonical change))
 //
 // prev_hash is the previous row's hash (GenesisHash, 64 "0" characters, for
-// event_id 1), event ids are consecutive from 1, and canonical is the row's
-// fields as compact JSON with sorted keys:
+// event_id 1) and event ids are consecutive from 1. The ledger key is
+// KeySize random bytes kept outside the database (runtime/ledger-key, 64 hex
+// characters, mode 0600; see LoadKey and EnsureKey). The canonical change
+// is compact JSON with sorted keys:
 //
-//	{"at_ms":1700000000000,"detail_json":"{\"status\":\"routed\"}","event":"routed","event_id":17,"message_id":"hm-1"}
+//	{"at_ms":A,"change":{"obligation":O,"obligation_closed":X,"row":R,"signals":[S...],"signals_resolved":[N...]},
+//	 "detail_json":D,"event":E,"event_id":I,"message_id":M}
 //
-// Integers are written in decimal; detail_json is included as a JSON string
-// holding its stored text (not re-encoded); strings are escaped as Go's
-// encoding/json does with HTML escaping off (invalid UTF-8 becomes U+FFFD,
-// U+2028 and U+2029 are escaped). The kv row chain_head holds
-// "<last event_id>:<last hash>", updated in the same transaction, so
-// removing events from the end is detected too. Each message's "brokered"
-// event records the sha256 of its raw_body (detail key body_hash); Verify
-// recomputes the chain and every body hash.
+// R is every comms_journal column of the message after the change but
+// raw_body (covered through body_hash, which Verify recomputes); its
+// changeable columns (status, ack_status, error_code, attempt,
+// updated_at_ms) are also recorded in every event's detail_json, so Verify
+// rebuilds R for each event from the current row and the detail. For a
+// message's first event, S are the signals it wrote, N the ids of the
+// signals it resolved and O the obligation it opened; for obligation_closed
+// X is who closed it and when; elsewhere they are null or []. Integers are
+// decimal; detail_json is a JSON string holding its stored text; strings
+// are escaped as Go's encoding/json does with HTML escaping off.
+//
+// The kv row chain_head holds "<last event_id>:<last hash>:<signature>",
+// signed with the key and updated in the same transaction, so events
+// removed from the end are detected. Verify also checks every row against
+// the chain, and every comms_signals and comms_obligations row (what the
+// briefing and handoff read) against the events that wrote it.
+//
+// A ledger_key event (message_id "") starts a stretch hashed with one key:
+// the cut-over of a ledger written by an older version (whose events used
+// hex(sha256(prev_hash || AppendCanonicalEvent)), checked with that rule up
+// to the cut-over), or a key that replaced a lost one (events made with the
+// old key are then reported unverifiable). Checkpoint signs the chain head
+// so a copy kept elsewhere proves a truncation (VerifyWith). See
+// docs/ledger.md for the threat model.
 //
 // # Statuses
 //

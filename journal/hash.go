@@ -10,9 +10,10 @@ import (
 // GenesisHash is the prev_hash of the first event: 64 zeros.
 const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
 
-// HashEvent returns the chain hash of one comms_events row:
-// hex(sha256(prevHash || CanonicalEvent(...))). See the package
-// documentation for the canonical form.
+// HashEvent returns the unkeyed hash of older versions for one comms_events
+// row: hex(sha256(prevHash || AppendCanonicalEvent(...))). Verify accepts
+// it only before a ledger_key cut-over; new events are keyed (see the
+// package documentation).
 func HashEvent(prevHash string, eventID int64, messageID, event string, atMs int64, detailJSON string) string {
 	var buf [512]byte
 	b := append(buf[:0], prevHash...)

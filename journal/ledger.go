@@ -64,6 +64,13 @@ type Options struct {
 	Readers int
 	// Now is the clock (default time.Now); tests inject a fixed one.
 	Now func() time.Time
+	// Key is the ledger key (KeySize bytes) the hash chain is keyed with;
+	// when nil it is read from KeyPath (see key.go).
+	Key []byte
+	// KeyPath is the ledger key file (default: KeyFileName beside the
+	// database, i.e. runtime/ledger-key). A writer creates it when absent;
+	// a read-only ledger reads it only for Verify and Checkpoint.
+	KeyPath string
 }
 
 // Ledger is the evidence ledger: an SQLite database with one writer
@@ -110,6 +117,10 @@ type Ledger struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	keyMu      sync.Mutex
+	key        *ledgerKey // nil until loaded (read-only ledgers load it lazily)
+	keyCreated bool       // Open made a new key file
 }
 
 // Open opens (creating if needed, mode 0600) the ledger at path, applies
@@ -147,6 +158,10 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		subs:       make(map[*subscription]struct{}),
 	}
 	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	// The key first: a bad key file stops Open before anything is written.
+	if err := l.setupKey(); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	if opts.ReadOnly {

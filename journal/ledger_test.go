@@ -3,6 +3,9 @@ package journal
 import (
 	"bufio"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -244,9 +247,13 @@ func TestHashChain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	key, err := LoadKey(filepath.Join(filepath.Dir(l.Path()), KeyFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
 	prev := GenesisHash
 	var n int64
-	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+	err = l.Read(ctx, func(conn *sqlite.Conn) error {
 		return sqlitex.Execute(conn, "SELECT event_id, message_id, event, at_ms, detail_json, prev_hash, hash FROM comms_events ORDER BY event_id", &sqlitex.ExecOptions{
 			ResultFunc: func(stmt *sqlite.Stmt) error {
 				n++
@@ -257,11 +264,32 @@ func TestHashChain(t *testing.T) {
 				if stmt.ColumnText(5) != prev {
 					return fmt.Errorf("event %d prev_hash %s, want %s", id, stmt.ColumnText(5), prev)
 				}
-				// Recompute independently with encoding/json over a map.
+				// Recompute independently with encoding/json over maps: the
+				// row's fixed columns from the table, its changeable ones
+				// from the detail.
+				r, _, err := getMessage(conn, stmt.ColumnText(1))
+				if err != nil {
+					return err
+				}
+				dec := json.NewDecoder(strings.NewReader(stmt.ColumnText(4)))
+				dec.UseNumber()
+				var d map[string]any
+				if err := dec.Decode(&d); err != nil {
+					return err
+				}
+				rowMap := map[string]any{"ack_status": d["ack_status"], "attempt": d["attempt"], "body_bytes": r.BodyBytes, "body_hash": r.BodyHash,
+					"brokered_at_ms": r.BrokeredAtMs, "channel": r.Channel, "direction": r.Direction, "error_code": d["error_code"], "header": r.Header,
+					"message_id": r.MessageID, "metadata_json": r.MetadataJSON, "priority": r.Priority, "row_id": r.RowID, "sender_role": r.SenderRole,
+					"sent_at_ms": r.SentAtMs, "seq": r.Seq, "session_id": r.SessionID, "status": d["status"], "target_role": r.TargetRole,
+					"updated_at_ms": d["updated_at_ms"]}
+				change := map[string]any{"obligation": nil, "obligation_closed": nil, "row": rowMap, "signals": []any{}, "signals_resolved": []any{}}
 				canon, _ := json.Marshal(map[string]any{"event_id": id, "message_id": stmt.ColumnText(1), "event": stmt.ColumnText(2),
-					"at_ms": stmt.ColumnInt64(3), "detail_json": stmt.ColumnText(4)})
-				if want := sha256Hex(prev + string(canon)); stmt.ColumnText(6) != want {
-					return fmt.Errorf("event %d hash %s, want %s", id, stmt.ColumnText(6), want)
+					"at_ms": stmt.ColumnInt64(3), "detail_json": stmt.ColumnText(4), "change": change})
+				mac := hmac.New(sha256.New, key)
+				mac.Write([]byte(prev))
+				mac.Write(canon)
+				if want := hex.EncodeToString(mac.Sum(nil)); stmt.ColumnText(6) != want {
+					return fmt.Errorf("event %d hash %s, want %s over %s", id, stmt.ColumnText(6), want, canon)
 				}
 				prev = stmt.ColumnText(6)
 				return nil
@@ -274,8 +302,13 @@ func TestHashChain(t *testing.T) {
 		t.Fatalf("%d events, want 10", n)
 	}
 	head, ok, err := l.KVGet(ctx, "chain_head")
-	if err != nil || !ok || head != "10:"+prev {
-		t.Fatalf("chain_head = %q %v %v, want 10:%s", head, ok, err, prev)
+	if err != nil || !ok || !strings.HasPrefix(head, "10:"+prev+":") {
+		t.Fatalf("chain_head = %q %v %v, want 10:%s:<signature>", head, ok, err, prev)
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("hm ledger chain head\x00" + "10:" + prev))
+	if sig := hex.EncodeToString(mac.Sum(nil)); head != "10:"+prev+":"+sig {
+		t.Fatalf("chain_head = %q, signature want %s", head, sig)
 	}
 }
 
@@ -288,9 +321,9 @@ func TestVerifyTampering(t *testing.T) {
 		{"body changed", "UPDATE comms_journal SET raw_body = 'forged' WHERE row_id = 2",
 			"comms_journal row_id 2 (message_id m1): body changed"},
 		{"body and body_hash changed", "UPDATE comms_journal SET raw_body = 'forged', body_hash = '" + sha256Hex("forged") + "' WHERE row_id = 3",
-			"comms_journal row_id 3 (message_id m2): body changed"},
+			"comms_events event_id 5 (message_id m2): hash mismatch"},
 		{"body_hash column changed", "UPDATE comms_journal SET body_hash = 'x' WHERE row_id = 1",
-			"comms_journal row_id 1 (message_id m0): body_hash column changed"},
+			"comms_events event_id 1 (message_id m0): hash mismatch"},
 		{"event deleted", "DELETE FROM comms_events WHERE event_id = 3",
 			"comms_events event_id 4: event_id 3 missing"},
 		{"events deleted", "DELETE FROM comms_events WHERE event_id IN (3, 4)",
@@ -298,9 +331,9 @@ func TestVerifyTampering(t *testing.T) {
 		{"last event deleted", "DELETE FROM comms_events WHERE event_id = (SELECT max(event_id) FROM comms_events)",
 			"comms_events: chain head records event_id 8 but the chain ends at event_id 7"},
 		{"detail changed", `UPDATE comms_events SET detail_json = '{"status":"acked"}' WHERE event_id = 5`,
-			"comms_events event_id 5: hash mismatch"},
+			"comms_events event_id 5 (message_id m2): hash mismatch"},
 		{"time changed", "UPDATE comms_events SET at_ms = at_ms + 1 WHERE event_id = 2",
-			"comms_events event_id 2: hash mismatch"},
+			"comms_events event_id 2 (message_id m0): hash mismatch"},
 		{"event renumbered", "UPDATE comms_events SET event_id = 100 WHERE event_id = 8",
 			"comms_events event_id 100: event_ids 8..99 missing"},
 		{"prev_hash rewritten", "UPDATE comms_events SET prev_hash = '" + GenesisHash + "' WHERE event_id = 6",
@@ -312,7 +345,7 @@ func TestVerifyTampering(t *testing.T) {
 		{"ack status changed", "UPDATE comms_journal SET ack_status = 'delivered.verified' WHERE row_id = 1",
 			"comms_journal row_id 1 (message_id m0): state changed"},
 		{"brokered event renamed", "UPDATE comms_events SET event = 'other' WHERE event_id = 1",
-			"comms_events event_id 1: hash mismatch"},
+			"comms_events event_id 1 (message_id m0): hash mismatch"},
 		{"session count changed", "UPDATE comms_session_counts SET n = n + 1 WHERE status = 'routed'",
 			`comms_session_counts session "app-session-1" status "routed" channel "ws" sender "oracle": counts 5 messages, the rows hold 4`},
 		{"emptied group counted", "UPDATE comms_session_counts SET n = 1 WHERE status = 'brokered'",

@@ -55,7 +55,7 @@ func commands() []command {
 		{"comms", "ledger rows: history, search, tail", runComms},
 		{"briefing", "print the startup briefing", runBriefing},
 		{"handoff", "write and print the session handoff", runHandoff},
-		{"journal", "journal verify: check the ledger's hash chain", runJournal},
+		{"journal", "journal verify / checkpoint: check the keyed hash chain; sign its head", runJournal},
 		{"receipt", "mark a message delivered.verified from a CLI hook payload on stdin", runReceipt},
 		{"doctor", "check root, port, permissions, ledger and configured commands", runDoctor},
 		{"token", "token rotate: replace the operator secret", runToken},

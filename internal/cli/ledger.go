@@ -301,35 +301,14 @@ func runHandoff(ctx context.Context, env Env, args []string) int {
 }
 
 func runJournal(ctx context.Context, env Env, args []string) int {
-	if len(args) == 0 || args[0] != "verify" {
-		fmt.Fprintln(env.Stderr, "usage: hm journal verify [--root D] [--json]")
-		return ExitUsage
+	if len(args) > 0 {
+		switch args[0] {
+		case "verify":
+			return runJournalVerify(ctx, env, args[1:])
+		case "checkpoint":
+			return runJournalCheckpoint(ctx, env, args[1:])
+		}
 	}
-	fs := newFlags("journal verify", env)
-	root := rootFlag(fs)
-	asJSON := jsonFlag(fs, "the result")
-	if pos, err := parseArgs(fs, args[1:]); err != nil || len(pos) > 0 {
-		return usageError(env, fs, "hm journal verify [--root D] [--json]", err)
-	}
-	_, l, ok := rootLedger(ctx, env, *root, "hm journal verify")
-	if !ok {
-		return ExitFailed
-	}
-	defer l.Close()
-	rep, err := l.Verify(ctx)
-	if err != nil {
-		fmt.Fprintln(env.Stderr, "hm journal verify:", err)
-		return ExitFailed
-	}
-	if *asJSON {
-		printJSON(env.Stdout, rep)
-	} else if rep.OK {
-		fmt.Fprintf(env.Stdout, "ok: %d events and %d messages verified\n", rep.Events, rep.Messages)
-	} else {
-		fmt.Fprintf(env.Stdout, "FAILED: %s (%d problems in %d events, %d messages)\n", rep.FirstBad, rep.Problems, rep.Events, rep.Messages)
-	}
-	if !rep.OK {
-		return ExitFailed
-	}
-	return ExitOK
+	fmt.Fprintln(env.Stderr, "usage: "+journalSynopsis)
+	return ExitUsage
 }

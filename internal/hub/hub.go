@@ -14,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -73,6 +74,8 @@ type Hub struct {
 	slots      *slots.Set
 	relay      *telegram.Relay
 	watcher    *triggers.Watcher
+
+	checkpointed atomic.Int64 // last_event_id of the last ledger checkpoint written
 }
 
 // component is an optional part of the hub with its own lifecycle.
@@ -141,7 +144,7 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 	if err != nil {
 		return fail(err)
 	}
-	ledger, err := journal.Open(ctx, lay.Ledger(), journal.Options{Durable: opts.Durable, Logger: opts.Logger.With("component", "journal"), MaxBytes: opts.LedgerMaxBytes})
+	ledger, err := journal.Open(ctx, lay.Ledger(), journal.Options{Durable: opts.Durable, Logger: opts.Logger.With("component", "journal"), MaxBytes: opts.LedgerMaxBytes, KeyPath: lay.LedgerKey()})
 	if err != nil {
 		return fail(fmt.Errorf("open ledger: %w", err))
 	}

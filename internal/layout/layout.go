@@ -65,12 +65,19 @@ func (l Layout) Runtime() string     { return filepath.Join(l.State(), "runtime"
 func (l Layout) Ledger() string      { return filepath.Join(l.Runtime(), "evidence-ledger.db") }
 func (l Layout) HubJSON() string     { return filepath.Join(l.Runtime(), "hub.json") }
 func (l Layout) Token() string       { return filepath.Join(l.Runtime(), "hub-token") }
+func (l Layout) LedgerKey() string   { return filepath.Join(l.Runtime(), "ledger-key") }
 func (l Layout) HubLog() string      { return filepath.Join(l.Runtime(), "hub.log") }
 func (l Layout) PaneLogs() string    { return filepath.Join(l.Runtime(), "panes") }
 func (l Layout) Handoffs() string    { return filepath.Join(l.State(), "handoffs") }
 func (l Layout) Briefing() string    { return filepath.Join(l.Handoffs(), "briefing.md") }
 func (l Layout) Session() string     { return filepath.Join(l.Handoffs(), "session.md") }
 func (l Layout) LastSession() string { return filepath.Join(l.Handoffs(), "last-session.md") }
+
+// LedgerCheckpoint is the hub's latest signed ledger checkpoint (SPEC §9).
+func (l Layout) LedgerCheckpoint() string {
+	return filepath.Join(l.Handoffs(), "ledger-checkpoint.json")
+}
+
 func (l Layout) FullMessages() string {
 	return filepath.Join(l.State(), "coord", "full-agent-messages")
 }

@@ -140,4 +140,8 @@ const (
 	EventTelegramFailed     Event = "telegram_failed"     // the Bot API refused it
 	EventObligationClosed   Event = "obligation_closed"   // an [ACK REQUIRED] was answered
 	EventObligationReminded Event = "obligation_reminded" // its one reminder was sent
+	// EventLedgerKey starts a stretch of the chain hashed with one ledger
+	// key (message_id ""): the cut-over from the unkeyed hash of older
+	// versions, or a replaced key.
+	EventLedgerKey Event = "ledger_key"
 )

@@ -1,0 +1,135 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"hm/internal/status"
+
+	"zombiezen.com/go/sqlite"
+)
+
+// Advance applies c to its message monotonically (see Merge) and waits for
+// the commit. An event row is written only when the row changed, or when
+// c.Event is set. It returns the row after the change; ErrNotFound if the
+// message is unknown.
+func (l *Ledger) Advance(ctx context.Context, c Change) (Message, error) {
+	if c.MessageID == "" {
+		return Message{}, fmt.Errorf("journal advance: %w: empty message_id", ErrInvalid)
+	}
+	var out Message
+	finished, err := l.do(ctx, l.advanceOp(c, &out))
+	if !finished {
+		return Message{}, err
+	}
+	return out, err
+}
+
+// AdvanceAsync queues c behind every write submitted before it and returns
+// without waiting (it blocks only while the queue is full). Failures are
+// logged. c.Detail is copied shallowly; do not mutate nested values.
+func (l *Ledger) AdvanceAsync(c Change) {
+	if c.MessageID == "" {
+		l.log.Error("journal: advance without message_id dropped")
+		return
+	}
+	o := l.advanceOp(c, nil)
+	o.retry = true
+	if err := l.submit(context.Background(), o); err != nil {
+		l.log.Error("journal: async advance dropped", "message_id", c.MessageID, "err", err)
+	}
+}
+
+func (l *Ledger) advanceOp(c Change, out *Message) *op {
+	c.Detail = maps.Clone(c.Detail)
+	return &op{kind: opTx, name: "advance", apply: func(tx *txn) error {
+		r, err := tx.advance(c)
+		if out != nil {
+			*out = r
+		}
+		return err
+	}}
+}
+
+func (tx *txn) advance(c Change) (Message, error) {
+	cur, found, err := tx.get(c.MessageID)
+	if err != nil {
+		return Message{}, err
+	}
+	if !found {
+		return Message{}, logical(fmt.Errorf("advance %s: %w", c.MessageID, ErrNotFound))
+	}
+	if c.AtMs == 0 {
+		c.AtMs = tx.nowMs
+	}
+	next, changed := Merge(cur, c)
+	if !changed && c.Event == "" {
+		return cur, nil
+	}
+	detail := make(map[string]any, len(c.Detail)+5)
+	maps.Copy(detail, c.Detail)
+	dj, err := stateDetail(detail, next)
+	if err != nil {
+		return Message{}, logical(fmt.Errorf("advance %s: %w", c.MessageID, err))
+	}
+	name := c.Event
+	switch {
+	case name != "":
+	case next.Status != cur.Status:
+		name = status.Event(next.Status)
+	case next.AckStatus != cur.AckStatus:
+		name = status.Event(next.AckStatus)
+	default:
+		name = status.EventAttempt
+	}
+	if changed {
+		if err := tx.exec("UPDATE comms_journal SET status = ?, ack_status = ?, error_code = ?, attempt = ?, updated_at_ms = ? WHERE row_id = ?",
+			next.Status, next.AckStatus, next.ErrorCode, next.Attempt, next.UpdatedAtMs, next.RowID); err != nil {
+			return Message{}, fmt.Errorf("update message %s: %w", c.MessageID, err)
+		}
+		if err := tx.countMoved(cur, next); err != nil {
+			return Message{}, err
+		}
+	}
+	if err := tx.addEvent(c.MessageID, name, c.AtMs, dj, &change{row: &next}); err != nil {
+		return Message{}, err
+	}
+	return next, nil
+}
+
+// MarkReminded records that the open obligation of messageID got its
+// reminder (and writes an obligation_reminded event). ErrNotFound when the
+// message has no open obligation.
+func (l *Ledger) MarkReminded(ctx context.Context, messageID string) error {
+	return l.run(ctx, &op{kind: opTx, name: "mark reminded", apply: func(tx *txn) error {
+		if err := tx.exec("UPDATE comms_obligations SET reminded_at_ms = ? WHERE message_id = ? AND closed_by IS NULL", tx.nowMs, messageID); err != nil {
+			return fmt.Errorf("mark reminded %s: %w", messageID, err)
+		}
+		if tx.conn.Changes() == 0 {
+			return logical(fmt.Errorf("mark reminded %s: %w", messageID, ErrNotFound))
+		}
+		row, _, err := tx.get(messageID)
+		if err != nil {
+			return err
+		}
+		detail, err := stateDetail(map[string]any{detailRemindedAtMs: tx.nowMs}, row)
+		if err != nil {
+			return err
+		}
+		return tx.addEvent(messageID, status.EventObligationReminded, tx.nowMs, detail, &change{row: &row})
+	}})
+}
+
+// get loads a message by id on the writer connection.
+func (tx *txn) get(messageID string) (Message, bool, error) {
+	return getMessage(tx.conn, messageID)
+}
+
+func (tx *txn) exec(query string, args ...any) error {
+	return execArgs(tx.conn, query, nil, args...)
+}
+
+func (tx *txn) query(query string, fn func(*sqlite.Stmt) error, args ...any) error {
+	return execArgs(tx.conn, query, fn, args...)
+}

@@ -1,0 +1,119 @@
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"zombiezen.com/go/sqlite"
+)
+
+// CheckpointVersion is the format of Checkpoint.
+const CheckpointVersion = 1
+
+// ErrBadCheckpoint means a checkpoint file is not a checkpoint.
+var ErrBadCheckpoint = errors.New("journal: not a ledger checkpoint")
+
+// Checkpoint is a signed statement of the chain head: kept outside the
+// ledger (git, Telegram), it proves later that the ledger still holds every
+// event up to it (SPEC §9). MAC is the hex HMAC-SHA256, with the ledger
+// key, of checkpointPrefix and the other fields' canonical JSON.
+type Checkpoint struct {
+	Version     int    `json:"version"`
+	Events      int64  `json:"events"`
+	LastEventID int64  `json:"last_event_id"`
+	HeadHash    string `json:"head_hash"`
+	AtMs        int64  `json:"at_ms"`
+	KeyID       string `json:"key_id"`
+	MAC         string `json:"mac"`
+}
+
+const checkpointPrefix = "hm ledger checkpoint\x00"
+
+func (c *Checkpoint) signed() []byte {
+	b := append([]byte(checkpointPrefix), `{"at_ms":`...)
+	b = strconv.AppendInt(b, c.AtMs, 10)
+	b = append(b, `,"events":`...)
+	b = strconv.AppendInt(b, c.Events, 10)
+	b = append(b, `,"head_hash":`...)
+	b = appendJSONString(b, c.HeadHash)
+	b = append(b, `,"key_id":`...)
+	b = appendJSONString(b, c.KeyID)
+	b = append(b, `,"last_event_id":`...)
+	b = strconv.AppendInt(b, c.LastEventID, 10)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, int64(c.Version), 10)
+	return append(b, '}')
+}
+
+// ParseCheckpoint decodes a checkpoint (its signature is checked by
+// VerifyWith).
+func ParseCheckpoint(data []byte) (Checkpoint, error) {
+	var c Checkpoint
+	if err := json.Unmarshal(data, &c); err != nil {
+		return Checkpoint{}, fmt.Errorf("%w: %w", ErrBadCheckpoint, err)
+	}
+	if c.Version != CheckpointVersion || c.MAC == "" || c.HeadHash == "" || c.Events != c.LastEventID || c.Events < 0 {
+		return Checkpoint{}, fmt.Errorf("%w: missing or inconsistent fields", ErrBadCheckpoint)
+	}
+	return c, nil
+}
+
+// Checkpoint signs the current chain head with the ledger key. The head is
+// read from kv chain_head and must carry a valid signature itself, so a
+// head rewritten without the key is never signed.
+func (l *Ledger) Checkpoint(ctx context.Context) (Checkpoint, error) {
+	key, err := l.ledgerKey()
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("journal checkpoint: %w", err)
+	}
+	mac := newChainMAC(key)
+	c := Checkpoint{Version: CheckpointVersion, HeadHash: GenesisHash, AtMs: l.now().UnixMilli(), KeyID: key.id}
+	err = l.Read(ctx, func(conn *sqlite.Conn) error {
+		head, found := "", false
+		if err := execArgs(conn, "SELECT value FROM kv WHERE key = ?", func(stmt *sqlite.Stmt) error {
+			head, found = stmt.ColumnText(0), true
+			return nil
+		}, kvChainHead); err != nil {
+			return fmt.Errorf("read chain head: %w", err)
+		}
+		if !found {
+			return nil
+		}
+		idText, rest, _ := strings.Cut(head, ":")
+		hash, sig, _ := strings.Cut(rest, ":")
+		id, err := strconv.ParseInt(idText, 10, 64)
+		if err != nil || !mac.headSigned(idText+":"+hash, sig) {
+			return errors.New("the chain head is not signed with the ledger key (run hm journal verify)")
+		}
+		c.Events, c.LastEventID, c.HeadHash = id, id, hash
+		return nil
+	})
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("journal checkpoint: %w", err)
+	}
+	c.MAC = mac.macHex(c.signed())
+	return c, nil
+}
+
+// checkCheckpointSignature runs before the chain walk.
+func (v *verifier) checkCheckpointSignature() {
+	c := v.cp
+	switch {
+	case c.KeyID != v.mac.key.id:
+		v.checkpointBad("checkpoint: made with ledger key %s, not the current key %s: cannot be checked", c.KeyID, v.mac.key.id)
+	case !v.mac.matches(c.MAC, c.signed()):
+		v.checkpointBad("checkpoint: signature does not match (the checkpoint was altered)")
+	}
+}
+
+func (v *verifier) checkpointBad(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if v.r.Checkpoint == "" {
+		v.r.Checkpoint = msg
+	}
+	v.r.bad("%s", msg)
+}
