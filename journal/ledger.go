@@ -268,6 +268,11 @@ func openWriterConn(ctx context.Context, path string, opts Options) (conn *sqlit
 		conn.SetInterrupt(ctx.Done())
 		defer conn.SetInterrupt(nil)
 	}
+	// Whose database is it? Nothing is written before this answer.
+	kind, err := identify(conn)
+	if err != nil {
+		return nil, err
+	}
 	// Pragmas run outside any transaction.
 	mode := ""
 	if err := sqlitex.ExecuteTransient(conn, "PRAGMA journal_mode=WAL", &sqlitex.ExecOptions{
@@ -288,7 +293,16 @@ func openWriterConn(ctx context.Context, path string, opts Options) (conn *sqlit
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 	}
+	if kind == kindSquidRun {
+		opts.Logger.Warn("journal: adopting a SquidRun evidence ledger: its tables stay, its comms_journal (if any) is kept as "+squidRunJournal, "path", path)
+		if err := adoptSquidRun(conn); err != nil {
+			return nil, err
+		}
+	}
 	if err := migrate(conn); err != nil {
+		return nil, err
+	}
+	if err := markLedger(conn); err != nil {
 		return nil, err
 	}
 	if err := setMaxPages(conn, opts.MaxBytes); err != nil {
@@ -333,6 +347,9 @@ func openReaderConn(path string) (*sqlite.Conn, error) {
 }
 
 func checkSchema(conn *sqlite.Conn) error {
+	if _, err := identify(conn); err != nil {
+		return err
+	}
 	v, err := schemaVersion(conn)
 	if err != nil {
 		return fmt.Errorf("not a ledger: %w", err)
