@@ -108,6 +108,10 @@ type Ledger struct {
 	commits atomic.Int64 // committed write transactions
 	opsDone atomic.Int64 // operations committed in them
 
+	// files watches the database and WAL files (watch.go).
+	files     fileWatch
+	watchDone chan struct{}
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -145,6 +149,7 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		ckptStop:   make(chan struct{}),
 		ckptDone:   make(chan struct{}),
 		subs:       make(map[*subscription]struct{}),
+		watchDone:  make(chan struct{}),
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
@@ -192,20 +197,28 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 	}
 
 	if opts.ReadOnly {
+		close(l.watchDone)
 		close(l.writerDone)
 		close(l.ftsDone)
 		close(l.ckptDone)
 		l.ftsCancel = func() {}
 		return l, nil
 	}
+	if err := l.watch(); err != nil {
+		l.closeReaders()
+		w.conn.Close()
+		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
 	ckpt, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
 	if err != nil {
+		l.files.close()
 		l.closeReaders()
 		w.conn.Close()
 		return nil, fmt.Errorf("open ledger %s: checkpointer: %w", path, classify(err))
 	}
 	ckpt.SetBusyTimeout(5 * time.Second)
 	go l.checkpointLoop(ckpt)
+	go l.watchLoop()
 	go w.run()
 	ftsCtx, cancel := context.WithCancel(context.Background())
 	l.ftsCancel = cancel
@@ -379,6 +392,8 @@ func (l *Ledger) Close() error {
 			close(l.stop)
 		}
 		<-l.writerDone
+		<-l.watchDone
+		l.files.close()
 		l.closeErr = l.writerErr
 		if err := l.closeReaders(); err != nil && l.closeErr == nil {
 			l.closeErr = err
