@@ -49,7 +49,15 @@ type conn struct {
 	registered bool
 	identity   Identity
 	role       string
-	delivered  map[string]struct{}
+	// delivered holds the ids handed to this connection that it could
+	// still be offered again (pending or not yet acknowledged in the
+	// ledger), each with the generation of its delivery; pruneDelivered
+	// drops the rest, so the set stays about as large as what the listener
+	// has not acknowledged, not as large as the session (replay.go).
+	delivered  map[string]uint64
+	deliverGen uint64
+	pruneAt    int
+	pruning    bool
 	subscribed bool
 	// replaying is set while the ledger backlog is being replayed: a live
 	// delivery that finds the queue full then leaves its message pending
@@ -149,7 +157,8 @@ func (b *Broker) newConn(ws socket) *conn {
 		b: b, id: b.nextID.Add(1), ws: ws, ctx: ctx, cancel: cancel,
 		out:       make(chan outFrame, b.cfg.SendQueue),
 		limit:     newBucket(b.cfg.RateLimit, b.cfg.RateBurst),
-		delivered: map[string]struct{}{},
+		delivered: map[string]uint64{},
+		pruneAt:   minPruneAt,
 		inflight:  make(chan inflightSend, maxInflight),
 		drained:   make(chan struct{}, 1),
 	}

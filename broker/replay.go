@@ -41,8 +41,16 @@ func (c *conn) deliverWith(m journal.Message, content string, enqueue func(outFr
 		c.mu.Unlock()
 		return true
 	}
-	c.delivered[m.MessageID] = struct{}{}
+	c.deliverGen++
+	c.delivered[m.MessageID] = c.deliverGen
+	prune := len(c.delivered) > c.pruneAt && !c.pruning
+	if prune {
+		c.pruning = true
+	}
 	c.mu.Unlock()
+	if prune {
+		c.b.startPrune(c)
+	}
 	meta := json.RawMessage(m.MetadataJSON)
 	if !json.Valid(meta) {
 		meta = json.RawMessage("{}")
@@ -148,4 +156,62 @@ func (b *Broker) replayPass(c *conn, role string) int {
 		n++
 	}
 	return n
+}
+
+// minPruneAt is the size of a connection's delivered set that starts its
+// first prune; later prunes start at twice what the last one kept (and at
+// least this), so pruning costs O(1) amortized per delivery.
+const minPruneAt = 1024
+
+// startPrune runs pruneDelivered for c in the background (deliverWith may
+// be called from a replay, which holds c.replayMu).
+func (b *Broker) startPrune(c *conn) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer b.wg.Done()
+		b.pruneDelivered(c)
+	}()
+}
+
+// pruneDelivered drops from c's delivered set the ids the ledger no longer
+// owes c's role (acknowledged, or handed over under the handover policy):
+// no replay can offer them again, because statuses only move forward. It
+// holds replayMu, so no replay pass works from a snapshot older than its
+// own, and keeps every id delivered after its snapshot was started. The
+// set is rebuilt, so the memory of a large one is given back.
+func (b *Broker) pruneDelivered(c *conn) {
+	c.replayMu.Lock()
+	defer c.replayMu.Unlock()
+	c.mu.Lock()
+	gen, role := c.deliverGen, c.role
+	c.mu.Unlock()
+	owed, err := b.owed(c, role)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pruning = false
+	if err != nil {
+		if c.ctx.Err() == nil {
+			b.log.Warn("prune delivered set", "client", c.id, "role", role, "err", err)
+		}
+		c.pruneAt = max(c.pruneAt, 2*len(c.delivered))
+		return
+	}
+	still := make(map[string]struct{}, len(owed))
+	for _, m := range owed {
+		still[m.MessageID] = struct{}{}
+	}
+	kept := make(map[string]uint64, len(c.delivered)/2)
+	for id, g := range c.delivered {
+		if _, owes := still[id]; owes || g > gen {
+			kept[id] = g
+		}
+	}
+	c.delivered = kept
+	c.pruneAt = max(minPruneAt, 2*len(kept))
 }

@@ -179,11 +179,79 @@ func nullableInt(stmt *sqlite.Stmt, param int, v int64) {
 // appendMessage inserts a prepared message with its event and side rows.
 // Logical failures (duplicate) happen before any write.
 func (tx *txn) appendMessage(m Message) (Message, error) {
+	err := tx.insertMessage(m)
+	if err != nil && sqlite.ErrCode(err) == sqlite.ResultConstraintUnique {
+		// A row hm never wrote (SquidRun's hm-send.js records the message
+		// before sending it) is replaced by the hub's.
+		adopted, aerr := tx.replaceForeignRecord(m.MessageID)
+		if aerr != nil {
+			return Message{}, aerr
+		}
+		if adopted {
+			err = tx.insertMessage(m)
+		}
+	}
+	if err != nil {
+		// A duplicate id fails the INSERT alone (the statement is rolled
+		// back, the transaction goes on): nothing was written for it.
+		if sqlite.ErrCode(err) == sqlite.ResultConstraintUnique {
+			existing, found, gerr := tx.get(m.MessageID)
+			if gerr != nil {
+				return Message{}, gerr
+			}
+			if found {
+				return existing, logical(fmt.Errorf("append %s: %w", m.MessageID, ErrDuplicate))
+			}
+		}
+		return Message{}, fmt.Errorf("insert message %s: %w", m.MessageID, err)
+	}
+	m.RowID = tx.conn.LastInsertRowID()
+	return tx.afterInsert(m)
+}
+
+// replaceForeignRecord deletes the row of id if another program wrote it:
+// status "recorded" and no event in comms_events (hm writes an event in the
+// transaction of every row it inserts). SquidRun's hm-send.js records each
+// message that way before sending it to the hub; the hub's row replaces it.
+func (tx *txn) replaceForeignRecord(id string) (bool, error) {
+	var rowID int64
+	var body string
+	found := false
+	if err := tx.query(`SELECT row_id, raw_body FROM comms_journal WHERE message_id = ? AND status = ?
+ AND NOT EXISTS (SELECT 1 FROM comms_events WHERE message_id = comms_journal.message_id)`, func(stmt *sqlite.Stmt) error {
+		rowID, body, found = stmt.ColumnInt64(0), stmt.ColumnText(1), true
+		return nil
+	}, id, string(status.Recorded)); err != nil {
+		return false, fmt.Errorf("look up foreign record %s: %w", id, err)
+	}
+	if !found {
+		return false, nil
+	}
+	indexed := int64(0)
+	if err := tx.query("SELECT CAST(value AS INTEGER) FROM kv WHERE key = ?", func(stmt *sqlite.Stmt) error {
+		indexed = stmt.ColumnInt64(0)
+		return nil
+	}, kvFTSLastRowID); err != nil {
+		return false, fmt.Errorf("fts state: %w", err)
+	}
+	if rowID <= indexed {
+		if err := tx.exec("INSERT INTO comms_fts(comms_fts, rowid, raw_body) VALUES('delete', ?, ?)", rowID, body); err != nil {
+			return false, fmt.Errorf("unindex foreign record %s: %w", id, err)
+		}
+	}
+	if err := tx.exec("DELETE FROM comms_journal WHERE row_id = ?", rowID); err != nil {
+		return false, fmt.Errorf("replace foreign record %s: %w", id, err)
+	}
+	return true, nil
+}
+
+// insertMessage runs the INSERT of a prepared message.
+func (tx *txn) insertMessage(m Message) error {
 	stmt, err := tx.conn.Prepare(`INSERT INTO comms_journal(message_id, session_id, sender_role, target_role, channel, direction, seq, header, priority,
  sent_at_ms, brokered_at_ms, raw_body, body_hash, body_bytes, status, ack_status, error_code, attempt, metadata_json, updated_at_ms)
  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
-		return Message{}, fmt.Errorf("prepare insert: %w", err)
+		return fmt.Errorf("prepare insert: %w", err)
 	}
 	stmt.BindText(1, m.MessageID)
 	stmt.BindText(2, m.SessionID)
@@ -209,21 +277,11 @@ func (tx *txn) appendMessage(m Message) (Message, error) {
 	if rerr := stmt.Reset(); err == nil {
 		err = rerr
 	}
-	if err != nil {
-		// A duplicate id fails the INSERT alone (the statement is rolled
-		// back, the transaction goes on): nothing was written for it.
-		if sqlite.ErrCode(err) == sqlite.ResultConstraintUnique {
-			existing, found, gerr := tx.get(m.MessageID)
-			if gerr != nil {
-				return Message{}, gerr
-			}
-			if found {
-				return existing, logical(fmt.Errorf("append %s: %w", m.MessageID, ErrDuplicate))
-			}
-		}
-		return Message{}, fmt.Errorf("insert message %s: %w", m.MessageID, err)
-	}
-	m.RowID = tx.conn.LastInsertRowID()
+	return err
+}
+
+// afterInsert writes the event and side rows of an inserted message.
+func (tx *txn) afterInsert(m Message) (Message, error) {
 	tx.maxRowID = max(tx.maxRowID, m.RowID)
 	if err := tx.countAdded(m); err != nil {
 		return Message{}, err

@@ -277,7 +277,9 @@ func downgrade(t *testing.T, path string) {
 	if len(tables) > 0 {
 		t.Fatalf("downgrade left %v", tables)
 	}
-	if len(migrations) != 5 {
-		t.Fatalf("downgrade knows migrations up to 5; update it")
+	// Migration 6 (the SquidRun-compatible comms_journal) rebuilds the
+	// table from itself, so it can run again on the table it made.
+	if len(migrations) != 6 {
+		t.Fatalf("downgrade knows migrations up to 6; update it")
 	}
 }

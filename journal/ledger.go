@@ -115,6 +115,10 @@ type Ledger struct {
 	commits atomic.Int64 // committed write transactions
 	opsDone atomic.Int64 // operations committed in them
 
+	// files watches the database and WAL files (watch.go).
+	files     fileWatch
+	watchDone chan struct{}
+
 	closeOnce sync.Once
 	closeErr  error
 
@@ -156,6 +160,7 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		ckptStop:   make(chan struct{}),
 		ckptDone:   make(chan struct{}),
 		subs:       make(map[*subscription]struct{}),
+		watchDone:  make(chan struct{}),
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
@@ -207,20 +212,28 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 	}
 
 	if opts.ReadOnly {
+		close(l.watchDone)
 		close(l.writerDone)
 		close(l.ftsDone)
 		close(l.ckptDone)
 		l.ftsCancel = func() {}
 		return l, nil
 	}
+	if err := l.watch(); err != nil {
+		l.closeReaders()
+		w.conn.Close()
+		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
 	ckpt, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
 	if err != nil {
+		l.files.close()
 		l.closeReaders()
 		w.conn.Close()
 		return nil, fmt.Errorf("open ledger %s: checkpointer: %w", path, classify(err))
 	}
 	ckpt.SetBusyTimeout(5 * time.Second)
 	go l.checkpointLoop(ckpt)
+	go l.watchLoop()
 	go w.run()
 	ftsCtx, cancel := context.WithCancel(context.Background())
 	l.ftsCancel = cancel
@@ -283,6 +296,11 @@ func openWriterConn(ctx context.Context, path string, opts Options) (conn *sqlit
 		conn.SetInterrupt(ctx.Done())
 		defer conn.SetInterrupt(nil)
 	}
+	// Whose database is it? Nothing is written before this answer.
+	kind, err := identify(conn)
+	if err != nil {
+		return nil, err
+	}
 	// Pragmas run outside any transaction.
 	mode := ""
 	if err := sqlitex.ExecuteTransient(conn, "PRAGMA journal_mode=WAL", &sqlitex.ExecOptions{
@@ -303,7 +321,16 @@ func openWriterConn(ctx context.Context, path string, opts Options) (conn *sqlit
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 	}
+	if kind == kindSquidRun {
+		opts.Logger.Warn("journal: adopting a SquidRun evidence ledger: its tables stay, its comms_journal (if any) is kept as "+squidRunJournal, "path", path)
+		if err := adoptSquidRun(conn); err != nil {
+			return nil, err
+		}
+	}
 	if err := migrate(conn); err != nil {
+		return nil, err
+	}
+	if err := markLedger(conn); err != nil {
 		return nil, err
 	}
 	if err := setMaxPages(conn, opts.MaxBytes); err != nil {
@@ -348,6 +375,9 @@ func openReaderConn(path string) (*sqlite.Conn, error) {
 }
 
 func checkSchema(conn *sqlite.Conn) error {
+	if _, err := identify(conn); err != nil {
+		return err
+	}
 	v, err := schemaVersion(conn)
 	if err != nil {
 		return fmt.Errorf("not a ledger: %w", err)
@@ -377,6 +407,8 @@ func (l *Ledger) Close() error {
 			close(l.stop)
 		}
 		<-l.writerDone
+		<-l.watchDone
+		l.files.close()
 		l.closeErr = l.writerErr
 		if err := l.closeReaders(); err != nil && l.closeErr == nil {
 			l.closeErr = err

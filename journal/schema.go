@@ -2,6 +2,8 @@ package journal
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"hm/internal/status"
 
@@ -140,6 +142,77 @@ CREATE INDEX IF NOT EXISTS comms_obligations_open_session ON comms_obligations(s
 	`
 CREATE INDEX IF NOT EXISTS comms_journal_unacked ON comms_journal(row_id, target_role) WHERE status = '` + string(status.Routed) + `' AND ack_status = '` + string(status.DeliveredWebSocket) + `';
 `,
+	// 6: SquidRun compatibility (docs/operations.md, "Coming from
+	// SquidRun"). SquidRun's tools open the same file and rebuild any
+	// comms_journal whose CREATE TABLE lacks their CHECK lists (dropping
+	// hm's columns), and their upserts write NULL into columns hm keeps NOT
+	// NULL. The table is rebuilt once, same columns in the same order, with
+	// SquidRun's CHECK lists (plus hm's channels) and NOT NULL ON CONFLICT
+	// REPLACE, so a NULL written by another program becomes the column's
+	// default instead of failing.
+	squidRunCompatJournal,
+}
+
+// squidRunCompatJournal is migration 6; see SquidRunChannels.
+var squidRunCompatJournal = `
+CREATE TABLE comms_journal_v6 (
+  row_id INTEGER PRIMARY KEY,
+  message_id TEXT UNIQUE NOT NULL,
+  session_id TEXT NOT NULL ON CONFLICT REPLACE DEFAULT '',
+  sender_role TEXT NOT NULL ON CONFLICT REPLACE DEFAULT '',
+  target_role TEXT NOT NULL ON CONFLICT REPLACE DEFAULT '',
+  channel TEXT NOT NULL ON CONFLICT REPLACE DEFAULT '' CHECK (channel IN (` + sqlList(channelCheck) + `)),
+  direction TEXT NOT NULL ON CONFLICT REPLACE DEFAULT 'outbound' CHECK (direction IN ('inbound', 'outbound')),
+  seq INTEGER,
+  header TEXT NOT NULL ON CONFLICT REPLACE DEFAULT '',
+  priority TEXT NOT NULL ON CONFLICT REPLACE DEFAULT 'normal',
+  sent_at_ms INTEGER,
+  brokered_at_ms INTEGER,
+  raw_body TEXT NOT NULL ON CONFLICT REPLACE DEFAULT '',
+  body_hash TEXT NOT NULL ON CONFLICT REPLACE DEFAULT '',
+  body_bytes INTEGER NOT NULL ON CONFLICT REPLACE DEFAULT 0,
+  status TEXT NOT NULL CHECK (status IN (` + sqlList(statusCheck()) + `)),
+  ack_status TEXT NOT NULL ON CONFLICT REPLACE DEFAULT '',
+  error_code TEXT NOT NULL ON CONFLICT REPLACE DEFAULT '',
+  attempt INTEGER NOT NULL ON CONFLICT REPLACE DEFAULT 0,
+  metadata_json TEXT NOT NULL ON CONFLICT REPLACE DEFAULT '{}',
+  updated_at_ms INTEGER NOT NULL
+);
+INSERT INTO comms_journal_v6 SELECT row_id, message_id, session_id, sender_role, target_role, channel, direction, seq, header, priority,
+  sent_at_ms, brokered_at_ms, raw_body, body_hash, body_bytes, status, ack_status, error_code, attempt, metadata_json, updated_at_ms
+  FROM comms_journal;
+DROP TABLE comms_journal;
+ALTER TABLE comms_journal_v6 RENAME TO comms_journal;
+CREATE INDEX comms_journal_session ON comms_journal(session_id, row_id);
+CREATE INDEX comms_journal_pending ON comms_journal(row_id, target_role) WHERE status = '` + string(status.Brokered) + `';
+CREATE INDEX comms_journal_failed ON comms_journal(row_id) WHERE status = '` + string(status.Failed) + `';
+CREATE INDEX comms_journal_unacked ON comms_journal(row_id, target_role) WHERE status = '` + string(status.Routed) + `' AND ack_status = '` + string(status.DeliveredWebSocket) + `';
+`
+
+// SquidRunChannels is SquidRun's comms_journal channel CHECK list. Its
+// migration rebuilds a comms_journal whose CREATE TABLE text lacks 'voice'
+// or 'system'; hm's table lists all of these.
+var SquidRunChannels = []string{"ws", "telegram", "sms", "user", "voice", "system"}
+
+// channelCheck is the channel CHECK list of hm's comms_journal: SquidRun's
+// channels, then hm's own ("trigger"; "" for rows that name none).
+var channelCheck = append(slices.Clip(SquidRunChannels), "trigger", "")
+
+func statusCheck() []string {
+	out := make([]string, len(status.Statuses))
+	for i, s := range status.Statuses {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// sqlList quotes words for an SQL IN list: 'a', 'b'.
+func sqlList(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = "'" + strings.ReplaceAll(w, "'", "''") + "'"
+	}
+	return strings.Join(q, ", ")
 }
 
 // latestSchema is the schema version this package writes and expects.

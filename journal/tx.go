@@ -29,6 +29,11 @@ type txn struct {
 }
 
 func (w *writer) process(batch []*op) {
+	// Commits into a deleted or replaced file would vanish (watch.go).
+	if err := w.l.checkFiles(); err != nil {
+		w.failAll(batch, err)
+		return
+	}
 	if batch[0].kind == opDirect {
 		o := batch[0]
 		err := o.direct(w.conn)
@@ -40,6 +45,10 @@ func (w *writer) process(batch []*op) {
 	}
 	errs, err := w.runTx(batch)
 	if err == nil {
+		if err := w.l.checkFiles(); err != nil {
+			w.failAll(batch, err) // committed into a file that is gone
+			return
+		}
 		for i, o := range batch {
 			w.finish(o, errs[i])
 		}
@@ -59,6 +68,12 @@ func (w *writer) process(batch []*op) {
 			continue
 		}
 		w.finish(o, errs[0])
+	}
+}
+
+func (w *writer) failAll(batch []*op, err error) {
+	for _, o := range batch {
+		w.finish(o, w.txError(o, err))
 	}
 }
 

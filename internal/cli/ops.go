@@ -170,6 +170,9 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 	}
 	if *asJSON {
 		printJSON(env.Stdout, st)
+		if st.Ledger.Error != "" {
+			return ExitFailed
+		}
 		return ExitOK
 	}
 	fmt.Fprintf(env.Stdout, "hub: running pid %d on %s, session %d, up %s, root %s\n", st.Hub.PID, st.Hub.URL, st.Hub.Session, (time.Duration(st.Hub.UptimeMs) * time.Millisecond).Round(time.Second), st.Hub.Root)
@@ -200,6 +203,12 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 		tg += ": " + st.Telegram.LastError
 	}
 	fmt.Fprintf(env.Stdout, "telegram: %s\n", tg)
+	if st.Ledger.Error != "" {
+		fmt.Fprintf(env.Stdout, "ledger: ERROR %s\n", st.Ledger.Error)
+		fmt.Fprintln(env.Stderr, "hm status: the ledger cannot commit:", st.Ledger.Error)
+		return ExitFailed
+	}
+	fmt.Fprintf(env.Stdout, "ledger: ok (%s)\n", st.Ledger.Path)
 	return ExitOK
 }
 

@@ -47,6 +47,15 @@ type Status struct {
 	Clients   int             `json:"clients"`
 	Triggers  any             `json:"triggers,omitempty"`
 	Telegram  telegramStatus  `json:"telegram"`
+	Ledger    LedgerStatus    `json:"ledger"`
+}
+
+// LedgerStatus is the evidence ledger's health in Status: Error is set
+// when it can no longer commit (e.g. its file was deleted or replaced).
+type LedgerStatus struct {
+	Path  string `json:"path"`
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
 }
 
 type telegramStatus struct {
@@ -87,6 +96,12 @@ func (h *Hub) Snapshot() Status {
 	s.Clients = h.Broker.ConnCount()
 	if h.watcher != nil {
 		s.Triggers = h.watcher.Stats()
+	}
+	if h.Ledger != nil {
+		s.Ledger = LedgerStatus{Path: h.Ledger.Path(), OK: true}
+		if err := h.Ledger.Health(); err != nil {
+			s.Ledger.OK, s.Ledger.Error = false, err.Error()
+		}
 	}
 	s.Telegram = telegramStatus{State: "off"}
 	if h.relay != nil {

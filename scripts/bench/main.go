@@ -80,6 +80,11 @@ func benches(quick bool) []bench {
 			{issue: "#2", what: "sustained throughput, 4 streaming senders (64 in flight) → 2 listeners", unit: "msgs/s", goal: "≥ 20,000/s", ok: ge(20000)},
 			{issue: "#2", what: "messages lost (not ACKed ok, missing or duplicated)", unit: "lost", goal: "0", ok: lt(0.5)},
 		}},
+		{pkg: "./broker", name: "BenchmarkSessionMemory1M", benchtime: "1x", count: 1, metrics: []metric{
+			{issue: "#13", what: "resident set after 1M messages in one session (a listener acknowledging each)", unit: "rss-MiB", goal: "< 64 MB", ok: lt(64e6 / (1 << 20))},
+			{issue: "#13", what: "heap in use after those 1M messages", unit: "heap-MiB", goal: "reported"},
+			{issue: "#13", what: "per-listener delivered set after those 1M messages", unit: "delivered-set", goal: "bounded (≤ 8192)", ok: lt(8193)},
+		}},
 		{pkg: "./broker", name: "BenchmarkThroughputSerial", benchtime: n("20000x", "4000x"), count: 3, metrics: []metric{
 			{issue: "#2", what: "throughput, 4 senders each waiting for every ACK", unit: "msgs/s", goal: "reported"},
 		}},
