@@ -97,6 +97,7 @@ type Ledger struct {
 	// The checkpointer copies WAL frames into the database on its own
 	// connection, concurrently with the writer, when the writer asks.
 	ckptReq    chan struct{}
+	walFrames  atomic.Int64 // WAL length at the last PASSIVE checkpoint
 	ckptStop   chan struct{}
 	ckptDone   chan struct{}
 	ftsQueued  atomic.Bool // an FTS tick op is waiting in ops
@@ -497,17 +498,33 @@ func (l *Ledger) checkpointLoop(conn *sqlite.Conn) {
 			return
 		case <-l.ckptReq:
 		}
-		var busy, logFrames, done int64
-		err := sqlitex.ExecuteTransient(conn, "PRAGMA wal_checkpoint(PASSIVE)", &sqlitex.ExecOptions{
-			ResultFunc: func(stmt *sqlite.Stmt) error {
-				busy, logFrames, done = stmt.ColumnInt64(0), stmt.ColumnInt64(1), stmt.ColumnInt64(2)
-				return nil
-			},
-		})
+		busy, logFrames, done, err := walCheckpoint(conn, "PASSIVE")
+		if err == nil {
+			l.walFrames.Store(logFrames)
+		}
 		if err != nil {
 			l.log.Warn("journal: checkpoint failed", "err", err)
 			continue
 		}
 		l.log.Debug("journal: checkpoint", "busy", busy, "wal_frames", logFrames, "checkpointed", done)
 	}
+}
+
+// maxWALFrames is the WAL length (in pages) past which the writer restarts
+// the WAL (about 16 MiB of 4 KiB pages): under sustained load readers keep
+// it from being reset by PASSIVE checkpoints alone, so the WAL, and its
+// index, which is mapped into the hub's memory, would grow for the whole
+// session (85 MiB RSS after 1M messages).
+const maxWALFrames = 4096
+
+// walCheckpoint runs PRAGMA wal_checkpoint(mode) on conn and returns its
+// three results: busy, frames in the WAL, frames checkpointed.
+func walCheckpoint(conn *sqlite.Conn, mode string) (busy, logFrames, done int64, err error) {
+	err = sqlitex.ExecuteTransient(conn, "PRAGMA wal_checkpoint("+mode+")", &sqlitex.ExecOptions{
+		ResultFunc: func(stmt *sqlite.Stmt) error {
+			busy, logFrames, done = stmt.ColumnInt64(0), stmt.ColumnInt64(1), stmt.ColumnInt64(2)
+			return nil
+		},
+	})
+	return busy, logFrames, done, err
 }

@@ -200,6 +200,14 @@ func (w *writer) run() {
 			batch, pending = w.linger(batch)
 		}
 		w.process(batch)
+		if w.l.walFrames.Load() > maxWALFrames {
+			// Everything is copied up to the last PASSIVE checkpoint;
+			// RESTART on the writer's own connection waits only for
+			// readers to leave the WAL, so the next commit starts it
+			// from the beginning.
+			w.l.walFrames.Store(0)
+			w.checkpoint("RESTART")
+		}
 		if w.commitsSinceCkpt >= maxCommitsPerCheckpoint {
 			w.requestCheckpoint()
 		}
@@ -276,13 +284,7 @@ func (w *writer) requestCheckpoint() {
 // connection (used at shutdown for the final TRUNCATE).
 func (w *writer) checkpoint(mode string) {
 	w.commitsSinceCkpt = 0
-	var busy, logFrames, done int64
-	err := sqlitex.ExecuteTransient(w.conn, "PRAGMA wal_checkpoint("+mode+")", &sqlitex.ExecOptions{
-		ResultFunc: func(stmt *sqlite.Stmt) error {
-			busy, logFrames, done = stmt.ColumnInt64(0), stmt.ColumnInt64(1), stmt.ColumnInt64(2)
-			return nil
-		},
-	})
+	busy, logFrames, done, err := walCheckpoint(w.conn, mode)
 	if err != nil {
 		w.l.log.Warn("journal: checkpoint failed", "mode", mode, "err", err)
 		return
