@@ -88,11 +88,11 @@ func (s *paneSet) Deliver(role string, d broker.PaneDelivery) {
 		}
 	}
 	p.Enqueue(agent.Delivery{MessageID: d.MessageID, Content: d.Content, Urgent: d.Urgent,
-		// The text is in the pane; the ledger says routed (committed)
-		// before Enter is pressed. A crash before this commit leaves the
-		// message pending, typed again after restart (the program never
-		// submitted it); after Enter it is never typed twice.
-		Typed: typed, Failed: d.Failed})
+		// The ledger records the typing before Enter and routed once the
+		// program took it (its output after Enter): a crash in between
+		// leaves the message pending, typed again after restart into the
+		// new program (the old one died with the hub's terminal).
+		Typed: typed, Submitted: d.Submitted, Failed: d.Failed})
 }
 
 type errNoPane string
