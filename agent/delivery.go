@@ -85,6 +85,14 @@ type Delivery struct {
 	// per typing (not when the program ends before Enter, when the text is
 	// typed again) and delays the Enter while it runs.
 	Typed func()
+	// Submitted, if set, is called on the delivery goroutine as soon as the
+	// outcome of Enter is known, before StageSubmitted or StageUnverified is
+	// reported: proven when the program wrote output after Enter, false when
+	// it did not (or ended, or the pane stopped) after Enter was written. A
+	// caller records the message as submitted there; the window between the
+	// program taking Enter and that record is the only one in which a crash
+	// can make the caller type it again.
+	Submitted func(proven bool)
 	// Failed, if set, is called at StageFailed with its Err, on the same
 	// goroutine as Report and after it.
 	Failed func(err error)
@@ -281,6 +289,7 @@ func (p *Pane) deliver(it *item) bool {
 				p.pause(pr, time.Second, &it.waited)
 				return false
 			}
+			it.submitted(false)
 			p.report(it, stage(StageUnverified, fmt.Errorf("press enter: %w", err)))
 			return true
 		}
@@ -289,15 +298,18 @@ func (p *Pane) deliver(it *item) bool {
 		select {
 		case <-out:
 			t.Stop()
+			it.submitted(true)
 			p.report(it, stage(StageSubmitted, nil))
 			return true
 		case <-t.C:
 		case <-pr.exited:
 			t.Stop()
+			it.submitted(false)
 			p.report(it, stage(StageUnverified, ErrPaneExited))
 			return true
 		case <-p.stopCh:
 			t.Stop()
+			it.submitted(false)
 			p.report(it, stage(StageUnverified, ErrStopped))
 			return true
 		}
@@ -306,8 +318,16 @@ func (p *Pane) deliver(it *item) bool {
 	}
 	unlock()
 	p.log.Warn("message typed but no reaction seen", "id", it.d.MessageID)
+	it.submitted(false)
 	p.report(it, stage(StageUnverified, nil))
 	return true
+}
+
+// submitted runs the delivery's Submitted callback, if any.
+func (it *item) submitted(proven bool) {
+	if it.d.Submitted != nil {
+		it.d.Submitted(proven)
+	}
 }
 
 // endReason tells why a run can no longer take input.

@@ -31,13 +31,18 @@ type Panes interface {
 
 // PaneDelivery is one message for a pane. Typed is called synchronously once
 // the text is in the pane, just before Enter is pressed; it returns after
-// the ledger has committed the message as routed. Failed is called if the
+// the ledger has committed the typing (the row stays brokered: a crash now
+// leaves it to be typed again after restart, into a new program). Submitted
+// is called synchronously once the outcome of Enter is known (proven: the
+// program reacted); it returns after the ledger has committed the message
+// as routed, after which it is never typed again. Failed is called if the
 // message cannot be typed.
 type PaneDelivery struct {
 	MessageID string
 	Content   string
 	Urgent    bool
 	Typed     func()
+	Submitted func(proven bool)
 	Failed    func(err error)
 }
 

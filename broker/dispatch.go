@@ -29,8 +29,20 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 				MessageID: id,
 				Content:   content,
 				Urgent:    urgent,
+				// Typed and Submitted bracket the Enter. Only a submission
+				// commits routed: a row typed but not submitted when the hub
+				// dies is still pending, and Recover types it again into the
+				// new program (the one that had it died with the hub's
+				// terminal); see docs/protocol.md, "kill -9 and panes".
 				Typed: func() {
-					b.advance(journal.Change{MessageID: id, Status: status.Routed, AckStatus: status.AcceptedUnverified, Event: status.EventTyped, Detail: map[string]any{"pane": mem.Role}})
+					b.advance(journal.Change{MessageID: id, AckStatus: status.Typed, Event: status.EventTyped, Detail: map[string]any{"pane": mem.Role}})
+				},
+				Submitted: func(proven bool) {
+					ack := status.AcceptedUnverified
+					if proven {
+						ack = status.Submitted
+					}
+					b.advance(journal.Change{MessageID: id, Status: status.Routed, AckStatus: ack, Event: status.EventSubmitted, Detail: map[string]any{"pane": mem.Role, "proven": proven}})
 				},
 				Failed: func(err error) {
 					b.advance(journal.Change{MessageID: id, Status: status.Failed, ErrorCode: status.CodePaneFailed, Event: status.EventFailed, Detail: map[string]any{"pane": mem.Role, "error": err.Error()}})

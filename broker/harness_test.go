@@ -160,7 +160,9 @@ func (p *fakePanes) Deliver(role string, d broker.PaneDelivery) {
 	p.mu.Lock()
 	p.got[role] = append(p.got[role], d)
 	p.mu.Unlock()
+	// Typed, Enter pressed, and the program reacted.
 	d.Typed()
+	d.Submitted(true)
 }
 func (p *fakePanes) Health(role string) (string, time.Time, bool) {
 	if p.Hosted(role) {

@@ -30,7 +30,7 @@ func TestRecoverDelaysRecentMessages(t *testing.T) {
 			t.Fatalf("%s pane got %+v, want %q", role, got, want)
 		}
 	}
-	// Typed means routed; a second Recover finds nothing left.
+	// Submitted means routed; a second Recover finds nothing left.
 	if d, e, _ := h2.b.Recover(context.Background()); d+e != 0 {
 		t.Fatalf("second Recover re-routed %d", d+e)
 	}

@@ -69,9 +69,16 @@ func startHub(t *testing.T, root string, args ...string) *hubProc {
 
 func startHubTB(t testing.TB, root string, args ...string) *hubProc {
 	t.Helper()
+	return startHubEnv(t, root, nil, args...)
+}
+
+// startHubEnv is startHub with extra environment variables for the hub.
+func startHubEnv(t testing.TB, root string, extra []string, args ...string) *hubProc {
+	t.Helper()
 	lay := layout.Layout{Root: root}
 	_ = os.Remove(lay.HubJSON())
 	bin, env := hmBinary(t, "hm")
+	env = append(env, extra...)
 	cmd := exec.Command(bin, append([]string{"up", "--port", "0"}, args...)...)
 	cmd.Env = cleanEnv(root, env...)
 	cmd.Dir = root

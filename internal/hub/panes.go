@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"hm/agent"
@@ -27,11 +29,32 @@ type paneSet struct {
 
 	mu    sync.RWMutex
 	panes map[string]*agent.Pane // role -> pane
+
+	// killBeforeEnter, when positive, is a fault for the e2e fault suite
+	// (HM_FAULT_KILL_BEFORE_ENTER=N): the hub kills itself with SIGKILL
+	// right after the Nth pane typing was recorded, before its Enter.
+	killBeforeEnter atomic.Int64
 }
+
+// faultKillBeforeEnter names the fault variable (see paneSet.killBeforeEnter).
+const faultKillBeforeEnter = "HM_FAULT_KILL_BEFORE_ENTER"
 
 func newPaneSet(log *slog.Logger, team *roles.Team) *paneSet {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &paneSet{log: log, team: team, ctx: ctx, cancel: cancel, panes: map[string]*agent.Pane{}}
+	s := &paneSet{log: log, team: team, ctx: ctx, cancel: cancel, panes: map[string]*agent.Pane{}}
+	if n, err := strconv.Atoi(os.Getenv(faultKillBeforeEnter)); err == nil && n > 0 {
+		log.Warn("fault injection: the hub kills itself before an Enter", "var", faultKillBeforeEnter, "n", n)
+		s.killBeforeEnter.Store(int64(n))
+	}
+	return s
+}
+
+// typedFault runs the HM_FAULT_KILL_BEFORE_ENTER fault, if armed.
+func (s *paneSet) typedFault() {
+	if s.killBeforeEnter.Load() > 0 && s.killBeforeEnter.Add(-1) == 0 {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // until the signal lands
+	}
 }
 
 func (s *paneSet) name() string { return "panes" }
@@ -55,12 +78,21 @@ func (s *paneSet) Deliver(role string, d broker.PaneDelivery) {
 		}
 		return
 	}
+	typed := d.Typed
+	if s.killBeforeEnter.Load() > 0 {
+		typed = func() {
+			if d.Typed != nil {
+				d.Typed()
+			}
+			s.typedFault()
+		}
+	}
 	p.Enqueue(agent.Delivery{MessageID: d.MessageID, Content: d.Content, Urgent: d.Urgent,
-		// The text is in the pane; the ledger says routed (committed)
-		// before Enter is pressed. A crash before this commit leaves the
-		// message pending, typed again after restart (the program never
-		// submitted it); after Enter it is never typed twice.
-		Typed: d.Typed, Failed: d.Failed})
+		// The ledger records the typing before Enter and routed once the
+		// program took it (its output after Enter): a crash in between
+		// leaves the message pending, typed again after restart into the
+		// new program (the old one died with the hub's terminal).
+		Typed: typed, Submitted: d.Submitted, Failed: d.Failed})
 }
 
 type errNoPane string

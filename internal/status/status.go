@@ -130,7 +130,8 @@ type Event string
 // Ledger events.
 const (
 	EventBrokered           Event = "brokered"            // the message row was committed
-	EventTyped              Event = "typed"               // typed into a pane
+	EventTyped              Event = "typed"               // typed into a pane, Enter about to be pressed
+	EventSubmitted          Event = "submitted"           // Enter pressed into a pane; detail "proven": the program reacted
 	EventDelivered          Event = "delivered"           // handed to a listener
 	EventShown              Event = "shown"               // shown to the human (target user)
 	EventAcked              Event = "acked"               // receipt or message-ack
