@@ -85,13 +85,14 @@ type Delivery struct {
 	// per typing (not when the program ends before Enter, when the text is
 	// typed again) and delays the Enter while it runs.
 	Typed func()
-	// Submitted, if set, is called on the delivery goroutine as soon as the
-	// outcome of Enter is known, before StageSubmitted or StageUnverified is
-	// reported: proven when the program wrote output after Enter, false when
-	// it did not (or ended, or the pane stopped) after Enter was written. A
-	// caller records the message as submitted there; the window between the
-	// program taking Enter and that record is the only one in which a crash
-	// can make the caller type it again.
+	// Submitted, if set, is called on the delivery goroutine right after the
+	// first Enter is written, with proven false, and once more with proven
+	// true if the program then writes output, before StageSubmitted is
+	// reported. A caller records the message as submitted at the first call:
+	// the only window in which a crash can make it type the message again is
+	// the one between the Enter write and that record; the one in which a
+	// message can be lost is the one between the Enter write and the program
+	// reading it (both microseconds; see docs/protocol.md).
 	Submitted func(proven bool)
 	// Failed, if set, is called at StageFailed with its Err, on the same
 	// goroutine as Report and after it.
@@ -117,6 +118,7 @@ type item struct {
 	headSeen   bool
 	waited     time.Duration // deliberate waiting, excluded from CommitToFirstByte
 	pointer    string        // pointer file written for this message
+	entered    bool          // Submitted(false) already reported the first Enter
 }
 
 // Enqueue adds a message to the pane's FIFO queue. It never blocks and never
@@ -293,6 +295,18 @@ func (p *Pane) deliver(it *item) bool {
 			p.report(it, stage(StageUnverified, fmt.Errorf("press enter: %w", err)))
 			return true
 		}
+		if attempt == 0 {
+			// The Enter is in the terminal: record it at once in the
+			// entered log (one write, durable against a kill -9), then
+			// in the caller's ledger, before waiting to see the program
+			// react, so that a hub killed now does not type the message
+			// again into the next program (the proof, if it comes, only
+			// raises the stage).
+			if err := p.entered.add(it.d.MessageID); err != nil {
+				p.log.Warn("entered log", "id", it.d.MessageID, "err", err)
+			}
+			it.submitted(false)
+		}
 		unlock()
 		t := time.NewTimer(p.profile.Verify)
 		select {
@@ -323,11 +337,14 @@ func (p *Pane) deliver(it *item) bool {
 	return true
 }
 
-// submitted runs the delivery's Submitted callback, if any.
+// submitted runs the delivery's Submitted callback, if any: once when the
+// first Enter is written (unproven), and again only with proof.
 func (it *item) submitted(proven bool) {
-	if it.d.Submitted != nil {
-		it.d.Submitted(proven)
+	if it.d.Submitted == nil || it.entered && !proven {
+		return
 	}
+	it.entered = true
+	it.d.Submitted(proven)
 }
 
 // endReason tells why a run can no longer take input.

@@ -98,6 +98,10 @@ type Spec struct {
 	// Env is the complete environment of the program (nil = the hub's).
 	// TERM=xterm-256color is added when missing.
 	Env []string
+	// EnteredLog, when set, is a file to which the pane appends the id of
+	// each message right after writing its first Enter (see ReadEntered):
+	// a record that survives a kill -9 of the hub, written in microseconds.
+	EnteredLog string
 	// LogPath, when set, receives all pane output (appended; directory
 	// created 0700, file 0600). LogMaxBytes rotates it to LogPath+".1"
 	// (default 32 MiB; negative = never).
@@ -202,6 +206,7 @@ type Pane struct {
 
 	logMu   sync.Mutex
 	logFile *os.File
+	entered *enteredLog
 	logSize int64
 }
 
@@ -246,6 +251,11 @@ func Start(ctx context.Context, spec Spec, logger *slog.Logger) (*Pane, error) {
 	}
 	p.disp = newDispatcher(p.log)
 	p.openLog()
+	if el, err := openEnteredLog(spec.EnteredLog); err != nil {
+		p.log.Warn("no entered log: a kill -9 right after an Enter may type that message again", "err", err)
+	} else {
+		p.entered = el
+	}
 
 	p.releaseCtx = context.AfterFunc(ctx, p.requestStop)
 	pr, err := p.spawn()
@@ -264,6 +274,9 @@ func Start(ctx context.Context, spec Spec, logger *slog.Logger) (*Pane, error) {
 		}
 		p.mu.Unlock()
 		p.closeLog()
+		if err := p.entered.close(); err != nil {
+			p.log.Warn("close entered log", "err", err)
+		}
 		close(p.stopped)
 		p.disp.close()
 		<-p.disp.done

@@ -24,9 +24,12 @@ import (
 const kill9Cycles = 30
 
 // loopTeam hosts the architect as a fake agent pane and builder as an
-// external WebSocket listener.
+// external WebSocket listener. The pane's profile is default with a short
+// quiet period (the fake agent draws no CLI's screen, and a short quiet
+// period keeps 30 cycles quick); the Enter delay stays above the fake
+// agent's 60 ms newline window.
 func loopTeam(root string) string {
-	return fmt.Sprintf(`{"panes":[
+	return fmt.Sprintf(`{"profiles":{"claude":{"quietMs":80,"ready":[">"]}},"panes":[
 	 {"role":"architect","command":%q,"profile":"claude"},
 	 {"role":"builder","transport":"ws"}]}`, agentCommand(root, "architect"))
 }
@@ -256,8 +259,18 @@ func TestFaultKill9Loop(t *testing.T) {
 			t.Errorf("ACKed %s never typed into the pane", id)
 		case n > 1:
 			twice++
-			t.Errorf("%s typed into the pane %d times", id, n)
+			t.Logf("%s typed into the pane %d times", id, n)
 		}
+	}
+	// A kill aimed at the moment the ledger shows a typing can land
+	// between the Enter write and the entered-log record written right
+	// after it (two syscalls on one goroutine; on a loaded machine the
+	// goroutine can be descheduled between them): that message is typed
+	// again after the restart. Only those kills may cause it; random kills
+	// and kills before the Enter must not (docs/protocol.md, "kill -9 and
+	// panes").
+	if twice > aimedHits {
+		t.Errorf("%d pane messages typed twice, more than the %d kills aimed at an Enter could explain", twice, aimedHits)
 	}
 	t.Logf("%d cycles in %v: %d messages (%d to the pane, the hub's session messages included; %d to the listener); pane: %d lost, %d typed twice; listener: %d re-offers of unacknowledged messages; %d aimed kills hit a typing commit; the hub killed itself before an Enter %d times",
 		kill9Cycles, time.Since(start).Round(time.Millisecond), len(paneIDs)+len(listenerIDs), len(paneIDs), len(listenerIDs), lost, twice, redelivered, aimedHits, faultKills)

@@ -18,6 +18,7 @@ import (
 // startComponents starts the components the broker depends on and fills deps.
 func (h *Hub) startComponents(ctx context.Context, deps *broker.Deps) error {
 	if !h.opts.NoPanes {
+		h.recoverEntered(ctx)
 		h.panes = newPaneSet(h.log.With("component", "panes"), h.Team)
 		h.slots = h.newSlots() // before the owner's pane, whose exit ends them
 		h.startPanes(h.panes)
