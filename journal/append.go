@@ -158,6 +158,7 @@ func (l *Ledger) prepareMessage(m *Message) error {
 		m.BrokeredAtMs = m.UpdatedAtMs
 	}
 	m.RowID = 0
+	m.Signals = slices.Clone(m.Signals) // normalised below: never the caller's backing array
 	for i := range m.Signals {
 		s := &m.Signals[i]
 		s.Kind = strings.ToUpper(strings.TrimSpace(s.Kind))
