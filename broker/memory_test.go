@@ -160,12 +160,19 @@ func rssMiB() float64 {
 	return 0
 }
 
-// TestSessionStateBounded: 20k messages in one session to a listener that
+// TestTimingSessionStateBounded: 20k messages in one session to a listener that
 // acknowledges them leave the listener's delivered set small and the heap
 // flat. Before the fix the set held every id of the session (20,000). The
 // 1M run is BenchmarkSessionMemory1M (scripts/bench): the acknowledgement
 // path runs at about 2,000 messages/s here, too slow for a unit test.
-func TestSessionStateBounded(t *testing.T) {
+//
+// It is a Timing test: the race detector makes its 20k acknowledged
+// messages take over a minute and inflates the heap it measures, so it runs
+// in make test's un-raced pass.
+func TestTimingSessionStateBounded(t *testing.T) {
+	if raceEnabled {
+		t.Skip("runs in make test's un-raced Timing pass (-run Timing)")
+	}
 	const n, every = 20_000, 2_000
 	h := newHarnessAt(t, t.TempDir()+"/mem.db", 1, noRateLimit)
 	var base, peak float64
