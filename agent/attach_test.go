@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,11 +27,20 @@ func attachServer(t *testing.T, panes map[string]*Pane) (wsBase string) {
 	authorize := func(r *http.Request) bool {
 		return r.Header.Get("Authorization") == "Bearer secret" || r.URL.Query().Get("token") == "secret"
 	}
-	mux.Handle("/attach/", AttachHandlerContext(ctx, lookup, authorize, testLogger(t)))
+	h := AttachHandlerContext(ctx, lookup, authorize, testLogger(t))
+	// httptest's Close does not wait for hijacked (WebSocket) handlers:
+	// wait for them, so that none logs to t after the test ended.
+	var handlers sync.WaitGroup
+	mux.Handle("/attach/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handlers.Add(1)
+		defer handlers.Done()
+		h.ServeHTTP(w, r)
+	}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		cancel()
 		srv.Close()
+		handlers.Wait()
 	})
 	return "ws" + strings.TrimPrefix(srv.URL, "http") + "/attach/"
 }
