@@ -363,19 +363,7 @@ func (p *Pane) endReason(pr *proc) error {
 // pause waits d unless the run ends or the pane stops first (false). The
 // time waited is added to *acc when acc is not nil.
 func (p *Pane) pause(pr *proc, d time.Duration, acc *time.Duration) bool {
-	if acc != nil {
-		defer addSince(acc, time.Now())
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-pr.exited:
-		return false
-	case <-p.stopCh:
-		return false
-	}
+	return p.pauseOutput(pr, d, nil, acc) // a nil channel never fires
 }
 
 // addSince adds the time since t0 to *acc.

@@ -91,15 +91,8 @@ func appendCanonicalChange(b []byte, eventID int64, messageID, event string, atM
 		}
 		b = strconv.AppendInt(b, id, 10)
 	}
-	b = append(b, `]},"detail_json":`...)
-	b = appendJSONString(b, detailJSON)
-	b = append(b, `,"event":`...)
-	b = appendJSONString(b, event)
-	b = append(b, `,"event_id":`...)
-	b = strconv.AppendInt(b, eventID, 10)
-	b = append(b, `,"message_id":`...)
-	b = appendJSONString(b, messageID)
-	return append(b, '}')
+	b = append(b, `]},`...)
+	return appendEventKeys(b, eventID, messageID, event, detailJSON)
 }
 
 // appendCanonicalRow appends every comms_journal column of m but raw_body

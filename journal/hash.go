@@ -32,7 +32,15 @@ func HashEvent(prevHash string, eventID int64, messageID, event string, atMs int
 func AppendCanonicalEvent(b []byte, eventID int64, messageID, event string, atMs int64, detailJSON string) []byte {
 	b = append(b, `{"at_ms":`...)
 	b = strconv.AppendInt(b, atMs, 10)
-	b = append(b, `,"detail_json":`...)
+	b = append(b, ',')
+	return appendEventKeys(b, eventID, messageID, event, detailJSON)
+}
+
+// appendEventKeys appends the keys every canonical event encoding ends with
+// (detail_json, event, event_id, message_id, in key order) and the closing
+// brace: shared by the unkeyed rule of older ledgers and the keyed chain.
+func appendEventKeys(b []byte, eventID int64, messageID, event, detailJSON string) []byte {
+	b = append(b, `"detail_json":`...)
 	b = appendJSONString(b, detailJSON)
 	b = append(b, `,"event":`...)
 	b = appendJSONString(b, event)

@@ -634,8 +634,8 @@ func TestFaultSlowConsumer(t *testing.T) {
 		boundMB   float64
 		growMB    float64
 	}{
-		{name: "4KiB", bodySize: 4 << 10, afterDrop: 10000, boundMB: 100, growMB: 25},
-		{name: "64KiB", bodySize: 64 << 10, afterDrop: 1500, boundMB: 150, growMB: 50},
+		{name: "4KiB", bodySize: 4 << 10, afterDrop: 4000, boundMB: 100, growMB: 25},
+		{name: "64KiB", bodySize: 64 << 10, afterDrop: 600, boundMB: 150, growMB: 50},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			slowConsumer(t, tc.bodySize, tc.afterDrop, tc.boundMB, tc.growMB)
