@@ -194,6 +194,7 @@ func TestFaultKill9DuringBurst(t *testing.T) {
 		}
 	})
 
+	restarted := time.Now()
 	h2 := startHub(t, root, "--rate-limit", "0")
 	s2 := map[string]*collector{}
 	for _, role := range []string{"builder", "oracle"} {
@@ -264,7 +265,12 @@ func TestFaultKill9DuringBurst(t *testing.T) {
 	}
 	for _, p := range ps {
 		for _, id := range paneIDs {
-			if strings.Contains(p.Prompt, "[hm:"+id+"]") && atKill[id].Status == status.Brokered && !strings.Contains(p.Prompt, "[delayed from session 1]") {
+			// A row still brokered at the kill is typed after the restart
+			// with the delayed prefix, unless the old program had already
+			// taken it (its Enter in the entered log, the ledger's record
+			// not yet committed): then its one prompt predates the restart.
+			if strings.Contains(p.Prompt, "[hm:"+id+"]") && atKill[id].Status == status.Brokered && p.At >= restarted.UnixMilli() &&
+				!strings.Contains(p.Prompt, "[delayed from session 1]") {
 				t.Errorf("%s typed after restart without the delayed prefix: %q", id, p.Prompt)
 			}
 		}
@@ -634,8 +640,8 @@ func TestFaultSlowConsumer(t *testing.T) {
 		boundMB   float64
 		growMB    float64
 	}{
-		{name: "4KiB", bodySize: 4 << 10, afterDrop: 4000, boundMB: 100, growMB: 25},
-		{name: "64KiB", bodySize: 64 << 10, afterDrop: 600, boundMB: 150, growMB: 50},
+		{name: "4KiB", bodySize: 4 << 10, afterDrop: 10000, boundMB: 100, growMB: 25},
+		{name: "64KiB", bodySize: 64 << 10, afterDrop: 1500, boundMB: 150, growMB: 50},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			slowConsumer(t, tc.bodySize, tc.afterDrop, tc.boundMB, tc.growMB)
