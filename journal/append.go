@@ -399,9 +399,11 @@ const (
 	detailRemindedAtMs = "reminded_at_ms"
 )
 
-// brokeredDetail is the detail of a message's first event, keys sorted.
-func brokeredDetail(m Message) string {
-	b := make([]byte, 0, 200)
+// appendRowHead opens a key-sorted JSON object of a message row with the
+// keys that sort first (ack_status, attempt, body_bytes, body_hash): the
+// start of both the brokered event's detail and the keyed chain's canonical
+// row.
+func appendRowHead(b []byte, m *Message) []byte {
 	b = append(b, `{"ack_status":`...)
 	b = appendJSONString(b, string(m.AckStatus))
 	b = append(b, `,"attempt":`...)
@@ -410,6 +412,13 @@ func brokeredDetail(m Message) string {
 	b = strconv.AppendInt(b, m.BodyBytes, 10)
 	b = append(b, `,"body_hash":`...)
 	b = appendJSONString(b, m.BodyHash)
+	return b
+}
+
+// brokeredDetail is the detail of a message's first event, keys sorted.
+func brokeredDetail(m Message) string {
+	b := make([]byte, 0, 200)
+	b = appendRowHead(b, &m)
 	b = append(b, `,"error_code":`...)
 	b = appendJSONString(b, string(m.ErrorCode))
 	b = append(b, `,"status":`...)

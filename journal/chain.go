@@ -99,14 +99,7 @@ func appendCanonicalChange(b []byte, eventID int64, messageID, event string, atM
 // (covered through body_hash, which Verify checks against raw_body) in key
 // order; NULL seq and sent_at_ms are 0.
 func appendCanonicalRow(b []byte, m *Message) []byte {
-	b = append(b, `{"ack_status":`...)
-	b = appendJSONString(b, string(m.AckStatus))
-	b = append(b, `,"attempt":`...)
-	b = strconv.AppendInt(b, m.Attempt, 10)
-	b = append(b, `,"body_bytes":`...)
-	b = strconv.AppendInt(b, m.BodyBytes, 10)
-	b = append(b, `,"body_hash":`...)
-	b = appendJSONString(b, m.BodyHash)
+	b = appendRowHead(b, m)
 	b = append(b, `,"brokered_at_ms":`...)
 	b = strconv.AppendInt(b, m.BrokeredAtMs, 10)
 	b = append(b, `,"channel":`...)
