@@ -220,7 +220,6 @@ func sqlAnyOf(col string, words []string) string {
 	return strings.Join(q, " OR ")
 }
 
-
 // latestSchema is the schema version this package writes and expects.
 var latestSchema = len(migrations)
 
