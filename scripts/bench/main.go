@@ -94,6 +94,9 @@ func benches(quick bool) []bench {
 		{pkg: "./agent", name: "BenchmarkInjectOverhead", benchtime: n("200x", "50x"), count: 3, metrics: []metric{
 			{issue: "#3", what: "commit → first byte typed (hub overhead) p99", unit: "p99-ms", goal: "< 5 ms", ok: lt(5)},
 		}},
+		{pkg: "./agent", name: "BenchmarkEmulator", benchtime: n("200x", "20x"), count: 3, metrics: []metric{
+			{issue: "#15", what: "pane terminal emulator cost per KiB of program output (Claude-like redraws and build output)", unit: "us/KiB", goal: "< 20 µs/KiB", ok: lt(20)},
+		}},
 		{pkg: "./internal/e2e", name: "BenchmarkIdleHubRSS", benchtime: "1x", count: 3, metrics: []metric{
 			{issue: "#3", what: "idle hub with three panes, RSS", unit: "rss-MB", goal: "< 40 MB", ok: lt(40)},
 		}},
