@@ -1,7 +1,7 @@
 package agent
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -78,13 +78,7 @@ func ReadEntered(path string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("entered log: %w", err)
 	}
-	var ids []string
-	sc := bufio.NewScanner(strings.NewReader(string(data)))
-	for sc.Scan() {
-		ids = append(ids, sc.Text())
-	}
-	if len(data) > 0 && data[len(data)-1] != '\n' && len(ids) > 0 {
-		ids = ids[:len(ids)-1] // cut mid-write
-	}
-	return ids, nil
+	// Every record ends in a newline: what follows the last one is a
+	// record cut by the crash, and is dropped.
+	return strings.Fields(string(data[:bytes.LastIndexByte(data, '\n')+1])), nil
 }
