@@ -209,6 +209,10 @@ func commandProblem(command string) string {
 		if strings.Contains(w, "=") && !strings.HasPrefix(w, "=") {
 			continue // VAR=value prefix
 		}
+		switch w {
+		case "exec", "command", "builtin", "nohup", "time":
+			continue // shell words that run the next one
+		}
 		if _, err := exec.LookPath(w); err != nil {
 			return "command " + strconv.Quote(w) + " not found on PATH"
 		}
