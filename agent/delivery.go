@@ -78,21 +78,19 @@ type Delivery struct {
 	// pane; it must not block for long.
 	Report func(Stage)
 	// Typed, if set, is called at StageTyped: on the delivery goroutine,
-	// once the whole text is in the pane (after StageTyped was reported) and
-	// just before the first Enter is written, so a caller can durably record
-	// the message as typed first: a crash before it leaves the message to be
-	// typed again, one after it cannot repeat it. It is called at most once
-	// per typing (not when the program ends before Enter, when the text is
-	// typed again) and delays the Enter while it runs.
+	// once the whole text is in the pane (after StageTyped was reported),
+	// before the EnterDelay that precedes the first Enter, so a caller can
+	// durably record the message as typed. It is called once per typing
+	// (again when the program ended before Enter and the text is typed
+	// into the next run) and delays the Enter while it runs.
 	Typed func()
 	// Submitted, if set, is called on the delivery goroutine right after the
 	// first Enter is written, with proven false, and once more with proven
 	// true if the program then writes output, before StageSubmitted is
-	// reported. A caller records the message as submitted at the first call:
-	// the only window in which a crash can make it type the message again is
-	// the one between the Enter write and that record; the one in which a
-	// message can be lost is the one between the Enter write and the program
-	// reading it (both microseconds; see docs/protocol.md).
+	// reported. A caller records the message as submitted at the first
+	// call. Across a kill -9 the pane's entered log (Spec.EnteredLog),
+	// written by the system call right after the Enter's, is what tells the
+	// next start that the old program took it (see docs/protocol.md).
 	Submitted func(proven bool)
 	// Failed, if set, is called at StageFailed with its Err, on the same
 	// goroutine as Report and after it.
@@ -265,6 +263,13 @@ func (p *Pane) deliver(it *item) bool {
 		return false
 	}
 	p.report(it, stage(StageTyped, nil))
+	// The caller's record of the typing, made as soon as the text is in
+	// the terminal: the Enter follows EnterDelay later, so a kill aimed at
+	// this record finds the message typed and not entered (typed again
+	// after a restart), never between the Enter and its entered record.
+	if it.d.Typed != nil {
+		it.d.Typed()
+	}
 
 	// Enter is a separate write, EnterDelay after the last text byte. If
 	// the program ends (or the pane stops) before Enter, the text was never
@@ -280,10 +285,19 @@ func (p *Pane) deliver(it *item) bool {
 		p.mu.Lock()
 		out := p.outChanged
 		p.mu.Unlock()
-		if attempt == 0 && it.d.Typed != nil {
-			it.d.Typed()
+		// The first Enter is recorded in the entered log by the very next
+		// system call after its write (one write(2), durable against a
+		// kill -9), so that a hub killed now does not type the message
+		// again into the next program (see pressEnter).
+		var record func()
+		if attempt == 0 {
+			record = func() {
+				if err := p.entered.add(it.d.MessageID); err != nil {
+					p.log.Warn("entered log", "id", it.d.MessageID, "err", err)
+				}
+			}
 		}
-		if _, err := p.writeTo(context.Background(), pr, []byte{'\r'}); err != nil {
+		if err := p.pressEnter(context.Background(), pr, record); err != nil {
 			if attempt == 0 {
 				// The first Enter never reached the program: not submitted.
 				unlock()
@@ -296,15 +310,10 @@ func (p *Pane) deliver(it *item) bool {
 			return true
 		}
 		if attempt == 0 {
-			// The Enter is in the terminal: record it at once in the
-			// entered log (one write, durable against a kill -9), then
-			// in the caller's ledger, before waiting to see the program
-			// react, so that a hub killed now does not type the message
-			// again into the next program (the proof, if it comes, only
-			// raises the stage).
-			if err := p.entered.add(it.d.MessageID); err != nil {
-				p.log.Warn("entered log", "id", it.d.MessageID, "err", err)
-			}
+			// The Enter is in the terminal and the entered log: record
+			// it in the caller's ledger too, before waiting to see the
+			// program react (the proof, if it comes, only raises the
+			// stage).
 			it.submitted(false)
 		}
 		unlock()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // Write types b into the pane as if from the keyboard. It blocks while the
@@ -40,11 +41,71 @@ func (p *Pane) WriteContext(ctx context.Context, b []byte) (int, error) {
 func (p *Pane) writeTo(ctx context.Context, pr *proc, b []byte) (int, error) {
 	written, err := p.writeRaw(ctx, pr, b)
 	if written > 0 {
-		p.mu.Lock()
-		p.lastInput = time.Now()
-		p.mu.Unlock()
+		p.noteInput()
 	}
 	return written, err
+}
+
+func (p *Pane) noteInput() {
+	p.mu.Lock()
+	p.lastInput = time.Now()
+	p.mu.Unlock()
+}
+
+// pressEnter writes one Enter (CR) into the program's terminal and, when
+// record is set, runs it by the very next system call: the CR goes in with
+// a raw write(2), which does not hand the goroutine back to the scheduler,
+// so nothing (no wait for a processor under load, no lock) stands between
+// the Enter reaching the terminal and record's own write. A kill -9 can
+// then split the two only in the microseconds of the Enter's system call.
+// The caller holds inputMu.
+func (p *Pane) pressEnter(ctx context.Context, pr *proc, record func()) error {
+	rc, err := pr.master.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("press enter: %w", err)
+	}
+	cr := [1]byte{'\r'}
+	for {
+		_ = pr.master.SetWriteDeadline(time.Now().Add(writeSlice))
+		var werr error
+		err = rc.Write(func(fd uintptr) bool {
+			n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&cr[0])), 1)
+			switch {
+			case errno == syscall.EAGAIN:
+				return false // wait until the terminal takes input
+			case errno == syscall.EINTR:
+				return false
+			case errno != 0:
+				werr = errno
+			case n == 1 && record != nil:
+				record()
+			}
+			return true
+		})
+		if err == nil {
+			err = werr
+		}
+		if err == nil {
+			p.noteInput()
+			return nil
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			select {
+			case <-pr.exited:
+				return ErrPaneExited
+			case <-p.stopCh:
+				return ErrStopped
+			case <-ctx.Done():
+				return ctx.Err()
+			default:
+				continue
+			}
+		}
+		if pr.isExited() || errors.Is(err, fs.ErrClosed) || errors.Is(err, syscall.EIO) {
+			return fmt.Errorf("%w: %w", ErrPaneExited, err)
+		}
+		return err
+	}
 }
 
 // writeRaw is writeTo without recording input (terminal answers are not

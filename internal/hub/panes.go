@@ -30,28 +30,39 @@ type paneSet struct {
 	mu    sync.RWMutex
 	panes map[string]*agent.Pane // role -> pane
 
-	// killBeforeEnter, when positive, is a fault for the e2e fault suite
-	// (HM_FAULT_KILL_BEFORE_ENTER=N): the hub kills itself with SIGKILL
-	// right after the Nth pane typing was recorded, before its Enter.
-	killBeforeEnter atomic.Int64
+	// killBeforeEnter and killAfterEnter, when positive, are faults for the
+	// e2e fault suite: the hub kills itself with SIGKILL right after the
+	// Nth pane typing was recorded, before its Enter
+	// (HM_FAULT_KILL_BEFORE_ENTER=N), or right after the Nth first Enter
+	// was written and put in the entered log, before the ledger records it
+	// (HM_FAULT_KILL_AFTER_ENTER=N).
+	killBeforeEnter, killAfterEnter atomic.Int64
 }
 
-// faultKillBeforeEnter names the fault variable (see paneSet.killBeforeEnter).
-const faultKillBeforeEnter = "HM_FAULT_KILL_BEFORE_ENTER"
+// The fault variables (see paneSet.killBeforeEnter).
+const (
+	faultKillBeforeEnter = "HM_FAULT_KILL_BEFORE_ENTER"
+	faultKillAfterEnter  = "HM_FAULT_KILL_AFTER_ENTER"
+)
 
 func newPaneSet(log *slog.Logger, team *roles.Team) *paneSet {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &paneSet{log: log, team: team, ctx: ctx, cancel: cancel, panes: map[string]*agent.Pane{}}
-	if n, err := strconv.Atoi(os.Getenv(faultKillBeforeEnter)); err == nil && n > 0 {
-		log.Warn("fault injection: the hub kills itself before an Enter", "var", faultKillBeforeEnter, "n", n)
-		s.killBeforeEnter.Store(int64(n))
+	for _, f := range []struct {
+		name string
+		n    *atomic.Int64
+	}{{faultKillBeforeEnter, &s.killBeforeEnter}, {faultKillAfterEnter, &s.killAfterEnter}} {
+		if n, err := strconv.Atoi(os.Getenv(f.name)); err == nil && n > 0 {
+			log.Warn("fault injection: the hub kills itself at a pane's Enter", "var", f.name, "n", n)
+			f.n.Store(int64(n))
+		}
 	}
 	return s
 }
 
-// typedFault runs the HM_FAULT_KILL_BEFORE_ENTER fault, if armed.
-func (s *paneSet) typedFault() {
-	if s.killBeforeEnter.Load() > 0 && s.killBeforeEnter.Add(-1) == 0 {
+// fault runs a kill fault counted by n, if armed.
+func fault(n *atomic.Int64) {
+	if n.Load() > 0 && n.Add(-1) == 0 {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // until the signal lands
 	}
@@ -78,21 +89,32 @@ func (s *paneSet) Deliver(role string, d broker.PaneDelivery) {
 		}
 		return
 	}
-	typed := d.Typed
+	typed, submitted := d.Typed, d.Submitted
 	if s.killBeforeEnter.Load() > 0 {
 		typed = func() {
 			if d.Typed != nil {
 				d.Typed()
 			}
-			s.typedFault()
+			fault(&s.killBeforeEnter)
+		}
+	}
+	if s.killAfterEnter.Load() > 0 {
+		submitted = func(proven bool) {
+			if !proven {
+				fault(&s.killAfterEnter)
+			}
+			if d.Submitted != nil {
+				d.Submitted(proven)
+			}
 		}
 	}
 	p.Enqueue(agent.Delivery{MessageID: d.MessageID, Content: d.Content, Urgent: d.Urgent,
 		// The ledger records the typing before Enter and routed once the
 		// program took it (its output after Enter): a crash in between
 		// leaves the message pending, typed again after restart into the
-		// new program (the old one died with the hub's terminal).
-		Typed: typed, Submitted: d.Submitted, Failed: d.Failed})
+		// new program (the old one died with the hub's terminal), unless
+		// the pane's entered log shows its Enter was written.
+		Typed: typed, Submitted: submitted, Failed: d.Failed})
 }
 
 type errNoPane string
