@@ -192,11 +192,26 @@ func dial(t *testing.T, h *hubProc) *client.Client {
 // dialAs connects and registers as role with the operator token.
 func dialAs(t *testing.T, h *hubProc, role string, listen bool) *client.Client {
 	t.Helper()
-	c := dial(t, h)
-	if _, err := c.Register(tctx(t, 10*time.Second), role, operator(t, h.root), listen); err != nil {
-		t.Fatalf("register %s: %v", role, err)
+	c, err := tryDialAs(t, h, role, listen)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return c
+}
+
+// tryDialAs is dialAs for a hub that may have died (a fault cycle): it
+// returns the error instead of failing the test.
+func tryDialAs(t *testing.T, h *hubProc, role string, listen bool) (*client.Client, error) {
+	t.Helper()
+	c, err := client.Dial(tctx(t, 10*time.Second), h.url())
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	if _, err := c.Register(tctx(t, 10*time.Second), role, operator(t, h.root), listen); err != nil {
+		return nil, fmt.Errorf("register %s: %w", role, err)
+	}
+	return c, nil
 }
 
 // withLedger opens the ledger read-only, runs fn and closes it.

@@ -95,7 +95,27 @@ func TestFaultKill9Loop(t *testing.T) {
 			fault = []string{"HM_FAULT_KILL_AFTER_ENTER=1"}
 		}
 		h := startHubEnv(t, root, fault, "--rate-limit", "0")
-		col := startCollector(dialAs(t, h, "builder", true))
+		// A fault can kill the hub at its session message's Enter, before
+		// the clients are in: that cycle ends there.
+		diedEarly := func(err error) bool {
+			if fault == nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-h.done:
+				h.done <- err
+				faultKills++
+				return true
+			case <-time.After(5 * time.Second):
+				t.Fatalf("cycle %d: %v, and the hub is still up", cycle, err)
+				return false
+			}
+		}
+		lc, err := tryDialAs(t, h, "builder", true)
+		if err != nil && diedEarly(err) {
+			continue
+		}
+		col := startCollector(lc)
 		aimed := cycle%4 == 2
 
 		// The burst: two senders, 8 messages each, in every other cycle one
@@ -107,7 +127,13 @@ func TestFaultKill9Loop(t *testing.T) {
 		burstDone := make(chan struct{})
 		var paneIDs []string
 		for snd := range 2 {
-			c := dialAs(t, h, "user", false)
+			c, err := tryDialAs(t, h, "user", false)
+			if err != nil {
+				if fault == nil {
+					t.Fatal(err)
+				}
+				break // the fault killed the hub: counted below
+			}
 			for n := range 8 {
 				if n == 3 && snd == 0 && cycle%2 == 0 {
 					paneIDs = append(paneIDs, fmt.Sprintf("c%02d-s%d-%02d", cycle, snd, n))

@@ -58,11 +58,12 @@ func TestHubPanesStartupDeliveryReceiptShutdown(t *testing.T) {
 	if !strings.HasPrefix(last, "[AGENT MSG - reply via hm-send] (BUILDER #1): tests pass") || !strings.Contains(last, "[hm:m-typed]") {
 		t.Fatalf("typed prompt = %q", last)
 	}
-	poll.For(t, 30*time.Second, func() error { return poll.Want(row(t, th, "m-typed").Status == "routed", "routed") })
-	// The program's output after Enter proves the submission.
-	if r := row(t, th, "m-typed"); r.AckStatus != status.Submitted {
-		t.Fatalf("row after typing: %+v", r)
-	}
+	// The program's output after Enter proves the submission (routed is
+	// recorded at the Enter, the proof a moment later).
+	poll.For(t, 30*time.Second, func() error {
+		r := row(t, th, "m-typed")
+		return poll.Want(r.Status == "routed" && r.AckStatus == status.Submitted, "routed and submitted, row %+v", r)
+	})
 	// A receipt (what `hm receipt` sends) proves it.
 	op := th.as("user", false)
 	if err := op.WriteJSON(ctxT(t), proto.Frame{Type: "message-ack", MessageID: "m-typed"}); err != nil {
