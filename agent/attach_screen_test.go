@@ -18,6 +18,7 @@ const drawScript = `i=1; while [ $i -le 40 ]; do printf '\033[%d;1Hrow %02d %s|e
 // 120x40 pane first get the pane's screen drawn for their own size (not a
 // replay of raw bytes laid out for 120 columns), then live output.
 func TestAttachRendersScreen(t *testing.T) {
+	t.Parallel()
 	p := startPane(t, Spec{Command: drawScript})
 	poll.For(t, 10*time.Second, func() error {
 		s := p.Screen()
@@ -66,6 +67,7 @@ func TestAttachRendersScreen(t *testing.T) {
 // TestAttachLiveAfterScreen: bytes after the rendered screen are the
 // program's live output, with no gap.
 func TestAttachLiveAfterScreen(t *testing.T) {
+	t.Parallel()
 	spec, _ := fakeSpec(t, "FAKEAGENT_ECHO=1", "FAKEAGENT_ENTER_MS=0")
 	p := startPane(t, spec)
 	poll.For(t, 10*time.Second, func() error { return poll.Want(strings.Contains(p.Screen().Text(), "fakeagent ready"), "banner") })
@@ -90,6 +92,7 @@ func TestAttachLiveAfterScreen(t *testing.T) {
 // leaves the person's terminal on the main screen with the cursor shown
 // and modes and attributes reset.
 func TestAttachDetachRestoresTerminal(t *testing.T) {
+	t.Parallel()
 	p := startPane(t, Spec{Command: `printf '\033[?1049h\033[?25l\033[?2004h\033[?1h\033[7m\033[20;1H> box'; exec sleep 300`})
 	poll.For(t, 10*time.Second, func() error { return poll.Want(p.Screen().AltScreen, "alt screen") })
 	base := attachServer(t, map[string]*Pane{"builder": p})

@@ -99,6 +99,7 @@ func (c *client) waitScreen(t *testing.T, want string) {
 }
 
 func TestAttach(t *testing.T) {
+	t.Parallel()
 	spec, logPath := fakeSpec(t, "FAKEAGENT_ECHO=1", "FAKEAGENT_ENTER_MS=0")
 	p := startPane(t, spec)
 	poll.For(t, 10*time.Second, func() error { return poll.Want(strings.Contains(string(p.Replay()), "fakeagent ready"), "banner") })
@@ -183,6 +184,7 @@ func paneSize(p *Pane) (cols, rows uint16) {
 }
 
 func TestAttachRefusals(t *testing.T) {
+	t.Parallel()
 	p := startPane(t, Spec{Command: "exec sleep 300"})
 	base := attachServer(t, map[string]*Pane{"builder": p})
 	tests := []struct {
@@ -248,6 +250,7 @@ func TestAttachRefusals(t *testing.T) {
 }
 
 func TestAttachViewOnlyCannotType(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := startPane(t, Spec{Command: "exec /bin/sh", Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH"), "PS1=$ ", "HOME=" + dir}})
 	base := attachServer(t, map[string]*Pane{"builder": p})
@@ -273,6 +276,7 @@ func TestAttachViewOnlyCannotType(t *testing.T) {
 }
 
 func TestAttachHubShutdown(t *testing.T) {
+	t.Parallel()
 	p := startPane(t, Spec{Command: "echo up; exec sleep 300"})
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := httptest.NewServer(AttachHandlerContext(ctx, func(string) (*Pane, bool) { return p, true }, nil, testLogger(t)))

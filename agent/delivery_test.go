@@ -39,6 +39,7 @@ func mixedMessage(i int) (content string, urgent bool) {
 }
 
 func TestDeliverMixedHundred(t *testing.T) {
+	t.Parallel()
 	spec, logPath := fakeSpec(t)
 	p := startPane(t, spec)
 	stages := newStageLog()
@@ -106,6 +107,7 @@ func TestDeliverMixedHundred(t *testing.T) {
 }
 
 func TestDeliverWithoutBracketedPaste(t *testing.T) {
+	t.Parallel()
 	spec, logPath := fakeSpec(t, "FAKEAGENT_NO_PASTE=1")
 	p := startPane(t, spec)
 	stages := newStageLog()
@@ -152,6 +154,7 @@ func TestDeliverWithoutBracketedPaste(t *testing.T) {
 }
 
 func TestBusyPaneWaits(t *testing.T) {
+	t.Parallel()
 	const busy = 1200 * time.Millisecond
 	spec, logPath := fakeSpec(t, fmt.Sprintf("FAKEAGENT_BUSY_MS=%d", busy.Milliseconds()))
 	spec.Timing.Idle = 150 * time.Millisecond
@@ -184,6 +187,7 @@ func TestBusyPaneWaits(t *testing.T) {
 }
 
 func TestTimingUrgentSkipsIdleWait(t *testing.T) {
+	t.Parallel()
 	if raceEnabled {
 		t.Skip("relies on a shell ticker never pausing for 300 ms; runs in the un-raced Timing pass")
 	}
@@ -224,6 +228,7 @@ func TestTimingUrgentSkipsIdleWait(t *testing.T) {
 }
 
 func TestRestartMidQueueDeliversRest(t *testing.T) {
+	t.Parallel()
 	spec, logPath := fakeSpec(t, "FAKEAGENT_EXIT_AFTER=3")
 	spec.Restart = true
 	var exits []int
@@ -274,6 +279,7 @@ func TestRestartMidQueueDeliversRest(t *testing.T) {
 }
 
 func TestKilledMidQueue(t *testing.T) {
+	t.Parallel()
 	spec, logPath := fakeSpec(t)
 	spec.Restart = true
 	p := startPane(t, spec)
@@ -317,6 +323,7 @@ func TestKilledMidQueue(t *testing.T) {
 }
 
 func TestStartupWaitsForFirstOutput(t *testing.T) {
+	t.Parallel()
 	spec, logPath := fakeSpec(t, "FAKEAGENT_START_MS=700")
 	p := startPane(t, spec)
 	start := p.Status().StartedAt
@@ -333,6 +340,7 @@ func TestStartupWaitsForFirstOutput(t *testing.T) {
 }
 
 func TestEscapeSequencesNeutralised(t *testing.T) {
+	t.Parallel()
 	spec, logPath := fakeSpec(t)
 	p := startPane(t, spec)
 	stages := newStageLog()
@@ -358,6 +366,7 @@ func TestEscapeSequencesNeutralised(t *testing.T) {
 }
 
 func TestStopWhileQueued(t *testing.T) {
+	t.Parallel()
 	spec, _ := fakeSpec(t, "FAKEAGENT_BUSY_MS=60000")
 	p := startPane(t, spec)
 	stages := newStageLog()
@@ -387,6 +396,7 @@ func TestStopWhileQueued(t *testing.T) {
 }
 
 func TestPartlyTypedMessageRetypedAfterRestart(t *testing.T) {
+	t.Parallel()
 	spec, logPath := fakeSpec(t)
 	// First run: raw mode, bracketed paste on, never reads its input.
 	// Later runs: the fake agent.
@@ -425,6 +435,7 @@ func TestPartlyTypedMessageRetypedAfterRestart(t *testing.T) {
 // name: Typed once the text is in the pane and before Enter, Failed when the
 // delivery reaches StageFailed.
 func TestDeliveryCallbacks(t *testing.T) {
+	t.Parallel()
 	t.Run("typed before enter", func(t *testing.T) {
 		spec, logPath := fakeSpec(t)
 		p := startPane(t, spec)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestEnteredLog(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "panes", "architect.entered")
 	if ids, err := ReadEntered(path); err != nil || ids != nil {
 		t.Fatalf("missing file: %v %v", ids, err)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestStartInvalidSpec(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"", "   "} {
 		p, err := Start(context.Background(), Spec{Role: "x", Command: cmd}, testLogger(t))
 		if !errors.Is(err, ErrInvalidSpec) || p != nil {
@@ -25,6 +26,7 @@ func TestStartInvalidSpec(t *testing.T) {
 }
 
 func TestCannotStart(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		spec    Spec
@@ -102,6 +104,7 @@ func TestCannotStart(t *testing.T) {
 }
 
 func TestNoRestartStaysExited(t *testing.T) {
+	t.Parallel()
 	p := startPane(t, Spec{Command: "echo bye; exit 4"})
 	poll.For(t, 10*time.Second, func() error { return poll.Want(p.Status().State == StateExited && p.Status().LastError != "", "exit") })
 	if s := p.Status(); !strings.Contains(s.LastError, "exited with code 4: bye") || s.Restarts != 0 || s.PID != 0 {
@@ -118,6 +121,7 @@ func TestNoRestartStaysExited(t *testing.T) {
 }
 
 func TestOutputFloodBounded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "logs", "sub", "pane.log")
 	const total = 3_000_000
@@ -153,6 +157,7 @@ func TestOutputFloodBounded(t *testing.T) {
 }
 
 func TestLogRotation(t *testing.T) {
+	t.Parallel()
 	logPath := filepath.Join(t.TempDir(), "pane.log")
 	p := startPane(t, Spec{Command: "head -c 50000 /dev/zero | tr '\\0' y", LogPath: logPath, LogMaxBytes: 20000})
 	poll.For(t, 20*time.Second, func() error { return poll.Want(p.Status().State == StateExited, "exit, have %v", p.Status().State) })
@@ -169,6 +174,7 @@ func TestLogRotation(t *testing.T) {
 }
 
 func TestStopKillsProcessGroup(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		command string
@@ -217,6 +223,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 }
 
 func TestContextCancelStopsPane(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := Start(ctx, Spec{Role: "oracle", PaneID: "3", Command: "exec sleep 300"}, testLogger(t))
 	if err != nil {
@@ -238,6 +245,7 @@ func TestContextCancelStopsPane(t *testing.T) {
 }
 
 func TestStopFromCallbacks(t *testing.T) {
+	t.Parallel()
 	spec, _ := fakeSpec(t, "FAKEAGENT_DONE_WORD=finish")
 	var once sync.Once
 	var p *Pane
@@ -299,6 +307,7 @@ func TestStopFromCallbacks(t *testing.T) {
 }
 
 func TestResizeReachesProgram(t *testing.T) {
+	t.Parallel()
 	p := startPane(t, Spec{Command: "exec /bin/sh", Env: []string{"PATH=" + os.Getenv("PATH"), "PS1=$ ", "HOME=" + t.TempDir()}, Cols: 90, Rows: 20})
 	poll.For(t, 10*time.Second, func() error { return poll.Want(strings.Contains(string(p.Replay()), "$ "), "prompt") })
 	if _, err := p.Write([]byte("stty size\r")); err != nil {
@@ -321,6 +330,7 @@ func TestResizeReachesProgram(t *testing.T) {
 }
 
 func TestProfileSelection(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		command, profile, want string
 	}{

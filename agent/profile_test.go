@@ -31,6 +31,7 @@ func fixtureScreen(t *testing.T, path string) Screen {
 // CLI (ready, busy, permission prompt, auth dialog), a shell and the fake
 // agent are classified by their profiles.
 func TestClassifyFixtures(t *testing.T) {
+	t.Parallel()
 	want := map[string]Readiness{"ready": Ready, "busy": Busy, "permission": Blocked, "auth": Blocked}
 	files, err := filepath.Glob(filepath.Join("testdata", "screens", "*.txt"))
 	if err != nil || len(files) < 12 {
@@ -53,6 +54,7 @@ func TestClassifyFixtures(t *testing.T) {
 // with ready markers and none visible is not ready; old text above the
 // bottom rows does not count.
 func TestClassifyMarkers(t *testing.T) {
+	t.Parallel()
 	prof := Profile{Screen: Markers{Ready: []string{"> "}, Busy: []string{"working"}, Blocked: []string{"Proceed?"}, Rows: 2}}
 	tests := []struct {
 		name   string
@@ -84,6 +86,7 @@ func TestClassifyMarkers(t *testing.T) {
 // TestProfileTable: settings.json "profiles" add profiles and override
 // built-in ones field by field.
 func TestProfileTable(t *testing.T) {
+	t.Parallel()
 	team, err := roles.Parse([]byte(`{"profiles":{"Aider":{"ready":["aider> "],"busy":["Thinking"],"quietMs":250,"enterDelayMs":90},"claude":{"enterDelayMs":300}}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +116,7 @@ func TestProfileTable(t *testing.T) {
 // menu is on its screen; the message is typed once its prompt shows. With
 // readiness judged from silence alone the message went into the menu.
 func TestReadinessDialogNotTyped(t *testing.T) {
+	t.Parallel()
 	spec, logPath := fakeSpec(t, "FAKEAGENT_DIALOG_MS=1500")
 	spec.Profile = "fakecli"
 	spec.Profiles = map[string]Profile{"fakecli": {Screen: Markers{Ready: []string{">"}, Blocked: []string{"Do you want to proceed?"}}}}

@@ -15,6 +15,7 @@ import (
 // do) gets the answers from the pane's terminal, proceeds, and takes a
 // message. Before the pane answered queries it stalled forever.
 func TestTerminalQueriesAnswered(t *testing.T) {
+	t.Parallel()
 	spec, logPath := fakeSpec(t, "FAKEAGENT_QUERY=1")
 	p := startPane(t, spec)
 	want := "terminal answered: cpr=1;1 da1=62;22 da2=1;10;0 bg=rgb:0000/0000/0000 kitty=0 version=hm-vterm(1)"
@@ -37,6 +38,7 @@ func TestTerminalQueriesAnswered(t *testing.T) {
 // its own terminal answers the queries and the pane does not add a second
 // answer.
 func TestTerminalQueriesViewerAnswers(t *testing.T) {
+	t.Parallel()
 	spec, _ := fakeSpec(t, "FAKEAGENT_QUERY=1", "FAKEAGENT_START_MS=500", "FAKEAGENT_ECHO=1")
 	p := startPane(t, spec)
 	base := attachServer(t, map[string]*Pane{"builder": p})

@@ -9,6 +9,7 @@ import (
 // message reach the agent visibly, so "rm -rf" cannot be displayed as
 // something else. (Before, U+202E and U+200B were typed unchanged.)
 func TestNeutralizeShowsInvisible(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in, want string
 	}{

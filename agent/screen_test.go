@@ -11,6 +11,7 @@ import (
 
 // TestPaneScreen: the pane's virtual terminal shows what the program drew.
 func TestPaneScreen(t *testing.T) {
+	t.Parallel()
 	spec, _ := fakeSpec(t)
 	p := startPane(t, spec)
 	poll.For(t, 10*time.Second, func() error {
@@ -43,6 +44,7 @@ func TestPaneScreen(t *testing.T) {
 // TestPaneBadOutput: garbage, truncated escapes, a huge title and a reset
 // mid-stream neither stop the pane's reader nor break its screen.
 func TestPaneBadOutput(t *testing.T) {
+	t.Parallel()
 	spec, _ := fakeSpec(t)
 	spec.Command = `head -c 10485760 /dev/urandom; printf '\033]0;%s\007' "$(head -c 2000000 /dev/zero | tr '\0' T)"; printf '\033[12;\033[?20'; printf '\033c'; echo survived; printf '\033]2;short\007'; exec sleep 60`
 	spec.LogPath = ""

@@ -31,8 +31,10 @@ var shellsUnderTest = []struct {
 // of a message, and each gets only the pointer line naming the file that
 // holds the message.
 func TestShellPaneNeverExecutes(t *testing.T) {
+	t.Parallel()
 	for _, sh := range shellsUnderTest {
 		t.Run(sh.name, func(t *testing.T) {
+			t.Parallel()
 			bin, err := exec.LookPath(sh.bin)
 			if err != nil {
 				t.Fatalf("%s is needed for this test (make deps installs it): %v", sh.bin, err)
@@ -113,6 +115,7 @@ func TestShellPaneNeverExecutes(t *testing.T) {
 // gets its messages once the screen has stood still for Profile.Unmarked,
 // instead of holding the queue forever; a busy marker still holds it.
 func TestUnmarkedScreenFallsBackToQuiet(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		markers   Markers

@@ -17,6 +17,7 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 
 func TestProfileFor(t *testing.T) {
+	t.Parallel()
 	ms := time.Millisecond
 	tests := []struct {
 		name                string
@@ -44,6 +45,7 @@ func TestProfileFor(t *testing.T) {
 }
 
 func TestNeutralize(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"plain text", "plain text"},
 		{"tab\tand\nnewline", "tab\tand\nnewline"},
@@ -94,6 +96,7 @@ func FuzzNeutralize(f *testing.F) {
 }
 
 func TestFileID(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in       string
 		want     string
@@ -159,6 +162,7 @@ var composeCases = []struct {
 }
 
 func TestComposeGolden(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	for _, tc := range composeCases {
 		c := compose(tc.o, "/root/.squidrun/coord/full-agent-messages/"+fileID(tc.o.ID)+".txt")
@@ -232,6 +236,7 @@ func FuzzCompose(f *testing.F) {
 }
 
 func TestTermScannerLines(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   string
@@ -283,6 +288,7 @@ func FuzzTermScanner(f *testing.F) {
 }
 
 func TestRing(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		size   int
 		writes []string
@@ -333,6 +339,7 @@ func FuzzRing(f *testing.F) {
 }
 
 func TestParseControlFrame(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in         string
 		cols, rows uint16
@@ -364,6 +371,7 @@ func FuzzParseControlFrame(f *testing.F) {
 }
 
 func TestPaneFromPath(t *testing.T) {
+	t.Parallel()
 	tests := map[string]string{
 		"/attach/builder":  "builder",
 		"/attach/bg-2-1/":  "bg-2-1",
@@ -379,6 +387,7 @@ func TestPaneFromPath(t *testing.T) {
 }
 
 func TestDescribeExit(t *testing.T) {
+	t.Parallel()
 	run := func(script string) error { return exec.Command("/bin/sh", "-c", script).Run() }
 	tests := []struct {
 		name string
@@ -402,6 +411,7 @@ func TestDescribeExit(t *testing.T) {
 }
 
 func TestStageKindString(t *testing.T) {
+	t.Parallel()
 	for k, want := range map[StageKind]string{StageTyped: "typed", StageSubmitted: "submitted", StageUnverified: "unverified", StageFailed: "failed", 0: "StageKind(0)"} {
 		if k.String() != want {
 			t.Errorf("%d.String() = %q, want %q", int(k), k.String(), want)
@@ -410,6 +420,7 @@ func TestStageKindString(t *testing.T) {
 }
 
 func TestHasUrgentTag(t *testing.T) {
+	t.Parallel()
 	tests := map[string]bool{
 		"(ARCH #3): [URGENT] fix":                               true,
 		"(BUILDER-BG-2 #7):[ACK REQUIRED] [urgent] x":           true,

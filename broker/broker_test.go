@@ -20,6 +20,7 @@ import (
 )
 
 func TestRouteToListenerAckFields(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	builder := h.as("builder", true)
 	arch := h.as("architect", false)
@@ -52,6 +53,7 @@ func TestRouteToListenerAckFields(t *testing.T) {
 }
 
 func TestSequenceRules(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.as("builder", true)
 	arch := h.as("architect", false)
@@ -93,6 +95,7 @@ func TestSequenceRules(t *testing.T) {
 }
 
 func TestDedupeByMessageID(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	b := h.as("builder", true)
 	arch := h.as("architect", false)
@@ -111,6 +114,7 @@ func TestDedupeByMessageID(t *testing.T) {
 }
 
 func TestWaitingDeliveryToLateListener(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	arch := h.as("architect", false)
 	ack := send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: "read this later", MessageID: "late-1"})
@@ -129,6 +133,7 @@ func TestWaitingDeliveryToLateListener(t *testing.T) {
 }
 
 func TestBroadcastExcludesSender(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	arch := h.as("architect", true)
 	b := h.as("builder", true)
@@ -150,6 +155,7 @@ func TestBroadcastExcludesSender(t *testing.T) {
 }
 
 func TestErrorCodes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.RateLimit = 0 })
 	raw := h.dial()
 	ctx := ctxT(t)
@@ -224,6 +230,7 @@ func TestErrorCodes(t *testing.T) {
 }
 
 func TestRateLimited(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.RateLimit, c.RateBurst = 200, 400 })
 	c := h.as("architect", false)
 	ctx := ctxT(t)
@@ -253,6 +260,7 @@ func TestRateLimited(t *testing.T) {
 }
 
 func TestUnauthorizedRegisterClosesSocket(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	cases := []struct{ name, role, token string }{
 		{"no token", "builder", ""},
@@ -283,6 +291,7 @@ func TestUnauthorizedRegisterClosesSocket(t *testing.T) {
 }
 
 func TestAllowAnonymous(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.AllowAnonymous = true })
 	c := h.dial()
 	r, err := c.Register(ctxT(t), "oracle", "", false)
@@ -295,6 +304,7 @@ func TestAllowAnonymous(t *testing.T) {
 }
 
 func TestHealthCheck(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withPanes("architect"))
 	c := h.as("builder", true)
 	ask := func(target string, stale int64) proto.HealthResult {
@@ -327,6 +337,7 @@ func TestHealthCheck(t *testing.T) {
 }
 
 func TestPaneDeliveryAndWait(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withPanes("builder"))
 	arch := h.as("architect", false)
 	ack := send(t, arch, proto.Frame{Type: "send", Target: "builder", Content: "[URGENT] build it", MessageID: "p-1", WaitMs: 50})
@@ -364,6 +375,7 @@ func TestPaneDeliveryAndWait(t *testing.T) {
 }
 
 func TestDeliveryCheckAfterRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	h := newHarnessAt(t, dir+"/l.db", 1)
 	arch := h.as("architect", false)
@@ -392,6 +404,7 @@ func TestDeliveryCheckAfterRestart(t *testing.T) {
 }
 
 func TestJournalUnavailable(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	arch := h.as("architect", false)
 	h.ledger.Close() // the ledger can no longer commit
@@ -402,6 +415,7 @@ func TestJournalUnavailable(t *testing.T) {
 }
 
 func TestSubscribeJournal(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	sub := h.as("user", false)
 	if err := sub.WriteJSON(ctxT(t), proto.Frame{Type: "subscribe", Topics: []string{"journal"}}); err != nil {
@@ -422,6 +436,7 @@ func TestSubscribeJournal(t *testing.T) {
 }
 
 func TestBrowserOriginRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := ctxT(t)
 	for _, origin := range []string{"https://evil.example", "null", "http://localhost:1"} {
@@ -440,6 +455,7 @@ func TestBrowserOriginRefused(t *testing.T) {
 }
 
 func TestSlowConsumerDropped(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.SendQueue = 8; c.RateLimit = 0 })
 	slow := h.dial()
 	if _, err := slow.Register(ctxT(t), "oracle", h.tokens.Issue("oracle"), true); err != nil {
@@ -466,6 +482,7 @@ func TestSlowConsumerDropped(t *testing.T) {
 }
 
 func TestOnlyRootPathServed(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	for _, path := range []string{"attach/architect", "status", "x/../"} {
 		_, resp, err := websocket.Dial(ctxT(t), h.url+path, nil)

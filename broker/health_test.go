@@ -23,6 +23,7 @@ func (p statePanes) Health(string) (string, time.Time, bool) {
 // TestHealthStates covers every health-check outcome, with and without a
 // hosted pane and a last-seen time.
 func TestHealthStates(t *testing.T) {
+	t.Parallel()
 	now := time.UnixMilli(1_700_000_000_000)
 	tests := []struct {
 		name     string

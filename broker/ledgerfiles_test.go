@@ -14,6 +14,7 @@ import (
 // journal_unavailable and nothing more is ACKed. Before the fix all of
 // them were ACKed into the deleted file and vanished.
 func TestLedgerFileDeletedUnderHub(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		suffix string

@@ -17,6 +17,7 @@ import (
 // ValidMessageID) accept exactly the ids msgid.Valid accepts. They used to
 // disagree: the broker took "_x" and ":x", trigger files refused them.
 func TestMessageIDRuleShared(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	dir := t.TempDir()
 	ids := []string{"_x", ":x", "-x", ".x", "..", "x_", "x:y", "hm-1-abc", "a/b", "a b", "é", "",

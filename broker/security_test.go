@@ -69,6 +69,7 @@ func frames(fs []frameSeen) string {
 // each and no data: no health, no delivery state, no heartbeat, no journal
 // events (it used to receive every ledger change, bodies included).
 func TestUnregisteredGetsNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	arch := h.as("architect", false)
 	h.as("builder", true)
@@ -146,6 +147,7 @@ func journalIDs(t *testing.T, c *client.Client, last string) map[string]bool {
 // token (or an anonymous client, as its declared role) sees only rows
 // where its role is the sender or a recipient (SPEC §5.3).
 func TestSubscribeSeesOwnRows(t *testing.T) {
+	t.Parallel()
 	for _, anonymous := range []bool{false, true} {
 		t.Run("anonymous="+strconv.FormatBool(anonymous), func(t *testing.T) {
 			h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.AllowAnonymous = anonymous })
@@ -197,6 +199,7 @@ func TestSubscribeSeesOwnRows(t *testing.T) {
 // group message) or the operator may message-ack; anyone else gets
 // role_mismatch and the row is unchanged (SPEC §5.3).
 func TestMessageAckOnlyByTarget(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	arch := h.as("architect", false)
 	conns := map[string]*client.Client{"architect": arch}
@@ -257,6 +260,7 @@ func TestMessageAckOnlyByTarget(t *testing.T) {
 // pane token, sent with id telegram-in-1002, and the human's next Telegram
 // update (1002, "STOP the deploy now") left no row at all.
 func TestReservedIDs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	oracle := h.as("oracle", false)
 	ids := []string{"telegram-in-1002", "TELEGRAM-IN-1003", "telegram-refused-1", "telegram-out-1-abcdef", "telegram-hm-1-abc-part-1",
@@ -301,6 +305,7 @@ func TestReservedIDs(t *testing.T) {
 // number left for ARCH whose header would still parse, so a message
 // without a header is refused bad_header rather than stored with one.
 func TestBadHeaderRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	arch := h.as("architect", false)
 	over := send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "oracle", Content: "(ARCH #9007199254740992): x", MessageID: "over"})

@@ -12,6 +12,7 @@ import (
 )
 
 func TestRecoverDelaysRecentMessages(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	h := newHarnessAt(t, dir+"/l.db", 1)
 	arch := h.as("architect", false)
@@ -37,6 +38,7 @@ func TestRecoverDelaysRecentMessages(t *testing.T) {
 }
 
 func TestRecoverExpiresOldMessages(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	h := newHarnessAt(t, dir+"/l.db", 1)
 	arch := h.as("architect", false)
@@ -60,6 +62,7 @@ func TestRecoverExpiresOldMessages(t *testing.T) {
 }
 
 func TestObligationReminderAndClose(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.ReminderAfter = time.Millisecond })
 	builder := h.as("builder", true)
 	arch := h.as("architect", false)

@@ -25,6 +25,7 @@ import (
 // sockets mid-burst. Every row the ledger committed must still be routed in
 // this session, and no (sender, seq) pair may be issued twice.
 func TestAbruptSenderCloseStrandsNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withPanes("builder"), func(c *broker.Config, _ *broker.Deps) { c.RateLimit = 0 })
 	const senders, per = 20, 300
 	roleOf := []string{"architect", "oracle", "user"}
@@ -97,6 +98,7 @@ func TestAbruptSenderCloseStrandsNothing(t *testing.T) {
 // reusing it is refused with duplicate_id (its message must not vanish
 // behind a dedupe:true); the same sender repeating it gets the repeated ACK.
 func TestDedupeIsPerSender(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.as("oracle", true)
 	arch := h.as("architect", false)
@@ -130,6 +132,7 @@ func TestDedupeIsPerSender(t *testing.T) {
 // at least once and with the same messageId; acknowledged ones are not
 // offered again.
 func TestUnackedReofferedAfterListenerDies(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.SendQueue = 64; c.RateLimit = 0 })
 	ctx := ctxT(t)
 	first := h.as("oracle", true)
@@ -208,6 +211,7 @@ func TestUnackedReofferedAfterListenerDies(t *testing.T) {
 // TestUnackedReofferedAcrossRestart: what a listener was handed and did not
 // acknowledge is offered again to the role's listener in the next session.
 func TestUnackedReofferedAcrossRestart(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "ledger.db")
 	h := newHarnessAt(t, db, 1)
 	l := h.as("oracle", true)
@@ -240,6 +244,7 @@ func TestUnackedReofferedAcrossRestart(t *testing.T) {
 // TestHandoverAckPolicy: a listener registered with "ack":"handover" keeps
 // the old rule (handed over is done): nothing it was handed is offered again.
 func TestHandoverAckPolicy(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	reg := func() *client.Client {
 		c := h.dial()
@@ -270,6 +275,7 @@ func TestHandoverAckPolicy(t *testing.T) {
 // out of the sequencer's in-memory window is still recognised (from the
 // ledger) and answered with the first ACK.
 func TestOldDuplicateFoundInLedger(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.RateLimit = 0 })
 	arch := h.as("architect", false)
 	const n = 1100 // beyond the in-memory window
@@ -293,6 +299,7 @@ func TestOldDuplicateFoundInLedger(t *testing.T) {
 // TestIdleUnregisteredClosed: a connection that never registers is closed
 // after the register timeout; a registered one stays.
 func TestIdleUnregisteredClosed(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.RegisterTimeout = 200 * time.Millisecond })
 	idle := h.dial()
 	kept := h.as("architect", false)
@@ -316,6 +323,7 @@ func TestIdleUnregisteredClosed(t *testing.T) {
 // TestConnectionCap: past the hub's connection cap a new connection is
 // refused with HTTP 503 and a message; once one closes there is room again.
 func TestConnectionCap(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.MaxConns = 3 })
 	var open []*client.Client
 	for i := 0; i < 3; i++ {

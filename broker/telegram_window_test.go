@@ -39,6 +39,7 @@ func (f *fakeTelegram) sent() []string {
 }
 
 func TestUserTargetTelegramWindow(t *testing.T) {
+	t.Parallel()
 	tg := &fakeTelegram{}
 	h := newHarness(t, func(_ *broker.Config, d *broker.Deps) { d.Telegram = tg })
 	arch := h.as("architect", false)

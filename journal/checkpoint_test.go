@@ -14,6 +14,7 @@ import (
 // copy, whose own head is validly signed), and an altered checkpoint or a
 // rewritten chain is named.
 func TestCheckpoint(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "runtime")
 	path := filepath.Join(dir, "evidence-ledger.db")
 	l := openAt(t, path, Options{})
@@ -70,6 +71,7 @@ func TestCheckpoint(t *testing.T) {
 // TestCheckpointRewrittenChain: a chain recomputed with another key after
 // the checkpoint differs at the checkpoint's head.
 func TestCheckpointRewrittenChain(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "runtime", "evidence-ledger.db")
 	l := openAt(t, path, Options{})
 	writeSome(t, l, "m", 2)

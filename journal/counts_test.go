@@ -103,6 +103,7 @@ func randomMessage(r *rand.Rand, id string) *Message {
 // duplicate) and status changes (forward, backward, failed→routed, ack
 // only, attempts only, async, unknown ids).
 func TestSessionCountsRandom(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		seed uint64
@@ -201,6 +202,7 @@ func TestSessionCountsRandom(t *testing.T) {
 // that the migration backfills counts equal to a recount, that the writer
 // keeps them from there, and that Verify agrees.
 func TestSessionCountsMigration(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		messages int

@@ -30,6 +30,7 @@ func writeSome(t *testing.T, l *Ledger, prefix string, n int) {
 // read, or no file at all where a key should be: Open refuses with a
 // clear error and leaves the key file and the ledger as they were.
 func TestBadLedgerKey(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		content string
@@ -137,6 +138,7 @@ func TestBadLedgerKey(t *testing.T) {
 // new key and records the change in the chain; Verify then says the events
 // made with the old key are unverifiable (never "ok"), and checks the rest.
 func TestMissingLedgerKey(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "runtime")
 	path := filepath.Join(dir, "evidence-ledger.db")
 	keyPath := filepath.Join(dir, KeyFileName)
@@ -178,6 +180,7 @@ func TestMissingLedgerKey(t *testing.T) {
 // and can no longer be rewritten, and an unkeyed chain is never "ok" by
 // itself.
 func TestLegacyLedgerCutOver(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "runtime")
 	path := filepath.Join(dir, "evidence-ledger.db")
 	keyPath := filepath.Join(dir, KeyFileName)
@@ -216,6 +219,7 @@ func TestLegacyLedgerCutOver(t *testing.T) {
 // next open treats it as an old ledger: the key file existed, so the
 // cut-over records that and Verify reports the events.
 func TestUnkeyedHistoryRefused(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "runtime", "evidence-ledger.db")
 	l := openAt(t, path, Options{})
 	writeSome(t, l, "m", 2)

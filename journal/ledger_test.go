@@ -28,6 +28,7 @@ import (
 )
 
 func TestAppendGetDedupe(t *testing.T) {
+	t.Parallel()
 	now := time.UnixMilli(1_700_000_000_000)
 	l := openTest(t, Options{Now: func() time.Time { return now }})
 	ctx := ctxT(t)
@@ -108,6 +109,7 @@ func TestAppendGetDedupe(t *testing.T) {
 }
 
 func TestAppendInvalid(t *testing.T) {
+	t.Parallel()
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	tests := []struct {
@@ -135,6 +137,7 @@ func TestAppendInvalid(t *testing.T) {
 }
 
 func TestAdvanceMonotonic(t *testing.T) {
+	t.Parallel()
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	if _, err := l.Append(ctx, msg("m", "architect", "builder", 1, "x")); err != nil {
@@ -209,6 +212,7 @@ func TestAdvanceMonotonic(t *testing.T) {
 }
 
 func TestAdvanceAsyncOrder(t *testing.T) {
+	t.Parallel()
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	if _, err := l.Append(ctx, msg("m", "architect", "builder", 1, "x")); err != nil {
@@ -236,6 +240,7 @@ func TestAdvanceAsyncOrder(t *testing.T) {
 }
 
 func TestHashChain(t *testing.T) {
+	t.Parallel()
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	for i := range 5 {
@@ -313,6 +318,7 @@ func TestHashChain(t *testing.T) {
 }
 
 func TestVerifyTampering(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		tamper    string
@@ -406,6 +412,7 @@ func tamper(t *testing.T, path, query string) {
 }
 
 func TestSearch(t *testing.T) {
+	t.Parallel()
 	l := openTest(t, Options{FTSInterval: time.Hour}) // only FlushFTS indexes
 	ctx := ctxT(t)
 	bodies := []string{"the broker routes frames", "ledger writer uses group commit", "broker and ledger agree", "nothing to see"}
@@ -458,6 +465,7 @@ func TestSearch(t *testing.T) {
 }
 
 func TestSearchWithoutFlush(t *testing.T) {
+	t.Parallel()
 	l := openTest(t, Options{}) // default 500ms indexing
 	ctx := ctxT(t)
 	if _, err := l.Append(ctx, msg("late", "oracle", "architect", 1, "zebracorn sighting")); err != nil {
@@ -497,6 +505,7 @@ func FuzzSearchQuery(f *testing.F) {
 }
 
 func TestMaxBytes(t *testing.T) {
+	t.Parallel()
 	l := openTest(t, Options{MaxBytes: 256 << 10, FTSInterval: time.Hour})
 	ctx := ctxT(t)
 	big := strings.Repeat("0123456789abcdef", 512) // 8 KiB
@@ -536,6 +545,7 @@ func TestMaxBytes(t *testing.T) {
 }
 
 func TestReadOnly(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	setup, err := Open(context.Background(), path, Options{Logger: testLogger(t)})
 	if err != nil {
@@ -596,6 +606,7 @@ func TestReadOnly(t *testing.T) {
 }
 
 func TestFileModes(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "runtime")
 	path := filepath.Join(dir, "evidence-ledger.db")
 	l := openAt(t, path, Options{})
@@ -624,6 +635,7 @@ func TestFileModes(t *testing.T) {
 }
 
 func TestConcurrentAppend(t *testing.T) {
+	t.Parallel()
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	const workers, each = 8, 150
@@ -676,6 +688,7 @@ func TestConcurrentAppend(t *testing.T) {
 }
 
 func TestBatchFailureIsolated(t *testing.T) {
+	t.Parallel()
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	// A fake op that fails with a non-logical error forces the batch to
@@ -726,6 +739,7 @@ func TestBatchFailureIsolated(t *testing.T) {
 }
 
 func TestAppendBatch(t *testing.T) {
+	t.Parallel()
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	ms := []*Message{msg("b1", "architect", "builder", 1, "one"), msg("b2", "architect", "builder", 2, "two")}
@@ -755,6 +769,7 @@ func TestAppendBatch(t *testing.T) {
 }
 
 func TestReopenContinuesChain(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	ctx := ctxT(t)
 	for round := range 3 {
@@ -786,6 +801,7 @@ func TestReopenContinuesChain(t *testing.T) {
 }
 
 func TestClosed(t *testing.T) {
+	t.Parallel()
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	sub, _ := l.Subscribe(4)
@@ -816,6 +832,7 @@ func TestClosed(t *testing.T) {
 }
 
 func TestContextCancel(t *testing.T) {
+	t.Parallel()
 	l := openTest(t, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -844,6 +861,7 @@ func TestContextCancel(t *testing.T) {
 }
 
 func TestObligationsAndSignals(t *testing.T) {
+	t.Parallel()
 	var clock atomic.Int64
 	clock.Store(1_000_000)
 	l := openTest(t, Options{Now: func() time.Time { return time.UnixMilli(clock.Load()) }})
@@ -935,6 +953,7 @@ func TestObligationsAndSignals(t *testing.T) {
 }
 
 func TestSubscribe(t *testing.T) {
+	t.Parallel()
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	ch, cancel := l.Subscribe(16)
@@ -986,6 +1005,7 @@ func TestSubscribe(t *testing.T) {
 }
 
 func TestKV(t *testing.T) {
+	t.Parallel()
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	if _, ok, err := l.KVGet(ctx, "telegram.offset"); ok || err != nil {
@@ -1007,6 +1027,7 @@ func TestKV(t *testing.T) {
 }
 
 func TestQueries(t *testing.T) {
+	t.Parallel()
 	l := openTest(t, Options{})
 	ctx := ctxT(t)
 	add := func(id, session, target string, st status.Status, seq int64) {
@@ -1057,6 +1078,7 @@ func TestQueries(t *testing.T) {
 // TestKillSafety re-executes the test binary as a child that commits and is
 // then SIGKILLed without Close; everything acknowledged must survive.
 func TestKillSafety(t *testing.T) {
+	t.Parallel()
 	if path := os.Getenv("HM_JOURNAL_KILL_CHILD"); path != "" {
 		killChild(path)
 		return

@@ -19,6 +19,7 @@ import (
 )
 
 func TestOpenRejects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		prep    func(t *testing.T, path string)
@@ -79,6 +80,7 @@ func TestOpenRejects(t *testing.T) {
 // TestCloseDrains queues many writes and closes at once: every queued write
 // is committed and every waiter answered.
 func TestCloseDrains(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	l := openAt(t, path, Options{FTSInterval: time.Hour})
 	ctx := ctxT(t)
@@ -136,6 +138,7 @@ func TestCloseDrains(t *testing.T) {
 // TestFTSCatchesUp indexes a backlog larger than one tick's chunk, through
 // the writer's idle continuation.
 func TestFTSCatchesUp(t *testing.T) {
+	t.Parallel()
 	l := openTest(t, Options{FTSInterval: 50 * time.Millisecond})
 	ctx := ctxT(t)
 	const n = ftsTickChunk + ftsIdleChunk + 10
@@ -163,6 +166,7 @@ func TestFTSCatchesUp(t *testing.T) {
 // (e.g. a CLI beside the hub) keeps the chain valid: the writer reloads the
 // chain tail inside each transaction.
 func TestTwoWriters(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	a := openAt(t, path, Options{})
 	b := openAt(t, path, Options{})

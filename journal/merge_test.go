@@ -10,6 +10,7 @@ import (
 )
 
 func TestStatusAndAckRank(t *testing.T) {
+	t.Parallel()
 	order := []status.Status{status.Recorded, status.Brokered, status.Failed, status.Routed, status.Acked}
 	for i, s := range order {
 		if got := s.Rank(); got != i {
@@ -30,6 +31,7 @@ func TestStatusAndAckRank(t *testing.T) {
 }
 
 func TestMerge(t *testing.T) {
+	t.Parallel()
 	base := Message{MessageID: "m", Status: status.Brokered, UpdatedAtMs: 100}
 	with := func(f func(*Message)) Message { m := base; f(&m); return m }
 	tests := []struct {
@@ -89,6 +91,7 @@ func TestMerge(t *testing.T) {
 }
 
 func TestNormalizeRef(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"ARCH #12", "ARCH #12"},
 		{"arch #12", "ARCH #12"},
@@ -133,6 +136,7 @@ func encodingJSON(s string) []byte {
 }
 
 func TestAppendJSONString(t *testing.T) {
+	t.Parallel()
 	tests := []string{"", "plain", `q"uote\back`, "tab\tnl\nret\r\b\f", "\x00\x1f\x7f", "<html>&amp;", "ünï 🚀", "\xff\xfe bad", "\u2028\u2029"}
 	for _, s := range tests {
 		got := appendJSONString(nil, s)
@@ -155,6 +159,7 @@ func FuzzAppendJSONString(f *testing.F) {
 }
 
 func TestCanonicalEvent(t *testing.T) {
+	t.Parallel()
 	got := string(AppendCanonicalEvent(nil, 17, "hm-1", "routed", 1700000000000, `{"status":"routed"}`))
 	want := `{"at_ms":1700000000000,"detail_json":"{\"status\":\"routed\"}","event":"routed","event_id":17,"message_id":"hm-1"}`
 	if got != want {
@@ -173,6 +178,7 @@ func TestCanonicalEvent(t *testing.T) {
 }
 
 func TestParseDetail(t *testing.T) {
+	t.Parallel()
 	h := "57335a613cd7e01aea300ed1f1d652d65f0fa1bb60b96df2206b842d8016a134"
 	tests := []struct {
 		detail string
@@ -227,6 +233,7 @@ func FuzzParseDetail(f *testing.F) {
 }
 
 func TestMessageJSONUsesColumnNames(t *testing.T) {
+	t.Parallel()
 	b, err := json.Marshal(Message{MessageID: "m", Signals: []Signal{{Kind: "TASK"}}, Refs: []string{"A #1"}})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 // cannot commit because the ledger is full is kept and committed after the
 // next successful transaction, not dropped.
 func TestAsyncAdvanceKeptWhileUnavailable(t *testing.T) {
+	t.Parallel()
 	l := openTest(t, Options{})
 	ctx := context.Background()
 	if _, err := l.Append(ctx, &Message{MessageID: "m1", SessionID: "s", SenderRole: "architect", TargetRole: "builder", RawBody: "hi"}); err != nil {

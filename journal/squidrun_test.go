@@ -65,6 +65,7 @@ func rawQuery(t *testing.T, path, query string, args ...any) [][]string {
 // left byte for byte as it was (no WAL switch, no hm tables, no sidecars).
 // Before the fix hm ran its migrations into any database it found.
 func TestForeignLedgerRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, script, want string
 	}{
@@ -119,6 +120,7 @@ func applicationID(t *testing.T, path string) string {
 // TestLedgerMarkedAndAdopted: new ledgers carry hm's application_id; an hm
 // ledger made before the mark is recognised by its tables and marked.
 func TestLedgerMarkedAndAdopted(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	path := filepath.Join(t.TempDir(), "evidence-ledger.db")
 	l := openAt(t, path, Options{})
@@ -176,6 +178,7 @@ var squidRunIndexes = []string{
 // TestAdoptSquidRunLedger: a SquidRun evidence ledger is adopted, not
 // refused; its tables stay and its comms_journal rows are kept.
 func TestAdoptSquidRunLedger(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	path := filepath.Join(t.TempDir(), "evidence-ledger.db")
 	rawExec(t, path, squidRunV4)
@@ -211,6 +214,7 @@ func squidRunRebuilds(createSQL string) bool {
 // CHECK lists (SquidRun rebuilt the table and dropped seq, header and
 // priority) and the pre-send record made the hub's Append a duplicate.
 func TestSquidRunToolsLeaveJournalIntact(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	path := filepath.Join(t.TempDir(), "evidence-ledger.db")
 	l := openAt(t, path, Options{})

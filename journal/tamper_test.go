@@ -60,6 +60,7 @@ func tamperFixture(t *testing.T, l *Ledger) {
 // signals, closed obligations, a cut tail with its head rewritten, a chain
 // recomputed without the key) is caught and the first bad row named.
 func TestVerifyTamperingComplete(t *testing.T) {
+	t.Parallel()
 	const truncateTail = `DELETE FROM comms_events WHERE event_id = 11;
 DELETE FROM comms_journal WHERE message_id = 'm5';
 UPDATE comms_session_counts SET n = n - 1 WHERE sender_role = 'builder';

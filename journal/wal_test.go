@@ -17,6 +17,7 @@ import (
 // It is a Timing test (make test's un-raced pass): under the race detector
 // its busy reader takes 20 s.
 func TestTimingWALBoundedUnderLoad(t *testing.T) {
+	t.Parallel()
 	if raceEnabled {
 		t.Skip("runs in make test's un-raced Timing pass (-run Timing)")
 	}

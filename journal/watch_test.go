@@ -17,6 +17,7 @@ import (
 // Before the fix Append went on committing into the deleted file and
 // reported success.
 func TestLedgerFilesWatched(t *testing.T) {
+	t.Parallel()
 	replace := func(t *testing.T, path string) {
 		other := path + ".new"
 		if err := os.WriteFile(other, []byte("not the ledger"), 0o600); err != nil {
@@ -69,6 +70,7 @@ func TestLedgerFilesWatched(t *testing.T) {
 // TestLedgerFilesWatchedIdle: the watch loop notices a deletion on its own
 // (Health is sticky from then on).
 func TestLedgerFilesWatchedIdle(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "evidence-ledger.db")
 	l := openAt(t, path, Options{})
 	if err := os.Remove(path); err != nil {
