@@ -191,7 +191,10 @@ func (b *Broker) pruneDelivered(c *conn) {
 	c.mu.Lock()
 	gen, role := c.deliverGen, c.role
 	c.mu.Unlock()
-	owed, err := b.owed(c, role)
+	c.mu.Lock()
+	handover := c.handover
+	c.mu.Unlock()
+	still, err := b.deps.Ledger.OwedIDs(c.ctx, role, !handover)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pruning = false
@@ -201,10 +204,6 @@ func (b *Broker) pruneDelivered(c *conn) {
 		}
 		c.pruneAt = max(c.pruneAt, 2*len(c.delivered))
 		return
-	}
-	still := make(map[string]struct{}, len(owed))
-	for _, m := range owed {
-		still[m.MessageID] = struct{}{}
 	}
 	kept := make(map[string]uint64, len(c.delivered)/2)
 	for id, g := range c.delivered {

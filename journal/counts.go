@@ -1,39 +1,87 @@
 package journal
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Running per-session counts (comms_session_counts, schema version 3). The
 // writer updates them in the same transaction as the comms_journal change
 // they describe: appendMessage adds the new row to its group, advance moves
-// a row whose status changed from its old group to its new one. Verify
-// recounts them from the rows.
+// a row whose status changed from its old group to its new one. The changes
+// of a transaction are summed per group as its ops run and written once per
+// group before it commits (flushCounts), not once per row. Verify recounts
+// them from the rows.
 
 const (
-	countAdd = `INSERT INTO comms_session_counts(session_id, status, channel, sender_role, n, max_seq) VALUES (?, ?, ?, ?, 1, ?)
- ON CONFLICT(session_id, status, channel, sender_role) DO UPDATE SET n = n + 1, max_seq = max(max_seq, excluded.max_seq)`
-	countSub = `UPDATE comms_session_counts SET n = n - 1 WHERE session_id = ? AND status = ? AND channel = ? AND sender_role = ?`
+	countAdd = `INSERT INTO comms_session_counts(session_id, status, channel, sender_role, n, max_seq) VALUES (?, ?, ?, ?, ?, ?)
+ ON CONFLICT(session_id, status, channel, sender_role) DO UPDATE SET n = n + excluded.n, max_seq = max(max_seq, excluded.max_seq)`
+	countSub = `UPDATE comms_session_counts SET n = n + ? WHERE session_id = ? AND status = ? AND channel = ? AND sender_role = ?`
 )
 
-// countSeq is the seq a group's max_seq records for m: seq, never below 0
-// (NULL is stored for 0).
+// countDelta is what a transaction changes in one group: n added (negative
+// when more left than came) and, when anything came, the highest seq.
+type countDelta struct {
+	n      int64
+	added  bool
+	maxSeq int64
+}
+
+// countSeq is the seq a group's max_seq records for m: seq, never below 0.
 func countSeq(m Message) int64 { return max(m.Seq, 0) }
 
-// countAdded records m, just inserted, in its group.
-func (tx *txn) countAdded(m Message) error {
-	if err := tx.exec(countAdd, m.SessionID, m.Status, m.Channel, m.SenderRole, countSeq(m)); err != nil {
-		return fmt.Errorf("count message %s: %w", m.MessageID, err)
+func (tx *txn) countDelta(m Message) *countDelta {
+	k := countKey{session: m.SessionID, status: string(m.Status), channel: m.Channel, sender: m.SenderRole}
+	d := tx.counts[k]
+	if d == nil {
+		if tx.counts == nil {
+			tx.counts = make(map[countKey]*countDelta)
+		}
+		d = &countDelta{}
+		tx.counts[k] = d
 	}
-	return nil
+	return d
+}
+
+// countAdded records m, just inserted, in its group.
+func (tx *txn) countAdded(m Message) {
+	d := tx.countDelta(m)
+	d.n++
+	d.maxSeq = max(d.maxSeq, countSeq(m))
+	d.added = true
 }
 
 // countMoved moves a message from its group under cur to the one under
 // next (only the status differs).
-func (tx *txn) countMoved(cur, next Message) error {
+func (tx *txn) countMoved(cur, next Message) {
 	if cur.Status == next.Status {
-		return nil
+		return
 	}
-	if err := tx.exec(countSub, cur.SessionID, cur.Status, cur.Channel, cur.SenderRole); err != nil {
-		return fmt.Errorf("count message %s: %w", cur.MessageID, err)
+	tx.countDelta(cur).n--
+	tx.countAdded(next)
+}
+
+// flushCounts writes the transaction's summed count changes, one statement
+// per group, in a fixed order.
+func (tx *txn) flushCounts() error {
+	keys := make([]countKey, 0, len(tx.counts))
+	for k := range tx.counts {
+		keys = append(keys, k)
 	}
-	return tx.countAdded(next)
+	slices.SortFunc(keys, compareCountKeys)
+	for _, k := range keys {
+		d := tx.counts[k]
+		var err error
+		switch {
+		case d.added:
+			err = tx.exec(countAdd, k.session, k.status, k.channel, k.sender, d.n, d.maxSeq)
+		case d.n != 0:
+			err = tx.exec(countSub, d.n, k.session, k.status, k.channel, k.sender)
+		}
+		if err != nil {
+			return fmt.Errorf("session counts: %w", err)
+		}
+	}
+	tx.counts = nil
+	return nil
 }

@@ -132,6 +132,29 @@ func (l *Ledger) Unacked(ctx context.Context, targetRole string) ([]Message, err
 	return out, nil
 }
 
+// OwedIDs returns the ids of the rows a listener of targetRole is owed:
+// pending (status brokered) and, with unacked, handed to a listener and not
+// acknowledged. It reads the ids only (the broker's prune of a connection's
+// delivered set needs no more), through the same indexes as Pending and
+// Unacked.
+func (l *Ledger) OwedIDs(ctx context.Context, targetRole string, unacked bool) (map[string]struct{}, error) {
+	out := map[string]struct{}{}
+	add := func(stmt *sqlite.Stmt) error {
+		out[stmt.ColumnText(0)] = struct{}{}
+		return nil
+	}
+	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+		if err := execArgs(conn, "SELECT message_id FROM comms_journal INDEXED BY comms_journal_pending WHERE target_role = ? AND status = '"+string(status.Brokered)+"'", add, targetRole); err != nil || !unacked {
+			return err
+		}
+		return execArgs(conn, "SELECT message_id FROM comms_journal INDEXED BY comms_journal_unacked WHERE target_role = ? AND status = '"+string(status.Routed)+"' AND ack_status = '"+string(status.DeliveredWebSocket)+"'", add, targetRole)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal owed ids: %w", err)
+	}
+	return out, nil
+}
+
 // BySenderSeq returns the rows of one session sent by sender with number
 // seq, in row order (the hub's duplicate check for numbers older than its
 // in-memory window; it walks the session's rows, so it is for rare use).

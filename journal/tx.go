@@ -26,6 +26,7 @@ type txn struct {
 	ftsRan      bool // an FTS chunk ran in this transaction
 	ftsMore     bool // ... and indexed something
 	mac         *chainMAC
+	counts      map[countKey]*countDelta // summed session-count changes (counts.go)
 }
 
 func (w *writer) process(batch []*op) {
@@ -169,6 +170,9 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 			return nil, fmt.Errorf("rollback: %w", err)
 		}
 		return errs, nil
+	}
+	if err := tx.flushCounts(); err != nil {
+		return nil, classify(err)
 	}
 	if tx.nextEventID != firstEvent {
 		head := tx.mac.headValue(tx.nextEventID-1, tx.lastHash)
