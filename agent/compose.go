@@ -27,6 +27,7 @@ type composeOpts struct {
 	Content   string // message content, role header included, not yet neutralised
 	Shell     bool   // shell profile: type only an inert pointer line
 	Bracketed bool   // the program last enabled bracketed paste
+	MultiLine bool   // the profile takes a multi-line paste as one prompt
 	Dir       string // the program's working directory, for a relative pointer path
 }
 
@@ -60,8 +61,11 @@ func compose(o composeOpts, pointerPath string) composition {
 		c.Text = shellLine(o, pointerPath, trailer)
 		return c
 	}
+	// A multi-line body goes inline only as a bracketed paste into a
+	// program that takes one as a single prompt; elsewhere a newline could
+	// submit part of it.
 	multiLine := strings.Contains(body, "\n")
-	c.Pointer = len(body) > MaxInlineBody || multiLine && !o.Bracketed
+	c.Pointer = len(body) > MaxInlineBody || multiLine && !(o.Bracketed && o.MultiLine)
 	line := body
 	if c.Pointer {
 		line = pointerLine(body, len(full), pointerPath)
@@ -70,14 +74,12 @@ func compose(o composeOpts, pointerPath string) composition {
 	return c
 }
 
-// renderLine wraps an already safe line (or, with bracketed paste outside
-// the shell profile, a multi-line body) into what is typed.
+// renderLine wraps an already safe line (or, as a bracketed paste to a
+// multi-line profile, a multi-line body) into what is typed. The trailer
+// ends the last line, never a line of its own.
 func renderLine(o composeOpts, line, trailer string) string {
-	var s string
-	switch {
-	case o.Bracketed:
-		s = AgentPrefix + line + sep(trailer, "\n")
-	default:
+	s := AgentPrefix + line + sep(trailer, " ")
+	if !(o.Bracketed && o.MultiLine) {
 		s = AgentPrefix + flatten(line) + sep(trailer, " ")
 	}
 	if o.Bracketed {

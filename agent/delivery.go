@@ -223,6 +223,7 @@ func (p *Pane) deliver(it *item) bool {
 		Content:   it.d.Content,
 		Shell:     p.profile.Name == ProfileShell,
 		Bracketed: bracketed,
+		MultiLine: p.profile.MultiLine,
 		Dir:       p.spec.Dir,
 	}, p.pointerPath(it))
 	if c.Pointer && it.pointer == "" {

@@ -18,7 +18,7 @@ import (
 // expectPrompt is what the fake agent should log for an inline message
 // typed with bracketed paste.
 func expectPrompt(id, content string) string {
-	return AgentPrefix + content + "\n[hm:" + id + "]"
+	return AgentPrefix + content + " [hm:" + id + "]"
 }
 
 // mixedMessage returns message i of a mixed-shape batch.
@@ -38,9 +38,25 @@ func mixedMessage(i int) (content string, urgent bool) {
 	}
 }
 
+// TestDeliverMixedHundred types 100 mixed messages (one line, multi-line,
+// 10 KiB, Unicode, urgent) into the fake agent, once as a profile that takes
+// a multi-line paste as one prompt (claude, codex, gemini) and once as one
+// that does not: every message is submitted once, whole and in order; the
+// trailer ends the last line; a multi-line body goes inline only to the
+// multi-line profile, the other gets the one-line pointer to its file.
 func TestDeliverMixedHundred(t *testing.T) {
 	t.Parallel()
+	for _, multi := range []bool{true, false} {
+		t.Run(fmt.Sprintf("multiLine=%v", multi), func(t *testing.T) {
+			t.Parallel()
+			deliverMixedHundred(t, multi)
+		})
+	}
+}
+
+func deliverMixedHundred(t *testing.T, multi bool) {
 	spec, logPath := fakeSpec(t)
+	spec.Timing.MultiLine, spec.Timing.MultiLineSet = multi, true
 	p := startPane(t, spec)
 	stages := newStageLog()
 	const n = 100
@@ -62,20 +78,23 @@ func TestDeliverMixedHundred(t *testing.T) {
 	if len(prompts) != n {
 		t.Fatalf("fake agent got %d prompts, want %d", len(prompts), n)
 	}
+	pointers := 0
 	for i, rec := range prompts {
 		// An Enter that the agent took for a newline (a loaded machine) is
 		// repaired by the second Enter; the prompt then ends in "\n".
 		got := strings.TrimRight(rec.Prompt, "\n")
-		if len(contents[i]) <= MaxInlineBody {
+		multiLineBody := strings.Contains(contents[i], "\n")
+		if len(contents[i]) <= MaxInlineBody && (multi || !multiLineBody) {
 			if want := expectPrompt(ids[i], contents[i]); got != want {
 				t.Errorf("prompt %d:\n got %q\nwant %q", i, got, want)
 			}
 			continue
 		}
-		// Pointer message: one line naming the file, then the trailer.
+		// Pointer message: one line naming the file, the trailer ending it.
+		pointers++
 		path := filepath.Join(spec.PointerDir, ids[i]+".txt")
-		wantStart := AgentPrefix + fmt.Sprintf("(ARCH #%d): long body", i+1)
-		if !strings.HasPrefix(got, wantStart) || !strings.HasSuffix(got, path+"]\n[hm:"+ids[i]+"]") || strings.Count(got, "\n") != 1 {
+		wantStart := AgentPrefix + fmt.Sprintf("(ARCH #%d): ", i+1)
+		if !strings.HasPrefix(got, wantStart) || !strings.HasSuffix(got, path+"] [hm:"+ids[i]+"]") || strings.Contains(got, "\n") {
 			t.Errorf("pointer prompt %d = %q", i, got)
 		}
 		body, err := os.ReadFile(path)
@@ -88,6 +107,9 @@ func TestDeliverMixedHundred(t *testing.T) {
 		if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
 			t.Errorf("pointer file mode = %v, %v; want 0600", st.Mode(), err)
 		}
+	}
+	if want := map[bool]int{true: 20, false: 40}[multi]; pointers != want {
+		t.Errorf("%d messages went by pointer, want %d (the 10 KiB ones%s)", pointers, want, map[bool]string{true: "", false: " and the multi-line ones"}[multi])
 	}
 	for i, id := range ids {
 		st := stages.get(id)
@@ -342,6 +364,8 @@ func TestStartupWaitsForFirstOutput(t *testing.T) {
 func TestEscapeSequencesNeutralised(t *testing.T) {
 	t.Parallel()
 	spec, logPath := fakeSpec(t)
+	// Typed inline (a multi-line paste), so the whole text reaches the program.
+	spec.Timing.MultiLine, spec.Timing.MultiLineSet = true, true
 	p := startPane(t, spec)
 	stages := newStageLog()
 	evil := "(ARCH #1): red \x1b[31mRED\x1b[0m end-paste \x1b[201~ echo pwned\r submit? \x03 ctrl-c \x9b31m c1 \x1b]0;title\x07 osc \x7f del"

@@ -32,6 +32,11 @@ type Profile struct {
 	// and a CLI can outgrow, and the queue must not wait forever. Default
 	// 15 s.
 	Unmarked time.Duration
+	// MultiLine: the program takes a multi-line bracketed paste as one
+	// prompt (claude, codex, gemini). Only such a program gets a multi-line
+	// body inline; every other one gets the one-line pointer to the file.
+	// MultiLineSet marks an override that sets it (false included).
+	MultiLine, MultiLineSet bool
 }
 
 // Markers describe a program's screen. Each marker is a substring matched
@@ -171,7 +176,7 @@ var spinners = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", 
 var builtinProfiles = map[string]Profile{
 	ProfileDefault: {Name: ProfileDefault, Idle: defaultIdle, EnterDelay: 150 * time.Millisecond, Verify: defaultVerify},
 	ProfileShell:   {Name: ProfileShell, Idle: defaultIdle, EnterDelay: 30 * time.Millisecond, Verify: defaultVerify},
-	ProfileClaude: {Name: ProfileClaude, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify,
+	ProfileClaude: {Name: ProfileClaude, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify, MultiLine: true,
 		Screen: Markers{
 			Ready: []string{"│ >", "│ > ", "? for shortcuts", "❯ "},
 			Busy:  []string{"esc to interrupt", "esc to cancel"},
@@ -179,14 +184,14 @@ var builtinProfiles = map[string]Profile{
 				"Select login method", "Do you trust the files in this folder?", "Choose the text style",
 				"Press Enter to continue", "Paste code here if prompted"},
 		}},
-	ProfileCodex: {Name: ProfileCodex, Idle: defaultIdle, EnterDelay: 250 * time.Millisecond, Verify: defaultVerify,
+	ProfileCodex: {Name: ProfileCodex, Idle: defaultIdle, EnterDelay: 250 * time.Millisecond, Verify: defaultVerify, MultiLine: true,
 		Screen: Markers{
 			Ready: []string{"⏎ send", "context left", "? for shortcuts", "▌ "},
 			Busy:  []string{"esc to interrupt", "Esc to interrupt"},
 			Blocked: []string{"Would you like to run the following command?", "Allow command?", "Would you like to make the following edits?",
 				"Sign in with ChatGPT", "Provide your own API key", "Press Enter to continue", "allow Codex to work in this folder"},
 		}},
-	ProfileGemini: {Name: ProfileGemini, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify,
+	ProfileGemini: {Name: ProfileGemini, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify, MultiLine: true,
 		Screen: Markers{
 			Ready:   []string{"Type your message", "│ > ", "> "},
 			Busy:    append([]string{"esc to cancel"}, spinners...),
@@ -245,6 +250,9 @@ func (p Profile) withOverrides(o Profile) Profile {
 	if o.Unmarked > 0 {
 		p.Unmarked = o.Unmarked
 	}
+	if o.MultiLineSet {
+		p.MultiLine = o.MultiLine
+	}
 	return p
 }
 
@@ -266,7 +274,8 @@ func ProfilesFromSettings(s map[string]roles.ProfileSettings) map[string]Profile
 		ms := func(n int) time.Duration { return time.Duration(max(n, 0)) * time.Millisecond }
 		out[strings.ToLower(strings.TrimSpace(name))] = Profile{
 			Idle: ms(ps.QuietMs), EnterDelay: ms(ps.EnterDelayMs), Verify: ms(ps.VerifyMs),
-			Screen: Markers{Ready: ps.Ready, Busy: ps.Busy, Blocked: ps.Blocked, Rows: ps.Rows},
+			Screen:    Markers{Ready: ps.Ready, Busy: ps.Busy, Blocked: ps.Blocked, Rows: ps.Rows},
+			MultiLine: ps.MultiLine != nil && *ps.MultiLine, MultiLineSet: ps.MultiLine != nil,
 		}
 	}
 	return out

@@ -147,7 +147,8 @@ var composeCases = []struct {
 }{
 	{"single-line", composeOpts{ID: "hm-1", Content: "(ARCH #1): hello"}},
 	{"single-line-paste", composeOpts{ID: "hm-2", Content: "(ARCH #2): hello", Bracketed: true}},
-	{"multi-line-paste", composeOpts{ID: "hm-3", Content: "(ARCH #3): one\ntwo\n\tthree\n", Bracketed: true}},
+	{"multi-line-paste", composeOpts{ID: "hm-3", Content: "(ARCH #3): one\ntwo\n\tthree\n", Bracketed: true, MultiLine: true}},
+	{"multi-line-paste-one-line-profile", composeOpts{ID: "hm-3b", Content: "(ARCH #3): one\ntwo\n\tthree\n", Bracketed: true}},
 	{"multi-line-no-paste", composeOpts{ID: "hm-4", Content: "(ARCH #4): one\ntwo"}},
 	{"tabs-no-paste", composeOpts{ID: "hm-5", Content: "(ARCH #5): a\tb"}},
 	{"long-body-paste", composeOpts{ID: "hm-6", Content: "(ARCH #6): " + strings.Repeat("y", 5000), Bracketed: true}},
@@ -155,7 +156,7 @@ var composeCases = []struct {
 	{"shell-paste", composeOpts{ID: "hm-8", Content: "(ARCH #8): `id`", Shell: true, Bracketed: true}},
 	{"shell-multi-line", composeOpts{ID: "hm-9", Content: "(ARCH #9): a\nrm -rf /", Shell: true, Bracketed: true}},
 	{"shell-near-limit", composeOpts{ID: "hm-10", Content: "(ARCH #10): " + strings.Repeat("z", 3990), Shell: true}},
-	{"escapes", composeOpts{ID: "hm-11", Content: "(ARCH #11): \x1b[201~\rboom\x1b]0;t\x07", Bracketed: true}},
+	{"escapes", composeOpts{ID: "hm-11", Content: "(ARCH #11): \x1b[201~\rboom\x1b]0;t\x07", Bracketed: true, MultiLine: true}},
 	{"hostile-id", composeOpts{ID: "id] [hm:other\n", Content: "x"}},
 	{"no-id", composeOpts{Content: "(ARCH #13): no id"}},
 	{"unicode-preview", composeOpts{ID: "hm-14", Content: "(ARCH #14): " + strings.Repeat("é", 200) + "\nmore"}},
@@ -188,7 +189,20 @@ func FuzzCompose(f *testing.F) {
 		f.Add(tc.o.ID, tc.o.Content, tc.o.Shell, tc.o.Bracketed)
 	}
 	f.Fuzz(func(t *testing.T, id, content string, shell, bracketed bool) {
-		c := compose(composeOpts{ID: id, Content: content, Shell: shell, Bracketed: bracketed}, "/p/"+fileID(id)+".txt")
+		for _, multi := range []bool{false, true} {
+			fuzzCompose(t, id, content, shell, bracketed, multi)
+		}
+	})
+}
+
+// fuzzCompose checks one composition: a paste is whole, nothing escapes,
+// a shell gets only an inert pointer line, the trailer ends the text (never
+// on a line of its own), and a multi-line body is inline only as a paste to
+// a multi-line profile.
+func fuzzCompose(t *testing.T, id, content string, shell, bracketed, multi bool) {
+	t.Helper()
+	{
+		c := compose(composeOpts{ID: id, Content: content, Shell: shell, Bracketed: bracketed, MultiLine: multi}, "/p/"+fileID(id)+".txt")
 		text := c.Text
 		if bracketed {
 			if !strings.HasPrefix(text, PasteStart) || !strings.HasSuffix(text, PasteEnd) {
@@ -217,14 +231,14 @@ func FuzzCompose(f *testing.F) {
 			t.Fatalf("prefix missing: %q", text)
 		}
 		lines := strings.Count(text, "\n")
-		if !bracketed && lines != 0 {
+		if !(bracketed && multi) && lines != 0 {
 			t.Fatalf("text must be one line: %q", text)
 		}
-		if id != "" && !strings.HasSuffix(text, Trailer(id)) {
-			t.Fatalf("trailer missing: %q", text)
+		if id != "" && (!strings.HasSuffix(text, " "+Trailer(id)) || strings.HasSuffix(text, "\n"+Trailer(id))) {
+			t.Fatalf("trailer missing or not ending the last line: %q", text)
 		}
-		if c.Pointer != (len(c.Body) > MaxInlineBody || strings.Contains(strings.Trim(c.Body, " \t\n"), "\n") && !bracketed) {
-			t.Fatalf("pointer decision %v for %q", c.Pointer, content)
+		if c.Pointer != (len(c.Body) > MaxInlineBody || strings.Contains(strings.Trim(c.Body, " \t\n"), "\n") && !(bracketed && multi)) {
+			t.Fatalf("pointer decision %v for %q (bracketed %v, multi-line profile %v)", c.Pointer, content, bracketed, multi)
 		}
 		if !c.Pointer && len(text) > MaxInlineBody+len(AgentPrefix)+len(Trailer(id))+2+len(Neutralize(content))-len(c.Body)+64 {
 			t.Fatalf("inline text too long: %d", len(text))
@@ -232,7 +246,7 @@ func FuzzCompose(f *testing.F) {
 		if c.Body != Neutralize(content) {
 			t.Fatalf("pointer body differs from the neutralised content")
 		}
-	})
+	}
 }
 
 func TestTermScannerLines(t *testing.T) {

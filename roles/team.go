@@ -96,6 +96,9 @@ type ProfileSettings struct {
 	Busy         []string `json:"busy"`
 	Blocked      []string `json:"blocked"`
 	Rows         int      `json:"rows"`
+	// MultiLine: the program takes a multi-line bracketed paste as one
+	// prompt (absent keeps the built-in profile's value).
+	MultiLine *bool `json:"multiLine"`
 }
 
 type paneSettings struct {

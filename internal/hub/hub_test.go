@@ -176,7 +176,7 @@ func prompts(t *testing.T, path string) []string {
 	}
 	out := make([]string, len(ps))
 	for i, p := range ps {
-		out[i] = p.Prompt
+		out[i] = p.Full() // a pointer line with its file's content
 	}
 	return out
 }

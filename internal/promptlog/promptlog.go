@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"regexp"
 )
 
 // Prompt is one submitted prompt.
@@ -45,4 +46,24 @@ func Read(path string) ([]Prompt, error) {
 		out = append(out, p)
 	}
 	return out, sc.Err()
+}
+
+// pointerRE finds the file named by a pointer line ("[full message (N
+// bytes) in PATH]", agent's pointer form).
+var pointerRE = regexp.MustCompile(`\[full message \(\d+ bytes\) in ([^\]]+)\]`)
+
+// Full returns the prompt followed, when it is a pointer line, by the
+// content of the file it names (what the agent reads), so that a test can
+// look for text wherever the pane put it. A file that cannot be read adds
+// nothing.
+func (p Prompt) Full() string {
+	m := pointerRE.FindStringSubmatch(p.Prompt)
+	if m == nil {
+		return p.Prompt
+	}
+	b, err := os.ReadFile(m[1])
+	if err != nil {
+		return p.Prompt
+	}
+	return p.Prompt + "\n" + string(b)
 }

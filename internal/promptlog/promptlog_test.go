@@ -32,3 +32,22 @@ func TestRead(t *testing.T) {
 		t.Fatal("bad line accepted")
 	}
 }
+
+// TestFull: a pointer line is followed by the content of the file it names;
+// any other prompt, or a pointer to a missing file, is itself.
+func TestFull(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "m.txt")
+	if err := os.WriteFile(path, []byte("line one\nline two"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ prompt, want string }{
+		{"plain [hm:x]", "plain [hm:x]"},
+		{"p … [full message (17 bytes) in " + path + "] [hm:x]", "p … [full message (17 bytes) in " + path + "] [hm:x]\nline one\nline two"},
+		{"p … [full message (3 bytes) in /no/such/file] [hm:x]", "p … [full message (3 bytes) in /no/such/file] [hm:x]"},
+	} {
+		if got := (Prompt{Prompt: tc.prompt}).Full(); got != tc.want {
+			t.Errorf("Full(%q) = %q, want %q", tc.prompt, got, tc.want)
+		}
+	}
+}
