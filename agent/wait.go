@@ -1,0 +1,141 @@
+package agent
+
+import "time"
+
+// The waits of a delivery: for a running program, for a ready screen, and
+// pauses that end early when the program ends or the pane stops.
+
+// endReason tells why a run can no longer take input.
+func (p *Pane) endReason(pr *proc) error {
+	select {
+	case <-p.stopCh:
+		return ErrStopped
+	default:
+	}
+	if pr.isExited() {
+		return ErrPaneExited
+	}
+	return nil
+}
+
+// pause waits d unless the run ends or the pane stops first (false). The
+// time waited is added to *acc when acc is not nil.
+func (p *Pane) pause(pr *proc, d time.Duration, acc *time.Duration) bool {
+	return p.pauseOutput(pr, d, nil, acc) // a nil channel never fires
+}
+
+// addSince adds the time since t0 to *acc.
+func addSince(acc *time.Duration, t0 time.Time) { *acc += time.Since(t0) }
+
+// waitRunning waits for a running program that has written its first output
+// (or stayed silent for StartupWait); nil when the pane stops. Blocked time
+// is added to *acc.
+func (p *Pane) waitRunning(acc *time.Duration) *proc {
+	for {
+		p.mu.Lock()
+		pr, changed, out, saw := p.proc, p.procChanged, p.outChanged, p.sawOutput
+		p.mu.Unlock()
+		if pr != nil && !pr.isExited() {
+			left := p.spec.StartupWait - time.Since(pr.startedAt)
+			if saw || left <= 0 {
+				return pr
+			}
+			t0 := time.Now()
+			t := time.NewTimer(left)
+			select {
+			case <-t.C:
+			case <-out:
+			case <-changed:
+			case <-pr.exited:
+			case <-p.stopCh:
+				t.Stop()
+				return nil
+			}
+			t.Stop()
+			addSince(acc, t0)
+			continue
+		}
+		t0 := time.Now()
+		select {
+		case <-changed:
+		case <-p.stopCh:
+			return nil
+		}
+		addSince(acc, t0)
+	}
+}
+
+// readinessRecheck bounds a wait for the screen to change while it is not
+// ready (busy, blocked or without a prompt).
+const readinessRecheck = time.Second
+
+// waitReady waits until the run is ready for a message, judged from its
+// screen (SPEC §6 step 1): the profile's markers classify the screen
+// (Profile.Classify) and a Ready screen must also have stood still (no
+// output, so neither text nor cursor moved) for the profile's quiet period.
+// An urgent message needs no quiet period and may go to a Busy screen, but,
+// like every message, never to a Blocked one (a dialog for a person) nor,
+// for a profile with ready markers, to a screen without a prompt. Before a
+// non-zero deadline an urgent message waits for quiet as others do (a
+// fresh program settling). It returns false when the run ends or the pane
+// stops first.
+func (p *Pane) waitReady(pr *proc, urgent bool, deadline time.Time, acc *time.Duration) bool {
+	for {
+		p.mu.Lock()
+		last, cur, out := p.lastOutput, p.proc, p.outChanged
+		p.mu.Unlock()
+		if cur != pr {
+			return false
+		}
+		now := time.Now()
+		asUrgent := urgent && (deadline.IsZero() || !now.Before(deadline))
+		state, marker := p.profile.Classify(p.Screen())
+		quiet := now.Sub(last)
+		var wait time.Duration
+		switch {
+		case asUrgent && (state == Ready || state == Busy):
+			return true
+		case state == Ready && quiet >= p.profile.Idle:
+			return true
+		case state == Ready:
+			wait = p.profile.Idle - quiet
+		case state == ReadyUnknown && quiet >= p.profile.unmarked():
+			// See Profile.Unmarked: a screen that has stood still this
+			// long with no prompt marker, no busy marker and no dialog
+			// is taken as ready rather than holding the queue forever.
+			p.log.Warn("no ready marker on a quiet screen; typing anyway (check the profile's screen markers)", "profile", p.profile.Name, "quiet", quiet.Round(time.Second))
+			return true
+		case state == ReadyUnknown:
+			wait = min(readinessRecheck, p.profile.unmarked()-quiet)
+		default:
+			p.log.Debug("waiting for the pane to be ready", "screen", state.String(), "marker", marker)
+			wait = readinessRecheck
+		}
+		if urgent && !deadline.IsZero() && now.Before(deadline) {
+			wait = min(wait, deadline.Sub(now))
+		}
+		if !p.pauseOutput(pr, wait, out, acc) {
+			return false
+		}
+	}
+}
+
+// pauseOutput is pause that also ends early (true) when out is closed (new
+// output).
+func (p *Pane) pauseOutput(pr *proc, d time.Duration, out <-chan struct{}, acc *time.Duration) bool {
+	if acc != nil {
+		defer addSince(acc, time.Now())
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-out:
+		return true
+	case <-pr.exited:
+		return false
+	case <-p.stopCh:
+		return false
+	}
+}
