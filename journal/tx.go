@@ -30,12 +30,18 @@ type txn struct {
 }
 
 func (w *writer) process(batch []*op) {
-	// Commits into a deleted or replaced file would vanish (watch.go).
-	if err := w.l.checkFiles(); err != nil {
-		w.failAll(batch, err)
+	// Commits into a deleted or replaced file would vanish (watch.go): a
+	// transaction's files are checked once it committed, before any op
+	// hears of it; a direct op, which reports at once, before it runs.
+	if p := w.l.files.err.Load(); p != nil {
+		w.failAll(batch, *p) // already known gone
 		return
 	}
 	if batch[0].kind == opDirect {
+		if err := w.l.checkFiles(); err != nil {
+			w.failAll(batch, err)
+			return
+		}
 		o := batch[0]
 		err := o.direct(w.conn)
 		if err != nil {

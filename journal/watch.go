@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrFilesGone means the database or its -wal file is no longer the file
@@ -24,13 +26,23 @@ var ErrFilesGone = fmt.Errorf("%w: ledger file deleted or replaced", ErrUnavaila
 type fileWatch struct {
 	mu    sync.Mutex
 	files []watchedFile
+	st    unix.Stat_t // checkFiles' buffer, under mu
 	err   atomic.Pointer[error] // sticky once set
 }
 
 type watchedFile struct {
-	path string
-	f    *os.File
-	info os.FileInfo
+	path     string
+	f        *os.File
+	dev, ino uint64 // of f: the path must still name this file
+}
+
+// newWatchedFile identifies f (opened at path) by device and inode.
+func newWatchedFile(path string, f *os.File) (watchedFile, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return watchedFile{}, fmt.Errorf("watch %s: %w", path, err)
+	}
+	return watchedFile{path: path, f: f, dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil // Dev is an int32 on darwin
 }
 
 // watchInterval is how often an idle ledger checks its files (the writer
@@ -52,13 +64,13 @@ func (w *fileWatch) add(path string) error {
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", path, err)
 	}
-	info, err := f.Stat()
+	wf, err := newWatchedFile(path, f)
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("watch %s: %w", path, err)
+		return err
 	}
 	w.mu.Lock()
-	w.files = append(w.files, watchedFile{path: path, f: f, info: info})
+	w.files = append(w.files, wf)
 	w.mu.Unlock()
 	return nil
 }
@@ -73,8 +85,9 @@ func (w *fileWatch) close() {
 	w.files = nil
 }
 
-// check stats the watched paths (one stat each) and returns ErrFilesGone,
-// sticky, once one of them is missing or another file.
+// check stats the watched paths (one stat(2) each, into a reused buffer:
+// it runs after every commit) and returns ErrFilesGone, sticky, once one of
+// them is missing or another file.
 func (l *Ledger) checkFiles() error {
 	if p := l.files.err.Load(); p != nil {
 		return *p
@@ -83,13 +96,13 @@ func (l *Ledger) checkFiles() error {
 	w.mu.Lock()
 	var bad error
 	for _, f := range w.files {
-		st, err := os.Stat(f.path)
+		err := unix.Stat(f.path, &w.st)
 		switch {
-		case errors.Is(err, os.ErrNotExist):
+		case errors.Is(err, unix.ENOENT):
 			bad = fmt.Errorf("%w: %s was deleted", ErrFilesGone, f.path)
 		case err != nil:
 			bad = fmt.Errorf("%w: stat %s: %w", ErrFilesGone, f.path, err)
-		case !os.SameFile(st, f.info):
+		case uint64(w.st.Dev) != f.dev || uint64(w.st.Ino) != f.ino: // Dev is an int32 on darwin
 			bad = fmt.Errorf("%w: %s was replaced by another file", ErrFilesGone, f.path)
 		}
 		if bad != nil {
@@ -100,8 +113,8 @@ func (l *Ledger) checkFiles() error {
 		// The WAL appears with the first write after the switch to WAL mode.
 		wal := l.path + "-wal"
 		if f, err := os.Open(wal); err == nil {
-			if info, err := f.Stat(); err == nil {
-				w.files = append(w.files, watchedFile{path: wal, f: f, info: info})
+			if wf, err := newWatchedFile(wal, f); err == nil {
+				w.files = append(w.files, wf)
 			} else {
 				f.Close()
 			}
