@@ -170,7 +170,7 @@ func rssMiB() float64 {
 // messages take over a minute and inflates the heap it measures, so it runs
 // in make test's un-raced pass.
 func TestTimingSessionStateBounded(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it measures the process's heap.
 	if raceEnabled {
 		t.Skip("runs in make test's un-raced Timing pass (-run Timing)")
 	}

@@ -11,7 +11,7 @@ import (
 // TestSequencerMemoryBounded: one sender's 200,000 messages in one session
 // must not grow the sequencer's memory with the message count.
 func TestSequencerMemoryBounded(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it measures the process's heap.
 	const n = 200_000
 	s := newSequencer()
 	heap := func() uint64 {
