@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -183,6 +184,10 @@ func TestStopKillsProcessGroup(t *testing.T) {
 	}{
 		{"grandchild dies with the group", "sleep 300 & echo $! > pid; exec sleep 301", time.Second, 15 * time.Second},
 		{"SIGHUP ignored escalates to SIGKILL", "trap '' HUP; sleep 300 & echo $! > pid; exec sleep 301", 300 * time.Millisecond, 15 * time.Second},
+		// set -m: the job gets a process group of its own, still in the
+		// pane's session (as Codex's app-server outlived its pane).
+		{"child in its own group dies with the session", "set -m; sleep 300 & echo $! > pid; exec sleep 301", time.Second, 15 * time.Second},
+		{"child in its own group that ignored SIGHUP is killed", "set -m; sh -c 'trap \"\" HUP; echo $$ > pid; exec sleep 300' & exec sleep 301", 300 * time.Millisecond, 15 * time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -200,6 +205,11 @@ func TestStopKillsProcessGroup(t *testing.T) {
 			leader := p.Status().PID
 			if processGone(grandchild) || processGone(leader) {
 				t.Fatal("processes not running before Stop")
+			}
+			if strings.Contains(tc.name, "own group") {
+				if pg, err := syscall.Getpgid(grandchild); err != nil || pg == leader {
+					t.Fatalf("the child's process group is %d (%v); the case needs one of its own", pg, err)
+				}
 			}
 			ctx, cancel := contextWithTimeout(tc.maxStop)
 			defer cancel()

@@ -131,20 +131,26 @@ func (p *Pane) runProc(pr *proc) time.Duration {
 	return ran
 }
 
-// killGroup stops a run: SIGHUP to the process group, SIGKILL once
-// KillGrace passed and anything of the group still runs.
+// killGroup stops a run: SIGHUP to the process group and to whatever else
+// of the pane's session still runs (descendants moved to groups of their
+// own), SIGKILL to all of them once KillGrace passed and any still runs.
 func (p *Pane) killGroup(pr *proc) {
 	deadline := time.Now().Add(p.spec.KillGrace)
+	// The session's other members are listed before the hang-up: once the
+	// leader is gone, its orphans stay in the session and are found again.
+	strays := sessionProcs(pr.pid)
 	if err := signalGroup(pr.pid, syscall.SIGHUP); err != nil {
 		p.log.Warn("hang up pane program", "err", err)
 	}
+	signalPids(strays, syscall.SIGHUP)
 	t := time.NewTimer(p.spec.KillGrace)
 	select {
 	case <-pr.exited:
 	case <-t.C:
 	}
 	t.Stop()
-	for groupAlive(pr.pid) && time.Now().Before(deadline) {
+	alive := func() bool { return groupAlive(pr.pid) || len(sessionProcs(pr.pid)) > 0 }
+	for alive() && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if groupAlive(pr.pid) {
@@ -153,7 +159,20 @@ func (p *Pane) killGroup(pr *proc) {
 			p.log.Warn("kill pane program", "err", err)
 		}
 	}
+	if strays := sessionProcs(pr.pid); len(strays) > 0 {
+		p.log.Warn("processes of the pane's session outlived it; killing them", "pid", pr.pid, "pids", strays)
+		signalPids(strays, syscall.SIGKILL)
+	}
 	<-pr.exited
+}
+
+// signalPids sends sig to each of pids; those already gone are skipped.
+func signalPids(pids []int, sig syscall.Signal) {
+	for _, pid := range pids {
+		if pid > 1 {
+			_ = syscall.Kill(pid, sig)
+		}
+	}
 }
 
 // postExit queues the OnExit callback.

@@ -41,3 +41,24 @@ func procAlive(pid int) bool {
 	}
 	return kp.Proc.P_pid == int32(pid) && kp.Proc.P_stat != sZomb
 }
+
+// sessionProcs returns the running processes of session sid that are not
+// in process group sid (see the Linux version); macOS lists every process
+// with the kern.proc.all sysctl and asks each for its session.
+func sessionProcs(sid int) []int {
+	kps, err := unix.SysctlKinfoProcSlice("kern.proc.all")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for i := range kps {
+		pid := int(kps[i].Proc.P_pid)
+		if pid <= 1 || int(kps[i].Eproc.Pgid) == sid || kps[i].Proc.P_stat == sZomb {
+			continue
+		}
+		if s, err := unix.Getsid(pid); err == nil && s == sid {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

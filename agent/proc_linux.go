@@ -17,47 +17,79 @@ func groupAlive(pgid int) bool {
 	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
 		return false
 	}
+	alive := false
+	walkProcs(func(pid int, st procState) bool {
+		alive = st.pgrp == pgid && st.running()
+		return !alive
+	})
+	return alive
+}
+
+// sessionProcs returns the running processes of session sid that are not
+// in process group sid: descendants a pane's program moved to groups of
+// their own (a job-control shell's jobs), which a signal to the pane's
+// group does not reach.
+func sessionProcs(sid int) []int {
+	var out []int
+	walkProcs(func(pid int, st procState) bool {
+		if st.session == sid && st.pgrp != sid && st.running() {
+			out = append(out, pid)
+		}
+		return true
+	})
+	return out
+}
+
+// procAlive reports whether pid exists and is neither a zombie nor dead.
+func procAlive(pid int) bool {
+	st, ok := readProcStat(pid)
+	return ok && st.running()
+}
+
+// procState is what hm reads of /proc/<pid>/stat.
+type procState struct {
+	state         byte
+	pgrp, session int
+}
+
+func (s procState) running() bool { return s.state != 'Z' && s.state != 'X' }
+
+// walkProcs calls fn for every process in /proc until fn returns false.
+func walkProcs(fn func(pid int, st procState) bool) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return true // cannot tell: assume alive
+		return
 	}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		state, pg, ok := procStat(pid)
-		if ok && pg == pgid && state != 'Z' && state != 'X' {
-			return true
+		if st, ok := readProcStat(pid); ok && !fn(pid, st) {
+			return
 		}
 	}
-	return false
 }
 
-// procAlive reports whether pid exists and is neither a zombie nor dead.
-func procAlive(pid int) bool {
-	state, _, ok := procStat(pid)
-	return ok && state != 'Z' && state != 'X'
-}
-
-// procStat reads the state and process group of pid from /proc.
-func procStat(pid int) (state byte, pgrp int, ok bool) {
+// readProcStat reads the state, process group and session of pid.
+func readProcStat(pid int) (procState, bool) {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
-		return 0, 0, false
+		return procState{}, false
 	}
-	// pid (comm) state ppid pgrp ...; comm may contain spaces and ')'.
+	// pid (comm) state ppid pgrp session ...; comm may contain spaces and ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, false
+		return procState{}, false
 	}
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 3 {
-		return 0, 0, false
+	if len(f) < 4 || len(f[0]) != 1 {
+		return procState{}, false
 	}
-	pg, err := strconv.Atoi(f[2])
-	if err != nil || len(f[0]) != 1 {
-		return 0, 0, false
+	pg, err1 := strconv.Atoi(f[2])
+	sid, err2 := strconv.Atoi(f[3])
+	if err1 != nil || err2 != nil {
+		return procState{}, false
 	}
-	return f[0][0], pg, true
+	return procState{state: f[0][0], pgrp: pg, session: sid}, true
 }

@@ -21,3 +21,7 @@ func groupAlive(pgid int) bool {
 func procAlive(pid int) bool {
 	return !errors.Is(unix.Kill(pid, 0), unix.ESRCH)
 }
+
+// sessionProcs finds no session members here: without a portable process
+// list only the pane's process group is signalled.
+func sessionProcs(int) []int { return nil }
