@@ -89,23 +89,33 @@ func (p *Pane) pressEnter(ctx context.Context, pr *proc, record func()) error {
 			p.noteInput()
 			return nil
 		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			select {
-			case <-pr.exited:
-				return ErrPaneExited
-			case <-p.stopCh:
-				return ErrStopped
-			case <-ctx.Done():
-				return ctx.Err()
-			default:
-				continue
-			}
+		if err := p.writeFailed(ctx, pr, err); err != nil {
+			return err
 		}
-		if pr.isExited() || errors.Is(err, fs.ErrClosed) || errors.Is(err, syscall.EIO) {
-			return fmt.Errorf("%w: %w", ErrPaneExited, err)
-		}
-		return err
 	}
+}
+
+// writeFailed classifies a failed write to the program's terminal: nil when
+// it only ran out its time slice (write again), ErrStopped or ctx's error
+// when the caller gave up, ErrPaneExited when the program is gone, else the
+// error itself.
+func (p *Pane) writeFailed(ctx context.Context, pr *proc, err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		select {
+		case <-pr.exited:
+			return ErrPaneExited
+		case <-p.stopCh:
+			return ErrStopped
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+			return nil
+		}
+	}
+	if pr.isExited() || errors.Is(err, fs.ErrClosed) || errors.Is(err, syscall.EIO) {
+		return fmt.Errorf("%w: %w", ErrPaneExited, err)
+	}
+	return err
 }
 
 // writeRaw is writeTo without recording input (terminal answers are not
@@ -119,22 +129,9 @@ func (p *Pane) writeRaw(ctx context.Context, pr *proc, b []byte) (int, error) {
 		if err == nil {
 			continue
 		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			select {
-			case <-pr.exited:
-				return written, ErrPaneExited
-			case <-p.stopCh:
-				return written, ErrStopped
-			case <-ctx.Done():
-				return written, ctx.Err()
-			default:
-				continue
-			}
+		if err := p.writeFailed(ctx, pr, err); err != nil {
+			return written, err
 		}
-		if pr.isExited() || errors.Is(err, fs.ErrClosed) || errors.Is(err, syscall.EIO) {
-			return written, fmt.Errorf("%w: %w", ErrPaneExited, err)
-		}
-		return written, err
 	}
 	return written, nil
 }
