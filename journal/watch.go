@@ -26,7 +26,7 @@ var ErrFilesGone = fmt.Errorf("%w: ledger file deleted or replaced", ErrUnavaila
 type fileWatch struct {
 	mu    sync.Mutex
 	files []watchedFile
-	st    unix.Stat_t // checkFiles' buffer, under mu
+	st    unix.Stat_t           // checkFiles' buffer, under mu
 	err   atomic.Pointer[error] // sticky once set
 }
 
