@@ -32,6 +32,11 @@ const (
 	// StageFailed: the message could not be typed at all (Err says why);
 	// Delivery.Failed is called with Err.
 	StageFailed
+	// StageStuck: repeated attempts did not get the message submitted: its
+	// text never showed on the screen, or stayed at the input after Enter
+	// (Err, wrapping ErrStuck, says which); Delivery.Stuck is called with
+	// Err. The pane goes on with the next message.
+	StageStuck
 )
 
 // String returns the stage name.
@@ -45,6 +50,8 @@ func (k StageKind) String() string {
 		return "unverified"
 	case StageFailed:
 		return string(status.Failed)
+	case StageStuck:
+		return string(status.Stuck)
 	}
 	return fmt.Sprintf("StageKind(%d)", int(k))
 }
@@ -95,6 +102,9 @@ type Delivery struct {
 	// Failed, if set, is called at StageFailed with its Err, on the same
 	// goroutine as Report and after it.
 	Failed func(err error)
+	// Stuck, if set, is called at StageStuck with its Err, on the same
+	// goroutine as Report and after it.
+	Stuck func(err error)
 }
 
 // Fail reports StageFailed with err to d's Report and Failed callbacks, for a
@@ -117,6 +127,7 @@ type item struct {
 	waited     time.Duration // deliberate waiting, excluded from CommitToFirstByte
 	pointer    string        // pointer file written for this message
 	entered    bool          // Submitted(false) already reported the first Enter
+	unseen     int           // typings whose text never showed on the screen
 }
 
 // Enqueue adds a message to the pane's FIFO queue. It never blocks and never
@@ -236,6 +247,7 @@ func (p *Pane) deliver(it *item) bool {
 		it.pointer = path
 	}
 	text := []byte(c.Text)
+	trailer := Trailer(it.d.MessageID)
 
 	p.inputMu.Lock()
 	locked := true
@@ -246,6 +258,7 @@ func (p *Pane) deliver(it *item) bool {
 		}
 	}
 	defer unlock()
+	before := viewInput(p.Screen(), p.profile, trailer)
 	n, err := p.writeTo(context.Background(), pr, text)
 	// The first byte is in the terminal once the write returns.
 	overhead := max(0, time.Since(it.enqueuedAt)-it.waited)
@@ -263,17 +276,35 @@ func (p *Pane) deliver(it *item) bool {
 		p.pause(pr, time.Second, &it.waited)
 		return false
 	}
+	typed := before
+	if trailer != "" {
+		// Echo verification: the text must show at the program's input
+		// before Enter may be pressed.
+		shown, ended := p.waitScreen(pr, p.profile.echoWait(), func(s Screen) bool {
+			typed = viewInput(s, p.profile, trailer)
+			return typed.shown(before, p.profile)
+		})
+		if ended {
+			unlock()
+			p.log.Info("program ended before its echo; typing the message again after restart", "id", it.d.MessageID, "why", p.endReason(pr))
+			p.pause(pr, time.Second, &it.waited)
+			return false
+		}
+		if !shown {
+			return p.notShown(pr, it, unlock, stage)
+		}
+	}
 	p.report(it, stage(StageTyped, nil))
-	// The caller's record of the typing, made as soon as the text is in
-	// the terminal: the Enter follows EnterDelay later, so a kill aimed at
+	// The caller's record of the typing, made as soon as the text is on
+	// the screen: the Enter follows EnterDelay later, so a kill aimed at
 	// this record finds the message typed and not entered (typed again
 	// after a restart), never between the Enter and its entered record.
 	if it.d.Typed != nil {
 		it.d.Typed()
 	}
 
-	// Enter is a separate write, EnterDelay after the last text byte. If
-	// the program ends (or the pane stops) before Enter, the text was never
+	// Enter is a separate write, EnterDelay after the text showed. If the
+	// program ends (or the pane stops) before Enter, the text was never
 	// submitted: keep the message queued so it is typed again in full into
 	// the next run (or, at shutdown, stays undelivered for the next session).
 	if !p.pause(pr, p.profile.EnterDelay, nil) {
@@ -282,7 +313,7 @@ func (p *Pane) deliver(it *item) bool {
 		p.pause(pr, time.Second, &it.waited)
 		return false
 	}
-	for attempt := 0; attempt < 2; attempt++ {
+	for attempt := 0; attempt < enterAttempts; attempt++ {
 		p.mu.Lock()
 		out := p.outChanged
 		p.mu.Unlock()
@@ -313,38 +344,91 @@ func (p *Pane) deliver(it *item) bool {
 		if attempt == 0 {
 			// The Enter is in the terminal and the entered log: record
 			// it in the caller's ledger too, before waiting to see the
-			// program react (the proof, if it comes, only raises the
+			// program take it (the proof, if it comes, only raises the
 			// stage).
 			it.submitted(false)
 		}
 		unlock()
-		t := time.NewTimer(p.profile.Verify)
-		select {
-		case <-out:
-			t.Stop()
+		var ok, ended bool
+		if trailer != "" {
+			// Submitted means the text left the input area, not "some
+			// output".
+			ok, ended = p.waitScreen(pr, p.profile.Verify, func(s Screen) bool {
+				return leftInput(typed, viewInput(s, p.profile, trailer), s, p.profile)
+			})
+		} else {
+			ok, ended = p.waitOutput(pr, out)
+		}
+		switch {
+		case ok:
 			it.submitted(true)
 			p.report(it, stage(StageSubmitted, nil))
 			return true
-		case <-t.C:
-		case <-pr.exited:
-			t.Stop()
+		case ended:
 			it.submitted(false)
-			p.report(it, stage(StageUnverified, ErrPaneExited))
-			return true
-		case <-p.stopCh:
-			t.Stop()
-			it.submitted(false)
-			p.report(it, stage(StageUnverified, ErrStopped))
+			p.report(it, stage(StageUnverified, p.endReason(pr)))
 			return true
 		}
 		p.inputMu.Lock()
 		locked = true
 	}
 	unlock()
-	p.log.Warn("message typed but no reaction seen", "id", it.d.MessageID)
-	it.submitted(false)
-	p.report(it, stage(StageUnverified, nil))
+	if trailer == "" {
+		p.log.Warn("message typed but no reaction seen", "id", it.d.MessageID)
+		p.report(it, stage(StageUnverified, nil))
+		return true
+	}
+	err = fmt.Errorf("%w: the text stayed at the input after %d presses of Enter", ErrStuck, enterAttempts)
+	p.log.Warn("message stuck", "id", it.d.MessageID, "err", err)
+	p.report(it, stage(StageStuck, err))
 	return true
+}
+
+// enterAttempts is how many times Enter is pressed for one typing before
+// the message is reported stuck; typeAttempts is how many typings whose
+// text never showed are made before it is.
+const (
+	enterAttempts = 2
+	typeAttempts  = 3
+)
+
+// notShown handles text that never appeared on the screen: the program was
+// not listening. Whatever it may hold of the text is erased, and the
+// message is typed again once the pane is ready (false), up to
+// typeAttempts typings; then it is reported stuck (true), never dropped
+// silently. The caller holds inputMu; unlock releases it.
+func (p *Pane) notShown(pr *proc, it *item, unlock func(), stage func(StageKind, error) Stage) bool {
+	if _, err := p.writeTo(context.Background(), pr, []byte(p.profile.erase())); err != nil {
+		p.log.Debug("erase after a typing that did not show", "id", it.d.MessageID, "err", err)
+	}
+	unlock()
+	it.unseen++
+	if it.unseen >= typeAttempts {
+		err := fmt.Errorf("%w: the text never appeared on the screen in %d typings", ErrStuck, it.unseen)
+		p.log.Warn("message stuck", "id", it.d.MessageID, "err", err)
+		p.report(it, stage(StageStuck, err))
+		return true
+	}
+	p.log.Info("typed text did not show; typing it again when the pane is ready", "id", it.d.MessageID, "typing", it.unseen)
+	p.pause(pr, p.profile.Idle, &it.waited)
+	return false
+}
+
+// waitOutput waits up to Verify for output after out was taken (ok), or
+// for the run to end or the pane to stop (ended).
+func (p *Pane) waitOutput(pr *proc, out <-chan struct{}) (ok, ended bool) {
+	t := time.NewTimer(p.profile.Verify)
+	defer t.Stop()
+	select {
+	case <-out:
+		return true, false
+	case <-t.C:
+		return false, false
+	case <-pr.exited:
+		return false, true
+	case <-p.stopCh:
+		return false, true
+	}
 }
 
 // submitted runs the delivery's Submitted callback, if any: once when the
@@ -366,6 +450,9 @@ func (p *Pane) report(it *item, s Stage) {
 		p.disp.post(func() { fn(s) }, false)
 	}
 	if fn := it.d.Failed; fn != nil && s.Kind == StageFailed {
+		p.disp.post(func() { fn(s.Err) }, false)
+	}
+	if fn := it.d.Stuck; fn != nil && s.Kind == StageStuck {
 		p.disp.post(func() { fn(s.Err) }, false)
 	}
 }

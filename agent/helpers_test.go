@@ -102,7 +102,6 @@ func fakeSpec(t testing.TB, env ...string) (Spec, string) {
 		"TERM=xterm-256color",
 		"FAKEAGENT_LOG=" + logPath,
 		"FAKEAGENT_ENTER_MS=20",
-		"FAKEAGENT_ECHO=0",
 	}
 	return Spec{
 		Command:    shellQuote(fakeAgent(t)),

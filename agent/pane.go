@@ -30,6 +30,8 @@ var (
 	// ErrNoPointerDir is carried by a StageFailed when a message must go to a
 	// pointer file but the pane has no PointerDir.
 	ErrNoPointerDir = errors.New("message needs a pointer file but the pane has no pointer directory")
+	// ErrStuck is wrapped by a StageStuck's Err.
+	ErrStuck = errors.New("message stuck")
 )
 
 // Pane states reported in Status.State.

@@ -37,6 +37,16 @@ type Profile struct {
 	// body inline; every other one gets the one-line pointer to the file.
 	// MultiLineSet marks an override that sets it (false included).
 	MultiLine, MultiLineSet bool
+	// EchoWait is how long typed text may take to appear on the screen
+	// before the program is taken as not listening (default 2 s).
+	EchoWait time.Duration
+	// Erase is what is typed to clear text the program did not show (so
+	// may or may not hold) before it is typed again; default Ctrl-U.
+	Erase string
+	// RawInput: the program reads its prompt with the terminal out of
+	// canonical mode; while the terminal is still canonical (cooked) the
+	// program is not reading yet, whatever its screen shows.
+	RawInput bool
 }
 
 // Markers describe a program's screen. Each marker is a substring matched
@@ -54,6 +64,10 @@ type Markers struct {
 	// a login menu); hm never types into it, urgent messages included.
 	// Dialogs are tall: twice Rows rows are searched for these.
 	Blocked []string
+	// Pasted: how the program shows a paste it collapsed instead of its
+	// text ("[Pasted text #1 +20 lines]"); near the cursor after typing it
+	// proves the text arrived, as the "[hm:<id>]" trailer otherwise does.
+	Pasted []string
 	// Rows is how many rows from the bottom are checked (default 8).
 	Rows int
 }
@@ -118,7 +132,7 @@ func bottomRows(s Screen, n int) []string {
 	if n <= 0 {
 		n = defaultMarkerRows
 	}
-	last := min(s.CursorRow, len(s.Lines)-1)
+	last := min(max(s.CursorRow, 0), len(s.Lines)-1)
 	for y := len(s.Lines) - 1; y > last; y-- {
 		if strings.TrimSpace(s.Lines[y]) != "" {
 			last = y
@@ -165,6 +179,8 @@ const (
 	defaultIdle     = 400 * time.Millisecond
 	defaultVerify   = 1500 * time.Millisecond
 	defaultUnmarked = 15 * time.Second
+	defaultEchoWait = 2 * time.Second
+	defaultErase    = "\x15" // Ctrl-U: kill the input line
 )
 
 // spinners are the braille spinner frames that Gemini CLI and many Ink
@@ -176,22 +192,23 @@ var spinners = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", 
 var builtinProfiles = map[string]Profile{
 	ProfileDefault: {Name: ProfileDefault, Idle: defaultIdle, EnterDelay: 150 * time.Millisecond, Verify: defaultVerify},
 	ProfileShell:   {Name: ProfileShell, Idle: defaultIdle, EnterDelay: 30 * time.Millisecond, Verify: defaultVerify},
-	ProfileClaude: {Name: ProfileClaude, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify, MultiLine: true,
+	ProfileClaude: {Name: ProfileClaude, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true,
 		Screen: Markers{
-			Ready: []string{"│ >", "│ > ", "? for shortcuts", "❯ "},
-			Busy:  []string{"esc to interrupt", "esc to cancel"},
+			Pasted: []string{"[Pasted text #"},
+			Ready:  []string{"│ >", "│ > ", "? for shortcuts", "❯ "},
+			Busy:   []string{"esc to interrupt", "esc to cancel"},
 			Blocked: []string{"Do you want to proceed?", "Do you want to make this edit", "Do you want to create",
 				"Select login method", "Do you trust the files in this folder?", "Choose the text style",
 				"Press Enter to continue", "Paste code here if prompted"},
 		}},
-	ProfileCodex: {Name: ProfileCodex, Idle: defaultIdle, EnterDelay: 250 * time.Millisecond, Verify: defaultVerify, MultiLine: true,
+	ProfileCodex: {Name: ProfileCodex, Idle: defaultIdle, EnterDelay: 250 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true,
 		Screen: Markers{
 			Ready: []string{"⏎ send", "context left", "? for shortcuts", "▌ "},
 			Busy:  []string{"esc to interrupt", "Esc to interrupt"},
 			Blocked: []string{"Would you like to run the following command?", "Allow command?", "Would you like to make the following edits?",
 				"Sign in with ChatGPT", "Provide your own API key", "Press Enter to continue", "allow Codex to work in this folder"},
 		}},
-	ProfileGemini: {Name: ProfileGemini, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify, MultiLine: true,
+	ProfileGemini: {Name: ProfileGemini, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true,
 		Screen: Markers{
 			Ready:   []string{"Type your message", "│ > ", "> "},
 			Busy:    append([]string{"esc to cancel"}, spinners...),
@@ -244,6 +261,18 @@ func (p Profile) withOverrides(o Profile) Profile {
 	if o.Screen.Blocked != nil {
 		p.Screen.Blocked = o.Screen.Blocked
 	}
+	if o.Screen.Pasted != nil {
+		p.Screen.Pasted = o.Screen.Pasted
+	}
+	if o.EchoWait > 0 {
+		p.EchoWait = o.EchoWait
+	}
+	if o.Erase != "" {
+		p.Erase = o.Erase
+	}
+	if o.RawInput {
+		p.RawInput = true
+	}
 	if o.Screen.Rows > 0 {
 		p.Screen.Rows = o.Screen.Rows
 	}
@@ -254,6 +283,14 @@ func (p Profile) withOverrides(o Profile) Profile {
 		p.MultiLine = o.MultiLine
 	}
 	return p
+}
+
+// erase returns Erase or its default.
+func (p Profile) erase() string {
+	if p.Erase != "" {
+		return p.Erase
+	}
+	return defaultErase
 }
 
 func (p Profile) unmarked() time.Duration {

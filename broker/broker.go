@@ -44,6 +44,7 @@ type PaneDelivery struct {
 	Typed     func()
 	Submitted func(proven bool)
 	Failed    func(err error)
+	Stuck     func(err error)
 }
 
 // Telegram is the outbound side of the Telegram relay.

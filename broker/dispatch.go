@@ -5,8 +5,11 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"hm/broker/proto"
+	"hm/internal/msgid"
 	"hm/internal/status"
 	"hm/journal"
 	"hm/roles"
@@ -47,6 +50,7 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 				Failed: func(err error) {
 					b.advance(journal.Change{MessageID: id, Status: status.Failed, ErrorCode: status.CodePaneFailed, Event: status.EventFailed, Detail: map[string]any{"pane": mem.Role, "error": err.Error()}})
 				},
+				Stuck: func(err error) { b.stuck(m, mem.Role, err) },
 			})
 		}
 	}
@@ -62,6 +66,34 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 		b.advance(journal.Change{MessageID: m.MessageID, Status: status.Routed, AckStatus: status.AcceptedUnverified, Event: status.EventShown})
 	}
 	return handed
+}
+
+// stuck records that the pane of role could not get m submitted (ack
+// status stuck; the status is unchanged, so a message never typed stays
+// pending and is typed again after a restart) and tells m's sender with a
+// system notice, never silently.
+func (b *Broker) stuck(m journal.Message, role string, err error) {
+	b.advance(journal.Change{MessageID: m.MessageID, AckStatus: status.Stuck, Event: status.EventStuck, Detail: map[string]any{"pane": role, "error": err.Error()}})
+	b.log.Warn("message stuck at a pane", "messageId", m.MessageID, "pane", role, "err", err)
+	if m.SenderRole == "" || m.SenderRole == roles.RoleSystem {
+		return
+	}
+	text := fmt.Sprintf("Your message %s to %s is stuck: %v. hm status lists it; it is typed again when the hub restarts if it never reached the program.", m.MessageID, role, err)
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer b.wg.Done()
+		_, serr := b.Submit(b.ctx, Submission{From: roles.RoleSystem, Target: m.SenderRole, Content: text, Channel: ChannelSystem,
+			MessageID: msgid.Stuck(m.MessageID), HubID: true})
+		if serr != nil && !errors.Is(serr, proto.ErrNoRoute) {
+			b.log.Warn("tell the sender a message is stuck", "messageId", m.MessageID, "err", serr)
+		}
+	}()
 }
 
 func (b *Broker) sendTelegram(m journal.Message, chat string, alsoShown bool) {

@@ -99,6 +99,10 @@ func Session(n int, role string) string {
 // the message obligationID.
 func Reminder(obligationID string) string { return fit(ReminderPrefix + obligationID) }
 
+// Stuck is the row id of the notice telling a sender that its message
+// messageID is stuck at a pane (one per message).
+func Stuck(messageID string) string { return fit(SystemPrefix + "stuck-" + messageID) }
+
 // fit keeps id within MaxLen: a longer id keeps its first bytes and ends
 // with a hash of the whole.
 func fit(id string) string {

@@ -137,6 +137,7 @@ const (
 	EventAcked              Event = "acked"               // receipt or message-ack
 	EventAttempt            Event = "attempt"             // another delivery attempt, nothing else changed
 	EventFailed             Event = "failed"              // delivery failed (see error_code)
+	EventStuck              Event = "stuck"               // repeated attempts did not get it submitted into a pane (detail "error")
 	EventTelegramSent       Event = "telegram_sent"       // the Bot API accepted it
 	EventTelegramFailed     Event = "telegram_failed"     // the Bot API refused it
 	EventObligationClosed   Event = "obligation_closed"   // an [ACK REQUIRED] was answered

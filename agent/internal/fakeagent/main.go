@@ -29,6 +29,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,6 +76,7 @@ type agent struct {
 	doneWord  string
 	doneLine  string
 	echo      bool
+	pasteFrom int // where the current paste starts in buf
 
 	prompts   int
 	buf       []byte
@@ -145,13 +147,15 @@ func (a *agent) feed(chunk []byte, now time.Time) bool {
 			p := string(a.pending)
 			switch {
 			case p == pasteStart:
-				a.inPaste, a.pending = true, a.pending[:0]
+				a.inPaste, a.pending, a.pasteFrom = true, a.pending[:0], len(a.buf)
 				continue
 			case p == pasteEnd:
 				a.inPaste, a.pending = false, a.pending[:0]
 				a.lastInput = now
 				if a.echo {
-					a.printf("[pasted %d bytes]", len(a.buf))
+					// A paste is shown whole, its newlines as line
+					// breaks (as an input box would show it).
+					a.out.Write(bytes.ReplaceAll(a.buf[a.pasteFrom:], []byte("\n"), []byte("\r\n")))
 				}
 				continue
 			case strings.HasPrefix(pasteStart, p) || strings.HasPrefix(pasteEnd, p):

@@ -1,0 +1,180 @@
+package agent
+
+import (
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Echo verification (issue #15): what the screen says about a message's
+// text. Every typed line ends with the message's "[hm:<id>]" trailer, so the
+// trailer on the screen near the cursor is the proof that the program shows
+// the text at its input; after Enter, the trailer leaving the input area
+// (or the program going busy) is the proof of a submission. Nothing here
+// trusts "some output appeared".
+
+// inputView is where a message's trailer stands on one screen.
+type inputView struct {
+	// count is how many times the trailer occurs on the screen.
+	count int
+	// row is the row where its last occurrence ends (-1 when count is 0).
+	row int
+	// below is how many rows the cursor is below row.
+	below int
+	// pasted: a collapsed-paste marker of the profile (Claude's "[Pasted
+	// text #1 +20 lines]") stands near the cursor instead of the text.
+	pasted bool
+}
+
+// viewInput locates trailer on s.
+func viewInput(s Screen, prof Profile, trailer string) inputView {
+	v := inputView{row: -1}
+	want := squeeze(trailer)
+	if want == "" {
+		return v
+	}
+	// Rows are squeezed (blanks and box drawing removed) and searched as
+	// one string, so a trailer wrapped across rows, or split by a box's
+	// border, is still found; offsets map back to rows.
+	var flat strings.Builder
+	var rowAt []int // rowAt[i] is the row of flat's byte i
+	for y, line := range s.Lines {
+		sq := squeeze(line)
+		flat.WriteString(sq)
+		for range len(sq) {
+			rowAt = append(rowAt, y)
+		}
+	}
+	text := flat.String()
+	for from := 0; ; {
+		i := strings.Index(text[from:], want)
+		if i < 0 {
+			break
+		}
+		end := from + i + len(want) - 1
+		v.count++
+		v.row = rowAt[end]
+		from = end + 1
+	}
+	if v.count > 0 {
+		v.below = s.CursorRow - v.row
+	}
+	if len(prof.Screen.Pasted) > 0 {
+		lo := max(0, s.CursorRow-prof.markerRows())
+		hi := min(len(s.Lines)-1, s.CursorRow+1)
+		if lo <= hi {
+			v.pasted = findMarker(s.Lines[lo:hi+1], prof.Screen.Pasted) != ""
+		}
+	}
+	return v
+}
+
+// shown reports whether the text just typed is on the screen at the
+// program's input: its trailer occurs more often than before the typing
+// (an earlier, thrown-away copy in the history does not count) and ends
+// near the cursor, or the profile's collapsed-paste marker newly stands
+// there.
+func (v inputView) shown(before inputView, prof Profile) bool {
+	if v.count > before.count && v.below >= 0 && v.below <= prof.markerRows() {
+		return true
+	}
+	return v.pasted && !before.pasted
+}
+
+// leftInput reports whether a submission is visible: compared with typed (the
+// view when the text stood at the input, before Enter), the program went
+// busy, the trailer left the screen, or it moved away from the cursor by
+// more than the one row a newline inside the input would add. Exactly one
+// row more counts only when the cursor's row now shows something before
+// the cursor (a redrawn prompt); a newline inside the input leaves it
+// blank.
+func leftInput(typed, now inputView, s Screen, prof Profile) bool {
+	if r, _ := prof.Classify(s); r == Busy {
+		return true
+	}
+	if typed.pasted && !now.pasted {
+		return true
+	}
+	if now.count < typed.count || now.count == 0 {
+		return true
+	}
+	switch now.below - typed.below {
+	case 0:
+		return false
+	case 1:
+		return promptBeforeCursor(s)
+	}
+	return now.below > typed.below
+}
+
+// promptBeforeCursor reports whether the cursor's row holds anything but
+// blanks and box drawing before the cursor.
+func promptBeforeCursor(s Screen) bool {
+	if s.CursorRow < 0 || s.CursorRow >= len(s.Lines) {
+		return false
+	}
+	col := 0
+	for _, r := range s.Lines[s.CursorRow] {
+		if col >= s.CursorCol {
+			break
+		}
+		col++
+		if !blankOrBox(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// squeeze drops blanks and box-drawing characters.
+func squeeze(s string) string {
+	return strings.Map(func(r rune) rune {
+		if blankOrBox(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func blankOrBox(r rune) bool {
+	return unicode.IsSpace(r) || r >= 0x2500 && r <= 0x257F
+}
+
+// markerRows is how many rows from the bottom the profile's markers are
+// searched in.
+func (p Profile) markerRows() int {
+	if p.Screen.Rows > 0 {
+		return p.Screen.Rows
+	}
+	return defaultMarkerRows
+}
+
+// echoWait is how long typed text may take to appear on the screen.
+func (p Profile) echoWait() time.Duration {
+	if p.EchoWait > 0 {
+		return p.EchoWait
+	}
+	return defaultEchoWait
+}
+
+// waitScreen waits until cond holds for the pane's screen, re-checking at
+// each output, for at most d. ok reports cond; ended that the run ended or
+// the pane stopped first.
+func (p *Pane) waitScreen(pr *proc, d time.Duration, cond func(Screen) bool) (ok, ended bool) {
+	deadline := time.Now().Add(d)
+	for {
+		p.mu.Lock()
+		out := p.outChanged
+		p.mu.Unlock()
+		if cond(p.Screen()) {
+			return true, false
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false, false
+		}
+		if !p.pauseOutput(pr, left, out, nil) {
+			return false, true
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+)
+
+// screenOf builds a Screen from rows, with the cursor at (row, col).
+func screenOf(row, col int, rows ...string) Screen {
+	return Screen{Lines: rows, Cols: 40, Rows: len(rows), CursorRow: row, CursorCol: col}
+}
+
+// TestEchoViews: the trailer near the cursor proves the text is at the
+// input; after Enter only a visible submission counts, never a newline
+// inside the input or "some output".
+func TestEchoViews(t *testing.T) {
+	t.Parallel()
+	const tr = "[hm:m1]"
+	prof := Profile{Name: "test", Screen: Markers{Busy: []string{"working"}, Pasted: []string{"[Pasted text #"}}}
+	empty := screenOf(1, 2, "banner", "> ")
+	typed := screenOf(1, 16, "banner", "> hello [hm:m1]")
+	tests := []struct {
+		name        string
+		before, now Screen
+		shown, left bool
+	}{
+		{name: "nothing typed", before: empty, now: empty},
+		{name: "echoed at the cursor", before: empty, now: typed, shown: true},
+		{name: "echo wrapped across rows", before: empty, now: screenOf(2, 3, "banner", "> hello [hm", ":m1]"), shown: true},
+		{name: "echo inside a box", before: empty, now: screenOf(2, 12, "banner", "│ > hi [hm: │", "│ m1]       │"), shown: true},
+		{name: "old copy in the history only", before: screenOf(3, 2, "> hello [hm:m1]", "receipt", "", "> "), now: screenOf(3, 2, "> hello [hm:m1]", "receipt", "", "> ")},
+		{name: "collapsed paste", before: empty, now: screenOf(1, 30, "banner", "> [Pasted text #1 +20 lines]"), shown: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, n := viewInput(tc.before, prof, tr), viewInput(tc.now, prof, tr)
+			if got := n.shown(b, prof); got != tc.shown {
+				t.Errorf("shown = %v, want %v (before %+v, now %+v)", got, tc.shown, b, n)
+			}
+		})
+	}
+	after := []struct {
+		name string
+		now  Screen
+		left bool
+	}{
+		{name: "unchanged", now: typed},
+		{name: "newline inside the input", now: screenOf(2, 0, "banner", "> hello [hm:m1]", "")},
+		{name: "newline inside a box", now: screenOf(2, 2, "banner", "│ > hello [hm:m1]", "│ ")},
+		{name: "prompt redrawn below", now: screenOf(2, 2, "banner", "> hello [hm:m1]", "> "), left: true},
+		{name: "output then prompt", now: screenOf(3, 2, "banner", "> hello [hm:m1]", "done", "> "), left: true},
+		{name: "scrolled: output then prompt", now: screenOf(2, 2, "> hello [hm:m1]", "done", "> "), left: true},
+		{name: "input cleared", now: screenOf(1, 2, "banner", "> "), left: true},
+		{name: "busy", now: screenOf(1, 16, "banner working", "> hello [hm:m1]"), left: true},
+		{name: "moved into the history above a box", now: screenOf(5, 4, "banner", "> hello [hm:m1]", "", "╭────╮", "│ >  │", "╰────╯"), left: true},
+	}
+	tv := viewInput(typed, prof, tr)
+	for _, tc := range after {
+		t.Run("after enter: "+tc.name, func(t *testing.T) {
+			if got := leftInput(tv, viewInput(tc.now, prof, tr), tc.now, prof); got != tc.left {
+				t.Errorf("left = %v, want %v (typed %+v, now %+v)", got, tc.left, tv, viewInput(tc.now, prof, tr))
+			}
+		})
+	}
+}
+
+// FuzzViewInput: any screen text and trailer, no panic, and a trailer that
+// is found ends on a row of the screen.
+func FuzzViewInput(f *testing.F) {
+	f.Add("> hello [hm:m1]\nnext", "[hm:m1]", 1, 3)
+	f.Add("│ a │\n╰─╯", "[hm:x]", 0, 0)
+	f.Add("", "", -1, -1)
+	f.Fuzz(func(t *testing.T, text, trailer string, row, col int) {
+		s := screenOf(row, col, strings.Split(text, "\n")...)
+		prof := Profile{Screen: Markers{Pasted: []string{"[Pasted"}, Busy: []string{"busy"}}}
+		v := viewInput(s, prof, trailer)
+		if v.count > 0 && (v.row < 0 || v.row >= len(s.Lines)) {
+			t.Fatalf("trailer ends on row %d of %d", v.row, len(s.Lines))
+		}
+		_ = v.shown(inputView{row: -1}, prof)
+		_ = leftInput(v, v, s, prof)
+		_ = promptBeforeCursor(s)
+	})
+}
