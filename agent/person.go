@@ -46,7 +46,7 @@ func (l personLine) pending() bool { return l.runes > 0 || l.unsure }
 type keyEdit int
 
 const (
-	editNone   keyEdit = iota // a key that moves, completes or interrupts
+	editNone   keyEdit = iota // a key that moves, completes (Tab) or interrupts
 	editText                  // a character typed (or pasted)
 	editErase                 // Backspace
 	editClear                 // Enter, Ctrl-C, Ctrl-U: the line is gone
@@ -160,8 +160,8 @@ func (k *keyScanner) ground(c byte, edit func(keyEdit)) {
 		edit(editClear)
 	case c == 0x7f || c == 0x08:
 		edit(editErase)
-	case c == '\t':
-		edit(editText)
+	case c == 0x16 || c == 0x19:
+		edit(editRecall) // Ctrl-V (an image paste in Claude Code), Ctrl-Y (yank)
 	case c < 0x20:
 		edit(editNone)
 	default:
@@ -219,8 +219,8 @@ func (k *keyScanner) csi(final byte, edit func(keyEdit)) {
 }
 
 // kittyKey reads a key of the kitty keyboard protocol, "code;mods:event u",
-// which a program may switch on (then Ctrl-C arrives as "99;5u"). A release
-// event is no key at all (editNone then still counts as a key: rare enough).
+// which a program may switch on (then Ctrl-C arrives as "99;5u"). A
+// release event edits nothing (it still counts as a key: it follows one).
 func kittyKey(params string) keyEdit {
 	code, rest, _ := strings.Cut(params, ";")
 	code, _, _ = strings.Cut(code, ":")

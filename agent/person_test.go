@@ -30,6 +30,8 @@ func TestPeopleKeyScanner(t *testing.T) {
 		{"ctrl-c", []string{"abc\x03"}, true, personLine{}},
 		{"ctrl-u", []string{"abc\x15"}, true, personLine{}},
 		{"ctrl-w keeps the line", []string{"abc\x17"}, true, personLine{runes: 3}},
+		{"tab completes", []string{"\t"}, true, personLine{}},
+		{"ctrl-y yanks", []string{"\x19"}, true, personLine{unsure: true}},
 		{"utf-8", []string{"日本"}, true, personLine{runes: 2}},
 		{"history recall", []string{"\x1b[A"}, true, personLine{unsure: true}},
 		{"recall in app cursor mode", []string{"\x1bOB"}, true, personLine{unsure: true}},
