@@ -182,6 +182,7 @@ func writeFrame(ctx context.Context, c *websocket.Conn, b []byte) error {
 
 // readInput handles client frames until the connection ends.
 func (h *attachHandler) readInput(ctx context.Context, c *websocket.Conn, p *Pane, view bool, log *slog.Logger) {
+	var keys keyScanner // this person's keys (see typeFromViewer)
 	for {
 		typ, data, err := c.Read(ctx)
 		if err != nil {
@@ -195,7 +196,7 @@ func (h *attachHandler) readInput(ctx context.Context, c *websocket.Conn, p *Pan
 		}
 		switch typ {
 		case websocket.MessageBinary:
-			if _, err := p.WriteContext(ctx, data); err != nil {
+			if _, err := p.typeFromViewer(ctx, &keys, data); err != nil {
 				log.Debug("attach input not written", "err", err)
 			}
 		case websocket.MessageText:

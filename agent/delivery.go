@@ -258,6 +258,10 @@ func (p *Pane) deliver(it *item) bool {
 		}
 	}
 	defer unlock()
+	if hold, _, _ := p.personHold(pr); hold {
+		unlock()
+		return false // a person's key came after waitReady: wait for them again
+	}
 	before := viewInput(p.Screen(), p.profile, trailer)
 	n, err := p.writeTo(context.Background(), pr, text)
 	// The first byte is in the terminal once the write returns.
@@ -354,7 +358,10 @@ func (p *Pane) deliver(it *item) bool {
 			// Submitted means the text left the input area, not "some
 			// output".
 			ok, ended = p.waitScreen(pr, p.profile.Verify, func(s Screen) bool {
-				return leftInput(typed, viewInput(s, p.profile, trailer), s, p.profile)
+				// A person's keys after hm's typing make the screen
+				// unreadable as proof (their text on the next row looks
+				// like a redrawn prompt): no claim then.
+				return !p.personTypedAfterHM() && leftInput(typed, viewInput(s, p.profile, trailer), s, p.profile)
 			})
 		} else {
 			ok, ended = p.waitOutput(pr, out)

@@ -66,6 +66,9 @@ const (
 	DefaultLogMaxBytes = 32 << 20
 	// MaxReplay is the most output an attach replays.
 	MaxReplay = 64 * 1024
+	// DefaultPersonQuiet is how long after a person's last key in attach
+	// hm waits before it types.
+	DefaultPersonQuiet = 3 * time.Second
 )
 
 const (
@@ -124,6 +127,11 @@ type Spec struct {
 	// wait for the program to go idle once, so that it can finish starting
 	// (e.g. switch bracketed paste on).
 	StartupWait time.Duration
+	// PersonQuiet is how long hm waits after a person's last key in attach
+	// before it types a message, urgent ones included (default 3 s). A
+	// line the person left half typed holds messages until they press
+	// Enter, Ctrl-C or Ctrl-U (or the program restarts).
+	PersonQuiet time.Duration
 	// RingBytes is the size of the replay buffer (default 64 KiB).
 	RingBytes int
 	// Cols and Rows are the initial terminal size (default 120x40).
@@ -163,6 +171,11 @@ type Status struct {
 	// ("ready", "busy", "blocked", "not ready"), with the marker that
 	// decided, e.g. "blocked: Do you want to proceed?".
 	Readiness string
+	// Waiting says why a message waits for someone, not for the program:
+	// WaitingForPerson ("waiting for the person in attach") while a person
+	// in attach typed within PersonQuiet or left a line half typed; ""
+	// otherwise.
+	Waiting string
 }
 
 // Pane hosts one program in a PTY and delivers messages into it.
@@ -190,6 +203,9 @@ type Pane struct {
 	stopping    bool
 	lastOutput  time.Time
 	lastInput   time.Time
+	typedAt     time.Time // hm's own typing (a message, an Enter) last reached the terminal
+	person      personState
+	waiting     string // Status.Waiting
 	startedAt   time.Time
 	outChanged  chan struct{} // closed and replaced on every output chunk
 	sawOutput   bool          // the current run has written something
@@ -244,6 +260,7 @@ func Start(ctx context.Context, spec Spec, logger *slog.Logger) (*Pane, error) {
 		done:        make(chan struct{}),
 		procChanged: make(chan struct{}),
 		outChanged:  make(chan struct{}),
+		person:      personState{changed: make(chan struct{})},
 		cols:        spec.Cols,
 		rows:        spec.Rows,
 		ring:        newRing(spec.RingBytes),
@@ -303,6 +320,9 @@ func applyDefaults(s *Spec) {
 	}
 	if s.StartupWait <= 0 {
 		s.StartupWait = DefaultStartupWait
+	}
+	if s.PersonQuiet <= 0 {
+		s.PersonQuiet = DefaultPersonQuiet
 	}
 	if s.RingBytes <= 0 {
 		s.RingBytes = DefaultRingBytes
@@ -392,6 +412,7 @@ func (p *Pane) Status() Status {
 		BracketedPaste: p.bracketed,
 		LastActivity:   p.lastOutput,
 		Readiness:      readiness.String(),
+		Waiting:        p.waiting,
 	}
 	if marker != "" && readiness != Ready {
 		st.Readiness += ": " + marker

@@ -28,17 +28,29 @@ func (p *Pane) WriteContext(ctx context.Context, b []byte) (int, error) {
 	}
 	p.inputMu.Lock()
 	defer p.inputMu.Unlock()
-	n, err := p.writeTo(ctx, pr, b)
+	n, err := p.writeRaw(ctx, pr, b)
+	if n > 0 {
+		p.mu.Lock()
+		p.lastInput = time.Now()
+		p.mu.Unlock()
+	}
 	if err != nil {
 		return n, fmt.Errorf("write to pane %s: %w", p.name(), err)
 	}
 	return n, nil
 }
 
-// writeTo writes all of b to the program's terminal, giving up when the
-// program exits, the pane stops or ctx ends, and records it as input. The
-// caller holds inputMu.
+// writeTo is the delivery engine's typing: it writes all of b to the
+// program's terminal, giving up when the program exits, the pane stops or
+// ctx ends, and records it as hm's input. It first checks, under inputMu
+// (which the caller holds, as every writer does), that no person in attach
+// holds the input (see personHold): a person's key that slipped in after
+// the engine's wait makes it write nothing and fail with errPersonFirst,
+// so that the message is tried again after the wait.
 func (p *Pane) writeTo(ctx context.Context, pr *proc, b []byte) (int, error) {
+	if hold, _, _ := p.personHold(pr); hold {
+		return 0, errPersonFirst
+	}
 	written, err := p.writeRaw(ctx, pr, b)
 	if written > 0 {
 		p.noteInput()
@@ -46,9 +58,11 @@ func (p *Pane) writeTo(ctx context.Context, pr *proc, b []byte) (int, error) {
 	return written, err
 }
 
+// noteInput records hm's own typing.
 func (p *Pane) noteInput() {
 	p.mu.Lock()
 	p.lastInput = time.Now()
+	p.typedAt = p.lastInput
 	p.mu.Unlock()
 }
 
@@ -58,8 +72,13 @@ func (p *Pane) noteInput() {
 // so nothing (no wait for a processor under load, no lock) stands between
 // the Enter reaching the terminal and record's own write. A kill -9 can
 // then split the two only in the microseconds of the Enter's system call.
-// The caller holds inputMu.
+// It presses no Enter (errPersonFirst) when a person's key reached the
+// terminal after hm's own last typing: the line may then hold their text,
+// and hm never submits a person's line. The caller holds inputMu.
 func (p *Pane) pressEnter(ctx context.Context, pr *proc, record func()) error {
+	if p.personTypedAfterHM() {
+		return fmt.Errorf("press enter: %w", errPersonFirst)
+	}
 	rc, err := pr.master.SyscallConn()
 	if err != nil {
 		return fmt.Errorf("press enter: %w", err)

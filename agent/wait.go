@@ -79,7 +79,12 @@ const readinessRecheck = time.Second
 // non-zero deadline an urgent message waits for quiet as others do (a
 // fresh program settling). It returns false when the run ends or the pane
 // stops first.
+//
+// People come first, before all of that and for urgent messages too: while
+// a person in attach typed within Spec.PersonQuiet or left a line half
+// typed (see personHold), nothing is typed, and Status.Waiting says so.
 func (p *Pane) waitReady(pr *proc, urgent bool, deadline time.Time, acc *time.Duration) bool {
+	defer p.setWaiting("")
 	for {
 		p.mu.Lock()
 		last, cur, out := p.lastOutput, p.proc, p.outChanged
@@ -87,6 +92,14 @@ func (p *Pane) waitReady(pr *proc, urgent bool, deadline time.Time, acc *time.Du
 		if cur != pr {
 			return false
 		}
+		if hold, recheck, keys := p.personHold(pr); hold {
+			p.setWaiting(WaitingForPerson)
+			if !p.pauseOutput(pr, recheck, keys, acc) {
+				return false
+			}
+			continue
+		}
+		p.setWaiting("")
 		now := time.Now()
 		asUrgent := urgent && (deadline.IsZero() || !now.Before(deadline))
 		state, marker := p.profile.Classify(p.Screen())
@@ -121,7 +134,7 @@ func (p *Pane) waitReady(pr *proc, urgent bool, deadline time.Time, acc *time.Du
 }
 
 // pauseOutput is pause that also ends early (true) when out is closed (new
-// output).
+// output, or a person's key).
 func (p *Pane) pauseOutput(pr *proc, d time.Duration, out <-chan struct{}, acc *time.Duration) bool {
 	if acc != nil {
 		defer addSince(acc, time.Now())

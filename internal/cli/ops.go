@@ -183,11 +183,7 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 		if p.LastActivityMs > 0 {
 			last = time.Since(time.UnixMilli(p.LastActivityMs)).Round(time.Second).String() + " ago"
 		}
-		state := p.State
-		if p.LastError != "" && p.State == "exited" {
-			state += " (" + p.LastError + ")"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", p.Role, p.PaneID, p.PID, state, p.Queued, last, p.Command)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", p.Role, p.PaneID, p.PID, paneState(p), p.Queued, last, p.Command)
 	}
 	tw.Flush()
 	if len(st.Panes) == 0 {
@@ -210,6 +206,19 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 	}
 	fmt.Fprintf(env.Stdout, "ledger: ok (%s)\n", st.Ledger.Path)
 	return ExitOK
+}
+
+// paneState is a pane's STATE column in `hm status`: the state, why it
+// exited, and what its messages wait for when that is a person.
+func paneState(p hub.PaneStatus) string {
+	state := p.State
+	if p.LastError != "" && p.State == "exited" {
+		state += " (" + p.LastError + ")"
+	}
+	if p.Waiting != "" {
+		state += ", " + p.Waiting
+	}
+	return state
 }
 
 func fetchStatus(ctx context.Context, port int, token string) (hub.Status, error) {

@@ -26,6 +26,9 @@ type PaneStatus struct {
 	Restarts       int    `json:"restarts"`
 	LastError      string `json:"lastError,omitempty"`
 	BracketedPaste bool   `json:"bracketedPaste"`
+	// Waiting says why messages wait for someone rather than for the
+	// program, e.g. "waiting for the person in attach" (agent.Status.Waiting).
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // Status is what `hm status --json` prints (served at /status).
@@ -82,7 +85,7 @@ func (h *Hub) Snapshot() Status {
 			}
 			s.Panes = append(s.Panes, PaneStatus{Role: p.Role, PaneID: p.PaneID, Header: p.Header, Command: p.Command, Profile: p.Profile,
 				PID: p.PID, State: p.State, Queued: p.Queued, LastActivityMs: p.LastActivity.UnixMilli(), Restarts: p.Restarts,
-				LastError: p.LastError, BracketedPaste: p.BracketedPaste})
+				LastError: p.LastError, BracketedPaste: p.BracketedPaste, Waiting: p.Waiting})
 		}
 	}
 	s.Slots = []proto.BgAgent{}

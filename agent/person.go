@@ -1,0 +1,342 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// People first (issue #15): while a person in attach has typed into a pane
+// within Spec.PersonQuiet, or left a line half typed there, hm does not
+// type; a message never completes or submits a person's line.
+
+// WaitingForPerson is Status.Waiting while the delivery engine holds a
+// message back for a person in attach.
+const WaitingForPerson = "waiting for the person in attach"
+
+// errPersonFirst refuses hm's typing while a person holds the input.
+var errPersonFirst = errors.New("a person is typing in attach; hm does not type now")
+
+// personState is what people attached to a pane typed. Guarded by Pane.mu.
+type personState struct {
+	at      time.Time     // the last key a person typed reached the terminal
+	proc    *proc         // the run line belongs to
+	line    personLine    // that run's input line, as far as their keys tell
+	changed chan struct{} // closed and replaced on every key
+}
+
+// personLine models a program's input line from a person's keys alone:
+// characters typed and not erased since their last Enter, Ctrl-C or Ctrl-U,
+// and whether a key since then may have filled it (a history recall). It
+// errs on the side of a pending line: a key whose effect it cannot know
+// (Ctrl-W, Esc Esc, a menu) leaves it as it was, so hm waits until the
+// person presses Enter, Ctrl-C or Ctrl-U, or the program restarts.
+type personLine struct {
+	runes  int
+	unsure bool
+}
+
+// pending reports a line the person left half typed.
+func (l personLine) pending() bool { return l.runes > 0 || l.unsure }
+
+// keyEdit is what one key does to the input line.
+type keyEdit int
+
+const (
+	editNone   keyEdit = iota // a key that moves, completes (Tab) or interrupts
+	editText                  // a character typed (or pasted)
+	editErase                 // Backspace
+	editClear                 // Enter, Ctrl-C, Ctrl-U: the line is gone
+	editRecall                // Up or Down: history may fill the line
+)
+
+func (l *personLine) apply(e keyEdit) {
+	switch e {
+	case editText:
+		l.runes++
+	case editErase:
+		l.runes = max(0, l.runes-1)
+	case editClear:
+		*l = personLine{}
+	case editRecall:
+		l.unsure = true
+	}
+}
+
+// keyScanner reads what one viewer sends into a pane: it tells key presses
+// from the answers the viewer's terminal gives to the program's queries
+// (cursor position, device attributes, colours, focus and mouse reports),
+// which are not typing, and what each key does to the input line. Its
+// state carries across writes; it is not safe for concurrent use.
+type keyScanner struct {
+	state  int
+	osc    bool   // the string ends at BEL too
+	params []byte // CSI parameter and intermediate bytes (the first 32)
+	paste  bool   // inside a bracketed paste: everything is text
+	skip   int    // raw bytes of an X10 mouse report still to skip
+}
+
+const (
+	ksGround = iota
+	ksEsc
+	ksCSI
+	ksSS3
+	ksString // OSC, DCS, SOS, PM or APC body
+	ksStrEsc // ESC inside a string (possible ST)
+)
+
+// feed scans one write. Its edits go to line (nil: the keys answer a dialog
+// and leave the input line alone). It reports whether b held a key press.
+func (k *keyScanner) feed(b []byte, line *personLine) (keys bool) {
+	edit := func(e keyEdit) {
+		keys = true
+		if line != nil {
+			line.apply(e)
+		}
+	}
+	for _, c := range b {
+		if k.skip > 0 {
+			k.skip--
+			continue
+		}
+		switch k.state {
+		case ksGround:
+			k.ground(c, edit)
+		case ksEsc:
+			k.esc(c, edit)
+		case ksCSI:
+			switch {
+			case c >= 0x40 && c <= 0x7e:
+				k.state = ksGround
+				k.csi(c, edit)
+			case c == 0x1b:
+				k.state = ksEsc
+			case len(k.params) < 32:
+				k.params = append(k.params, c)
+			}
+		case ksSS3:
+			k.state = ksGround
+			if c == 'A' || c == 'B' {
+				edit(editRecall)
+			} else {
+				edit(editNone)
+			}
+		case ksString:
+			switch {
+			case c == 0x07 && k.osc:
+				k.state = ksGround
+			case c == 0x1b:
+				k.state = ksStrEsc
+			}
+		case ksStrEsc:
+			switch c {
+			case '\\':
+				k.state = ksGround
+			case 0x1b:
+			default:
+				k.state = ksString
+			}
+		}
+	}
+	if k.state == ksEsc { // a lone Esc ends the read: the Esc key
+		k.state = ksGround
+		edit(editNone)
+	}
+	return keys
+}
+
+func (k *keyScanner) ground(c byte, edit func(keyEdit)) {
+	switch {
+	case c == 0x1b:
+		k.state = ksEsc
+	case c >= 0x80 && c < 0xc0:
+		// A UTF-8 continuation byte: its character was counted.
+	case k.paste:
+		edit(editText) // a line break in a paste is text, not Enter
+	case c == '\r' || c == '\n' || c == 0x03 || c == 0x15:
+		edit(editClear)
+	case c == 0x7f || c == 0x08:
+		edit(editErase)
+	case c == 0x16 || c == 0x19:
+		edit(editRecall) // Ctrl-V (an image paste in Claude Code), Ctrl-Y (yank)
+	case c < 0x20:
+		edit(editNone)
+	default:
+		edit(editText)
+	}
+}
+
+func (k *keyScanner) esc(c byte, edit func(keyEdit)) {
+	switch c {
+	case '[':
+		k.state, k.params = ksCSI, k.params[:0]
+	case 'O':
+		k.state = ksSS3
+	case ']':
+		k.state, k.osc = ksString, true
+	case 'P', 'X', '^', '_':
+		k.state, k.osc = ksString, false
+	case 0x1b:
+		edit(editNone) // Esc, then another sequence
+	default:
+		// Alt+key; Alt+Enter is a newline in the line, not a submit.
+		k.state = ksGround
+		edit(editNone)
+	}
+}
+
+// csi classifies a complete control sequence.
+func (k *keyScanner) csi(final byte, edit func(keyEdit)) {
+	params := string(k.params)
+	if params != "" && strings.IndexByte("<=>?", params[0]) >= 0 {
+		return // a report (device attributes, modes, kitty flags) or an SGR mouse event
+	}
+	switch final {
+	case 'M':
+		if params == "" {
+			k.skip = 3 // an X10 mouse report
+		}
+	case '~':
+		switch params {
+		case "200":
+			k.paste = true
+		case "201":
+			k.paste = false
+		}
+		edit(editNone) // Insert, Delete, Page Up/Down, F5 and up, paste marks
+	case 'A', 'B':
+		edit(editRecall)
+	case 'C', 'D', 'E', 'F', 'H', 'P', 'Q', 'S', 'Z':
+		edit(editNone)
+	case 'u':
+		edit(kittyKey(params))
+	}
+	// Anything else (R: cursor position, c, n, t, I and O: focus, y...) is
+	// the terminal reporting, not a person typing.
+}
+
+// kittyKey reads a key of the kitty keyboard protocol, "code;mods:event u",
+// which a program may switch on (then Ctrl-C arrives as "99;5u"). A
+// release event edits nothing (it still counts as a key: it follows one).
+func kittyKey(params string) keyEdit {
+	code, rest, _ := strings.Cut(params, ";")
+	code, _, _ = strings.Cut(code, ":")
+	rest, _, _ = strings.Cut(rest, ";")
+	m, ev, _ := strings.Cut(rest, ":")
+	n, err := strconv.Atoi(code)
+	if err != nil {
+		return editNone
+	}
+	mods := 1
+	if v, err := strconv.Atoi(m); err == nil && v > 0 {
+		mods = v
+	}
+	if ev == "3" {
+		return editNone
+	}
+	bits := mods - 1 // shift 1, alt 2, ctrl 4
+	switch {
+	case n == 13 && bits == 0:
+		return editClear
+	case bits == 4 && (n == 'c' || n == 'u'):
+		return editClear
+	case (n == 127 || n == 8) && bits == 0:
+		return editErase
+	case n >= 32 && n != 127 && bits&^1 == 0 && (n < 0xe000 || n > 0xf8ff):
+		return editText
+	}
+	return editNone
+}
+
+// typeFromViewer types a viewer's bytes into the pane, as WriteContext
+// does, and records the person's keys (keys is the viewer's own scanner).
+// Keys typed while the screen shows a dialog (the profile's blocked
+// markers) answer it and leave the input line alone.
+func (p *Pane) typeFromViewer(ctx context.Context, keys *keyScanner, b []byte) (int, error) {
+	dialog := false
+	if len(p.profile.Screen.Blocked) > 0 {
+		r, _ := p.profile.Classify(p.Screen())
+		dialog = r == Blocked
+	}
+	p.mu.Lock()
+	pr := p.proc
+	p.mu.Unlock()
+	if pr == nil || pr.isExited() {
+		return 0, fmt.Errorf("write to pane %s: %w", p.name(), ErrNotRunning)
+	}
+	p.inputMu.Lock()
+	defer p.inputMu.Unlock()
+	n, err := p.writeRaw(ctx, pr, b)
+	if n > 0 {
+		p.notePerson(pr, keys, b[:n], dialog)
+	}
+	if err != nil {
+		return n, fmt.Errorf("write to pane %s: %w", p.name(), err)
+	}
+	return n, nil
+}
+
+// notePerson records bytes a viewer wrote into run pr. The caller holds
+// inputMu, so hm's own typing sees them before its next write.
+func (p *Pane) notePerson(pr *proc, keys *keyScanner, b []byte, dialog bool) {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lastInput = now
+	ps := &p.person
+	if ps.proc != pr {
+		ps.proc, ps.line = pr, personLine{}
+	}
+	line := &ps.line
+	if dialog {
+		line = nil
+	}
+	if keys.feed(b, line) {
+		ps.at = now
+		close(ps.changed)
+		ps.changed = make(chan struct{})
+	}
+}
+
+// personHold reports whether a person in attach holds run pr's input now:
+// they typed within Spec.PersonQuiet, or left a line half typed. recheck
+// is when the hold may end by itself (at most readinessRecheck); changed
+// is closed at their next key.
+func (p *Pane) personHold(pr *proc) (hold bool, recheck time.Duration, changed <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ps := &p.person
+	if ps.proc == pr && ps.line.pending() {
+		return true, readinessRecheck, ps.changed
+	}
+	if ps.at.IsZero() {
+		return false, 0, nil
+	}
+	if left := p.spec.PersonQuiet - time.Since(ps.at); left > 0 {
+		return true, min(readinessRecheck, left), ps.changed
+	}
+	return false, 0, nil
+}
+
+// personTypedAfterHM reports whether a person's key reached the terminal
+// after hm's own last typing (so the line may hold their text).
+func (p *Pane) personTypedAfterHM() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.person.at.After(p.typedAt)
+}
+
+// setWaiting records why the delivery engine waits ("" when it does not),
+// for Status.Waiting.
+func (p *Pane) setWaiting(why string) {
+	p.mu.Lock()
+	was := p.waiting
+	p.waiting = why
+	p.mu.Unlock()
+	if why != was && why != "" {
+		p.log.Info("a person is typing in attach: messages wait", "waiting", why)
+	}
+}
