@@ -56,8 +56,9 @@
 // Input thrown away (by a busy spell, or pending when late raw mode flushes
 // it) is logged as {"discarded":...,"at":unixms,"pid":N}, one line per
 // spell, so that a test can tell text lost from text never typed. Markers
-// for a profile: ready "> " (plain) or "│ > " (TUI), busy the spinner
-// glyphs, blocked "Do you want to proceed?".
+// for a profile: ready ">" (the plain prompt "> " is ">" on a screen whose
+// rows drop trailing blanks) or "│ > " (TUI), busy the spinner glyphs,
+// blocked "Do you want to proceed?".
 package main
 
 import (
