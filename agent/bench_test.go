@@ -101,3 +101,50 @@ func BenchmarkTermScanner(b *testing.B) {
 		s.Write(chunk)
 	}
 }
+
+// BenchmarkHardCase measures, for each hard-case fake program of
+// TestHardCase, how many messages a minute the pane delivers into it
+// ("msgs/min"): each iteration types 20 mixed messages and waits until all
+// reached a final stage. "lost/op" counts the messages of an iteration that
+// the program never took as a prompt (0 when delivery is right).
+func BenchmarkHardCase(b *testing.B) {
+	const perOp = 20
+	msgs := hardMessages(100)
+	for _, hc := range hardCases() {
+		b.Run(hc.name, func(b *testing.B) {
+			spec, logPath := hc.spec(b)
+			p := startPane(b, spec)
+			// The program's start (a menu, late raw mode) is not timed.
+			poll.For(b, 30*time.Second, func() error {
+				r := p.Status().Readiness
+				return poll.Want(r == Ready.String(), "the program's prompt, readiness %q", r)
+			})
+			stages := newStageLog()
+			sent := map[string]bool{}
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				var last string
+				for k := range perOp {
+					m := msgs[(i*perOp+k)%len(msgs)]
+					last = fmt.Sprintf("%s-%d", m.id, i)
+					sent[last] = true
+					p.Enqueue(Delivery{MessageID: last, Content: m.content, Report: stages.reporter(last)})
+				}
+				poll.For(b, time.Minute, func() error {
+					q := p.Status().Queued
+					return poll.Want(stages.final(last) && q == 0, "%d messages final, %d queued", perOp-q, q)
+				})
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			for _, r := range readPrompts(b, logPath) {
+				if mt := trailerRE.FindStringSubmatch(r.Prompt); mt != nil && r.Discarded == "" {
+					delete(sent, mt[1])
+				}
+			}
+			b.ReportMetric(float64(b.N*perOp)/elapsed.Minutes(), "msgs/min")
+			b.ReportMetric(float64(len(sent))/float64(b.N), "lost/op")
+		})
+	}
+}

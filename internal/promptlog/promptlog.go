@@ -13,11 +13,14 @@ import (
 	"regexp"
 )
 
-// Prompt is one submitted prompt.
+// Prompt is one submitted prompt, or, when Discarded is set, input that
+// the agent read and threw away (a busy spell, a flush on a switch to raw
+// mode): no prompt at all.
 type Prompt struct {
-	Prompt string `json:"prompt"`
-	At     int64  `json:"at"`  // unix ms
-	PID    int    `json:"pid"` // the agent process that took it
+	Prompt    string `json:"prompt"`
+	Discarded string `json:"discarded,omitempty"`
+	At        int64  `json:"at"`  // unix ms
+	PID       int    `json:"pid"` // the agent process that took it
 }
 
 // Read returns the prompts logged at path, oldest first. A missing file has

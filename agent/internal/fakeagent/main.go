@@ -13,6 +13,7 @@
 //   - FAKEAGENT_EXIT_AFTER=N exits with code 3 after the Nth prompt;
 //   - FAKEAGENT_DONE_WORD=w prints FAKEAGENT_DONE_LINE (default
 //     __HM_BG_DONE__) on a line of its own after a prompt containing w;
+//   - Ctrl-U empties the input line (hm's erase key);
 //   - FAKEAGENT_IGNORE_HUP=1 ignores SIGHUP;
 //   - FAKEAGENT_START_MS delays the banner and the paste switch;
 //   - FAKEAGENT_ECHO=0 turns off the echo of typed input, so that output
@@ -26,6 +27,39 @@
 //     before the banner, as Gemini's auth dialog or a trust prompt does:
 //     whatever is typed meanwhile is taken as a menu choice, logged as a
 //     prompt "DIALOG:<input>", and thrown away.
+//
+// The hard cases of typing into a pane, each turned on by one variable:
+//
+//   - FAKEAGENT_SILENT_MS=N: silently busy. After each prompt (and its
+//     receipt) it works for N ms without printing anything and without a
+//     prompt marker, reading and throwing away whatever is typed meanwhile;
+//     then it prints "> ". The old prompt row is still on the screen, so the
+//     program looks ready while it is not.
+//   - FAKEAGENT_SPINNER_MS=N: spinner busy. As silently busy, but it draws a
+//     braille spinner frame ("⠋ working…", one every 80 ms, in place on the
+//     row below the receipt) for the N ms, then erases it and prints "> ".
+//   - FAKEAGENT_LATE_RAW_MS=N: late raw mode. It prints "fakeagent loading"
+//     and stays in cooked mode (the kernel echoes what is typed) for N ms
+//     without reading, then switches to raw mode with TCSAFLUSH, so what was
+//     typed meanwhile is lost, and only then shows its banner and prompt.
+//   - FAKEAGENT_LINE_PASTE=1: line-at-a-time paste, as a GNU readline
+//     prompt: bracketed paste is on, but a newline inside a paste submits
+//     the line read so far, so multi-line text is cut into several prompts.
+//   - FAKEAGENT_TUI=1: a full-screen TUI on the alternate screen (ESC[?1049h)
+//     that clears and redraws the whole screen on every change: history
+//     rows at the top (each submitted prompt as "> first line" and its
+//     receipt), a status row (the spinner while busy), and at the bottom an
+//     input box whose middle row is "│ > " followed by the tail of the typed
+//     text, the cursor after it. It redraws on SIGWINCH too. With
+//     FAKEAGENT_SPINNER_MS or FAKEAGENT_SILENT_MS the busy spell shows in the
+//     status row (or nowhere); the box stays drawn.
+//
+// Input thrown away (by a busy spell, or pending when late raw mode flushes
+// it) is logged as {"discarded":...,"at":unixms,"pid":N}, one line per
+// spell, so that a test can tell text lost from text never typed. Markers
+// for a profile: ready ">" (the plain prompt "> " is ">" on a screen whose
+// rows drop trailing blanks) or "│ > " (TUI), busy the spinner glyphs,
+// blocked "Do you want to proceed?".
 package main
 
 import (
@@ -76,7 +110,12 @@ type agent struct {
 	doneWord  string
 	doneLine  string
 	echo      bool
-	pasteFrom int // where the current paste starts in buf
+	pasteFrom int           // where the current paste starts in buf
+	silent    time.Duration // FAKEAGENT_SILENT_MS
+	spinner   time.Duration // FAKEAGENT_SPINNER_MS
+	linePaste bool          // FAKEAGENT_LINE_PASTE
+	tui       *screen       // FAKEAGENT_TUI, else nil
+	input     <-chan []byte
 
 	prompts   int
 	buf       []byte
@@ -95,11 +134,27 @@ func run() error {
 		doneWord:  os.Getenv("FAKEAGENT_DONE_WORD"),
 		doneLine:  os.Getenv("FAKEAGENT_DONE_LINE"),
 		echo:      os.Getenv("FAKEAGENT_ECHO") != "0",
+		silent:    time.Duration(envInt("FAKEAGENT_SILENT_MS", 0)) * time.Millisecond,
+		spinner:   time.Duration(envInt("FAKEAGENT_SPINNER_MS", 0)) * time.Millisecond,
+		linePaste: os.Getenv("FAKEAGENT_LINE_PASTE") == "1",
 	}
 	if a.doneLine == "" {
 		a.doneLine = "__HM_BG_DONE__"
 	}
-	if term.IsTerminal(0) {
+	if os.Getenv("FAKEAGENT_TUI") == "1" {
+		a.tui = &screen{}
+	}
+	if ms := envInt("FAKEAGENT_LATE_RAW_MS", 0); ms > 0 {
+		a.printf("fakeagent loading (pid %d)\r\n", os.Getpid())
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		if term.IsTerminal(0) {
+			lost, err := makeRawFlush(0)
+			if err != nil {
+				return fmt.Errorf("raw mode: %w", err)
+			}
+			a.logDiscarded(lost)
+		}
+	} else if term.IsTerminal(0) {
 		if _, err := term.MakeRaw(0); err != nil {
 			return fmt.Errorf("raw mode: %w", err)
 		}
@@ -108,6 +163,7 @@ func run() error {
 		time.Sleep(time.Duration(ms) * time.Millisecond)
 	}
 	input := readInput()
+	a.input = input
 	if ms := envInt("FAKEAGENT_DIALOG_MS", 0); ms > 0 {
 		a.dialog(input, time.Duration(ms)*time.Millisecond)
 	}
@@ -118,20 +174,36 @@ func run() error {
 			return err
 		}
 	}
-	a.printf("fakeagent ready (pid %d)\r\n", os.Getpid())
-	if os.Getenv("FAKEAGENT_NO_PASTE") != "1" {
-		a.printf("\x1b[?2004h")
+	paste := os.Getenv("FAKEAGENT_NO_PASTE") != "1"
+	var winch chan os.Signal
+	if a.tui != nil {
+		winch = make(chan os.Signal, 1)
+		signal.Notify(winch, syscall.SIGWINCH)
+		a.tuiStart(paste)
+	} else {
+		a.printf("fakeagent ready (pid %d)\r\n", os.Getpid())
+		if paste {
+			a.printf("\x1b[?2004h")
+		}
+		a.printf("> ")
 	}
-	a.printf("> ")
 	if len(early) > 0 && a.feed(early, time.Now()) {
 		return nil
 	}
-	for b := range input {
-		if done := a.feed(b, time.Now()); done {
-			return nil
+	for {
+		select {
+		case b, ok := <-input:
+			if !ok {
+				return nil // terminal gone
+			}
+			if done := a.feed(b, time.Now()); done {
+				return nil
+			}
+		case <-winch:
+			a.tui.resize()
+			a.draw()
 		}
 	}
-	return nil // terminal gone
 }
 
 func (a *agent) printf(format string, args ...any) {
@@ -141,7 +213,12 @@ func (a *agent) printf(format string, args ...any) {
 // feed processes one read's worth of input; true means exit.
 func (a *agent) feed(chunk []byte, now time.Time) bool {
 	var echo []byte
-	for _, c := range chunk {
+	defer func() {
+		if a.tui != nil && a.echo {
+			a.draw() // a TUI redraws on every change
+		}
+	}()
+	for i, c := range chunk {
 		if len(a.pending) > 0 || c == 0x1b {
 			a.pending = append(a.pending, c)
 			p := string(a.pending)
@@ -152,9 +229,11 @@ func (a *agent) feed(chunk []byte, now time.Time) bool {
 			case p == pasteEnd:
 				a.inPaste, a.pending = false, a.pending[:0]
 				a.lastInput = now
-				if a.echo {
-					// A paste is shown whole, its newlines as line
-					// breaks (as an input box would show it).
+				if a.echo && a.tui == nil {
+					// A paste is announced, then shown whole, its
+					// newlines as line breaks (as an input box would
+					// show it).
+					a.printf("[pasted %d bytes] ", len(a.buf)-a.pasteFrom)
 					a.out.Write(bytes.ReplaceAll(a.buf[a.pasteFrom:], []byte("\n"), []byte("\r\n")))
 				}
 				continue
@@ -169,6 +248,15 @@ func (a *agent) feed(chunk []byte, now time.Time) bool {
 			continue
 		}
 		switch {
+		case a.inPaste && (c == '\r' || c == '\n') && a.linePaste:
+			// A readline prompt: the newline submits the line so far.
+			if a.submit(chunk[i+1:]) {
+				return true
+			}
+			if a.discards() {
+				return false // the rest of the chunk went to the busy spell
+			}
+			continue
 		case a.inPaste && (c == '\r' || c == '\n'):
 			a.buf = append(a.buf, '\n')
 		case a.inPaste:
@@ -182,8 +270,11 @@ func (a *agent) feed(chunk []byte, now time.Time) bool {
 			}
 			a.flushEcho(echo)
 			echo = echo[:0]
-			if a.submit() {
+			if a.submit(chunk[i+1:]) {
 				return true
+			}
+			if a.discards() {
+				return false // the rest of the chunk went to the busy spell
 			}
 			continue
 		case c == '\n':
@@ -200,6 +291,11 @@ func (a *agent) feed(chunk []byte, now time.Time) bool {
 			}
 			a.buf = a.buf[:0]
 			echo = append(echo, "^C\r\n> "...)
+		case c == 0x15: // Ctrl-U: kill the line, as line editors do
+			for range utf8.RuneCount(a.buf) {
+				echo = append(echo, '\b', ' ', '\b')
+			}
+			a.buf = a.buf[:0]
 		case c == 0x04 && len(a.buf) == 0: // Ctrl-D
 			a.printf("\r\nbye\r\n")
 			return true
@@ -213,15 +309,17 @@ func (a *agent) feed(chunk []byte, now time.Time) bool {
 	return false
 }
 
-// flushEcho shows typed input, unless echo is off.
+// flushEcho shows typed input, unless echo is off (a TUI redraws instead).
 func (a *agent) flushEcho(echo []byte) {
-	if a.echo && len(echo) > 0 {
+	if a.echo && len(echo) > 0 && a.tui == nil {
 		a.out.Write(echo)
 	}
 }
 
-// submit handles a submitted prompt; true means exit.
-func (a *agent) submit() bool {
+// submit handles a submitted prompt; true means exit. rest is the input
+// read after the submitting Enter: with a busy spell that throws input
+// away (see discards) it is thrown away too.
+func (a *agent) submit(rest []byte) bool {
 	prompt := string(a.buf)
 	a.buf = a.buf[:0]
 	a.prompts++
@@ -230,9 +328,19 @@ func (a *agent) submit() bool {
 	if len(first) > 60 {
 		first = first[:60]
 	}
-	a.printf("\r\n● received %d bytes: %s\r\n", len(prompt), strings.ToValidUTF8(first, "?"))
+	first = strings.ToValidUTF8(first, "?")
+	if a.tui != nil {
+		a.tui.add("> "+first, fmt.Sprintf("● received %d bytes", len(prompt)))
+		a.draw()
+	} else {
+		a.printf("\r\n● received %d bytes: %s\r\n", len(prompt), first)
+	}
 	if a.doneWord != "" && strings.Contains(prompt, a.doneWord) {
-		a.printf("%s\r\n", a.doneLine)
+		if a.tui != nil {
+			a.tui.add(a.doneLine)
+		} else {
+			a.printf("%s\r\n", a.doneLine)
+		}
 	}
 	if a.busy > 0 {
 		end := time.Now().Add(a.busy)
@@ -245,7 +353,14 @@ func (a *agent) submit() bool {
 		a.printf("exiting after %d prompts\r\n", a.prompts)
 		os.Exit(3)
 	}
-	a.printf("> ")
+	if a.discards() {
+		a.busySpell(rest)
+	}
+	if a.tui != nil {
+		a.draw()
+	} else {
+		a.printf("> ")
+	}
 	return false
 }
 
@@ -335,14 +450,31 @@ func readInput() <-chan []byte {
 
 // logPrompt appends a prompt to $FAKEAGENT_LOG.
 func (a *agent) logPrompt(prompt string) {
-	if a.logPath == "" {
-		return
-	}
-	line, _ := json.Marshal(struct {
+	a.logRecord(struct {
 		Prompt string `json:"prompt"`
 		At     int64  `json:"at"`
 		PID    int    `json:"pid"`
 	}{prompt, time.Now().UnixMilli(), os.Getpid()})
+}
+
+// logDiscarded appends input thrown away to $FAKEAGENT_LOG, if any.
+func (a *agent) logDiscarded(lost []byte) {
+	if len(lost) == 0 {
+		return
+	}
+	a.logRecord(struct {
+		Discarded string `json:"discarded"`
+		At        int64  `json:"at"`
+		PID       int    `json:"pid"`
+	}{string(lost), time.Now().UnixMilli(), os.Getpid()})
+}
+
+// logRecord appends one JSON line to $FAKEAGENT_LOG.
+func (a *agent) logRecord(rec any) {
+	if a.logPath == "" {
+		return
+	}
+	line, _ := json.Marshal(rec)
 	f, err := os.OpenFile(a.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err == nil {
 		f.Write(append(line, '\n'))

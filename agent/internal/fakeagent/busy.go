@@ -1,0 +1,72 @@
+package main
+
+import (
+	"time"
+)
+
+// spinnerFrames are the braille frames of Ink and Gemini CLI spinners.
+var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// spinnerEvery is the time between two spinner frames.
+const spinnerEvery = 80 * time.Millisecond
+
+// discards reports whether a busy spell after each prompt throws input away
+// (FAKEAGENT_SILENT_MS, FAKEAGENT_SPINNER_MS).
+func (a *agent) discards() bool { return a.silent > 0 || a.spinner > 0 }
+
+// busySpell works for the silent or spinner spell after a prompt: it reads
+// and throws away all input meanwhile (rest, read before the spell began,
+// included), logs what it threw away, and erases its spinner. A silent
+// spell prints nothing at all.
+func (a *agent) busySpell(rest []byte) {
+	d, spin := a.silent, false
+	if a.spinner > 0 {
+		d, spin = a.spinner, true
+	}
+	lost := append([]byte(nil), rest...)
+	end := time.NewTimer(d)
+	defer end.Stop()
+	var tick <-chan time.Time
+	frame := 0
+	if spin {
+		t := time.NewTicker(spinnerEvery)
+		defer t.Stop()
+		tick = t.C
+		a.spinFrame(frame)
+	}
+	for {
+		select {
+		case b, ok := <-a.input:
+			if !ok {
+				a.logDiscarded(lost)
+				return
+			}
+			lost = append(lost, b...)
+		case <-tick:
+			frame++
+			a.spinFrame(frame)
+		case <-end.C:
+			a.logDiscarded(lost)
+			if spin {
+				if a.tui != nil {
+					a.tui.status = ""
+				} else {
+					a.printf("\r\x1b[K")
+				}
+			}
+			return
+		}
+	}
+}
+
+// spinFrame draws spinner frame n: in place on the current row, or in a
+// TUI's status row.
+func (a *agent) spinFrame(n int) {
+	f := spinnerFrames[n%len(spinnerFrames)] + " working…"
+	if a.tui != nil {
+		a.tui.status = f
+		a.draw()
+		return
+	}
+	a.printf("\r%s\x1b[K", f)
+}
