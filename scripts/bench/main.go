@@ -57,7 +57,7 @@ func benches(quick bool) []bench {
 		}
 		return full
 	}
-	return []bench{
+	return append([]bench{
 		{pkg: "./broker", name: "BenchmarkRawWebSocketRTT", benchtime: n("10000x", "2000x"), count: 3, metrics: []metric{
 			{issue: "floor", what: "raw coder/websocket echo RTT p50", unit: "p50-ms", floor: "rtt"},
 		}},
@@ -136,7 +136,22 @@ func benches(quick bool) []bench {
 		{pkg: "./internal/e2e", name: "BenchmarkHubPeakRSS", benchtime: "1x", count: 1, metrics: []metric{
 			{issue: "#8", what: "hub peak RSS after a 20,000-message burst", unit: "peak-MB", goal: "reported"},
 		}},
+	}, hardCaseBenches()...)
+}
+
+// hardCaseBenches: 20 mixed messages into each fake program of
+// agent/hardcase_test.go (the names of its cases), delivered per minute
+// and lost (#15).
+func hardCaseBenches() []bench {
+	var out []bench
+	for _, c := range []string{"EnterWithin150msIsNewline", "QueriesBlockUntilAnswered", "MenuTakesEnterFirst", "SilentlyBusy",
+		"SpinnerBusy", "LateRawMode", "LineAtATimePaste", "FullScreenTUI"} {
+		out = append(out, bench{pkg: "./agent", name: "BenchmarkHardCase/" + c, benchtime: "1x", count: 1, metrics: []metric{
+			{issue: "#15", what: "fake program " + c + ": messages delivered per minute (20 mixed)", unit: "msgs/min", goal: "reported"},
+			{issue: "#15", what: "fake program " + c + ": messages lost", unit: "lost/op", goal: "0", ok: lt(0.5)},
+		}})
 	}
+	return out
 }
 
 var lineRE = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
