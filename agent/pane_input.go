@@ -20,6 +20,17 @@ func (p *Pane) Write(b []byte) (int, error) {
 
 // WriteContext is Write with a context that can abandon a blocked write.
 func (p *Pane) WriteContext(ctx context.Context, b []byte) (int, error) {
+	return p.writeInput(ctx, b, func(*proc, []byte) {
+		p.mu.Lock()
+		p.lastInput = time.Now()
+		p.mu.Unlock()
+	})
+}
+
+// writeInput writes b into the running program's terminal under inputMu
+// and, when anything was written, runs note (still under inputMu) with
+// the run and the bytes written.
+func (p *Pane) writeInput(ctx context.Context, b []byte, note func(pr *proc, written []byte)) (int, error) {
 	p.mu.Lock()
 	pr := p.proc
 	p.mu.Unlock()
@@ -30,9 +41,7 @@ func (p *Pane) WriteContext(ctx context.Context, b []byte) (int, error) {
 	defer p.inputMu.Unlock()
 	n, err := p.writeRaw(ctx, pr, b)
 	if n > 0 {
-		p.mu.Lock()
-		p.lastInput = time.Now()
-		p.mu.Unlock()
+		note(pr, b[:n])
 	}
 	if err != nil {
 		return n, fmt.Errorf("write to pane %s: %w", p.name(), err)

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -261,22 +260,7 @@ func (p *Pane) typeFromViewer(ctx context.Context, keys *keyScanner, b []byte) (
 		r, _ := p.profile.Classify(p.Screen())
 		dialog = r == Blocked
 	}
-	p.mu.Lock()
-	pr := p.proc
-	p.mu.Unlock()
-	if pr == nil || pr.isExited() {
-		return 0, fmt.Errorf("write to pane %s: %w", p.name(), ErrNotRunning)
-	}
-	p.inputMu.Lock()
-	defer p.inputMu.Unlock()
-	n, err := p.writeRaw(ctx, pr, b)
-	if n > 0 {
-		p.notePerson(pr, keys, b[:n], dialog)
-	}
-	if err != nil {
-		return n, fmt.Errorf("write to pane %s: %w", p.name(), err)
-	}
-	return n, nil
+	return p.writeInput(ctx, b, func(pr *proc, written []byte) { p.notePerson(pr, keys, written, dialog) })
 }
 
 // notePerson records bytes a viewer wrote into run pr. The caller holds

@@ -78,22 +78,14 @@ func (b *Broker) stuck(m journal.Message, role string, err error) {
 	if m.SenderRole == "" || m.SenderRole == roles.RoleSystem {
 		return
 	}
-	text := fmt.Sprintf("Your message %s to %s is stuck: %v. hm status lists it; it is typed again when the hub restarts if it never reached the program.", m.MessageID, role, err)
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return
-	}
-	b.wg.Add(1)
-	b.mu.Unlock()
-	go func() {
-		defer b.wg.Done()
+	text := fmt.Sprintf("Your message %s to %s is stuck: %v. hm comms history shows it; it is typed again when the hub restarts if it never reached the program.", m.MessageID, role, err)
+	b.goBackground(func() {
 		_, serr := b.Submit(b.ctx, Submission{From: roles.RoleSystem, Target: m.SenderRole, Content: text, Channel: ChannelSystem,
 			MessageID: msgid.Stuck(m.MessageID), HubID: true})
 		if serr != nil && !errors.Is(serr, proto.ErrNoRoute) {
 			b.log.Warn("tell the sender a message is stuck", "messageId", m.MessageID, "err", serr)
 		}
-	}()
+	})
 }
 
 func (b *Broker) sendTelegram(m journal.Message, chat string, alsoShown bool) {

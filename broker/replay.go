@@ -166,17 +166,28 @@ const minPruneAt = 1024
 // startPrune runs pruneDelivered for c in the background (deliverWith may
 // be called from a replay, which holds c.replayMu).
 func (b *Broker) startPrune(c *conn) {
+	if !b.goBackground(func() { b.pruneDelivered(c) }) {
+		c.mu.Lock()
+		c.pruning = false
+		c.mu.Unlock()
+	}
+}
+
+// goBackground runs fn on a goroutine that Close waits for; false (fn not
+// run) once the broker is closed.
+func (b *Broker) goBackground(fn func()) bool {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return
+		return false
 	}
 	b.wg.Add(1)
 	b.mu.Unlock()
 	go func() {
 		defer b.wg.Done()
-		b.pruneDelivered(c)
+		fn()
 	}()
+	return true
 }
 
 // pruneDelivered drops from c's delivered set the ids the ledger no longer
