@@ -421,23 +421,6 @@ func (p *Pane) notShown(pr *proc, it *item, unlock func(), stage func(StageKind,
 	return false
 }
 
-// waitOutput waits up to Verify for output after out was taken (ok), or
-// for the run to end or the pane to stop (ended).
-func (p *Pane) waitOutput(pr *proc, out <-chan struct{}) (ok, ended bool) {
-	t := time.NewTimer(p.profile.Verify)
-	defer t.Stop()
-	select {
-	case <-out:
-		return true, false
-	case <-t.C:
-		return false, false
-	case <-pr.exited:
-		return false, true
-	case <-p.stopCh:
-		return false, true
-	}
-}
-
 // submitted runs the delivery's Submitted callback, if any: once when the
 // first Enter is written (unproven), and again only with proof.
 func (it *item) submitted(proven bool) {

@@ -152,3 +152,20 @@ func (p *Pane) pauseOutput(pr *proc, d time.Duration, out <-chan struct{}, acc *
 		return false
 	}
 }
+
+// waitOutput waits up to Verify for output after out was taken (ok), or
+// for the run to end or the pane to stop (ended).
+func (p *Pane) waitOutput(pr *proc, out <-chan struct{}) (ok, ended bool) {
+	t := time.NewTimer(p.profile.Verify)
+	defer t.Stop()
+	select {
+	case <-out:
+		return true, false
+	case <-t.C:
+		return false, false
+	case <-pr.exited:
+		return false, true
+	case <-p.stopCh:
+		return false, true
+	}
+}
