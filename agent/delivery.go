@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -128,20 +129,56 @@ type item struct {
 	pointer    string        // pointer file written for this message
 	entered    bool          // Submitted(false) already reported the first Enter
 	unseen     int           // typings whose text never showed on the screen
+	started    bool          // typing began: no urgent message goes ahead of it (guarded by qmu)
 }
 
-// Enqueue adds a message to the pane's FIFO queue. It never blocks and never
-// drops: messages wait while the pane is busy, exited or restarting.
+// Enqueue adds a message to the pane's queue. It never blocks and never
+// drops: messages wait while the pane is busy, exited or restarting. The
+// queue is first in, first out, except that an urgent message jumps it: it
+// goes after the message being typed (if any) and the urgent messages
+// queued before it, ahead of every other waiting message, and a waiting
+// head it overtakes gives way at once.
 func (p *Pane) Enqueue(d Delivery) {
 	d.Urgent = d.Urgent || hasUrgentTag(d.Content)
 	it := &item{d: d, enqueuedAt: time.Now()}
 	p.qmu.Lock()
-	p.queue = append(p.queue, it)
+	at := len(p.queue)
+	if d.Urgent {
+		at = 0
+		for at < len(p.queue) && (p.queue[at].started || p.queue[at].d.Urgent) {
+			at++
+		}
+	}
+	p.queue = slices.Insert(p.queue, at, it)
+	if at == 0 && len(p.queue) > 1 {
+		close(p.qjump) // the head waiting for readiness gives way
+		p.qjump = make(chan struct{})
+	}
 	p.qmu.Unlock()
 	select {
 	case p.qwake <- struct{}{}:
 	default:
 	}
+}
+
+// startTyping marks it as being typed, unless an urgent message took its
+// place at the head of the queue meanwhile (false).
+func (p *Pane) startTyping(it *item) bool {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	if len(p.queue) == 0 || p.queue[0] != it {
+		return false
+	}
+	it.started = true
+	return true
+}
+
+// overtaken reports whether it is no longer the head of the queue, and
+// returns the channel closed when a message next jumps the queue.
+func (p *Pane) overtaken(it *item) (bool, <-chan struct{}) {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	return len(p.queue) == 0 || p.queue[0] != it, p.qjump
 }
 
 // Undelivered returns the queued messages not yet delivered, in order (the
@@ -166,9 +203,8 @@ func (p *Pane) deliverLoop() {
 		}
 		if p.deliver(it) {
 			p.qmu.Lock()
-			if len(p.queue) > 0 && p.queue[0] == it {
-				p.queue[0] = nil
-				p.queue = p.queue[1:]
+			if i := slices.Index(p.queue, it); i >= 0 {
+				p.queue = slices.Delete(p.queue, i, i+1)
 			}
 			p.qmu.Unlock()
 			prevDone = time.Now()
@@ -222,7 +258,7 @@ func (p *Pane) deliver(it *item) bool {
 	if it.d.Urgent {
 		quietUntil = pr.startedAt.Add(p.spec.StartupWait)
 	}
-	if !p.waitReady(pr, it.d.Urgent, quietUntil, &it.waited) {
+	if !p.waitReady(pr, it, quietUntil) || !p.startTyping(it) {
 		return false
 	}
 

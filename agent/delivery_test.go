@@ -41,7 +41,9 @@ func mixedMessage(i int) (content string, urgent bool) {
 // TestDeliverMixedHundred types 100 mixed messages (one line, multi-line,
 // 10 KiB, Unicode, urgent) into the fake agent, once as a profile that takes
 // a multi-line paste as one prompt (claude, codex, gemini) and once as one
-// that does not: every message is submitted once, whole and in order; the
+// that does not: every message is submitted once, whole and in order (the
+// urgent ones jump the queue: in order among themselves, and never after a
+// normal message enqueued after them); the
 // trailer ends the last line; a multi-line body goes inline only to the
 // multi-line profile, the other gets the one-line pointer to its file.
 func TestDeliverMixedHundred(t *testing.T) {
@@ -78,11 +80,44 @@ func deliverMixedHundred(t *testing.T, multi bool) {
 	if len(prompts) != n {
 		t.Fatalf("fake agent got %d prompts, want %d", len(prompts), n)
 	}
+	index := map[string]int{}
+	for i, id := range ids {
+		index[id] = i
+	}
+	seen := map[int]bool{}
+	lastNormal, lastUrgent := -1, -1
 	pointers := 0
-	for i, rec := range prompts {
+	for k, rec := range prompts {
 		// An Enter that the agent took for a newline (a loaded machine) is
 		// repaired by the second Enter; the prompt then ends in "\n".
 		got := strings.TrimRight(rec.Prompt, "\n")
+		m := trailerRE.FindStringSubmatch(got)
+		i, ok := 0, false
+		if m != nil {
+			i, ok = index[m[1]]
+		}
+		if !ok || seen[i] {
+			t.Errorf("prompt %d: not one of the messages, or one taken twice: %q", k, got)
+			continue
+		}
+		seen[i] = true
+		_, urgent := mixedMessage(i)
+		last := &lastNormal
+		if urgent {
+			last = &lastUrgent
+		}
+		if i < *last {
+			t.Errorf("prompt %d is message %d after message %d: out of order (urgent %v)", k, i, *last, urgent)
+		}
+		*last = i
+		if !urgent && i > lastUrgent {
+			for u := lastUrgent + 1; u < i; u++ {
+				if _, uu := mixedMessage(u); uu {
+					t.Errorf("normal message %d submitted before the urgent message %d enqueued ahead of it", i, u)
+					break
+				}
+			}
+		}
 		multiLineBody := strings.Contains(contents[i], "\n")
 		if len(contents[i]) <= MaxInlineBody && (multi || !multiLineBody) {
 			if want := expectPrompt(ids[i], contents[i]); got != want {

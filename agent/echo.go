@@ -173,7 +173,7 @@ func (p *Pane) waitScreen(pr *proc, d time.Duration, cond func(Screen) bool) (ok
 		if left <= 0 {
 			return false, false
 		}
-		if !p.pauseOutput(pr, left, out, nil) {
+		if !p.pauseOutput(pr, left, out, nil, nil) {
 			return false, true
 		}
 	}

@@ -221,6 +221,7 @@ type Pane struct {
 	qmu   sync.Mutex
 	queue []*item
 	qwake chan struct{}
+	qjump chan struct{} // closed (and replaced) when an urgent message becomes the head
 
 	logMu   sync.Mutex
 	logFile *os.File
@@ -267,6 +268,7 @@ func Start(ctx context.Context, spec Spec, logger *slog.Logger) (*Pane, error) {
 		vt:          vterm.New(int(spec.Cols), int(spec.Rows)),
 		subs:        make(map[*subscription]struct{}),
 		qwake:       make(chan struct{}, 1),
+		qjump:       make(chan struct{}),
 	}
 	p.disp = newDispatcher(p.log)
 	p.openLog()

@@ -189,3 +189,23 @@ func describeExit(err error, lastLine string) (code int, msg string) {
 	}
 	return code, msg
 }
+
+// canonical reports whether the run's terminal is in canonical (cooked)
+// mode: the kernel edits lines and the program has not switched to raw
+// input yet. The attributes are read through the master, which on Linux
+// and the BSDs reports the terminal's (the slave's) settings; an error
+// (the run ended) reads as not canonical, so the caller's other waits
+// decide. Control keeps the master non-blocking (Fd would not).
+func (pr *proc) canonical() bool {
+	rc, err := pr.master.SyscallConn()
+	if err != nil {
+		return false
+	}
+	canon := false
+	_ = rc.Control(func(fd uintptr) {
+		if t, err := unix.IoctlGetTermios(int(fd), ioctlGetTermios); err == nil {
+			canon = t.Lflag&unix.ICANON != 0
+		}
+	})
+	return canon
+}

@@ -45,8 +45,13 @@ type Profile struct {
 	Erase string
 	// RawInput: the program reads its prompt with the terminal out of
 	// canonical mode; while the terminal is still canonical (cooked) the
-	// program is not reading yet, whatever its screen shows.
-	RawInput bool
+	// program is not reading yet, whatever its screen shows. RawInputSet
+	// marks an override that sets it (false included).
+	RawInput, RawInputSet bool
+	// Interrupt is what is typed to stop a busy program's work so that an
+	// [URGENT] message can be typed at once (Esc for claude, codex and
+	// gemini). Empty: an urgent message waits for the next readiness.
+	Interrupt string
 }
 
 // Markers describe a program's screen. Each marker is a substring matched
@@ -181,6 +186,7 @@ const (
 	defaultUnmarked = 15 * time.Second
 	defaultEchoWait = 2 * time.Second
 	defaultErase    = "\x15" // Ctrl-U: kill the input line
+	escKey          = "\x1b" // Esc: Claude Code, Codex and Gemini CLI stop their work
 )
 
 // spinners are the braille spinner frames that Gemini CLI and many Ink
@@ -192,7 +198,7 @@ var spinners = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", 
 var builtinProfiles = map[string]Profile{
 	ProfileDefault: {Name: ProfileDefault, Idle: defaultIdle, EnterDelay: 150 * time.Millisecond, Verify: defaultVerify},
 	ProfileShell:   {Name: ProfileShell, Idle: defaultIdle, EnterDelay: 30 * time.Millisecond, Verify: defaultVerify},
-	ProfileClaude: {Name: ProfileClaude, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true,
+	ProfileClaude: {Name: ProfileClaude, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true, Interrupt: escKey,
 		Screen: Markers{
 			Pasted: []string{"[Pasted text #"},
 			Ready:  []string{"│ >", "│ > ", "? for shortcuts", "❯ "},
@@ -201,14 +207,14 @@ var builtinProfiles = map[string]Profile{
 				"Select login method", "Do you trust the files in this folder?", "Choose the text style",
 				"Press Enter to continue", "Paste code here if prompted"},
 		}},
-	ProfileCodex: {Name: ProfileCodex, Idle: defaultIdle, EnterDelay: 250 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true,
+	ProfileCodex: {Name: ProfileCodex, Idle: defaultIdle, EnterDelay: 250 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true, Interrupt: escKey,
 		Screen: Markers{
 			Ready: []string{"⏎ send", "context left", "? for shortcuts", "▌ "},
 			Busy:  []string{"esc to interrupt", "Esc to interrupt"},
 			Blocked: []string{"Would you like to run the following command?", "Allow command?", "Would you like to make the following edits?",
 				"Sign in with ChatGPT", "Provide your own API key", "Press Enter to continue", "allow Codex to work in this folder"},
 		}},
-	ProfileGemini: {Name: ProfileGemini, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true,
+	ProfileGemini: {Name: ProfileGemini, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true, Interrupt: escKey,
 		Screen: Markers{
 			Ready:   []string{"Type your message", "│ > ", "> "},
 			Busy:    append([]string{"esc to cancel"}, spinners...),
@@ -270,8 +276,11 @@ func (p Profile) withOverrides(o Profile) Profile {
 	if o.Erase != "" {
 		p.Erase = o.Erase
 	}
-	if o.RawInput {
-		p.RawInput = true
+	if o.RawInput || o.RawInputSet {
+		p.RawInput = o.RawInput
+	}
+	if o.Interrupt != "" {
+		p.Interrupt = o.Interrupt
 	}
 	if o.Screen.Rows > 0 {
 		p.Screen.Rows = o.Screen.Rows
@@ -310,9 +319,11 @@ func ProfilesFromSettings(s map[string]roles.ProfileSettings) map[string]Profile
 	for name, ps := range s {
 		ms := func(n int) time.Duration { return time.Duration(max(n, 0)) * time.Millisecond }
 		out[strings.ToLower(strings.TrimSpace(name))] = Profile{
-			Idle: ms(ps.QuietMs), EnterDelay: ms(ps.EnterDelayMs), Verify: ms(ps.VerifyMs),
-			Screen:    Markers{Ready: ps.Ready, Busy: ps.Busy, Blocked: ps.Blocked, Rows: ps.Rows},
+			Idle: ms(ps.QuietMs), EnterDelay: ms(ps.EnterDelayMs), Verify: ms(ps.VerifyMs), EchoWait: ms(ps.EchoWaitMs),
+			Screen:    Markers{Ready: ps.Ready, Busy: ps.Busy, Blocked: ps.Blocked, Pasted: ps.Pasted, Rows: ps.Rows},
 			MultiLine: ps.MultiLine != nil && *ps.MultiLine, MultiLineSet: ps.MultiLine != nil,
+			Erase: ps.Erase, Interrupt: ps.Interrupt,
+			RawInput: ps.RawInput != nil && *ps.RawInput, RawInputSet: ps.RawInput != nil,
 		}
 	}
 	return out

@@ -87,7 +87,8 @@ func TestClassifyMarkers(t *testing.T) {
 // built-in ones field by field.
 func TestProfileTable(t *testing.T) {
 	t.Parallel()
-	team, err := roles.Parse([]byte(`{"profiles":{"Aider":{"ready":["aider> "],"busy":["Thinking"],"quietMs":250,"enterDelayMs":90},"claude":{"enterDelayMs":300}}}`))
+	team, err := roles.Parse([]byte(`{"profiles":{"Aider":{"ready":["aider> "],"busy":["Thinking"],"quietMs":250,"enterDelayMs":90,` +
+		`"echoWaitMs":700,"pasted":["[paste"],"erase":"\u0017","interrupt":"\u0003","rawInput":true},"claude":{"enterDelayMs":300},"gemini":{"rawInput":false}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,15 +98,23 @@ func TestProfileTable(t *testing.T) {
 		enterDelay time.Duration
 		idle       time.Duration
 		ready      []string
+		// echo wait, pasted markers, erase, interrupt, raw input
+		echoWait         time.Duration
+		pasted           []string
+		erase, interrupt string
+		raw              bool
 	}{
-		{"aider", 90 * time.Millisecond, 250 * time.Millisecond, []string{"aider> "}},
-		{"claude", 300 * time.Millisecond, defaultIdle, builtinProfiles[ProfileClaude].Screen.Ready},
-		{"codex", 250 * time.Millisecond, defaultIdle, builtinProfiles[ProfileCodex].Screen.Ready},
-		{"unknown", 150 * time.Millisecond, defaultIdle, nil},
+		{"aider", 90 * time.Millisecond, 250 * time.Millisecond, []string{"aider> "}, 700 * time.Millisecond, []string{"[paste"}, "\x17", "\x03", true},
+		{"claude", 300 * time.Millisecond, defaultIdle, builtinProfiles[ProfileClaude].Screen.Ready, 0, []string{"[Pasted text #"}, "", escKey, true},
+		{"codex", 250 * time.Millisecond, defaultIdle, builtinProfiles[ProfileCodex].Screen.Ready, 0, nil, "", escKey, true},
+		{"gemini", 120 * time.Millisecond, defaultIdle, builtinProfiles[ProfileGemini].Screen.Ready, 0, nil, "", escKey, false},
+		{"unknown", 150 * time.Millisecond, defaultIdle, nil, 0, nil, "", "", false},
 	}
 	for _, tt := range tests {
 		p := lookupProfile(tt.name, extra)
-		if p.EnterDelay != tt.enterDelay || p.Idle != tt.idle || strings.Join(p.Screen.Ready, "|") != strings.Join(tt.ready, "|") {
+		if p.EnterDelay != tt.enterDelay || p.Idle != tt.idle || strings.Join(p.Screen.Ready, "|") != strings.Join(tt.ready, "|") ||
+			p.EchoWait != tt.echoWait || strings.Join(p.Screen.Pasted, "|") != strings.Join(tt.pasted, "|") ||
+			p.Erase != tt.erase || p.Interrupt != tt.interrupt || p.RawInput != tt.raw {
 			t.Errorf("%s: %+v", tt.name, p)
 		}
 	}

@@ -1,6 +1,10 @@
 package agent
 
-import "time"
+import (
+	"context"
+	"errors"
+	"time"
+)
 
 // The waits of a delivery: for a running program, for a ready screen, and
 // pauses that end early when the program ends or the pane stops.
@@ -21,7 +25,7 @@ func (p *Pane) endReason(pr *proc) error {
 // pause waits d unless the run ends or the pane stops first (false). The
 // time waited is added to *acc when acc is not nil.
 func (p *Pane) pause(pr *proc, d time.Duration, acc *time.Duration) bool {
-	return p.pauseOutput(pr, d, nil, acc) // a nil channel never fires
+	return p.pauseOutput(pr, d, nil, nil, acc) // a nil channel never fires
 }
 
 // addSince adds the time since t0 to *acc.
@@ -69,21 +73,31 @@ func (p *Pane) waitRunning(acc *time.Duration) *proc {
 // ready (busy, blocked or without a prompt).
 const readinessRecheck = time.Second
 
-// waitReady waits until the run is ready for a message, judged from its
-// screen (SPEC §6 step 1): the profile's markers classify the screen
+// waitReady waits until the run is ready for it, judged from its screen
+// (SPEC §6 step 1): the profile's markers classify the screen
 // (Profile.Classify) and a Ready screen must also have stood still (no
 // output, so neither text nor cursor moved) for the profile's quiet period.
-// An urgent message needs no quiet period and may go to a Busy screen, but,
-// like every message, never to a Blocked one (a dialog for a person) nor,
-// for a profile with ready markers, to a screen without a prompt. Before a
-// non-zero deadline an urgent message waits for quiet as others do (a
-// fresh program settling). It returns false when the run ends or the pane
-// stops first.
+// A profile with RawInput is not ready while the terminal is still
+// canonical (the program is not reading its prompt yet).
+//
+// An urgent message needs no quiet period. It is typed at the next ready
+// screen; where the profile defines an Interrupt, a Busy screen is first
+// interrupted (at most maxInterrupts times, again only after the screen
+// stopped being busy) and the message follows once the screen is ready and
+// quiet. Like every message it never goes to a Blocked screen (a dialog for
+// a person) nor, for a profile with ready markers, to a screen without a
+// prompt. Before a non-zero deadline an urgent message waits as others do
+// (a fresh program settling).
 //
 // People come first, before all of that and for urgent messages too: while
 // a person in attach typed within Spec.PersonQuiet or left a line half
 // typed (see personHold), nothing is typed, and Status.Waiting says so.
-func (p *Pane) waitReady(pr *proc, urgent bool, deadline time.Time, acc *time.Duration) bool {
+//
+// It returns false when the run ends, the pane stops, or an urgent message
+// took its place at the head of the queue first.
+func (p *Pane) waitReady(pr *proc, it *item, deadline time.Time) bool {
+	urgent, acc := it.d.Urgent, &it.waited
+	interrupts, armed := 0, true
 	defer p.setWaiting("")
 	for {
 		p.mu.Lock()
@@ -92,9 +106,13 @@ func (p *Pane) waitReady(pr *proc, urgent bool, deadline time.Time, acc *time.Du
 		if cur != pr {
 			return false
 		}
+		gone, jump := p.overtaken(it)
+		if gone {
+			return false
+		}
 		if hold, recheck, keys := p.personHold(pr); hold {
 			p.setWaiting(WaitingForPerson)
-			if !p.pauseOutput(pr, recheck, keys, acc) {
+			if !p.pauseOutput(pr, recheck, keys, jump, acc) {
 				return false
 			}
 			continue
@@ -103,21 +121,40 @@ func (p *Pane) waitReady(pr *proc, urgent bool, deadline time.Time, acc *time.Du
 		now := time.Now()
 		asUrgent := urgent && (deadline.IsZero() || !now.Before(deadline))
 		state, marker := p.profile.Classify(p.Screen())
+		if state == Ready && p.profile.RawInput && pr.canonical() {
+			state, marker = ReadyUnknown, "canonical terminal"
+		}
+		if state != Busy {
+			armed = true
+		}
 		quiet := now.Sub(last)
 		var wait time.Duration
 		switch {
-		case asUrgent && (state == Ready || state == Busy):
+		case asUrgent && state == Ready && (interrupts == 0 || quiet >= p.profile.Idle):
 			return true
+		case asUrgent && state == Busy && p.profile.Interrupt != "" && armed && interrupts < maxInterrupts:
+			if !p.interrupt(pr, it) {
+				return false
+			}
+			interrupts++
+			armed = false
+			wait = readinessRecheck
 		case state == Ready && quiet >= p.profile.Idle:
 			return true
 		case state == Ready:
 			wait = p.profile.Idle - quiet
+		case state == ReadyUnknown && marker != "" && quiet >= p.profile.unmarked():
+			p.log.Warn("terminal still canonical on a quiet screen; typing anyway (check the profile's rawInput)", "profile", p.profile.Name, "quiet", quiet.Round(time.Second))
+			return true
 		case state == ReadyUnknown && quiet >= p.profile.unmarked():
 			// See Profile.Unmarked: a screen that has stood still this
 			// long with no prompt marker, no busy marker and no dialog
 			// is taken as ready rather than holding the queue forever.
 			p.log.Warn("no ready marker on a quiet screen; typing anyway (check the profile's screen markers)", "profile", p.profile.Name, "quiet", quiet.Round(time.Second))
 			return true
+		case state == ReadyUnknown && marker != "":
+			// termios changes make no output: look again soon.
+			wait = min(canonicalRecheck, p.profile.unmarked()-quiet)
 		case state == ReadyUnknown:
 			wait = min(readinessRecheck, p.profile.unmarked()-quiet)
 		default:
@@ -127,15 +164,43 @@ func (p *Pane) waitReady(pr *proc, urgent bool, deadline time.Time, acc *time.Du
 		if urgent && !deadline.IsZero() && now.Before(deadline) {
 			wait = min(wait, deadline.Sub(now))
 		}
-		if !p.pauseOutput(pr, wait, out, acc) {
+		if !p.pauseOutput(pr, wait, out, jump, acc) {
 			return false
 		}
 	}
 }
 
+// maxInterrupts bounds how often one urgent message interrupts a busy
+// program; canonicalRecheck is how often a Ready screen over a canonical
+// terminal is looked at again.
+const (
+	maxInterrupts    = 3
+	canonicalRecheck = 50 * time.Millisecond
+)
+
+// interrupt types the profile's Interrupt into a busy program for the
+// urgent message it (false when the run ended or the pane stopped). It
+// obeys people first as all of hm's typing does: when a person's key came
+// in meanwhile, nothing is typed and the wait goes on.
+func (p *Pane) interrupt(pr *proc, it *item) bool {
+	p.inputMu.Lock()
+	_, err := p.writeTo(context.Background(), pr, []byte(p.profile.Interrupt))
+	p.inputMu.Unlock()
+	switch {
+	case err == nil:
+		p.log.Info("interrupted the busy program for an urgent message", "id", it.d.MessageID, "profile", p.profile.Name)
+		return true
+	case errors.Is(err, errPersonFirst):
+		return true
+	default:
+		return p.endReason(pr) == nil
+	}
+}
+
 // pauseOutput is pause that also ends early (true) when out is closed (new
-// output, or a person's key).
-func (p *Pane) pauseOutput(pr *proc, d time.Duration, out <-chan struct{}, acc *time.Duration) bool {
+// output, or a person's key) or jump is (an urgent message jumped the
+// queue).
+func (p *Pane) pauseOutput(pr *proc, d time.Duration, out, jump <-chan struct{}, acc *time.Duration) bool {
 	if acc != nil {
 		defer addSince(acc, time.Now())
 	}
@@ -145,6 +210,8 @@ func (p *Pane) pauseOutput(pr *proc, d time.Duration, out <-chan struct{}, acc *
 	case <-t.C:
 		return true
 	case <-out:
+		return true
+	case <-jump:
 		return true
 	case <-pr.exited:
 		return false

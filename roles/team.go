@@ -99,6 +99,18 @@ type ProfileSettings struct {
 	// MultiLine: the program takes a multi-line bracketed paste as one
 	// prompt (absent keeps the built-in profile's value).
 	MultiLine *bool `json:"multiLine"`
+	// EchoWaitMs bounds the wait for typed text to show on the screen.
+	EchoWaitMs int `json:"echoWaitMs"`
+	// Pasted are the markers of a paste the program shows collapsed.
+	Pasted []string `json:"pasted"`
+	// Erase clears a typed line that never showed (default Ctrl-U);
+	// Interrupt stops a busy program for an [URGENT] message (e.g. "\u001b").
+	Erase     string `json:"erase"`
+	Interrupt string `json:"interrupt"`
+	// RawInput: the program reads its prompt in raw mode; hm types nothing
+	// while the terminal is still canonical (absent keeps the built-in
+	// profile's value).
+	RawInput *bool `json:"rawInput"`
 }
 
 type paneSettings struct {

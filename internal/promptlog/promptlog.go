@@ -15,12 +15,16 @@ import (
 
 // Prompt is one submitted prompt, or, when Discarded is set, input that
 // the agent read and threw away (a busy spell, a flush on a switch to raw
-// mode): no prompt at all.
+// mode), or, when Interrupted is set, an interrupted busy spell: no prompt
+// at all.
 type Prompt struct {
 	Prompt    string `json:"prompt"`
 	Discarded string `json:"discarded,omitempty"`
-	At        int64  `json:"at"`  // unix ms
-	PID       int    `json:"pid"` // the agent process that took it
+	// Interrupted: the agent's busy spell was stopped by an Esc (no
+	// prompt, no discarded input).
+	Interrupted bool  `json:"interrupted,omitempty"`
+	At          int64 `json:"at"`  // unix ms
+	PID         int   `json:"pid"` // the agent process that took it
 }
 
 // Read returns the prompts logged at path, oldest first. A missing file has

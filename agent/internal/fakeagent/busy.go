@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"time"
 )
 
@@ -17,7 +18,9 @@ func (a *agent) discards() bool { return a.silent > 0 || a.spinner > 0 }
 // busySpell works for the silent or spinner spell after a prompt: it reads
 // and throws away all input meanwhile (rest, read before the spell began,
 // included), logs what it threw away, and erases its spinner. A silent
-// spell prints nothing at all.
+// spell prints nothing at all. An Esc read on its own (a single-byte read,
+// as Claude Code and Codex take a lone Esc) interrupts the spell: it is
+// logged as {"interrupted":true,...} and the prompt comes back at once.
 func (a *agent) busySpell(rest []byte) {
 	d, spin := a.silent, false
 	if a.spinner > 0 {
@@ -41,21 +44,37 @@ func (a *agent) busySpell(rest []byte) {
 				a.logDiscarded(lost)
 				return
 			}
+			if string(b) == "\x1b" {
+				a.logDiscarded(lost)
+				a.logRecord(struct {
+					Interrupted bool  `json:"interrupted"`
+					At          int64 `json:"at"`
+					PID         int   `json:"pid"`
+				}{true, time.Now().UnixMilli(), os.Getpid()})
+				a.endSpell(spin)
+				return
+			}
 			lost = append(lost, b...)
 		case <-tick:
 			frame++
 			a.spinFrame(frame)
 		case <-end.C:
 			a.logDiscarded(lost)
-			if spin {
-				if a.tui != nil {
-					a.tui.status = ""
-				} else {
-					a.printf("\r\x1b[K")
-				}
-			}
+			a.endSpell(spin)
 			return
 		}
+	}
+}
+
+// endSpell erases the spinner of a spell that drew one.
+func (a *agent) endSpell(spin bool) {
+	if !spin {
+		return
+	}
+	if a.tui != nil {
+		a.tui.status = ""
+	} else {
+		a.printf("\r\x1b[K")
 	}
 }
 

@@ -14,6 +14,8 @@
 //   - FAKEAGENT_DONE_WORD=w prints FAKEAGENT_DONE_LINE (default
 //     __HM_BG_DONE__) on a line of its own after a prompt containing w;
 //   - Ctrl-U empties the input line (hm's erase key);
+//   - an Esc read on its own interrupts a busy spell (FAKEAGENT_SILENT_MS,
+//     FAKEAGENT_SPINNER_MS, below), logged as {"interrupted":true,...};
 //   - FAKEAGENT_IGNORE_HUP=1 ignores SIGHUP;
 //   - FAKEAGENT_START_MS delays the banner and the paste switch;
 //   - FAKEAGENT_ECHO=0 turns off the echo of typed input, so that output

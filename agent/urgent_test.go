@@ -1,0 +1,118 @@
+package agent
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"hm/internal/poll"
+)
+
+// TestUrgentJumpsAndInterrupts sends a normal message that starts a long
+// busy spell (a spinner, input thrown away), then another normal message
+// and an urgent one. The urgent message jumps the queue: it is submitted
+// before the normal one queued ahead of it. Where the profile defines an
+// interrupt, the busy spell is interrupted for it (the program logs the
+// interrupt before the urgent prompt); where it does not, the urgent
+// message waits for the spell to end. Either way nothing is typed into the
+// busy program (no input thrown away), and each message is submitted once.
+func TestUrgentJumpsAndInterrupts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		interrupt string
+		spellMs   string
+	}{
+		{name: "Interrupt", interrupt: "\x1b", spellMs: "4000"},
+		{name: "NoInterrupt", spellMs: "1500"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			spec, logPath := fakeSpec(t, "FAKEAGENT_SPINNER_MS="+tc.spellMs, "FAKEAGENT_ENTER_MS=0")
+			spec.Timing = hardTiming(">", true, true)
+			spec.Timing.Interrupt = tc.interrupt
+			p := startPane(t, spec)
+			stages := newStageLog()
+			send := func(id, content string) {
+				p.Enqueue(Delivery{MessageID: id, Content: content, Report: stages.reporter(id)})
+			}
+			send("n1", "(ARCH #1): start working")
+			poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("n1"), "n1 submitted") })
+			poll.For(t, 10*time.Second, func() error {
+				r := p.Status().Readiness
+				return poll.Want(strings.HasPrefix(r, Busy.String()), "the busy spell on the screen, readiness %q", r)
+			})
+			send("n2", "(ARCH #2): after the urgent one")
+			send("u1", "(ARCH #3): [URGENT] stop and read this")
+			poll.For(t, 30*time.Second, func() error {
+				return poll.Want(stages.final("u1") && stages.final("n2"), "u1 and n2 final")
+			})
+			for _, id := range []string{"n1", "u1", "n2"} {
+				if got := stages.get(id); got[len(got)-1].Kind != StageSubmitted {
+					t.Errorf("%s: final stage %v, want submitted", id, got[len(got)-1].Kind)
+				}
+			}
+			settle(t, logPath)
+			var order []string
+			interruptedAt := -1
+			for _, r := range readPrompts(t, logPath) {
+				switch {
+				case r.Interrupted:
+					interruptedAt = len(order)
+				case r.Discarded != "":
+					t.Errorf("input typed into the busy program and thrown away: %q", r.Discarded)
+				case strings.TrimSpace(r.Prompt) != "":
+					m := trailerRE.FindStringSubmatch(r.Prompt)
+					if m == nil {
+						t.Errorf("prompt without a trailer: %q", r.Prompt)
+						continue
+					}
+					order = append(order, m[1])
+				}
+			}
+			if want := []string{"n1", "u1", "n2"}; !slices.Equal(order, want) {
+				t.Errorf("prompts in order %v, want %v (the urgent message jumps the queue, each once)", order, want)
+			}
+			switch {
+			case tc.interrupt != "" && interruptedAt != 1:
+				t.Errorf("interrupt logged before prompt %d, want right before the urgent one (1)", interruptedAt)
+			case tc.interrupt == "" && interruptedAt >= 0:
+				t.Errorf("a profile without an interrupt interrupted the program")
+			}
+		})
+	}
+}
+
+// TestRawInputWaitsForRawMode: a program that stays in canonical mode
+// (the kernel echoes and edits lines) for a while before it reads its
+// prompt in raw mode, flushing what was typed meanwhile. With a profile
+// that has no screen markers the screen looks ready at once; RawInput
+// makes hm wait for raw mode, so the message is submitted once and nothing
+// is thrown away.
+func TestRawInputWaitsForRawMode(t *testing.T) {
+	t.Parallel()
+	spec, logPath := fakeSpec(t, "FAKEAGENT_LATE_RAW_MS=1500", "FAKEAGENT_ECHO=1", "FAKEAGENT_ENTER_MS=0")
+	spec.Timing = Profile{Idle: 30 * time.Millisecond, EnterDelay: 40 * time.Millisecond, Verify: 300 * time.Millisecond,
+		EchoWait: 300 * time.Millisecond, RawInput: true}
+	p := startPane(t, spec)
+	stages := newStageLog()
+	p.Enqueue(Delivery{MessageID: "r1", Content: "(ARCH #1): typed only once raw", Report: stages.reporter("r1")})
+	poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("r1"), "r1 final") })
+	if got := stages.get("r1"); got[len(got)-1].Kind != StageSubmitted {
+		t.Errorf("final stage %v, want submitted", got[len(got)-1].Kind)
+	}
+	settle(t, logPath)
+	took := 0
+	for _, r := range readPrompts(t, logPath) {
+		switch {
+		case r.Discarded != "":
+			t.Errorf("typed into the canonical terminal and thrown away: %q", r.Discarded)
+		case strings.Contains(r.Prompt, "[hm:r1]"):
+			took++
+		}
+	}
+	if took != 1 {
+		t.Errorf("the program took the message %d times, want once", took)
+	}
+}
