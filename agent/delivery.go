@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"hm/internal/atomicfile"
@@ -117,130 +115,6 @@ func (d Delivery) Fail(err error) {
 	}
 	if d.Failed != nil {
 		d.Failed(err)
-	}
-}
-
-// item is a queued delivery.
-type item struct {
-	d          Delivery
-	enqueuedAt time.Time
-	headSeen   bool
-	waited     time.Duration // deliberate waiting, excluded from CommitToFirstByte
-	pointer    string        // pointer file written for this message
-	entered    bool          // Submitted(false) already reported the first Enter
-	unseen     int           // typings whose text never showed on the screen
-	started    bool          // typing began: no urgent message goes ahead of it (guarded by qmu)
-}
-
-// Enqueue adds a message to the pane's queue. It never blocks and never
-// drops: messages wait while the pane is busy, exited or restarting. The
-// queue is first in, first out, except that an urgent message jumps it: it
-// goes after the message being typed (if any) and the urgent messages
-// queued before it, ahead of every other waiting message, and a waiting
-// head it overtakes gives way at once.
-func (p *Pane) Enqueue(d Delivery) {
-	d.Urgent = d.Urgent || hasUrgentTag(d.Content)
-	it := &item{d: d, enqueuedAt: time.Now()}
-	p.qmu.Lock()
-	at := len(p.queue)
-	if d.Urgent {
-		at = 0
-		for at < len(p.queue) && (p.queue[at].started || p.queue[at].d.Urgent) {
-			at++
-		}
-	}
-	p.queue = slices.Insert(p.queue, at, it)
-	if at == 0 && len(p.queue) > 1 {
-		close(p.qjump) // the head waiting for readiness gives way
-		p.qjump = make(chan struct{})
-	}
-	p.qmu.Unlock()
-	select {
-	case p.qwake <- struct{}{}:
-	default:
-	}
-}
-
-// startTyping marks it as being typed, unless an urgent message took its
-// place at the head of the queue meanwhile (false).
-func (p *Pane) startTyping(it *item) bool {
-	p.qmu.Lock()
-	defer p.qmu.Unlock()
-	if len(p.queue) == 0 || p.queue[0] != it {
-		return false
-	}
-	it.started = true
-	return true
-}
-
-// overtaken reports whether it is no longer the head of the queue, and
-// returns the channel closed when a message next jumps the queue.
-func (p *Pane) overtaken(it *item) (bool, <-chan struct{}) {
-	p.qmu.Lock()
-	defer p.qmu.Unlock()
-	return len(p.queue) == 0 || p.queue[0] != it, p.qjump
-}
-
-// Undelivered returns the queued messages not yet delivered, in order (the
-// one being typed included). After Stop these will never be typed.
-func (p *Pane) Undelivered() []Delivery {
-	p.qmu.Lock()
-	defer p.qmu.Unlock()
-	out := make([]Delivery, len(p.queue))
-	for i, it := range p.queue {
-		out[i] = it.d
-	}
-	return out
-}
-
-// deliverLoop is the pane's delivery engine: it owns the head of the queue.
-func (p *Pane) deliverLoop() {
-	var prevDone time.Time // when the previous message finished
-	for {
-		it := p.head(prevDone)
-		if it == nil {
-			return
-		}
-		if p.deliver(it) {
-			p.qmu.Lock()
-			if i := slices.Index(p.queue, it); i >= 0 {
-				p.queue = slices.Delete(p.queue, i, i+1)
-			}
-			p.qmu.Unlock()
-			prevDone = time.Now()
-		}
-	}
-}
-
-// head waits for a queued message; nil once the pane stops. Time a message
-// spent queued behind the previous one counts as deliberate waiting.
-func (p *Pane) head(prevDone time.Time) *item {
-	for {
-		select {
-		case <-p.stopCh:
-			return nil
-		default:
-		}
-		p.qmu.Lock()
-		var it *item
-		if len(p.queue) > 0 {
-			it = p.queue[0]
-		}
-		p.qmu.Unlock()
-		if it != nil {
-			if !it.headSeen {
-				it.headSeen = true
-				if prevDone.After(it.enqueuedAt) {
-					it.waited += prevDone.Sub(it.enqueuedAt)
-				}
-			}
-			return it
-		}
-		select {
-		case <-p.qwake:
-		case <-p.stopCh:
-			return nil
-		}
 	}
 }
 
@@ -511,35 +385,4 @@ func (p *Pane) writePointer(it *item, body string) (string, error) {
 		return "", fmt.Errorf("write pointer file: %w", err)
 	}
 	return path, nil
-}
-
-// hasUrgentTag reports whether the priority tags right after the optional
-// "[AGENT MSG ...]" prefix and "(ROLE #N):" header include "[URGENT]".
-func hasUrgentTag(content string) bool {
-	s := strings.TrimLeft(content, " ")
-	if strings.HasPrefix(s, "[AGENT MSG") {
-		if i := strings.IndexByte(s, ']'); i >= 0 {
-			s = strings.TrimLeft(s[i+1:], " ")
-		}
-	}
-	if strings.HasPrefix(s, "(") {
-		if i := strings.Index(s, "):"); i > 0 && i < 64 {
-			s = s[i+2:]
-		}
-	}
-	for range 8 {
-		s = strings.TrimLeft(s, " ")
-		if !strings.HasPrefix(s, "[") {
-			return false
-		}
-		i := strings.IndexByte(s, ']')
-		if i < 0 {
-			return false
-		}
-		if strings.EqualFold(s[:i+1], "[URGENT]") {
-			return true
-		}
-		s = s[i+1:]
-	}
-	return false
 }
