@@ -76,9 +76,10 @@ type Delivery struct {
 	MessageID string
 	// Content is the message, role header included.
 	Content string
-	// Urgent skips the wait for the pane to go idle. A content whose
-	// priority tags (after the role header) include "[URGENT]" is urgent
-	// too.
+	// Urgent jumps the queue, skips the quiet period and, where the
+	// profile has an Interrupt, interrupts a busy program (see Enqueue and
+	// waitReady). A content whose priority tags (after the role header)
+	// include "[URGENT]" is urgent too.
 	Urgent bool
 	// Report, if set, receives the stages in order, on a goroutine of the
 	// pane; it must not block for long.
