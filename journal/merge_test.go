@@ -243,7 +243,7 @@ func TestMessageJSONUsesColumnNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	cols := strings.Split(MessageColumns, ", ")
-	if len(fields) != len(cols) || len(cols) != messageColumnCount {
+	if len(fields) != len(cols) || len(cols) != MessageColumnCount {
 		t.Fatalf("%d JSON fields, %d columns: %s", len(fields), len(cols), b)
 	}
 	for _, c := range cols {

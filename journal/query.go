@@ -16,8 +16,8 @@ import (
 // reads them.
 const MessageColumns = "row_id, message_id, session_id, sender_role, target_role, channel, direction, seq, header, priority, sent_at_ms, brokered_at_ms, raw_body, body_hash, body_bytes, status, ack_status, error_code, attempt, metadata_json, updated_at_ms"
 
-// messageColumnCount is the number of columns in MessageColumns.
-const messageColumnCount = 21
+// MessageColumnCount is the number of columns in MessageColumns.
+const MessageColumnCount = 21
 
 // MessageColumnsAs returns MessageColumns with every column qualified by
 // alias ("j" gives "j.row_id, j.message_id, ...") for joins.
@@ -221,7 +221,7 @@ func (l *Ledger) Search(ctx context.Context, q string, limit int) ([]Hit, error)
 		return execArgs(conn, "SELECT "+MessageColumnsAs("j")+`, snippet(comms_fts, 0, '[', ']', '…', 16)
  FROM comms_fts JOIN comms_journal j ON j.row_id = comms_fts.rowid
  WHERE comms_fts MATCH ? ORDER BY comms_fts.rowid DESC LIMIT ?`, func(stmt *sqlite.Stmt) error {
-			out = append(out, Hit{Message: ScanMessage(stmt, 0), Excerpt: stmt.ColumnText(messageColumnCount)})
+			out = append(out, Hit{Message: ScanMessage(stmt, 0), Excerpt: stmt.ColumnText(MessageColumnCount)})
 			return nil
 		}, q, limit)
 	})

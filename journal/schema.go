@@ -151,6 +151,9 @@ CREATE INDEX IF NOT EXISTS comms_journal_unacked ON comms_journal(row_id, target
 	// REPLACE, so a NULL written by another program becomes the column's
 	// default instead of failing.
 	squidRunCompatJournal,
+	// 7: hm status and the handoff list messages stuck at a pane
+	// (ack_status stuck: typed but never shown, or never submitted).
+	`CREATE INDEX comms_journal_stuck ON comms_journal(row_id) WHERE ack_status = '` + string(status.Stuck) + `';`,
 }
 
 // squidRunCompatJournal is migration 6; see SquidRunChannels.

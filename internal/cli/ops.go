@@ -199,6 +199,7 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 		tg += ": " + st.Telegram.LastError
 	}
 	fmt.Fprintf(env.Stdout, "telegram: %s\n", tg)
+	printStuck(env.Stdout, st)
 	if st.Ledger.Error != "" {
 		fmt.Fprintf(env.Stdout, "ledger: ERROR %s\n", st.Ledger.Error)
 		fmt.Fprintln(env.Stderr, "hm status: the ledger cannot commit:", st.Ledger.Error)
@@ -206,6 +207,25 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 	}
 	fmt.Fprintf(env.Stdout, "ledger: ok (%s)\n", st.Ledger.Path)
 	return ExitOK
+}
+
+// printStuck lists the session's messages stuck at a pane, newest last.
+func printStuck(w io.Writer, st hub.Status) {
+	if len(st.Stuck) == 0 {
+		return
+	}
+	more := ""
+	if st.StuckMore {
+		more = fmt.Sprintf(", the newest %d shown", len(st.Stuck))
+	}
+	fmt.Fprintf(w, "stuck: %d message(s) a pane could not get submitted%s (hm comms history shows them):\n", len(st.Stuck), more)
+	for _, m := range st.Stuck {
+		ref := m.MessageID
+		if m.Header != "" && m.Seq > 0 {
+			ref = fmt.Sprintf("%s #%d (%s)", m.Header, m.Seq, m.MessageID)
+		}
+		fmt.Fprintf(w, "  %s %s → %s, %s ago: %s\n", ref, m.From, m.To, time.Since(time.UnixMilli(m.AtMs)).Round(time.Second), m.Reason)
+	}
 }
 
 // paneState is a pane's STATE column in `hm status`: the state, why it

@@ -1,6 +1,7 @@
 package hub_test
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -14,14 +15,14 @@ import (
 // ledger field and the hub went on as if nothing happened.
 func TestStatusShowsLedgerGone(t *testing.T) {
 	th := startHub(t, hubConfig{})
-	if st := th.h.Snapshot().Ledger; !st.OK || st.Error != "" || st.Path != th.h.Layout.Ledger() {
+	if st := th.h.Snapshot(context.Background()).Ledger; !st.OK || st.Error != "" || st.Path != th.h.Layout.Ledger() {
 		t.Fatalf("status ledger = %+v, want ok at %s", st, th.h.Layout.Ledger())
 	}
 	if err := os.Remove(th.h.Layout.Ledger()); err != nil {
 		t.Fatal(err)
 	}
 	poll.For(t, 10*time.Second, func() error {
-		st := th.h.Snapshot().Ledger
+		st := th.h.Snapshot(context.Background()).Ledger
 		return poll.Want(!st.OK && strings.Contains(st.Error, "was deleted") && strings.Contains(st.Error, "journal_unavailable"), "status ledger = %+v", st)
 	})
 }

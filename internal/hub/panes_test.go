@@ -75,7 +75,7 @@ func TestHubPanesStartupDeliveryReceiptShutdown(t *testing.T) {
 	})
 
 	// Status lists the panes.
-	st := th.h.Snapshot()
+	st := th.h.Snapshot(context.Background())
 	if len(st.Panes) != 3 || st.Panes[0].Role != "architect" || st.Panes[0].PID == 0 {
 		t.Fatalf("status panes = %+v", st.Panes)
 	}

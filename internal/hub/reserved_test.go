@@ -1,6 +1,7 @@
 package hub_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +24,9 @@ func TestSecurityTelegramIDNotPreempted(t *testing.T) {
 	defer fake.Close()
 	root := t.TempDir()
 	th := startHubAt(t, root, hubConfig{settings: fakeTeam(root), opts: telegramEnv(fake)})
-	poll.For(t, 30*time.Second, func() error { return poll.Want(th.h.Snapshot().Telegram.State == "polling", "relay polling") })
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(th.h.Snapshot(context.Background()).Telegram.State == "polling", "relay polling")
+	})
 
 	next := msgid.TelegramIn(telegramtest.FirstUpdateID)
 	oracle := th.as("oracle", false, th.paneToken("oracle"))

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/broker/telegram"
+	"hm/journal/report"
 )
 
 // PaneStatus is one pane in Status.
@@ -51,6 +53,21 @@ type Status struct {
 	Triggers  any             `json:"triggers,omitempty"`
 	Telegram  telegramStatus  `json:"telegram"`
 	Ledger    LedgerStatus    `json:"ledger"`
+	// Stuck lists the session's newest messages stuck at a pane (at most
+	// report.StuckListLimit; StuckMore says there are more).
+	Stuck     []StuckStatus `json:"stuck"`
+	StuckMore bool          `json:"stuckMore,omitempty"`
+}
+
+// StuckStatus is a message stuck at a pane, in Status.
+type StuckStatus struct {
+	MessageID string `json:"messageId"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+	Header    string `json:"header,omitempty"`
+	Seq       int64  `json:"seq,omitempty"`
+	AtMs      int64  `json:"atMs"`
+	Reason    string `json:"reason"`
 }
 
 // LedgerStatus is the evidence ledger's health in Status: Error is set
@@ -71,7 +88,7 @@ type telegramStatus struct {
 }
 
 // Snapshot gathers the hub's status.
-func (h *Hub) Snapshot() Status {
+func (h *Hub) Snapshot(ctx context.Context) Status {
 	var s Status
 	s.Hub.PID, s.Hub.Port, s.Hub.URL, s.Hub.Root = os.Getpid(), h.Port, h.URL(), h.Layout.Root
 	s.Hub.Session, s.Hub.SessionID, s.Hub.Version = h.Session, h.SessionID(), Version
@@ -100,11 +117,13 @@ func (h *Hub) Snapshot() Status {
 	if h.watcher != nil {
 		s.Triggers = h.watcher.Stats()
 	}
+	s.Stuck = []StuckStatus{}
 	if h.Ledger != nil {
 		s.Ledger = LedgerStatus{Path: h.Ledger.Path(), OK: true}
 		if err := h.Ledger.Health(); err != nil {
 			s.Ledger.OK, s.Ledger.Error = false, err.Error()
 		}
+		s.Stuck, s.StuckMore = h.stuck(ctx)
 	}
 	s.Telegram = telegramStatus{State: "off"}
 	if h.relay != nil {
@@ -112,6 +131,21 @@ func (h *Hub) Snapshot() Status {
 		s.Telegram = telegramFrom(st)
 	}
 	return s
+}
+
+// stuck lists the session's newest stuck messages; a ledger that cannot be
+// read gives none (Ledger.Error says why when it is broken).
+func (h *Hub) stuck(ctx context.Context) ([]StuckStatus, bool) {
+	msgs, more, err := report.Stuck(ctx, h.Ledger, h.SessionID(), report.StuckListLimit)
+	if err != nil {
+		h.log.Warn("status: read stuck messages", "err", err)
+	}
+	out := make([]StuckStatus, 0, len(msgs))
+	for _, m := range msgs {
+		at := m.UpdatedAtMs
+		out = append(out, StuckStatus{MessageID: m.MessageID, From: m.SenderRole, To: m.TargetRole, Header: m.Header, Seq: m.Seq, AtMs: at, Reason: m.Reason})
+	}
+	return out, more
 }
 
 func telegramFrom(st telegram.Status) telegramStatus {
@@ -134,5 +168,5 @@ func (h *Hub) serveStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(h.Snapshot())
+	_ = json.NewEncoder(w).Encode(h.Snapshot(r.Context()))
 }

@@ -33,7 +33,7 @@ func TestTelegramThroughTheHub(t *testing.T) {
 	archLog := filepath.Join(root, "architect.jsonl")
 
 	poll.For(t, 30*time.Second, func() error {
-		return poll.Want(th.h.Snapshot().Telegram.State == "polling", "relay polling, have %v", th.h.Snapshot().Telegram.State)
+		return poll.Want(th.h.Snapshot(context.Background()).Telegram.State == "polling", "relay polling, have %v", th.h.Snapshot(context.Background()).Telegram.State)
 	})
 	id := fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Dana", Text: "ship it"})
 	poll.For(t, 30*time.Second, func() error {
@@ -120,7 +120,7 @@ func TestTelegramOffWithoutToken(t *testing.T) {
 	if ack := send(t, c, proto.Frame{Target: "telegram", Content: "hello"}); ack.OK || ack.Status != "telegram_unconfigured" {
 		t.Fatalf("ack = %+v", ack)
 	}
-	if st := th.h.Snapshot().Telegram.State; st != "off" {
+	if st := th.h.Snapshot(context.Background()).Telegram.State; st != "off" {
 		t.Fatalf("state %q", st)
 	}
 	// The hub is otherwise unaffected.

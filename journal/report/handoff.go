@@ -11,8 +11,8 @@ import (
 
 // Handoff builds the session handoff (handoffs/session.md) for the session
 // named by o (see Options.SessionID). Its sections, in order: Coverage,
-// Open Obligations, Tagged Signals, Failed Deliveries, Pending Deliveries,
-// Recent Messages (the last HandoffRecentLimit messages of the session).
+// Open Obligations, Tagged Signals, Failed Deliveries, Stuck Deliveries,
+// Pending Deliveries, Recent Messages (the last HandoffRecentLimit messages of the session).
 //
 // The output depends only on the ledger's contents, o.SessionID/Session
 // and o.Roles: it never reads the clock, renders times from the ledger in
@@ -52,6 +52,8 @@ type handoffData struct {
 	moreSig     bool
 	failed      []journal.Message
 	moreFailed  bool
+	stuck       []StuckMessage
+	moreStuck   bool
 	pending     []journal.Message
 	morePending bool
 	recent      []journal.Message
@@ -83,6 +85,9 @@ func loadHandoff(conn *sqlite.Conn, o Options) (handoffData, error) {
 		if err != nil {
 			return h, fmt.Errorf("failed deliveries: %w", err)
 		}
+	}
+	if h.stuck, h.moreStuck, err = loadStuck(conn, h.session, HandoffListLimit); err != nil {
+		return h, fmt.Errorf("stuck deliveries: %w", err)
 	}
 	if h.pending, h.morePending, err = loadMessages(conn, qPending, HandoffListLimit); err != nil {
 		return h, fmt.Errorf("pending deliveries: %w", err)
@@ -126,6 +131,13 @@ func buildHandoff(conn *sqlite.Conn, o Options) ([]byte, error) {
 		rowsOf(h.failed, func(m journal.Message) []string {
 			return []string{itoa(m.RowID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(string(m.ErrorCode)), itoa(m.Attempt), m.RawBody}
 		}), h.moreFailed, HandoffListLimit, "failed deliveries", 0, 6)
+
+	d.section("Stuck Deliveries")
+	d.list("No stuck deliveries in this session.", "Messages a pane could not get submitted (ack status stuck); one that never reached the program is typed again when the hub restarts.",
+		[]string{"row", "time", "from", "to", "ref", "reason", "body"},
+		rowsOf(h.stuck, func(m StuckMessage) []string {
+			return []string{itoa(m.RowID), fmtTime(msgTime(m.Message)), dash(m.SenderRole), dash(m.TargetRole), ref(m.Message), dash(m.Reason), m.RawBody}
+		}), h.moreStuck, HandoffListLimit, "stuck deliveries", 0)
 
 	d.section("Pending Deliveries")
 	d.list("No messages pending delivery.", "Committed but not yet handed to a pane or listener (status brokered), in any session.",

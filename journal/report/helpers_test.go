@@ -117,6 +117,8 @@ var fixture = []fm{
 	{id: "m7-13", session: "app-session-7", from: "builder-bg-1", to: "builder", channel: "ws", header: "BUILDER-BG-1", seq: 1,
 		body: "(BUILDER-BG-1 #1): BLOCKER: cannot reach the module proxy", status: "acked", ack: "delivered.verified",
 		signals: []journal.Signal{{Kind: "BLOCKER", Text: "cannot reach the module proxy"}}},
+	{id: "m7-14", session: "app-session-7", from: "architect", to: "builder", channel: "ws", header: "ARCH", seq: 6,
+		body: "(ARCH #6): run the | migration", status: "routed", ack: "stuck"},
 
 	{id: "m8-01", session: "app-session-8", from: "architect", to: "builder", channel: "ws", header: "ARCH", seq: 1,
 		body: "(ARCH #1): hello from the new session", status: "brokered"},
@@ -162,6 +164,11 @@ func buildFixture(t testing.TB, dir string) *journal.Ledger {
 		if _, err := l.Append(ctx, m); err != nil {
 			t.Fatalf("append %s: %v", f.id, err)
 		}
+	}
+	// The stuck message's reason is its stuck event's.
+	if _, err := l.Advance(ctx, journal.Change{MessageID: "m7-14", AckStatus: status.Stuck, Event: status.EventStuck,
+		Detail: map[string]any{"pane": "builder", "error": "message stuck: the text never appeared on the screen in 3 typings"}}); err != nil {
+		t.Fatalf("advance m7-14: %v", err)
 	}
 	// The open obligation of ARCH #2 got its reminder.
 	if err := l.MarkReminded(ctx, "m7-03"); err != nil {

@@ -45,6 +45,15 @@ var (
  WHERE status = '` + string(status.Failed) + `' AND row_id BETWEEN ?1 AND ?2 AND (?3 = '' OR session_id = ?3)
  ORDER BY row_id DESC LIMIT ?4`
 
+	// qStuck lists messages stuck at a pane, optionally of one session
+	// (?1, "" = any), newest first, each with the reason of its latest
+	// stuck event.
+	qStuck = `SELECT ` + journal.MessageColumns + `, (SELECT json_extract(e.detail_json, '$.error') FROM comms_events e
+   WHERE e.message_id = j.message_id AND e.event = '` + string(status.EventStuck) + `' ORDER BY e.event_id DESC LIMIT 1)
+ FROM comms_journal j INDEXED BY comms_journal_stuck
+ WHERE ack_status = '` + string(status.Stuck) + `' AND (?1 = '' OR session_id = ?1)
+ ORDER BY row_id DESC LIMIT ?2`
+
 	// qPending lists messages still pending (status brokered), newest
 	// first.
 	qPending = `SELECT ` + journal.MessageColumns + ` FROM comms_journal INDEXED BY comms_journal_pending WHERE status = '` + string(status.Brokered) + `' ORDER BY row_id DESC LIMIT ?1`

@@ -20,7 +20,7 @@ import (
 // briefingNow is when session 8 starts in the golden briefing.
 var briefingNow = time.Date(2026, 11, 22, 8, 30, 0, 0, time.UTC)
 
-var handoffSections = []string{"## Coverage", "## Open Obligations", "## Tagged Signals", "## Failed Deliveries", "## Pending Deliveries", "## Recent Messages"}
+var handoffSections = []string{"## Coverage", "## Open Obligations", "## Tagged Signals", "## Failed Deliveries", "## Stuck Deliveries", "## Pending Deliveries", "## Recent Messages"}
 
 func TestHandoffGolden(t *testing.T) {
 	t.Parallel()
@@ -57,12 +57,13 @@ func TestHandoffGolden(t *testing.T) {
 		{"long body cut", true, CellMarker},
 		{"long body end not shown", false, "END-OF-LONG-BODY"},
 		{"unknown send time falls back to brokered", true, "| 2026-11-21 09:10:00 | user | architect |"},
-		{"coverage row range", true, "row ids 3 to 15"},
+		{"stuck message listed with its reason", true, "| ARCH #6 | message stuck: the text never appeared on the screen in 3 typings | (ARCH #6): run the \\| migration |"},
+		{"coverage row range", true, "row ids 3 to 16"},
 		{"coverage first", true, "First message: 2026-11-21 09:02:00 UTC (row 3)"},
-		{"coverage last", true, "Last message: 2026-11-21 09:14:00 UTC (row 15)"},
+		{"coverage last", true, "Last message: 2026-11-21 09:15:00 UTC (row 16)"},
 		{"status count", true, "| acked | 7 |"},
 		{"channel count", true, "| telegram | 1 |"},
-		{"per-role line", true, "| architect | ARCH | 1 | 5 | #5 |"},
+		{"per-role line", true, "| architect | ARCH | 1 | 6 | #6 |"},
 		{"sender without role", true, "| system | — | — | 1 | — |"},
 		{"reminded time", true, "2026-11-21 18:00:00"},
 		{"no wall-clock ages", false, " ago"},
@@ -94,7 +95,7 @@ func TestBriefingGolden(t *testing.T) {
 	}{
 		{"title", "", true, "# Startup Briefing: app-session-8\n"},
 		{"previous session named", "", true, "Previous session: app-session-7."},
-		{"previous counts", "## Previous Session", true, "Messages: 13, row ids 3 to 15"},
+		{"previous counts", "## Previous Session", true, "Messages: 14, row ids 3 to 16"},
 		{"count by status", "## Previous Session", true, "| failed | 1 |"},
 		{"count by sender", "## Previous Session", true, "| builder | 3 | #3 |"},
 		{"team line", "## Team", true, "| oracle | ORACLE | 3 | 2 | #2 | 1 | 1 |"},
@@ -418,6 +419,7 @@ func TestQueryPlans(t *testing.T) {
 		{"session first", qSessionFirst, []any{"s"}, []string{"SEARCH comms_journal USING", "(session_id=?)"}},
 		{"session last", qSessionLast, []any{"s"}, []string{"SEARCH comms_journal USING", "(session_id=?)"}},
 		{"failed", qFailed, []any{1, 2, "s", 3}, []string{"SEARCH comms_journal USING INDEX comms_journal_failed", "(row_id>? AND row_id<?)"}},
+		{"stuck", qStuck, []any{"s", 3}, []string{"USING INDEX comms_journal_stuck", "SEARCH e USING INDEX comms_events_message (message_id=?)"}},
 		{"pending", qPending, []any{3}, []string{"comms_journal USING INDEX comms_journal_pending"}},
 		{"recent", qRecent, []any{3}, []string{"SCAN comms_journal"}},
 		{"recent session", qRecentSession, []any{"s", 3}, []string{"SEARCH comms_journal USING", "(session_id=?)"}},
@@ -450,8 +452,9 @@ func TestQueryPlans(t *testing.T) {
 			united := strings.Contains(all, "COMPOUND QUERY") || c.name == "signals"
 			for _, line := range plan {
 				// A scan of a partial index reads only the rows it holds
-				// (the pending or failed ones), which is what we want.
-				partial := strings.Contains(line, "INDEX comms_journal_pending") || strings.Contains(line, "INDEX comms_journal_failed")
+				// (the pending, failed or stuck ones), which is what we want.
+				partial := strings.Contains(line, "INDEX comms_journal_pending") || strings.Contains(line, "INDEX comms_journal_failed") ||
+					strings.Contains(line, "INDEX comms_journal_stuck")
 				if united && (line == "SCAN o" || line == "SCAN s") {
 					continue
 				}
