@@ -177,13 +177,13 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 	}
 	fmt.Fprintf(env.Stdout, "hub: running pid %d on %s, session %d, up %s, root %s\n", st.Hub.PID, st.Hub.URL, st.Hub.Session, (time.Duration(st.Hub.UptimeMs) * time.Millisecond).Round(time.Second), st.Hub.Root)
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROLE\tPANE\tPID\tSTATE\tQUEUED\tLAST ACTIVITY\tCOMMAND")
+	fmt.Fprintln(tw, "ROLE\tPANE\tPID\tSTATE\tSCREEN\tQUEUED\tLAST ACTIVITY\tCOMMAND")
 	for _, p := range st.Panes {
 		last := "-"
 		if p.LastActivityMs > 0 {
 			last = time.Since(time.UnixMilli(p.LastActivityMs)).Round(time.Second).String() + " ago"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", p.Role, p.PaneID, p.PID, paneState(p), p.Queued, last, p.Command)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", p.Role, p.PaneID, p.PID, paneState(p), dashIfEmpty(p.Readiness), p.Queued, last, p.Command)
 	}
 	tw.Flush()
 	if len(st.Panes) == 0 {
@@ -226,6 +226,14 @@ func printStuck(w io.Writer, st hub.Status) {
 		}
 		fmt.Fprintf(w, "  %s %s → %s, %s ago: %s\n", ref, m.From, m.To, time.Since(time.UnixMilli(m.AtMs)).Round(time.Second), m.Reason)
 	}
+}
+
+// dashIfEmpty is s, or "-" when s is empty.
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // paneState is a pane's STATE column in `hm status`: the state, why it

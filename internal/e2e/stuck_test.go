@@ -16,6 +16,7 @@ import (
 // typed (echo off) gets every message stuck; `hm status` lists the stuck
 // message with its reason (text and --json), and `hm handoff` has it under
 // Stuck Deliveries (#15: "hm status shows it, the handoff lists it").
+// hm status also shows how the profile reads each pane's screen.
 func TestStuckShownInStatusAndHandoff(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -43,6 +44,7 @@ func TestStuckShownInStatusAndHandoff(t *testing.T) {
 	}
 	r := run(t, root, nil, "hm", "status", "--json")
 	var st struct {
+		Panes []struct{ Role, Readiness string } `json:"panes"`
 		Stuck []struct{ MessageID, From, To, Reason string } `json:"stuck"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &st); r.code != 0 || err != nil {
@@ -52,6 +54,11 @@ func TestStuckShownInStatusAndHandoff(t *testing.T) {
 		return m.MessageID == "stuck-1" && m.From == "builder" && m.To == "architect" && strings.Contains(m.Reason, "never appeared")
 	}) {
 		t.Errorf("hm status --json lacks the stuck message: %+v", st.Stuck)
+	}
+	// The screen as the profile reads it (the default profile has no
+	// markers: ready unless busy or blocked).
+	if len(st.Panes) != 1 || st.Panes[0].Readiness != "ready" || !strings.Contains(text, "SCREEN") {
+		t.Errorf("hm status lacks the pane's readiness: %+v\n%s", st.Panes, text)
 	}
 	r = run(t, root, nil, "hm", "handoff")
 	if r.code != 0 {

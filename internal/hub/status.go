@@ -31,6 +31,10 @@ type PaneStatus struct {
 	// Waiting says why messages wait for someone rather than for the
 	// program, e.g. "waiting for the person in attach" (agent.Status.Waiting).
 	Waiting string `json:"waiting,omitempty"`
+	// Readiness is how the profile's markers read the pane's screen:
+	// "ready", "busy: <marker>", "blocked: <dialog marker>", "not ready"
+	// (agent.Status.Readiness).
+	Readiness string `json:"readiness"`
 }
 
 // Status is what `hm status --json` prints (served at /status).
@@ -102,7 +106,7 @@ func (h *Hub) Snapshot(ctx context.Context) Status {
 			}
 			s.Panes = append(s.Panes, PaneStatus{Role: p.Role, PaneID: p.PaneID, Header: p.Header, Command: p.Command, Profile: p.Profile,
 				PID: p.PID, State: p.State, Queued: p.Queued, LastActivityMs: p.LastActivity.UnixMilli(), Restarts: p.Restarts,
-				LastError: p.LastError, BracketedPaste: p.BracketedPaste, Waiting: p.Waiting})
+				LastError: p.LastError, BracketedPaste: p.BracketedPaste, Waiting: p.Waiting, Readiness: p.Readiness})
 		}
 	}
 	s.Slots = []proto.BgAgent{}
