@@ -100,6 +100,9 @@ func benches(quick bool) []bench {
 		{pkg: "./internal/e2e", name: "BenchmarkIdleHubRSS", benchtime: "1x", count: 3, metrics: []metric{
 			{issue: "#3", what: "idle hub with three panes, RSS", unit: "rss-MB", goal: "< 40 MB", ok: lt(40)},
 		}},
+		{pkg: "./internal/e2e", name: "BenchmarkBusyPanesRSS", benchtime: "1x", count: 3, metrics: []metric{
+			{issue: "#15", what: "hub with three busy panes (fake agents printing continuously, a message to each every 250 ms for 8 s), RSS", unit: "rss-MB", goal: "< 40 MB", ok: lt(40)},
+		}},
 		{pkg: "./internal/hub", name: "BenchmarkTriggerToCommit", benchtime: n("1000x", "300x"), count: 3, metrics: []metric{
 			{issue: "#4", what: "trigger rename → ledger commit p50 (a file every 2 ms)", unit: "p50-ms", goal: "", ok: nil},
 			{issue: "#4", what: "trigger rename → ledger commit p99 (a file every 2 ms)", unit: "p99-ms", goal: "< 50 ms", ok: lt(50)},
