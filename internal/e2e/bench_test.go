@@ -133,6 +133,7 @@ func BenchmarkBusyPanesRSS(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		b.Cleanup(func() { op.CloseNow() })
 		if _, err := op.Register(ctx, "user", tok, false); err != nil {
 			b.Fatal(err)
 		}
@@ -158,7 +159,6 @@ func BenchmarkBusyPanesRSS(b *testing.B) {
 				b.Fatalf("pane %s took %d prompts in 8 s (%v)\n%s", r, len(ps), err, h.log.String())
 			}
 		}
-		op.CloseNow()
 		b.ReportMetric(rss, "rss-MB")
 		h.kill()
 	}
