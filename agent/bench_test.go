@@ -107,6 +107,9 @@ func BenchmarkTermScanner(b *testing.B) {
 // ("msgs/min"): each iteration types 20 mixed messages and waits until all
 // reached a final stage. "lost/op" counts the messages of an iteration that
 // the program never took as a prompt (0 when delivery is right).
+// "ready-p50-ms" and "ready-p99-ms" are the hub's added latency, readiness
+// observed to first byte typed (Stage.CommitToFirstByte), over every
+// typing that showed on the screen (each StageTyped, retypes included).
 func BenchmarkHardCase(b *testing.B) {
 	const perOp = 20
 	msgs := hardMessages(100)
@@ -121,6 +124,7 @@ func BenchmarkHardCase(b *testing.B) {
 			})
 			stages := newStageLog()
 			sent := map[string]bool{}
+			var ids []string
 			b.ResetTimer()
 			start := time.Now()
 			for i := 0; i < b.N; i++ {
@@ -129,6 +133,7 @@ func BenchmarkHardCase(b *testing.B) {
 					m := msgs[(i*perOp+k)%len(msgs)]
 					last = fmt.Sprintf("%s-%d", m.id, i)
 					sent[last] = true
+					ids = append(ids, last)
 					p.Enqueue(Delivery{MessageID: last, Content: m.content, Report: stages.reporter(last)})
 				}
 				poll.For(b, time.Minute, func() error {
@@ -143,8 +148,27 @@ func BenchmarkHardCase(b *testing.B) {
 					delete(sent, mt[1])
 				}
 			}
+			var added []time.Duration
+			for _, id := range ids {
+				for _, s := range stages.get(id) {
+					if s.Kind == StageTyped {
+						added = append(added, s.CommitToFirstByte)
+					}
+				}
+			}
 			b.ReportMetric(float64(b.N*perOp)/elapsed.Minutes(), "msgs/min")
 			b.ReportMetric(float64(len(sent))/float64(b.N), "lost/op")
+			if len(added) > 0 {
+				b.ReportMetric(durationPct(added, 0.50), "ready-p50-ms")
+				b.ReportMetric(durationPct(added, 0.99), "ready-p99-ms")
+			}
 		})
 	}
+}
+
+// durationPct returns the q-quantile of d (nearest rank below) in
+// milliseconds; it sorts d.
+func durationPct(d []time.Duration, q float64) float64 {
+	slices.Sort(d)
+	return float64(d[int(q*float64(len(d)-1))]) / float64(time.Millisecond)
 }

@@ -62,7 +62,8 @@ type Stage struct {
 	At time.Time
 	// CommitToFirstByte is the engine's own latency: from Enqueue to the
 	// first byte written, minus the deliberate waits (messages ahead in the
-	// queue, a restarting program, the idle wait).
+	// queue, a restarting program, the readiness wait, earlier typings of
+	// the message): readiness observed → first byte.
 	CommitToFirstByte time.Duration
 	// Pointer is the file holding the body when it was not typed inline.
 	Pointer string
@@ -121,7 +122,16 @@ func (d Delivery) Fail(err error) {
 
 // deliver types one message. It returns false when the message must be tried
 // again (its text was not fully written, or the pane is stopping).
-func (p *Pane) deliver(it *item) bool {
+func (p *Pane) deliver(it *item) (done bool) {
+	// CommitToFirstByte counts from readiness observed: the waits for a
+	// running and ready program (their screen checks included) are
+	// deliberate waiting, and so is all of a typing made again.
+	w0, t0 := it.waited, time.Now()
+	defer func() {
+		if !done {
+			it.waited = w0 + time.Since(t0)
+		}
+	}()
 	pr := p.waitRunning(&it.waited)
 	if pr == nil {
 		return false
@@ -136,6 +146,7 @@ func (p *Pane) deliver(it *item) bool {
 	if !p.waitReady(pr, it, quietUntil) || !p.startTyping(it) {
 		return false
 	}
+	it.waited = w0 + time.Since(t0)
 
 	p.mu.Lock()
 	bracketed := p.bracketed

@@ -15,6 +15,8 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
+	"hm/internal/layout"
+	"hm/internal/promptlog"
 )
 
 // rssMB reads a process's current (VmRSS) or peak (VmHWM) resident set.
@@ -90,6 +92,72 @@ func BenchmarkIdleHubRSS(b *testing.B) {
 		rss, err := rssMB(h.cmd.Process.Pid, "VmRSS")
 		if err != nil {
 			b.Fatal(err)
+		}
+		b.ReportMetric(rss, "rss-MB")
+		h.kill()
+	}
+}
+
+// busyTeam hosts three fake agent panes that stay busy: after each prompt a
+// fake prints a line every 10 ms for busyMs (scrolling output), then draws
+// a braille spinner in place for spinMs, throwing input away meanwhile, and
+// only then shows its prompt. The hub waits both out: the scrolling screen
+// is never quiet, the spinner is a busy marker of their profile.
+func busyTeam(root string, busyMs, spinMs int) string {
+	env := []string{fmt.Sprintf("FAKEAGENT_BUSY_MS=%d", busyMs), fmt.Sprintf("FAKEAGENT_SPINNER_MS=%d", spinMs)}
+	return fmt.Sprintf(`{"profiles":{"busyfake":{"ready":[">"],"busy":["⠋","⠙","⠹","⠸","⠼","⠴","⠦","⠧","⠇","⠏"]}},"panes":[
+	 {"role":"architect","command":%q,"profile":"busyfake"},
+	 {"role":"builder","command":%q,"profile":"busyfake"},
+	 {"role":"oracle","command":%q,"profile":"busyfake"}]}`,
+		agentCommand(root, "architect", env...), agentCommand(root, "builder", env...), agentCommand(root, "oracle", env...))
+}
+
+// BenchmarkBusyPanesRSS measures the hub's resident set ("rss-MB", goal
+// < 40 MB, #15) with three busy panes: each hosts a fake agent that prints
+// continuously (see busyTeam) while an operator sends each pane a message
+// every 250 ms for 8 s, so that the panes never go quiet and their queues
+// keep being typed from. The resident set is read at the end of those 8 s,
+// with the messages still flowing.
+func BenchmarkBusyPanesRSS(b *testing.B) {
+	roles := []string{"architect", "builder", "oracle"}
+	for i := 0; i < b.N; i++ {
+		root := b.TempDir()
+		writeSettings(b, root, busyTeam(root, 1000, 500))
+		h := startHubTB(b, root, "--rate-limit", "0")
+		ctx := context.Background()
+		tok, err := layout.Layout{Root: root}.ReadToken()
+		if err != nil {
+			b.Fatal(err)
+		}
+		op, err := client.Dial(ctx, h.url())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { op.CloseNow() })
+		if _, err := op.Register(ctx, "user", tok, false); err != nil {
+			b.Fatal(err)
+		}
+		tick := time.NewTicker(250 * time.Millisecond)
+		for n, end := 0, time.Now().Add(8*time.Second); time.Now().Before(end); n++ {
+			for _, r := range roles {
+				content := fmt.Sprintf("(USER #%d): busy pane message %d for %s, keep working", n+1, n, r)
+				if ack, _, err := op.Send(ctx, proto.Frame{Type: proto.TypeSend, Target: r, Content: content}); err != nil || !ack.OK {
+					b.Fatalf("send to %s: %+v %v", r, ack, err)
+				}
+			}
+			<-tick.C
+		}
+		tick.Stop()
+		rss, err := rssMB(h.cmd.Process.Pid, "VmRSS")
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The panes took messages meanwhile (the fakes log each prompt).
+		for _, r := range roles {
+			ps, err := promptlog.Read(filepath.Join(root, r+".jsonl"))
+			if err != nil || len(ps) < 2 {
+				b.Fatalf("pane %s took %d prompts in 8 s (%v)\n%s", r, len(ps), err, h.log.String())
+			}
 		}
 		b.ReportMetric(rss, "rss-MB")
 		h.kill()

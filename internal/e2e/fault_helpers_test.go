@@ -37,7 +37,7 @@ func agentCommand(root, name string, env ...string) string {
 }
 
 // writeSettings writes .squidrun/settings.json under root.
-func writeSettings(t *testing.T, root, settings string) {
+func writeSettings(t testing.TB, root, settings string) {
 	t.Helper()
 	lay := layout.Layout{Root: root}
 	if err := os.MkdirAll(lay.State(), 0o700); err != nil {

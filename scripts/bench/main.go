@@ -100,6 +100,9 @@ func benches(quick bool) []bench {
 		{pkg: "./internal/e2e", name: "BenchmarkIdleHubRSS", benchtime: "1x", count: 3, metrics: []metric{
 			{issue: "#3", what: "idle hub with three panes, RSS", unit: "rss-MB", goal: "< 40 MB", ok: lt(40)},
 		}},
+		{pkg: "./internal/e2e", name: "BenchmarkBusyPanesRSS", benchtime: "1x", count: 3, metrics: []metric{
+			{issue: "#15", what: "hub with three busy panes (fake agents printing continuously, a message to each every 250 ms for 8 s), RSS", unit: "rss-MB", goal: "< 40 MB", ok: lt(40)},
+		}},
 		{pkg: "./internal/hub", name: "BenchmarkTriggerToCommit", benchtime: n("1000x", "300x"), count: 3, metrics: []metric{
 			{issue: "#4", what: "trigger rename → ledger commit p50 (a file every 2 ms)", unit: "p50-ms", goal: "", ok: nil},
 			{issue: "#4", what: "trigger rename → ledger commit p99 (a file every 2 ms)", unit: "p99-ms", goal: "< 50 ms", ok: lt(50)},
@@ -136,19 +139,27 @@ func benches(quick bool) []bench {
 		{pkg: "./internal/e2e", name: "BenchmarkHubPeakRSS", benchtime: "1x", count: 1, metrics: []metric{
 			{issue: "#8", what: "hub peak RSS after a 20,000-message burst", unit: "peak-MB", goal: "reported"},
 		}},
-	}, hardCaseBenches()...)
+	}, hardCaseBenches(quick)...)
 }
 
-// hardCaseBenches: 20 mixed messages into each fake program of
-// agent/hardcase_test.go (the names of its cases), delivered per minute
-// and lost (#15).
-func hardCaseBenches() []bench {
+// hardCaseBenches: the 100 mixed messages of TestHardCase, 20 at a time
+// (one at a time with quick), into each fake program of
+// agent/hardcase_test.go (the names of its cases): delivered per minute,
+// lost, and the hub's added latency, readiness observed → first byte typed
+// (#15).
+func hardCaseBenches(quick bool) []bench {
+	benchtime, msgs := "5x", "100 mixed, 20 at a time"
+	if quick {
+		benchtime, msgs = "1x", "20 mixed"
+	}
 	var out []bench
 	for _, c := range []string{"EnterWithin150msIsNewline", "QueriesBlockUntilAnswered", "MenuTakesEnterFirst", "SilentlyBusy",
 		"SpinnerBusy", "LateRawMode", "LineAtATimePaste", "FullScreenTUI"} {
-		out = append(out, bench{pkg: "./agent", name: "BenchmarkHardCase/" + c, benchtime: "1x", count: 1, metrics: []metric{
-			{issue: "#15", what: "fake program " + c + ": messages delivered per minute (20 mixed)", unit: "msgs/min", goal: "reported"},
+		out = append(out, bench{pkg: "./agent", name: "BenchmarkHardCase/" + c, benchtime: benchtime, count: 1, metrics: []metric{
+			{issue: "#15", what: "fake program " + c + ": messages delivered per minute (" + msgs + ")", unit: "msgs/min", goal: "reported"},
 			{issue: "#15", what: "fake program " + c + ": messages lost", unit: "lost/op", goal: "0", ok: lt(0.5)},
+			{issue: "#15", what: "fake program " + c + ": hub's added latency, readiness observed → first byte typed, p50", unit: "ready-p50-ms", goal: "< 20 ms", ok: lt(20)},
+			{issue: "#15", what: "fake program " + c + ": hub's added latency, readiness observed → first byte typed, p99", unit: "ready-p99-ms", goal: "< 20 ms", ok: lt(20)},
 		}})
 	}
 	return out
