@@ -44,7 +44,7 @@ func TestStuckShownInStatusAndHandoff(t *testing.T) {
 	}
 	r := run(t, root, nil, "hm", "status", "--json")
 	var st struct {
-		Panes []struct{ Role, Readiness string } `json:"panes"`
+		Panes []struct{ Role, Readiness string }             `json:"panes"`
 		Stuck []struct{ MessageID, From, To, Reason string } `json:"stuck"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &st); r.code != 0 || err != nil {
