@@ -21,7 +21,7 @@ import (
 // SendInput is hm_send's arguments.
 type SendInput struct {
 	To          string `json:"to" jsonschema:"the target: a role (architect, builder, oracle, builder-bg-1…), its header, pane id or alias, or all, user, telegram"`
-	Body        string `json:"body" jsonschema:"the message; the hub puts your header (ROLE #N): in front unless the body starts with it. Tags after it: [ACK REQUIRED], [URGENT], [FYI], [TASK]"`
+	Body        string `json:"body" jsonschema:"the message; the hub puts your header (ROLE #N): in front unless the body starts with it. Priority tags go at the very start: [ACK REQUIRED], [URGENT], [FYI], [TASK]"`
 	Priority    string `json:"priority,omitempty" jsonschema:"urgent jumps the target pane's queue"`
 	AckRequired bool   `json:"ack_required,omitempty" jsonschema:"the target must answer: opens an obligation, like [ACK REQUIRED]"`
 	ReplyTo     string `json:"reply_to,omitempty" jsonschema:"the messageId this answers: recorded as metadata replyTo, and its HEADER #N is added to the body when the body does not name it (which answers an [ACK REQUIRED] you owe on it)"`
@@ -89,11 +89,12 @@ type StatusInput struct{}
 var priorities = []any{"normal", "high", "urgent", "low"}
 
 func (s *Server) addTools() {
+	// Hints: no tool destroys anything; only hm_send reaches beyond the team (Telegram).
 	closed, open := false, true
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &closed}
 	addTool(s.mcp, &mcp.Tool{Name: ToolSend, Title: "Send a message",
 		Description: "Send a message to a team member (or all, user, telegram) through the hm hub. Returns the hub's send-ack: ok, status (accepted.unverified, delivered.websocket, delivered.verified), seq and header. You may send only as your own role.",
-		Annotations: &mcp.ToolAnnotations{OpenWorldHint: &open}},
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: &closed, OpenWorldHint: &open}},
 		s.send, func(p props) {
 			p["priority"].Enum = priorities
 			p["priority"].Default = json.RawMessage(`"normal"`)
@@ -112,7 +113,7 @@ func (s *Server) addTools() {
 		})
 	addTool(s.mcp, &mcp.Tool{Name: ToolAck, Title: "Acknowledge messages",
 		Description: "Acknowledge messages sent to your role: each becomes delivered.verified. For an [ACK REQUIRED] message (and for any message when you give a note) an ACK message naming it (\"ACK ARCH #12: note\") goes to its sender, which closes the obligation.",
-		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: &closed}},
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: &closed, OpenWorldHint: &closed}},
 		s.ack, idList)
 	addTool(s.mcp, &mcp.Tool{Name: ToolSearch, Title: "Search messages",
 		Description: "Full-text search over the messages your role sent or received (all sessions unless session is given). Returns compact hits, newest first: id, header, seq, snippet. Follow up with hm_timeline or hm_get.",
