@@ -96,6 +96,7 @@ func TestSession(t *testing.T) {
 	builder, _ := connect(t, env(h.root, "HM_TOKEN="+builderTok, "SQUIDRUN_ROLE=builder"))
 	opBuilder, _ := connect(t, env(h.root), "--role", "builder") // operator token from runtime/hub-token
 	ctx := t.Context()
+	var quokka string // the id of the message hm_search looks for
 
 	t.Run("hm_send writes the same row and ACK as the WebSocket path", func(t *testing.T) {
 		ws, err := client.Dial(ctx, h.URL())
@@ -211,6 +212,7 @@ func TestSession(t *testing.T) {
 
 	t.Run("hm_search finds a message within 1s of its commit", func(t *testing.T) {
 		ack := result[proto.Ack](t, arch, mcpserver.ToolSend, map[string]any{"to": "builder", "body": "the quokkaward benchmark is ready"})
+		quokka = ack.MessageID
 		deadline := time.Now().Add(time.Second) // the commit happened before the ACK
 		for {
 			hits := result[proto.SearchResult](t, builder, mcpserver.ToolSearch, map[string]any{"query": "quokkaward"}).Hits
@@ -260,6 +262,15 @@ func TestSession(t *testing.T) {
 		if got := ids(in.Messages); slices.Contains(got, "mcp-1") || slices.Contains(got, "ws-1") {
 			t.Fatalf("acknowledged messages are still unread: %v", got)
 		}
+		// No obligation, but a note: the sender is answered all the same.
+		noted := result[mcpserver.AckOutput](t, builder, mcpserver.ToolAck, map[string]any{"message_ids": []string{quokka}, "note": "numbers look right"})
+		if len(noted.Replies) != 1 || noted.Acked[0].Answered != "ARCH #3" {
+			t.Fatalf("ack with a note %+v", noted)
+		}
+		got = result[proto.GetResult](t, arch, mcpserver.ToolGet, map[string]any{"message_ids": []string{noted.Replies[0].MessageID}})
+		if got.Messages[0].Body != "(BUILDER #3): ACK ARCH #3: numbers look right" {
+			t.Fatalf("the noted ACK %+v", got.Messages[0])
+		}
 		// Not builder's to acknowledge, and unknown.
 		res := call(t, builder, mcpserver.ToolAck, map[string]any{"message_ids": []string{reply, "nope"}})
 		bad := decode[mcpserver.AckOutput](t, res)
@@ -271,7 +282,7 @@ func TestSession(t *testing.T) {
 	t.Run("reply_to, hm_timeline, hm_get", func(t *testing.T) {
 		ack := result[proto.Ack](t, builder, mcpserver.ToolSend, map[string]any{"to": "arch", "body": "merged", "reply_to": "mcp-1"})
 		got := result[proto.GetResult](t, builder, mcpserver.ToolGet, map[string]any{"message_ids": []string{ack.MessageID}})
-		if m := got.Messages[0]; m.ReplyTo != "mcp-1" || m.Body != "(BUILDER #3): merged (re ARCH #2)" || len(m.Events) == 0 {
+		if m := got.Messages[0]; m.ReplyTo != "mcp-1" || m.Body != "(BUILDER #4): merged (re ARCH #2)" || len(m.Events) == 0 {
 			t.Fatalf("reply %+v", m)
 		}
 		tl := result[proto.TimelineResult](t, builder, mcpserver.ToolTimeline, map[string]any{"message_id": "mcp-1", "before": 1, "after": 1})
