@@ -190,9 +190,13 @@ func (b *Broker) inbox(ctx context.Context, id Identity, q proto.InboxQuery) (pr
 	if err != nil {
 		return proto.InboxResult{}, ledgerError(err)
 	}
-	unread, err := b.deps.Ledger.UnreadCount(ctx, b.cfg.SessionID, r)
-	if err != nil {
-		return proto.InboxResult{}, ledgerError(err)
+	// The first page of unread messages, when it holds them all, is the
+	// count; otherwise count them (a walk over the session's rows).
+	unread := len(msgs)
+	if !unreadOnly || q.SinceSeq > 0 || more {
+		if unread, err = b.deps.Ledger.UnreadCount(ctx, b.cfg.SessionID, r); err != nil {
+			return proto.InboxResult{}, ledgerError(err)
+		}
 	}
 	res := proto.InboxResult{Role: role, Messages: make([]proto.MessageView, 0, len(msgs)), Cursor: q.SinceSeq, More: more, Unread: unread}
 	for _, m := range msgs {
