@@ -21,7 +21,7 @@ import (
 var clientFrames = map[string]bool{
 	proto.TypeRegister: true, proto.TypeSend: true, proto.TypeBroadcast: true, proto.TypeHealthCheck: true,
 	proto.TypeDeliveryCheck: true, proto.TypeHeartbeat: true, proto.TypeBackgroundAgent: true,
-	proto.TypeSubscribe: true, proto.TypeMessageAck: true,
+	proto.TypeSubscribe: true, proto.TypeMessageAck: true, proto.TypeQuery: true,
 }
 
 // handle processes one frame; false ends the connection.
@@ -74,6 +74,8 @@ func (c *conn) handle(f proto.Frame, received time.Time) bool {
 		c.subscribe(f)
 	case proto.TypeBackgroundAgent:
 		c.background(f)
+	case proto.TypeQuery:
+		c.query(f)
 	default:
 		c.sendError(status.CodeUnknownType, "unknown frame type "+clip(f.Type, 40), f.RequestID, "")
 	}

@@ -34,7 +34,9 @@ func FuzzFrameDecoder(f *testing.F) {
 	for _, s := range []string{`{"type":"register","role":"builder","token":"x"}`, `{"type":"send"}`, `{}`, `null`, `{"type":"send","target":"../../x","content":"\u0000"}`, `{"type":"health-check","staleAfterMs":-1}`, `{"type":"background-agent","payload":"x"}`, `{"type":"subscribe","topics":null}`, "\xff\xfe",
 		`{"type":"send","target":"builder","content":"hi","messageId":"_x"}`, `{"type":"broadcast","content":"(ARCH #0): all"}`, `{"type":"message-ack"}`, `{"type":"message-ack","messageId":"nope"}`,
 		`{"type":"delivery-check","requestId":"d","messageId":"x"}`, `{"type":"heartbeat","requestId":"h"}`, `{"type":"subscribe","topics":["journal"]}`, `{"type":"register","role":"user"}`, `{"type":"nope"}`, `[]`, `{"type":1}`,
-		`{"type":"send","target":"architect","content":"x","messageId":"telegram-in-1"}`, `{"type":"send","target":"oracle","content":"(ARCH #9007199254740992): x"}`} {
+		`{"type":"send","target":"architect","content":"x","messageId":"telegram-in-1"}`, `{"type":"send","target":"oracle","content":"(ARCH #9007199254740992): x"}`,
+		`{"type":"query","op":"inbox","requestId":"q"}`, `{"type":"query","op":"get","payload":{"messageIds":["x"]}}`, `{"type":"query","op":"search","payload":{"query":"\"x"}}`,
+		`{"type":"query","op":"timeline","payload":{"messageId":"x","before":-1}}`, `{"type":"query","op":"status","payload":{"role":"builder"}}`, `{"type":"query","op":"drop","payload":[]}`} {
 		f.Add([]byte(s))
 	}
 	h := newFrameHarness(f)
@@ -52,7 +54,7 @@ func init() {
 		status.CodeUnauthorized, status.CodeNotRegistered, status.CodeTooLarge, status.CodeRateLimited, status.CodeEmptyContent,
 		status.CodeNoRoute, status.CodeTelegramUnconfigured, status.CodeJournalUnavailable, status.CodeUnknownType, status.CodeBadJSON,
 		status.CodeBadRequest, status.CodeExpiredSession, status.CodeCapacityReached, status.CodeSlotUnavailable, status.CodeNotRunning,
-		status.CodeInternal} {
+		status.CodeNotFound, status.CodeInternal} {
 		protocolCodes[string(c)] = true
 	}
 	for _, c := range []status.Code{status.CodeReservedID, status.CodeBadHeader, status.CodeDuplicateID} {
@@ -72,6 +74,7 @@ var answers = map[string]string{
 	proto.TypeBackgroundAgent: proto.TypeResponse,
 	proto.TypeSubscribe:       "",
 	proto.TypeMessageAck:      "",
+	proto.TypeQuery:           proto.TypeResponse,
 }
 
 type frameHarness struct {

@@ -2,7 +2,6 @@ package journal
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -210,28 +209,7 @@ type Hit struct {
 // may not be indexed yet (FlushFTS forces it). A malformed query returns
 // ErrBadQuery wrapped with SQLite's message.
 func (l *Ledger) Search(ctx context.Context, q string, limit int) ([]Hit, error) {
-	if strings.TrimSpace(q) == "" {
-		return nil, fmt.Errorf("journal search: %w: empty query", ErrBadQuery)
-	}
-	if limit <= 0 {
-		limit = 20
-	}
-	var out []Hit
-	err := l.Read(ctx, func(conn *sqlite.Conn) error {
-		return execArgs(conn, "SELECT "+MessageColumnsAs("j")+`, snippet(comms_fts, 0, '[', ']', '…', 16)
- FROM comms_fts JOIN comms_journal j ON j.row_id = comms_fts.rowid
- WHERE comms_fts MATCH ? ORDER BY comms_fts.rowid DESC LIMIT ?`, func(stmt *sqlite.Stmt) error {
-			out = append(out, Hit{Message: ScanMessage(stmt, 0), Excerpt: stmt.ColumnText(MessageColumnCount)})
-			return nil
-		}, q, limit)
-	})
-	if err != nil {
-		if sqlite.ErrCode(err).ToPrimary() == sqlite.ResultError && !errors.Is(err, ErrUnavailable) {
-			return nil, fmt.Errorf("journal search %q: %w: %w", q, ErrBadQuery, err)
-		}
-		return nil, fmt.Errorf("journal search %q: %w", q, err)
-	}
-	return out, nil
+	return l.SearchWith(ctx, SearchQuery{Query: q, Limit: limit})
 }
 
 // ObligationColumnsAs lists comms_obligations columns, qualified by alias

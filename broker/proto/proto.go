@@ -39,6 +39,9 @@ const (
 	TypeMessage             = "message"
 	TypeMessageAck          = "message-ack"
 	TypeError               = "error"
+	// TypeQuery asks the hub a read-only question (inbox, search, timeline,
+	// get, status); it is answered with a response (query.go).
+	TypeQuery = "query"
 	// TypeResize is the attach endpoint's text frame that resizes a pane.
 	TypeResize = "resize"
 )
@@ -133,6 +136,9 @@ type Frame struct {
 
 	// subscribe
 	Topics []string `json:"topics,omitempty"`
+
+	// query: the operation; its parameters are in Payload.
+	Op string `json:"op,omitempty"`
 
 	// error
 	Code    status.Code `json:"code,omitempty"`

@@ -27,7 +27,7 @@ func protocolNames() map[string]bool {
 	known := map[string]bool{}
 	for _, s := range []string{TypeWelcome, TypeRegister, TypeRegistered, TypeSend, TypeBroadcast, TypeSendAck, TypeHealthCheck,
 		TypeHealthCheckResult, TypeDeliveryCheck, TypeDeliveryCheckResult, TypeHeartbeat, TypeHeartbeatAck, TypeBackgroundAgent,
-		TypeResponse, TypeSubscribe, TypeJournalEvent, TypeMessage, TypeMessageAck, TypeError, TypeResize} {
+		TypeResponse, TypeSubscribe, TypeJournalEvent, TypeMessage, TypeMessageAck, TypeError, TypeResize, TypeQuery} {
 		known[s] = true
 	}
 	for _, s := range status.Statuses {

@@ -16,6 +16,7 @@ import (
 
 	"hm/agent"
 	"hm/broker"
+	"hm/broker/proto"
 	"hm/internal/layout"
 	"hm/roles"
 )
@@ -131,6 +132,23 @@ func (s *paneSet) Health(role string) (string, time.Time, bool) {
 	}
 	st := p.Status()
 	return st.State, st.LastActivity, true
+}
+
+var _ broker.PaneDescriber = (*paneSet)(nil)
+
+// Describe implements broker.PaneDescriber: the pane's state, how its
+// profile reads the screen, what it waits for and how many messages it has
+// queued (the status query, and so hm_status).
+func (s *paneSet) Describe(role string) (proto.PaneView, bool) {
+	s.mu.RLock()
+	p, ok := s.panes[role]
+	s.mu.RUnlock()
+	if !ok {
+		return proto.PaneView{}, false
+	}
+	st := p.Status()
+	return proto.PaneView{Role: st.Role, PaneID: st.PaneID, Header: st.Header, Hosted: true, State: st.State,
+		Readiness: st.Readiness, Waiting: st.Waiting, Queued: st.Queued, LastSeen: st.LastActivity.UnixMilli()}, true
 }
 
 // lookup finds a pane by role, pane id, header or alias.

@@ -96,6 +96,7 @@ const (
 	CodeCapacityReached       Code = "capacity_reached"
 	CodeSlotUnavailable       Code = "slot_unavailable"
 	CodeNotRunning            Code = "not_running"
+	CodeNotFound              Code = "not_found" // a query names a message the caller may not read (unknown, or not its own)
 	CodeInternal              Code = "internal"
 )
 
@@ -121,7 +122,7 @@ const (
 var Codes = []Code{CodeInvalidTarget, CodeOwnerBindingViolation, CodeRoleMismatch, CodeUnauthorized, CodeNotRegistered,
 	CodeTooLarge, CodeRateLimited, CodeEmptyContent, CodeNoRoute, CodeTelegramUnconfigured, CodeJournalUnavailable,
 	CodeDuplicateID, CodeReservedID, CodeBadHeader, CodeUnknownType, CodeBadJSON, CodeBadRequest, CodeExpiredSession,
-	CodeCapacityReached, CodeSlotUnavailable, CodeNotRunning, CodeInternal, CodeNotRegular, CodeLinked, CodeForeignOwner,
+	CodeCapacityReached, CodeSlotUnavailable, CodeNotRunning, CodeNotFound, CodeInternal, CodeNotRegular, CodeLinked, CodeForeignOwner,
 	CodeBadSignature, CodeUnsigned, CodeRejected, CodePaneFailed, CodeTelegramFailed, CodeChatNotAllowed}
 
 // Event names a comms_events row: what happened to a message.

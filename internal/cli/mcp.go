@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"hm/broker/proto"
+	"hm/internal/client"
+	"hm/internal/hub"
+	"hm/internal/mcpserver"
+)
+
+const mcpSynopsis = "hm mcp [--root D] [--port N] [--role R]"
+
+// runMCP: `hm mcp` serves hm's tools to an MCP client over stdin/stdout
+// (docs/protocol.md §13). It finds the hub, its token and its role as
+// hm-send does, again at each reconnect, so it may start before the hub.
+func runMCP(ctx context.Context, env Env, args []string) int {
+	fs := newFlags("mcp", env)
+	root := rootFlag(fs)
+	port := portFlag(fs)
+	role := fs.String("role", "", "role to act as (default $SQUIDRUN_ROLE, else user); a pane's $HM_TOKEN is valid for its own role only")
+	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
+		if err == nil {
+			err = errors.New("hm mcp takes no arguments")
+		}
+		return usageError(env, fs, mcpSynopsis, err)
+	}
+	cfg, err := discover(env, *root, *port, *role)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm mcp:", err)
+		return ExitFailed
+	}
+	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	dial := func(ctx context.Context) (*client.Client, proto.Registered, error) {
+		cfg, err := discover(env, *root, *port, *role)
+		if err != nil {
+			return nil, proto.Registered{}, err
+		}
+		if cfg.token == "" {
+			return nil, proto.Registered{}, fmt.Errorf("no token for the hub: $HM_TOKEN is not set and %s does not exist; run hm mcp in an hm pane (it sets HM_TOKEN and SQUIDRUN_ROLE) or in a root where hm up has run", cfg.layout.Token())
+		}
+		cl, err := client.Dial(ctx, cfg.url())
+		if err != nil {
+			return nil, proto.Registered{}, fmt.Errorf("hub not reachable at %s (is hm up running for %s?): %w", cfg.url(), cfg.layout.Root, err)
+		}
+		reg, err := cl.Register(ctx, cfg.role, cfg.token, false)
+		if err != nil {
+			cl.CloseNow()
+			return nil, proto.Registered{}, err
+		}
+		return cl, reg, nil
+	}
+	srv := mcpserver.New(mcpserver.Config{Dial: dial, Role: cfg.role, Version: hub.Version, Logger: log})
+	t := &mcp.IOTransport{Reader: readCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
+	if err := srv.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		fmt.Fprintln(env.Stderr, "hm mcp:", err)
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+func readCloser(r io.Reader) io.ReadCloser {
+	if rc, ok := r.(io.ReadCloser); ok {
+		return rc
+	}
+	return io.NopCloser(r)
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

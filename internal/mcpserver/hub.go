@@ -1,0 +1,125 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"hm/broker/proto"
+	"hm/internal/client"
+	"hm/internal/status"
+)
+
+// DialFunc connects to the hub and registers (not as a listener). It is
+// called for the first tool call and again after the connection fails, so
+// it should discover the hub's port, token and role each time (a hub that
+// restarted has a new port and new pane tokens).
+type DialFunc func(ctx context.Context) (*client.Client, proto.Registered, error)
+
+// hubConn is the server's one connection to the hub, shared by every tool
+// call. Calls are serialised (client.Client serves one request at a time);
+// a round trip takes well under a millisecond.
+type hubConn struct {
+	dial    DialFunc
+	timeout time.Duration
+	log     *slog.Logger
+
+	mu     sync.Mutex
+	cl     *client.Client
+	reg    proto.Registered
+	header string // the registered role's header, fetched once per connection
+	n      int64
+}
+
+// session is what a tool call holds while it talks to the hub.
+type session struct {
+	h   *hubConn
+	cl  *client.Client
+	reg proto.Registered
+}
+
+// do runs fn with a registered connection, dialing when there is none. When
+// the connection fails (the hub restarted or went away) it is dropped and
+// fn runs once more on a new one; a refusal (*proto.Error) is returned as
+// it is. fn must be safe to repeat: sends carry their messageId, so a
+// repeated send is deduplicated by the hub.
+func (h *hubConn) do(ctx context.Context, fn func(ctx context.Context, s session) error) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		fresh := false
+		if h.cl == nil {
+			cl, reg, err := h.dial(ctx)
+			if err != nil {
+				h.log.Warn("hm mcp: cannot reach the hub", "err", err)
+				return err
+			}
+			h.cl, h.reg, h.header, fresh = cl, reg, "", true
+		}
+		err := fn(ctx, session{h: h, cl: h.cl, reg: h.reg})
+		var pe *proto.Error
+		if err == nil || errors.As(err, &pe) {
+			return err
+		}
+		h.cl.CloseNow()
+		h.cl = nil
+		h.log.Info("hm mcp: hub connection lost", "err", err)
+		if fresh || attempt > 0 || ctx.Err() != nil {
+			return fmt.Errorf("hub connection failed: %w", err)
+		}
+	}
+}
+
+// close ends the connection.
+func (h *hubConn) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cl != nil {
+		h.cl.Close()
+		h.cl = nil
+	}
+}
+
+func (s session) requestID() string {
+	s.h.n++
+	return "mcp-" + strconv.FormatInt(s.h.n, 10)
+}
+
+// query runs a query frame and decodes its result into out.
+func (s session) query(ctx context.Context, op string, payload, out any) error {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return proto.Errorf(status.CodeInternal, "encode "+op+" query: "+err.Error())
+	}
+	var resp struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if err := s.cl.Request(ctx, proto.Frame{Type: proto.TypeQuery, Op: op, Payload: raw, RequestID: s.requestID()}, proto.TypeResponse, &resp); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(resp.Result, out); err != nil {
+		return proto.Errorf(status.CodeInternal, "decode "+op+" result: "+err.Error())
+	}
+	return nil
+}
+
+// myHeader is the registered role's header name (from the status query,
+// once per connection).
+func (s session) myHeader(ctx context.Context) (string, error) {
+	if s.h.header != "" {
+		return s.h.header, nil
+	}
+	var st proto.StatusResult
+	if err := s.query(ctx, proto.QueryStatus, proto.StatusQuery{}, &st); err != nil {
+		return "", err
+	}
+	s.h.header = st.Header
+	return st.Header, nil
+}

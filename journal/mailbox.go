@@ -1,0 +1,274 @@
+// This file holds the role-scoped reads behind the hub's query frame (an
+// agent's inbox, search, timeline and obligations). They only read: nothing
+// here changes a row.
+
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"hm/internal/status"
+
+	"zombiezen.com/go/sqlite"
+)
+
+// Reader is whose view of the ledger a read takes. The zero value is the
+// operator's: every row. A Reader with a Role sees the rows that role sent
+// or received, where it received a row when the row's target_role is Role
+// or, for a row another role sent, one of Groups (the group targets that
+// reach Role, e.g. "all" and "others-<another role>"; the journal does not
+// know the team, so the caller names them). A role never sees rows the hub
+// recorded without ever routing them (status recorded, such as refused
+// Telegram updates): they were kept out of its panes on purpose.
+type Reader struct {
+	Role   string
+	Groups []string
+}
+
+// Operator reports whether r sees every row.
+func (r Reader) Operator() bool { return r.Role == "" }
+
+// Received reports whether m reached r's role (always false for the
+// operator, who has no mailbox of its own).
+func (r Reader) Received(m Message) bool {
+	if r.Role == "" || m.Status == status.Recorded {
+		return false
+	}
+	if m.TargetRole == r.Role {
+		return true
+	}
+	if m.SenderRole == r.Role {
+		return false
+	}
+	for _, g := range r.Groups {
+		if m.TargetRole == g {
+			return true
+		}
+	}
+	return false
+}
+
+// Sees reports whether r may read m.
+func (r Reader) Sees(m Message) bool {
+	if r.Role == "" {
+		return true
+	}
+	return m.Status != status.Recorded && (m.SenderRole == r.Role || r.Received(m))
+}
+
+// received is the SQL condition, over table alias j, that a row reached
+// r's role (Received), and its arguments.
+func (r Reader) received() (string, []any) {
+	var b strings.Builder
+	args := []any{string(status.Recorded), r.Role}
+	b.WriteString("(j.status <> ? AND (j.target_role = ?")
+	if len(r.Groups) > 0 {
+		b.WriteString(" OR (j.sender_role <> ? AND j.target_role IN (")
+		args = append(args, r.Role)
+		for i, g := range r.Groups {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("?")
+			args = append(args, g)
+		}
+		b.WriteString("))")
+	}
+	b.WriteString("))")
+	return b.String(), args
+}
+
+// visible is the SQL condition, over table alias j, that r may read a row
+// (Sees), and its arguments; "1" for the operator.
+func (r Reader) visible() (string, []any) {
+	if r.Role == "" {
+		return "1", nil
+	}
+	cond, args := r.received()
+	return "(" + cond + " OR (j.status <> ? AND j.sender_role = ?))", append(args, string(status.Recorded), r.Role)
+}
+
+// unreadCond is the SQL condition that a row has no proof of receipt.
+const unreadCond = "j.ack_status <> '" + string(status.DeliveredVerified) + "'"
+
+// Unread reports whether m has no proof of receipt yet (its ack_status is
+// not delivered.verified): what a mailbox counts as unread.
+func Unread(m Message) bool { return m.AckStatus != status.DeliveredVerified }
+
+// MailboxQuery selects a role's received rows for Mailbox.
+type MailboxQuery struct {
+	SessionID string // the session whose rows are read (required)
+	Reader    Reader // whose mailbox (Role required)
+	// AfterRowID keeps rows with row_id > AfterRowID (a cursor).
+	AfterRowID int64
+	// UnreadOnly keeps rows without proof of receipt (Unread).
+	UnreadOnly bool
+	// Limit caps the rows returned (<= 0: 20).
+	Limit int
+}
+
+// ErrNoRole means a mailbox read named no role.
+var ErrNoRole = errors.New("journal: a mailbox needs a role")
+
+// Mailbox returns the rows of q.SessionID that reached q.Reader's role,
+// oldest first, after q.AfterRowID, at most q.Limit; more reports that
+// further rows match.
+func (l *Ledger) Mailbox(ctx context.Context, q MailboxQuery) (msgs []Message, more bool, err error) {
+	if q.Reader.Role == "" {
+		return nil, false, ErrNoRole
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	cond, args := q.Reader.received()
+	query := "SELECT " + MessageColumnsAs("j") + " FROM comms_journal j INDEXED BY comms_journal_session WHERE j.session_id = ? AND j.row_id > ? AND " + cond
+	if q.UnreadOnly {
+		query += " AND " + unreadCond
+	}
+	query += " ORDER BY j.row_id LIMIT ?"
+	all := append([]any{q.SessionID, q.AfterRowID}, args...)
+	msgs, err = l.queryMessages(ctx, query, append(all, limit+1)...)
+	if err != nil {
+		return nil, false, fmt.Errorf("journal mailbox: %w", err)
+	}
+	if len(msgs) > limit {
+		msgs, more = msgs[:limit], true
+	}
+	return msgs, more, nil
+}
+
+// UnreadCount counts the rows of sessionID that reached r's role without
+// proof of receipt.
+func (l *Ledger) UnreadCount(ctx context.Context, sessionID string, r Reader) (int, error) {
+	if r.Role == "" {
+		return 0, ErrNoRole
+	}
+	cond, args := r.received()
+	n := 0
+	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+		return execArgs(conn, "SELECT count(*) FROM comms_journal j INDEXED BY comms_journal_session WHERE j.session_id = ? AND "+cond+" AND "+unreadCond,
+			func(stmt *sqlite.Stmt) error {
+				n = stmt.ColumnInt(0)
+				return nil
+			}, append([]any{sessionID}, args...)...)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("journal unread count: %w", err)
+	}
+	return n, nil
+}
+
+// Around returns the rows of anchor's session that r may read, up to
+// before of them just before anchor and up to after just after it, with
+// anchor in between, in row order. Anchor is included as given: the caller
+// checks that r may read it.
+func (l *Ledger) Around(ctx context.Context, anchor Message, before, after int, r Reader) ([]Message, error) {
+	cond, args := r.visible()
+	base := "SELECT " + MessageColumnsAs("j") + " FROM comms_journal j INDEXED BY comms_journal_session WHERE j.session_id = ? AND "
+	var prev, next []Message
+	var err error
+	if before > 0 {
+		prev, err = l.queryMessages(ctx, base+"j.row_id < ? AND "+cond+" ORDER BY j.row_id DESC LIMIT ?",
+			append(append([]any{anchor.SessionID, anchor.RowID}, args...), before)...)
+		if err != nil {
+			return nil, fmt.Errorf("journal around %s: %w", anchor.MessageID, err)
+		}
+	}
+	if after > 0 {
+		next, err = l.queryMessages(ctx, base+"j.row_id > ? AND "+cond+" ORDER BY j.row_id LIMIT ?",
+			append(append([]any{anchor.SessionID, anchor.RowID}, args...), after)...)
+		if err != nil {
+			return nil, fmt.Errorf("journal around %s: %w", anchor.MessageID, err)
+		}
+	}
+	out := make([]Message, 0, len(prev)+1+len(next))
+	for i := len(prev) - 1; i >= 0; i-- {
+		out = append(out, prev[i])
+	}
+	out = append(out, anchor)
+	return append(out, next...), nil
+}
+
+// SearchQuery is a full-text search for SearchWith.
+type SearchQuery struct {
+	Query string // an FTS5 MATCH expression
+	Limit int    // at most this many hits (<= 0: 20)
+	// SessionID, From and To, when set, keep rows of that session, from
+	// that sender role, to that target role.
+	SessionID, From, To string
+	// Reader restricts the hits to the rows it may read.
+	Reader Reader
+}
+
+// SearchWith is Search with filters and a reader: hits newest first. A
+// malformed query returns ErrBadQuery wrapped with SQLite's message.
+func (l *Ledger) SearchWith(ctx context.Context, q SearchQuery) ([]Hit, error) {
+	if strings.TrimSpace(q.Query) == "" {
+		return nil, fmt.Errorf("journal search: %w: empty query", ErrBadQuery)
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	cond, vargs := q.Reader.visible()
+	args := []any{q.Query}
+	where := "comms_fts MATCH ? AND " + cond
+	args = append(args, vargs...)
+	for _, f := range []struct{ col, v string }{{"j.session_id", q.SessionID}, {"j.sender_role", q.From}, {"j.target_role", q.To}} {
+		if f.v != "" {
+			where += " AND " + f.col + " = ?"
+			args = append(args, f.v)
+		}
+	}
+	var out []Hit
+	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+		return execArgs(conn, "SELECT "+MessageColumnsAs("j")+`, snippet(comms_fts, 0, '[', ']', '…', 16)
+ FROM comms_fts JOIN comms_journal j ON j.row_id = comms_fts.rowid
+ WHERE `+where+` ORDER BY comms_fts.rowid DESC LIMIT ?`, func(stmt *sqlite.Stmt) error {
+			out = append(out, Hit{Message: ScanMessage(stmt, 0), Excerpt: stmt.ColumnText(MessageColumnCount)})
+			return nil
+		}, append(args, limit)...)
+	})
+	if err != nil {
+		if sqlite.ErrCode(err).ToPrimary() == sqlite.ResultError && !errors.Is(err, ErrUnavailable) {
+			return nil, fmt.Errorf("journal search %q: %w: %w", q.Query, ErrBadQuery, err)
+		}
+		return nil, fmt.Errorf("journal search %q: %w", q.Query, err)
+	}
+	return out, nil
+}
+
+// ObligationOf returns the obligation a message opened, if it opened one.
+func (l *Ledger) ObligationOf(ctx context.Context, messageID string) (o Obligation, found bool, err error) {
+	err = l.Read(ctx, func(conn *sqlite.Conn) error {
+		return execArgs(conn, "SELECT "+ObligationColumnsAs("")+" FROM comms_obligations WHERE message_id = ?", func(stmt *sqlite.Stmt) error {
+			o, found = ScanObligation(stmt, 0), true
+			return nil
+		}, messageID)
+	})
+	if err != nil {
+		return Obligation{}, false, fmt.Errorf("journal obligation of %s: %w", messageID, err)
+	}
+	return o, found, nil
+}
+
+// OpenObligationsOf returns the open obligations of sessionID that role
+// owes (owner) or is owed (requester), oldest first.
+func (l *Ledger) OpenObligationsOf(ctx context.Context, sessionID, role string) ([]Obligation, error) {
+	var out []Obligation
+	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+		return execArgs(conn, "SELECT "+ObligationColumnsAs("")+" FROM comms_obligations WHERE session_id = ? AND closed_by IS NULL AND (owner_role = ? OR requester_role = ?) ORDER BY obligation_id",
+			func(stmt *sqlite.Stmt) error {
+				out = append(out, ScanObligation(stmt, 0))
+				return nil
+			}, sessionID, role, role)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal open obligations of %s: %w", role, err)
+	}
+	return out, nil
+}
