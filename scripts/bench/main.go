@@ -136,6 +136,14 @@ func benches(quick bool) []bench {
 		{pkg: "./journal", name: "BenchmarkVerify", benchtime: n("3x", "1x"), count: 1, metrics: []metric{
 			{issue: "#5", what: "journal verify throughput", unit: "rows/s"},
 		}},
+		{pkg: "./internal/mcpserver", name: "BenchmarkToolCall/hm_send", benchtime: n("2000x", "300x"), count: 3, metrics: []metric{
+			{issue: "#16", what: "hm mcp tool-call round trip (MCP client → hm mcp → hub, ledger commit, ACK), hm_send p50", unit: "p50-ms", goal: "reported"},
+			{issue: "#16", what: "hm mcp tool-call round trip, hm_send p99", unit: "p99-ms", goal: "reported"},
+		}},
+		{pkg: "./internal/mcpserver", name: "BenchmarkToolCall/hm_inbox", benchtime: n("2000x", "300x"), count: 3, metrics: []metric{
+			{issue: "#16", what: "hm mcp tool-call round trip, hm_inbox (20 bodies) p50", unit: "p50-ms", goal: "reported"},
+			{issue: "#16", what: "hm mcp tool-call round trip, hm_inbox p99", unit: "p99-ms", goal: "reported"},
+		}},
 		{pkg: "./internal/e2e", name: "BenchmarkHubPeakRSS", benchtime: "1x", count: 1, metrics: []metric{
 			{issue: "#8", what: "hub peak RSS after a 20,000-message burst", unit: "peak-MB", goal: "reported"},
 		}},
