@@ -1,10 +1,17 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"hm/agent/internal/vterm"
@@ -115,4 +122,279 @@ func FuzzEmulator(f *testing.F) {
 		}
 		lastLine(p.ring.Tail(2048))
 	})
+}
+
+// badCase is one fake program that prints bad output or ends badly.
+type badCase struct {
+	name  string
+	about string
+	env   []string // fakeagent variables
+	// exits: the program ends while messages are typed, and the pane
+	// restarts it; else it must run throughout.
+	exits bool
+	// garbage: the program prints garbage spells; resets: it resets the
+	// terminal while messages are typed. Both are checked to happen.
+	garbage, resets bool
+}
+
+// badMsgs is how many messages each bad case types: short, multi-line,
+// control bytes, emoji and CJK, shell syntax, a long line (hardMessages).
+const badMsgs = 6
+
+func badCases() []badCase {
+	return []badCase{
+		{name: "RandomBytes10MBps", about: "random bytes at 10 MiB/s for 150 ms before the banner and after each prompt",
+			env: []string{"FAKEAGENT_GARBAGE_KBPS=10240", "FAKEAGENT_GARBAGE_MS=150", "FAKEAGENT_GARBAGE=bytes"}, garbage: true},
+		{name: "TruncatedEscapes", about: "malformed, truncated and out-of-range escape sequences, invalid UTF-8, C1 controls and queries",
+			env: []string{"FAKEAGENT_GARBAGE_KBPS=2048", "FAKEAGENT_GARBAGE_MS=100", "FAKEAGENT_GARBAGE=escapes"}, garbage: true},
+		{name: "HugeTitles", about: "an OSC title of 1 MiB (ended by BEL, ST or nothing) at the start of each spell",
+			env: []string{"FAKEAGENT_GARBAGE_KBPS=10240", "FAKEAGENT_GARBAGE_MS=50", "FAKEAGENT_GARBAGE=titles"}, garbage: true},
+		{name: "ResetsInOutput", about: "RIS and DECSTR, some after switching the alternate screen on or bracketed paste off",
+			env: []string{"FAKEAGENT_GARBAGE_KBPS=1024", "FAKEAGENT_GARBAGE_MS=100", "FAKEAGENT_GARBAGE=resets"}, garbage: true},
+		{name: "AllGarbage10MBps", about: "every kind of garbage at 10 MiB/s for 200 ms",
+			env: []string{"FAKEAGENT_GARBAGE_KBPS=10240", "FAKEAGENT_GARBAGE_MS=200"}, garbage: true},
+		{name: "ResetMidTyping", about: "a reset (RIS, then DECSTR, in turn) after each read of a half-typed prompt",
+			env: []string{"FAKEAGENT_RESET_ON_INPUT=1"}, resets: true},
+		{name: "QueryMidTyping", about: "asks for the cursor position on each read of input and echoes it only after the answer",
+			env: []string{"FAKEAGENT_QUERY_ON_INPUT=1"}},
+		{name: "ExitHalfTyped", about: "from each run's second prompt on, exits after at most 64 bytes of a prompt",
+			env: []string{"FAKEAGENT_EXIT_MID=64"}, exits: true},
+		{name: "ExitTypedNotEntered", about: "from each run's second prompt on, exits after the first read of a prompt (often all of its text), before Enter",
+			env: []string{"FAKEAGENT_EXIT_MID=65536"}, exits: true},
+	}
+}
+
+// badLogMax bounds the pane log of a bad case (rotated beyond).
+const badLogMax = 256 << 10
+
+// TestBadOutput types messages into programs that print garbage, huge
+// titles and resets, or exit while a message is half typed, and checks
+// that the pane stays up (its program runs throughout, or is restarted
+// when it exits), that each message is submitted whole and exactly once,
+// in order (a message cut by an exit typed again whole into the next run,
+// never continued), that the stages say what happened, and that the
+// pane's buffers stay bounded.
+func TestBadOutput(t *testing.T) {
+	t.Parallel()
+	msgs := hardMessages(badMsgs)
+	for _, bc := range badCases() {
+		t.Run(bc.name, func(t *testing.T) {
+			t.Parallel()
+			env := append([]string{"FAKEAGENT_ECHO=1", "FAKEAGENT_ENTER_MS=0"}, bc.env...)
+			spec, logPath := fakeSpec(t, env...)
+			spec.Timing = hardTiming(">", false, true)
+			if bc.exits {
+				// The program exits right after it read a text; an
+				// Enter pressed before it is gone would be lost with it
+				// (unverified, never typed twice): keep it well after.
+				spec.Timing.EnterDelay = 100 * time.Millisecond
+			}
+			spec.Restart = true
+			spec.LogMaxBytes = badLogMax
+			var seen programTally
+			spec.OnLine = seen.line
+			p := startPane(t, spec)
+			stages := newStageLog()
+			start := time.Now()
+			for _, m := range msgs {
+				p.Enqueue(Delivery{MessageID: m.id, Content: m.content, Report: stages.reporter(m.id)})
+			}
+			waitAllFinal(t, p, stages, msgs, logPath, start.Add(30*time.Second))
+			settle(t, logPath)
+			recs := readPrompts(t, logPath)
+			st := p.Status()
+			t.Logf("%s: %d messages in %s, %s, %d restarts", bc.about, len(msgs),
+				lastStage(stages, msgs).Sub(start).Round(time.Millisecond), seen.String(), st.Restarts)
+			checkBadDelivery(t, msgs, recs, stages, bc.exits)
+			if !bc.exits {
+				if st.Restarts != 0 || st.State == StateExited {
+					t.Errorf("the program should run throughout: %d restarts, state %s, last error %q", st.Restarts, st.State, st.LastError)
+				}
+			}
+			checkBounds(t, p, spec)
+			seen.mu.Lock()
+			defer seen.mu.Unlock()
+			// A spell before the banner and one after each message; a
+			// RIS and a DECSTR at least.
+			if bc.garbage && seen.spells < len(msgs)+1 || bc.resets && seen.resets < 2 {
+				t.Errorf("the program printed %d garbage spells and %d resets", seen.spells, seen.resets)
+			}
+		})
+	}
+}
+
+// programTally sums what a fake program reports doing: its garbage
+// spells, and the resets it made while a prompt was typed.
+type programTally struct {
+	mu           sync.Mutex
+	spells       int
+	bytes, spent int64
+	resets       int
+}
+
+var (
+	garbageRE = regexp.MustCompile(`fakeagent garbage: (\d+) bytes in (\d+) ms`)
+	resetRE   = regexp.MustCompile(`fakeagent reset (\d+) \(RIS\)`)
+)
+
+// line is an OnLine callback.
+func (g *programTally) line(l string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if m := resetRE.FindStringSubmatch(l); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		g.resets = max(g.resets, n)
+	}
+	if m := garbageRE.FindStringSubmatch(l); m != nil {
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		ms, _ := strconv.ParseInt(m[2], 10, 64)
+		g.spells++
+		g.bytes += n
+		g.spent += ms
+	}
+}
+
+func (g *programTally) String() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.spells == 0 {
+		return fmt.Sprintf("no garbage, %d resets", g.resets)
+	}
+	return fmt.Sprintf("%.1f MiB of garbage in %d spells (%.1f MiB/s while printing)", float64(g.bytes)/(1<<20), g.spells,
+		float64(g.bytes)/(1<<20)/(float64(max(g.spent, 1))/1000))
+}
+
+// checkBadDelivery checks what the program took against the messages and
+// the stages: each message submitted once, whole, in order, and reported
+// submitted once; what an exit cut was a message's start, from another
+// run than the one that took the message whole.
+func checkBadDelivery(t *testing.T, msgs []hardMsg, recs []promptRec, stages *stageLog, exits bool) {
+	t.Helper()
+	index := map[string]int{}
+	for i, m := range msgs {
+		index[m.id] = i
+	}
+	taken := make([][]promptRec, len(msgs))
+	cuts := make([][]promptRec, len(msgs))
+	last := -1
+	for _, r := range recs {
+		if r.Discarded != "" {
+			i := slices.IndexFunc(msgs, func(m hardMsg) bool { return strings.Contains(r.Discarded, m.header()) })
+			if i < 0 {
+				t.Errorf("the program threw away %q, which starts no message", r.Discarded)
+				continue
+			}
+			cuts[i] = append(cuts[i], r)
+			continue
+		}
+		if strings.TrimSpace(r.Prompt) == "" {
+			continue // an extra Enter on an empty input
+		}
+		mt := trailerRE.FindStringSubmatch(r.Prompt)
+		i, ok := 0, mt != nil
+		if ok {
+			i, ok = index[mt[1]]
+		}
+		if !ok {
+			t.Errorf("the program took %d bytes that end in no message's trailer: %.200q", len(r.Prompt), r.Prompt)
+			continue
+		}
+		if i < last {
+			t.Errorf("message %d submitted after message %d", i, last)
+		}
+		last = max(last, i)
+		taken[i] = append(taken[i], r)
+	}
+	for i, m := range msgs {
+		st := stages.get(m.id)
+		if len(taken[i]) != 1 {
+			t.Errorf("message %d submitted %d times; stages %s", i, len(taken[i]), stageKinds(st))
+			continue
+		}
+		rec := taken[i][0]
+		if !whole(m, rec.Prompt) {
+			want, _ := m.want(true)
+			t.Errorf("message %d not whole:\n got %.300q\nwant %.300q", i, rec.Prompt, want)
+		}
+		var submitted, retyping int
+		for _, s := range st {
+			switch s.Kind {
+			case StageSubmitted:
+				submitted++
+			case StageRetyping:
+				retyping++
+				if !errors.Is(s.Err, ErrPaneExited) || submitted > 0 {
+					t.Errorf("message %d: stages %s, want retyping (program exited) before submitted", i, stageKinds(st))
+				}
+			case StageTyped:
+			default:
+				t.Errorf("message %d: stage %s (%v)", i, s.Kind, s.Err)
+			}
+		}
+		if submitted != 1 {
+			t.Errorf("message %d: stages %s, want one submitted", i, stageKinds(st))
+		}
+		// The ledger says what happened: each exit that cut the message
+		// (the program logged what it read of it) is one retyping.
+		if retyping != len(cuts[i]) {
+			t.Errorf("message %d: the program exited %d times while it was typed; stages %s", i, len(cuts[i]), stageKinds(st))
+		}
+		for _, c := range cuts[i] {
+			if c.PID == rec.PID {
+				t.Errorf("message %d: the run that cut it (pid %d) took it: continued, not typed again", i, c.PID)
+			}
+		}
+		if !exits && len(cuts[i]) > 0 {
+			t.Errorf("message %d: the program threw away %q", i, cuts[i][0].Discarded)
+		}
+	}
+	if exits && len(msgs) > 1 && slices.IndexFunc(cuts, func(c []promptRec) bool { return len(c) > 0 }) < 0 {
+		t.Errorf("the program never exited with a message half typed")
+	}
+}
+
+// whole reports whether a logged prompt is m, whole: inline (in a paste,
+// or outside one with tabs and newlines flattened), or the pointer line to
+// a file holding its body.
+func whole(m hardMsg, got string) bool {
+	got = strings.TrimRight(got, "\n")
+	for _, multi := range []bool{true, false} {
+		if want, pointer := m.want(multi); !pointer && got == want {
+			return true
+		}
+	}
+	return strings.HasPrefix(got, AgentPrefix+m.header()) && strings.HasSuffix(got, "] "+Trailer(m.id)) && pointerBody(got) == Neutralize(m.content)
+}
+
+// pointerBody is the content of the file a pointer line names.
+func pointerBody(line string) string {
+	_, rest, ok := strings.Cut(line, " bytes) in ")
+	path, _, ok2 := strings.Cut(rest, "] [hm:")
+	if !ok || !ok2 {
+		return ""
+	}
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+// checkBounds checks that a pane that took bad output keeps its screen
+// sane and its buffers within their bounds: the replay ring, the title, the
+// pane log and its one rotation.
+func checkBounds(t *testing.T, p *Pane, spec Spec) {
+	t.Helper()
+	s := p.Screen()
+	if len(s.Lines) != s.Rows || s.CursorRow >= s.Rows || s.CursorCol >= s.Cols || len(s.Title) > vterm.MaxTitle {
+		t.Errorf("screen %dx%d with %d lines, cursor %d,%d, title of %d bytes", s.Cols, s.Rows, len(s.Lines), s.CursorRow, s.CursorCol, len(s.Title))
+	}
+	p.mu.Lock()
+	ring := p.ring.Len()
+	p.mu.Unlock()
+	if ring > p.spec.RingBytes {
+		t.Errorf("replay ring holds %d bytes, bound %d", ring, p.spec.RingBytes)
+	}
+	for _, path := range []string{spec.LogPath, spec.LogPath + ".1"} {
+		if fi, err := os.Stat(path); err == nil && fi.Size() > spec.LogMaxBytes {
+			t.Errorf("pane log %s is %d bytes, bound %d", path, fi.Size(), spec.LogMaxBytes)
+		}
+	}
 }

@@ -94,6 +94,7 @@ func (p *Pane) pressEnter(ctx context.Context, pr *proc, record func()) error {
 	}
 	cr := [1]byte{'\r'}
 	for {
+		p.writeMu.Lock()
 		_ = pr.master.SetWriteDeadline(time.Now().Add(writeSlice))
 		var werr error
 		err = rc.Write(func(fd uintptr) bool {
@@ -110,6 +111,7 @@ func (p *Pane) pressEnter(ctx context.Context, pr *proc, record func()) error {
 			}
 			return true
 		})
+		p.writeMu.Unlock()
 		if err == nil {
 			err = werr
 		}
@@ -147,8 +149,11 @@ func (p *Pane) writeFailed(ctx context.Context, pr *proc, err error) error {
 }
 
 // writeRaw is writeTo without recording input (terminal answers are not
-// typing). The caller holds inputMu.
+// typing). The caller holds inputMu, except for the terminal's answers
+// (see replyLoop); b goes in as one write under writeMu.
 func (p *Pane) writeRaw(ctx context.Context, pr *proc, b []byte) (int, error) {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
 	written := 0
 	for written < len(b) {
 		_ = pr.master.SetWriteDeadline(time.Now().Add(writeSlice))
