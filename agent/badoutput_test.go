@@ -168,7 +168,8 @@ func badCases() []badCase {
 const badLogMax = 256 << 10
 
 // TestBadOutput types messages into programs that print garbage, huge
-// titles and resets, or exit while a message is half typed, and checks
+// titles and resets, reset or query the terminal while a message is typed,
+// or exit while a message is half typed, and checks
 // that the pane stays up (its program runs throughout, or is restarted
 // when it exits), that each message is submitted whole and exactly once,
 // in order (a message cut by an exit typed again whole into the next run,
@@ -260,7 +261,7 @@ func (g *programTally) String() string {
 	if g.spells == 0 {
 		return fmt.Sprintf("no garbage, %d resets", g.resets)
 	}
-	return fmt.Sprintf("%.1f MiB of garbage in %d spells (%.1f MiB/s while printing)", float64(g.bytes)/(1<<20), g.spells,
+	return fmt.Sprintf("%.1f MiB of garbage in %d spells (%.1f MiB/s while it printed)", float64(g.bytes)/(1<<20), g.spells,
 		float64(g.bytes)/(1<<20)/(float64(max(g.spent, 1))/1000))
 }
 

@@ -1,8 +1,8 @@
 package main
 
 // Bad output and bad endings (issue #15): garbage spells, a terminal reset
-// whenever input arrives mid-typing, and an exit while a prompt is half
-// typed. See the package comment for the variables.
+// or a query whenever input arrives mid-typing, and an exit while a prompt
+// is half typed. See the package comment for the variables.
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -44,18 +45,17 @@ func newGarbage() *garbage {
 	if k := os.Getenv("FAKEAGENT_GARBAGE"); k != "" {
 		g.kinds = strings.Split(k, ",")
 	}
+	for _, k := range g.kinds {
+		if !slices.Contains(garbageKinds, k) {
+			fmt.Fprintf(os.Stderr, "fakeagent: FAKEAGENT_GARBAGE: unknown kind %q (want some of %s)\r\n", k, strings.Join(garbageKinds, ","))
+			os.Exit(2)
+		}
+	}
 	return g
 }
 
 // has reports whether the spell prints kind.
-func (g *garbage) has(kind string) bool {
-	for _, k := range g.kinds {
-		if k == kind {
-			return true
-		}
-	}
-	return false
-}
+func (g *garbage) has(kind string) bool { return slices.Contains(g.kinds, kind) }
 
 // malformed are escape sequences a broken program prints: truncated,
 // unterminated, out of range, or cut by other controls.
@@ -78,34 +78,28 @@ var resets = []string{"\x1bc", "\x1b[!p", "\x1b[?1049h\x1bc", "\x1b[!p\x1b[?2004
 
 // piece returns the next bit of garbage.
 func (g *garbage) piece() []byte {
-	for {
-		switch k := g.kinds[g.rng.IntN(len(g.kinds))]; k {
-		case "bytes":
-			// About 5 ms' worth: no pause in the output long enough to
-			// look like a quiet screen.
-			b := make([]byte, min(max(g.rate/200, 64), 4096))
-			for i := range b {
-				b[i] = byte(g.rng.Uint32())
-			}
-			return b
-		case "escapes":
-			var b []byte
-			for range 64 {
-				b = append(b, malformed[g.rng.IntN(len(malformed))]...)
-				if g.rng.IntN(2) == 0 {
-					b = append(b, "text"...)
-				}
-			}
-			return b
-		case "resets":
-			return []byte(resets[g.rng.IntN(len(resets))] + "after a reset\r\n")
-		case "titles":
-			// Titles come at the start of a spell (title); here a small
-			// one.
-			return []byte(fmt.Sprintf("\x1b]2;title %d\x07", g.rng.IntN(1000)))
-		default:
-			panic("fakeagent: unknown FAKEAGENT_GARBAGE kind " + k)
+	switch g.kinds[g.rng.IntN(len(g.kinds))] {
+	case "bytes":
+		// About 5 ms' worth: no pause in the output long enough to look
+		// like a quiet screen.
+		b := make([]byte, min(max(g.rate/200, 64), 4096))
+		for i := range b {
+			b[i] = byte(g.rng.Uint32())
 		}
+		return b
+	case "escapes":
+		var b []byte
+		for range 64 {
+			b = append(b, malformed[g.rng.IntN(len(malformed))]...)
+			if g.rng.IntN(2) == 0 {
+				b = append(b, "text"...)
+			}
+		}
+		return b
+	case "resets":
+		return []byte(resets[g.rng.IntN(len(resets))] + "after a reset\r\n")
+	default: // titles: the huge one starts the spell (title); here small ones
+		return []byte(fmt.Sprintf("\x1b]2;title %d\x07", g.rng.IntN(1000)))
 	}
 }
 
@@ -151,12 +145,13 @@ func (a *agent) garbageSpell() {
 			time.Sleep(min(wait, time.Until(start.Add(g.spell))))
 		}
 	}
+	printing := time.Since(start)
 	a.fence()
 	a.printf("\x1bc") // RIS: nothing the garbage set survives
 	if a.paste {
 		a.printf("\x1b[?2004h")
 	}
-	a.printf("fakeagent garbage: %d bytes in %d ms\r\n", written, time.Since(start).Milliseconds())
+	a.printf("fakeagent garbage: %d bytes in %d ms\r\n", written, printing.Milliseconds())
 }
 
 // holdInput keeps the input read so far, without waiting.
