@@ -52,7 +52,7 @@ func (p *Pane) writeInput(ctx context.Context, b []byte, note func(pr *proc, wri
 // writeTo is the delivery engine's typing: it writes all of b to the
 // program's terminal, giving up when the program exits, the pane stops or
 // ctx ends, and records it as hm's input. It first checks, under inputMu
-// (which the caller holds, as every writer does), that no person in attach
+// (which the caller holds, as every typist does), that no person in attach
 // holds the input (see personHold): a person's key that slipped in after
 // the engine's wait makes it write nothing and fail with errPersonFirst,
 // so that the message is tried again after the wait.
