@@ -17,8 +17,9 @@ import (
 type StageKind int
 
 // Delivery stages, reported in this order (Submitted or Unverified follow
-// Typed; Failed replaces them). Typed repeats when the program ended after
-// the text but before Enter: the message is typed again into the next run.
+// Typed; Failed replaces them). When the program ends while the message is
+// typed, before its Enter, Retyping says so and the message is typed again,
+// whole, into the next run (Typed then repeats if it had been reached).
 const (
 	// StageTyped: the whole text was written into the pane; Delivery.Typed
 	// is called just before Enter.
@@ -36,6 +37,11 @@ const (
 	// (Err, wrapping ErrStuck, says which); Delivery.Stuck is called with
 	// Err. The pane goes on with the next message.
 	StageStuck
+	// StageRetyping: the program ended while the message was being typed,
+	// before its Enter (Err, wrapping ErrPaneExited, says when): nothing
+	// was submitted, and the message is typed again, whole, into the next
+	// run. Delivery.Retyping is called with Err.
+	StageRetyping
 )
 
 // String returns the stage name.
@@ -51,6 +57,8 @@ func (k StageKind) String() string {
 		return string(status.Failed)
 	case StageStuck:
 		return string(status.Stuck)
+	case StageRetyping:
+		return "retyping"
 	}
 	return fmt.Sprintf("StageKind(%d)", int(k))
 }
@@ -106,6 +114,10 @@ type Delivery struct {
 	// Stuck, if set, is called at StageStuck with its Err, on the same
 	// goroutine as Report and after it.
 	Stuck func(err error)
+	// Retyping, if set, is called at StageRetyping with its Err, on the
+	// same goroutine as Report and after it, so that the caller's ledger
+	// says why the message is typed again.
+	Retyping func(err error)
 }
 
 // Fail reports StageFailed with err to d's Report and Failed callbacks, for a
@@ -197,10 +209,7 @@ func (p *Pane) deliver(it *item) (done bool) {
 	}
 	if err != nil && n < len(text) {
 		unlock()
-		p.log.Info("message text not fully typed; typing it again after restart", "id", it.d.MessageID, "written", n, "len", len(text), "err", err)
-		// Wait for the run to end so that the retry types into a new one.
-		p.pause(pr, time.Second, &it.waited)
-		return false
+		return p.typeAgain(pr, it, stage, fmt.Sprintf("while its text was written (%d of %d bytes)", n, len(text)), err)
 	}
 	typed := before
 	if trailer != "" {
@@ -212,9 +221,7 @@ func (p *Pane) deliver(it *item) (done bool) {
 		})
 		if ended {
 			unlock()
-			p.log.Info("program ended before its echo; typing the message again after restart", "id", it.d.MessageID, "why", p.endReason(pr))
-			p.pause(pr, time.Second, &it.waited)
-			return false
+			return p.typeAgain(pr, it, stage, "before its text showed", nil)
 		}
 		if !shown {
 			return p.notShown(pr, it, unlock, stage)
@@ -235,9 +242,7 @@ func (p *Pane) deliver(it *item) (done bool) {
 	// the next run (or, at shutdown, stays undelivered for the next session).
 	if !p.pause(pr, p.profile.EnterDelay, nil) {
 		unlock()
-		p.log.Info("program ended before Enter; typing the message again after restart", "id", it.d.MessageID, "why", p.endReason(pr))
-		p.pause(pr, time.Second, &it.waited)
-		return false
+		return p.typeAgain(pr, it, stage, "before Enter", nil)
 	}
 	for attempt := 0; attempt < enterAttempts; attempt++ {
 		p.mu.Lock()
@@ -259,9 +264,7 @@ func (p *Pane) deliver(it *item) (done bool) {
 			if attempt == 0 {
 				// The first Enter never reached the program: not submitted.
 				unlock()
-				p.log.Info("Enter not written; typing the message again after restart", "id", it.d.MessageID, "err", err)
-				p.pause(pr, time.Second, &it.waited)
-				return false
+				return p.typeAgain(pr, it, stage, "before Enter (not written)", err)
 			}
 			it.submitted(false)
 			p.report(it, stage(StageUnverified, fmt.Errorf("press enter: %w", err)))
@@ -365,6 +368,9 @@ func (p *Pane) report(it *item, s Stage) {
 		p.disp.post(func() { fn(s.Err) }, false)
 	}
 	if fn := it.d.Stuck; fn != nil && s.Kind == StageStuck {
+		p.disp.post(func() { fn(s.Err) }, false)
+	}
+	if fn := it.d.Retyping; fn != nil && s.Kind == StageRetyping {
 		p.disp.post(func() { fn(s.Err) }, false)
 	}
 }

@@ -485,7 +485,10 @@ func TestPartlyTypedMessageRetypedAfterRestart(t *testing.T) {
 	if len(prompts) != 1 || strings.TrimRight(prompts[0].Prompt, "\n") != expectPrompt("p1", content) {
 		t.Errorf("prompts = %+v", prompts)
 	}
-	if st := stages.get("p1"); len(st) != 2 || st[0].Kind != StageTyped || st[1].Kind != StageSubmitted {
+	// The kill cut the typing short: the stages say so before the new
+	// typing.
+	if st := stages.get("p1"); len(st) != 3 || st[0].Kind != StageRetyping || !errors.Is(st[0].Err, ErrPaneExited) ||
+		st[1].Kind != StageTyped || st[2].Kind != StageSubmitted {
 		t.Errorf("stages = %+v", st)
 	}
 }

@@ -191,7 +191,14 @@ type Pane struct {
 	done       chan struct{} // closed after stopped, once callbacks have drained
 	releaseCtx func() bool
 
-	inputMu sync.Mutex // serialises writes into the PTY
+	// inputMu serialises the writers of input: a message's text and its
+	// Enter, a viewer's keys, WriteContext. writeMu serialises single
+	// writes into the PTY (writeRaw, pressEnter), the terminal's answers
+	// to queries included, which take writeMu alone: they may go in
+	// between a message's text and its Enter, never inside either. Lock
+	// order: inputMu, then writeMu.
+	inputMu sync.Mutex
+	writeMu sync.Mutex
 
 	// vtMu guards vt, the pane's virtual terminal. Lock order: vtMu, then mu.
 	vtMu sync.Mutex

@@ -52,7 +52,7 @@ func (p *Pane) writeInput(ctx context.Context, b []byte, note func(pr *proc, wri
 // writeTo is the delivery engine's typing: it writes all of b to the
 // program's terminal, giving up when the program exits, the pane stops or
 // ctx ends, and records it as hm's input. It first checks, under inputMu
-// (which the caller holds, as every writer does), that no person in attach
+// (which the caller holds, as every typist does), that no person in attach
 // holds the input (see personHold): a person's key that slipped in after
 // the engine's wait makes it write nothing and fail with errPersonFirst,
 // so that the message is tried again after the wait.
@@ -94,6 +94,7 @@ func (p *Pane) pressEnter(ctx context.Context, pr *proc, record func()) error {
 	}
 	cr := [1]byte{'\r'}
 	for {
+		p.writeMu.Lock()
 		_ = pr.master.SetWriteDeadline(time.Now().Add(writeSlice))
 		var werr error
 		err = rc.Write(func(fd uintptr) bool {
@@ -110,6 +111,7 @@ func (p *Pane) pressEnter(ctx context.Context, pr *proc, record func()) error {
 			}
 			return true
 		})
+		p.writeMu.Unlock()
 		if err == nil {
 			err = werr
 		}
@@ -147,8 +149,11 @@ func (p *Pane) writeFailed(ctx context.Context, pr *proc, err error) error {
 }
 
 // writeRaw is writeTo without recording input (terminal answers are not
-// typing). The caller holds inputMu.
+// typing). The caller holds inputMu, except for the terminal's answers
+// (see replyLoop); b goes in as one write under writeMu.
 func (p *Pane) writeRaw(ctx context.Context, pr *proc, b []byte) (int, error) {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
 	written := 0
 	for written < len(b) {
 		_ = pr.master.SetWriteDeadline(time.Now().Add(writeSlice))

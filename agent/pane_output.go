@@ -66,17 +66,18 @@ func (p *Pane) handleOutput(pr *proc, data []byte) {
 }
 
 // replyLoop types the virtual terminal's answers to the program's queries
-// into the run's input, between (never inside) other writes. It ends when
-// the reader closed pr.replies.
+// into the run's input, between (never inside) other writes, as soon as
+// they come: also while the delivery engine holds inputMu between a
+// message's text and its Enter, because a program that asks something
+// while it is typed into may show the text only once it has the answer.
+// It ends when the reader closed pr.replies.
 func (p *Pane) replyLoop(pr *proc) {
 	defer close(pr.repliesDone)
 	for b := range pr.replies {
 		if pr.isExited() {
 			continue
 		}
-		p.inputMu.Lock()
 		_, err := p.writeRaw(context.Background(), pr, b)
-		p.inputMu.Unlock()
 		if err != nil {
 			p.log.Debug("terminal reply not written", "err", err)
 		}

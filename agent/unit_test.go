@@ -426,7 +426,7 @@ func TestDescribeExit(t *testing.T) {
 
 func TestStageKindString(t *testing.T) {
 	t.Parallel()
-	for k, want := range map[StageKind]string{StageTyped: "typed", StageSubmitted: "submitted", StageUnverified: "unverified", StageFailed: "failed", 0: "StageKind(0)"} {
+	for k, want := range map[StageKind]string{StageTyped: "typed", StageSubmitted: "submitted", StageUnverified: "unverified", StageFailed: "failed", StageStuck: "stuck", StageRetyping: "retyping", 0: "StageKind(0)"} {
 		if k.String() != want {
 			t.Errorf("%d.String() = %q, want %q", int(k), k.String(), want)
 		}

@@ -36,7 +36,9 @@ type Panes interface {
 // is called synchronously once the outcome of Enter is known (proven: the
 // program reacted); it returns after the ledger has committed the message
 // as routed, after which it is never typed again. Failed is called if the
-// message cannot be typed.
+// message cannot be typed. Retyping is called when the program ended while
+// the message was being typed, before its Enter (err says when): it is
+// typed again, whole, after the restart.
 type PaneDelivery struct {
 	MessageID string
 	Content   string
@@ -45,6 +47,7 @@ type PaneDelivery struct {
 	Submitted func(proven bool)
 	Failed    func(err error)
 	Stuck     func(err error)
+	Retyping  func(err error)
 }
 
 // Telegram is the outbound side of the Telegram relay.

@@ -51,6 +51,12 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 					b.advance(journal.Change{MessageID: id, Status: status.Failed, ErrorCode: status.CodePaneFailed, Event: status.EventFailed, Detail: map[string]any{"pane": mem.Role, "error": err.Error()}})
 				},
 				Stuck: func(err error) { b.stuck(m, mem.Role, err) },
+				// The program ended while the message was being typed:
+				// another attempt (the row is unchanged but its attempt
+				// count), with the reason, before it is typed again.
+				Retyping: func(err error) {
+					b.advance(journal.Change{MessageID: id, IncAttempt: true, Event: status.EventAttempt, Detail: map[string]any{"pane": mem.Role, "error": err.Error()}})
+				},
 			})
 		}
 	}

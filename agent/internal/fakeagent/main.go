@@ -56,6 +56,39 @@
 //     FAKEAGENT_SPINNER_MS or FAKEAGENT_SILENT_MS the busy spell shows in the
 //     status row (or nowhere); the box stays drawn.
 //
+// Bad output and bad endings, each turned on by one variable (not with
+// FAKEAGENT_TUI):
+//
+//   - FAKEAGENT_GARBAGE_KBPS=N: garbage spells. Before the banner and after
+//     each prompt it prints garbage at about N KiB/s for
+//     FAKEAGENT_GARBAGE_MS (default 200) ms: the kinds listed in
+//     FAKEAGENT_GARBAGE (comma-separated, default all): "bytes" (random
+//     bytes), "escapes" (malformed, truncated and out-of-range escape
+//     sequences, invalid UTF-8, C1 controls, a few queries), "titles" (an
+//     OSC title of more than 1 MiB at the start of each spell, ended by
+//     BEL, by ST or not at all) and "resets" (RIS "ESC c", DECSTR
+//     "ESC[!p", some after switching modes). Then it cancels any open
+//     sequence, asks for the cursor position and waits for the answer (so
+//     every answer to a query in the garbage came before it), resets the
+//     terminal (RIS), switches bracketed paste on again, prints
+//     "fakeagent garbage: N bytes in M ms" and its prompt. Input read
+//     during a spell is kept, less the terminal's answers, and handled
+//     after it.
+//   - FAKEAGENT_RESET_ON_INPUT=1: each read of input that leaves a prompt
+//     half typed is followed by a reset, in turn RIS (the screen clears;
+//     "fakeagent reset N (RIS)", the prompt and the text so far are drawn
+//     again) and DECSTR, each followed by the bracketed paste switch.
+//   - FAKEAGENT_QUERY_ON_INPUT=1: on each read of input it asks the
+//     terminal for the cursor position (DECXCPR) and handles (and echoes)
+//     the input only once the answer came, as a prompt that asks where
+//     the cursor is before it redraws; input read meanwhile is kept, less
+//     the terminal's answers.
+//   - FAKEAGENT_EXIT_MID=N: from the run's second prompt on, the first
+//     read of a prompt's input ends the run with the prompt half typed: it
+//     takes at most N bytes of that read, shows them, logs them as
+//     discarded and exits with code 4. The run's first prompt (in the next
+//     run, the message it cut, typed again) is taken whole.
+//
 // Input thrown away (by a busy spell, or pending when late raw mode flushes
 // it) is logged as {"discarded":...,"at":unixms,"pid":N}, one line per
 // spell, so that a test can tell text lost from text never typed. Markers
@@ -118,6 +151,14 @@ type agent struct {
 	linePaste bool          // FAKEAGENT_LINE_PASTE
 	tui       *screen       // FAKEAGENT_TUI, else nil
 	input     <-chan []byte
+	paste     bool // bracketed paste switched on (not FAKEAGENT_NO_PASTE)
+
+	garbage      *garbage // FAKEAGENT_GARBAGE_KBPS, else nil
+	held         []byte   // input kept during a garbage spell
+	resetOnInput bool     // FAKEAGENT_RESET_ON_INPUT
+	queryOnInput bool     // FAKEAGENT_QUERY_ON_INPUT
+	resets       int
+	exitMid      int // FAKEAGENT_EXIT_MID
 
 	prompts   int
 	buf       []byte
@@ -139,6 +180,12 @@ func run() error {
 		silent:    time.Duration(envInt("FAKEAGENT_SILENT_MS", 0)) * time.Millisecond,
 		spinner:   time.Duration(envInt("FAKEAGENT_SPINNER_MS", 0)) * time.Millisecond,
 		linePaste: os.Getenv("FAKEAGENT_LINE_PASTE") == "1",
+		paste:     os.Getenv("FAKEAGENT_NO_PASTE") != "1",
+
+		garbage:      newGarbage(),
+		resetOnInput: os.Getenv("FAKEAGENT_RESET_ON_INPUT") == "1",
+		queryOnInput: os.Getenv("FAKEAGENT_QUERY_ON_INPUT") == "1",
+		exitMid:      envInt("FAKEAGENT_EXIT_MID", 0),
 	}
 	if a.doneLine == "" {
 		a.doneLine = "__HM_BG_DONE__"
@@ -176,7 +223,10 @@ func run() error {
 			return err
 		}
 	}
-	paste := os.Getenv("FAKEAGENT_NO_PASTE") != "1"
+	if a.garbage != nil {
+		a.garbageSpell()
+	}
+	paste := a.paste
 	var winch chan os.Signal
 	if a.tui != nil {
 		winch = make(chan os.Signal, 1)
@@ -189,7 +239,7 @@ func run() error {
 		}
 		a.printf("> ")
 	}
-	if len(early) > 0 && a.feed(early, time.Now()) {
+	if a.take(early) {
 		return nil
 	}
 	for {
@@ -198,7 +248,7 @@ func run() error {
 			if !ok {
 				return nil // terminal gone
 			}
-			if done := a.feed(b, time.Now()); done {
+			if done := a.take(b); done {
 				return nil
 			}
 		case <-winch:
@@ -354,6 +404,9 @@ func (a *agent) submit(rest []byte) bool {
 	if a.exitAfter > 0 && a.prompts >= a.exitAfter {
 		a.printf("exiting after %d prompts\r\n", a.prompts)
 		os.Exit(3)
+	}
+	if a.garbage != nil {
+		a.garbageSpell()
 	}
 	if a.discards() {
 		a.busySpell(rest)
