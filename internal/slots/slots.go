@@ -86,6 +86,9 @@ type slot struct {
 	command   string
 	createdAt time.Time
 	ending    bool
+	// endOnStart is the reason of an end that came (done marker, exit)
+	// before Spawn had the pane; Spawn ends the slot once it has it.
+	endOnStart string
 }
 
 // New returns the slots of cfg, none running.
@@ -272,10 +275,14 @@ func (s *Set) spawn(ctx context.Context, p slotPayload) (proto.BgResult, bool) {
 		s.host.RevokeToken(m.Role)
 		return refusal(status.CodeSlotUnavailable, "start: "+err.Error())
 	}
+	s.host.AddPane(m.Role, pane)
 	s.mu.Lock()
 	sl.pane = pane
+	early := sl.endOnStart
 	s.mu.Unlock()
-	s.host.AddPane(m.Role, pane)
+	if early != "" {
+		s.endAsync(slotNo, early)
+	}
 	brief := roles.BackgroundBrief(m, "")
 	if err := s.host.Submit(ctx, broker.Submission{From: roles.RoleSystem, Target: m.Role, Content: brief, Raw: true, Channel: broker.ChannelSystem}); err != nil {
 		s.log.Warn("background brief", "slot", m.Role, "err", err)
@@ -339,6 +346,9 @@ func (s *Set) async(fn func()) {
 func (s *Set) end(slotNo int, reason string) bool {
 	s.mu.Lock()
 	sl, ok := s.running[slotNo]
+	if ok && sl.pane == nil && sl.endOnStart == "" {
+		sl.endOnStart = reason // still starting: Spawn ends it
+	}
 	if !ok || sl.ending || sl.pane == nil {
 		s.mu.Unlock()
 		return false

@@ -25,6 +25,11 @@ type fakeHost struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// startDelay delays StartPane's return after the pane started, as a
+	// loaded machine may: its first output can come before Spawn has the
+	// pane. Set before the first spawn.
+	startDelay time.Duration
+
 	mu      sync.Mutex
 	panes   map[string]*agent.Pane
 	revoked []string
@@ -41,7 +46,9 @@ func (f *fakeHost) PaneSpec(m roles.Member) agent.Spec {
 }
 
 func (f *fakeHost) StartPane(spec agent.Spec) (*agent.Pane, error) {
-	return agent.Start(f.ctx, spec, slog.New(slog.NewTextHandler(f.t.Output(), nil)))
+	p, err := agent.Start(f.ctx, spec, slog.New(slog.NewTextHandler(f.t.Output(), nil)))
+	time.Sleep(f.startDelay)
+	return p, err
 }
 
 func (f *fakeHost) AddPane(role string, p *agent.Pane) {
@@ -233,6 +240,33 @@ func TestSpawnListKill(t *testing.T) {
 	host.mu.Unlock()
 	if revoked != "[builder-bg-2 builder-bg-1]" {
 		t.Fatalf("revoked tokens = %s", revoked)
+	}
+}
+
+// TestSlotEndsBeforeSpawnHasPane: a background agent that prints the
+// done marker, or exits, before Spawn has its pane (StartPane returns late)
+// still ends its slot and the owner is told. Before the fix the end was
+// dropped (the slot had no pane yet) and the slot ran on.
+func TestSlotEndsBeforeSpawnHasPane(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, command, reason string
+	}{
+		{"done marker", "echo " + DoneMarker + "; sleep 30", EndTaskCompleted},
+		{"exit", "exit 0", EndExited},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, host := newSet(t, 1, tc.command, time.Minute)
+			host.startDelay = 500 * time.Millisecond
+			if r, ok := handle(t, s, "spawn", ""); !ok {
+				t.Fatalf("spawn = %v", r)
+			}
+			poll.For(t, 15*time.Second, func() error {
+				return poll.Want(host.told("builder", "builder-bg-1 ended: "+tc.reason) && !s.Running("builder-bg-1") && !host.hosted("builder-bg-1"),
+					"owner told %s, slot ended", tc.reason)
+			})
+		})
 	}
 }
 
