@@ -26,7 +26,7 @@ test: deps build vet-cross
 	$(GO) vet $(PKGS)
 	@out=$$($(GO) test -count=1 -run 'Timing' $(TIMING_PKGS) 2>&1); status=$$?; \
 	  printf '%s\n' "$$out" | grep -v 'no test files\|no tests to run'; exit $$status
-	$(GO) test -race -count=1 -parallel 4 $(PKGS)
+	$(GO) test -race -count=1 -p 4 -parallel 4 $(PKGS)
 
 bench: build
 	$(GO) run ./scripts/bench
