@@ -133,11 +133,14 @@ func (p *Pane) waitReady(pr *proc, it *item, deadline time.Time) bool {
 		case asUrgent && state == Ready && (interrupts == 0 || quiet >= p.profile.Idle):
 			return true
 		case asUrgent && state == Busy && p.profile.Interrupt != "" && armed && interrupts < maxInterrupts:
-			if !p.interrupt(pr, it) {
+			sent, ok := p.interrupt(pr, it)
+			if !ok {
 				return false
 			}
-			interrupts++
-			armed = false
+			if sent {
+				interrupts++
+				armed = false
+			}
 			wait = readinessRecheck
 		case state == Ready && quiet >= p.profile.Idle:
 			return true
@@ -179,21 +182,22 @@ const (
 )
 
 // interrupt types the profile's Interrupt into a busy program for the
-// urgent message it (false when the run ended or the pane stopped). It
-// obeys people first as all of hm's typing does: when a person's key came
-// in meanwhile, nothing is typed and the wait goes on.
-func (p *Pane) interrupt(pr *proc, it *item) bool {
+// urgent message it: sent tells whether it was typed, ok is false when the
+// run ended or the pane stopped. It obeys people first as all of hm's
+// typing does: when a person's key came in meanwhile, nothing is typed and
+// the wait goes on.
+func (p *Pane) interrupt(pr *proc, it *item) (sent, ok bool) {
 	p.inputMu.Lock()
 	_, err := p.writeTo(context.Background(), pr, []byte(p.profile.Interrupt))
 	p.inputMu.Unlock()
 	switch {
 	case err == nil:
 		p.log.Info("interrupted the busy program for an urgent message", "id", it.d.MessageID, "profile", p.profile.Name)
-		return true
+		return true, true
 	case errors.Is(err, errPersonFirst):
-		return true
+		return false, true
 	default:
-		return p.endReason(pr) == nil
+		return false, p.endReason(pr) == nil
 	}
 }
 
