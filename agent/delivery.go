@@ -42,6 +42,11 @@ const (
 	// was submitted, and the message is typed again, whole, into the next
 	// run. Delivery.Retyping is called with Err.
 	StageRetyping
+	// StageInterrupted: the urgent message's pane was busy and its
+	// profile's Interrupt keys were typed to stop the program's work
+	// (once per busy spell, at most 3 times); the message follows once
+	// the screen is ready. Delivery.Interrupted is called.
+	StageInterrupted
 )
 
 // String returns the stage name.
@@ -59,6 +64,8 @@ func (k StageKind) String() string {
 		return string(status.Stuck)
 	case StageRetyping:
 		return "retyping"
+	case StageInterrupted:
+		return string(status.EventInterrupted)
 	}
 	return fmt.Sprintf("StageKind(%d)", int(k))
 }
@@ -118,6 +125,9 @@ type Delivery struct {
 	// same goroutine as Report and after it, so that the caller's ledger
 	// says why the message is typed again.
 	Retyping func(err error)
+	// Interrupted, if set, is called at StageInterrupted, on the pane's
+	// callback goroutine.
+	Interrupted func()
 }
 
 // Fail reports StageFailed with err to d's Report and Failed callbacks, for a
@@ -372,6 +382,9 @@ func (p *Pane) report(it *item, s Stage) {
 	}
 	if fn := it.d.Retyping; fn != nil && s.Kind == StageRetyping {
 		p.disp.post(func() { fn(s.Err) }, false)
+	}
+	if fn := it.d.Interrupted; fn != nil && s.Kind == StageInterrupted {
+		p.disp.post(fn, false)
 	}
 }
 

@@ -53,6 +53,12 @@ func TestUrgentJumpsAndInterrupts(t *testing.T) {
 					t.Errorf("%s: final stage %v, want submitted", id, got[len(got)-1].Kind)
 				}
 			}
+			// The urgent message's stages say it interrupted the program
+			// (the ledger's interrupted event), and only where it did.
+			interrupted := slices.ContainsFunc(stages.get("u1"), func(s Stage) bool { return s.Kind == StageInterrupted })
+			if interrupted != (tc.interrupt != "") {
+				t.Errorf("u1 stages %v: interrupted reported %v, want %v", stages.get("u1"), interrupted, tc.interrupt != "")
+			}
 			settle(t, logPath)
 			var order []string
 			interruptedAt := -1

@@ -193,6 +193,7 @@ func (p *Pane) interrupt(pr *proc, it *item) (sent, ok bool) {
 	switch {
 	case err == nil:
 		p.log.Info("interrupted the busy program for an urgent message", "id", it.d.MessageID, "profile", p.profile.Name)
+		p.report(it, Stage{Kind: StageInterrupted})
 		return true, true
 	case errors.Is(err, errPersonFirst):
 		return false, true

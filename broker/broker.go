@@ -48,6 +48,9 @@ type PaneDelivery struct {
 	Failed    func(err error)
 	Stuck     func(err error)
 	Retyping  func(err error)
+	// Interrupted is called when the pane's busy program was interrupted
+	// for this (urgent) message.
+	Interrupted func()
 }
 
 // Telegram is the outbound side of the Telegram relay.

@@ -57,6 +57,11 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 				Retyping: func(err error) {
 					b.advance(journal.Change{MessageID: id, IncAttempt: true, Event: status.EventAttempt, Detail: map[string]any{"pane": mem.Role, "error": err.Error()}})
 				},
+				// The pane's busy program was stopped for this urgent
+				// message: its work was cut, and the ledger says why.
+				Interrupted: func() {
+					b.advance(journal.Change{MessageID: id, Event: status.EventInterrupted, Detail: map[string]any{"pane": mem.Role}})
+				},
 			})
 		}
 	}

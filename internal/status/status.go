@@ -139,6 +139,7 @@ const (
 	EventAttempt            Event = "attempt"             // another delivery attempt, nothing else changed (detail "error": why, e.g. a pane's program ended mid-typing)
 	EventFailed             Event = "failed"              // delivery failed (see error_code)
 	EventStuck              Event = "stuck"               // repeated attempts did not get it submitted into a pane (detail "error")
+	EventInterrupted        Event = "interrupted"         // the pane's busy program was interrupted (its profile's interrupt keys) for this urgent message (detail "pane")
 	EventTelegramSent       Event = "telegram_sent"       // the Bot API accepted it
 	EventTelegramFailed     Event = "telegram_failed"     // the Bot API refused it
 	EventObligationClosed   Event = "obligation_closed"   // an [ACK REQUIRED] was answered
