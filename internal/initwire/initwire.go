@@ -347,8 +347,6 @@ func (m *manifest) save(path string) error {
 	return atomicfile.WriteFile(path, append(data, '\n'), 0o600)
 }
 
-func (m *manifest) empty() bool { return len(m.Created)+len(m.Dirs)+len(m.Written) == 0 }
-
 func digest(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])

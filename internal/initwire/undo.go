@@ -142,8 +142,5 @@ func (w *wiring) saveOrDropManifest() error {
 		}
 		return nil
 	}
-	if !exists(mp) && w.man.empty() {
-		return nil
-	}
 	return w.man.save(mp)
 }
