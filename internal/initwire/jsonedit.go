@@ -149,13 +149,14 @@ func decode(v hujson.Value) any {
 // lastBefore is the leading extra of the current last element (nil when
 // empty), tail the current closing extra, depth the composite's depth (the
 // root object is 0). A composite written on one line stays on one line
-// (compact), and so does an empty one whose parent is on one line.
-func (d *jsonDoc) layout(lastBefore []byte, hasElems bool, tail []byte, depth int, parentOneLine bool) (before, newTail []byte, ind string, compact bool) {
+// (compact), and so does an empty one whose parent is on one line; there
+// the new element follows the comma with sep, the spacing of its neighbours.
+func (d *jsonDoc) layout(lastBefore []byte, hasElems bool, tail []byte, depth int, parentOneLine bool, sep []byte) (before, newTail []byte, ind string, compact bool) {
 	if d.compact || oneLine(lastBefore, hasElems, tail) || !hasElems && parentOneLine && !bytes.ContainsRune(tail, '\n') {
-		if len(bytes.Trim(lastBefore, " \t")) != 0 {
-			lastBefore = []byte(" ") // a comment: it stays with its own element
+		if len(bytes.Trim(sep, " \t")) != 0 {
+			sep = []byte(" ") // a comment: it stays with its own element
 		}
-		return append([]byte(nil), lastBefore...), tail, "", true
+		return append([]byte(nil), sep...), tail, "", true
 	}
 	ind = strings.Repeat(d.unit, depth+1)
 	if ws := lastLineIndent(lastBefore); hasElems && ws != "" {
@@ -191,7 +192,11 @@ func (d *jsonDoc) addMember(o *hujson.Object, depth int, name string, v any, par
 			colon = vb
 		}
 	}
-	before, tail, ind, compact := d.layout(lastBefore, n > 0, o.AfterExtra, depth, parentOneLine)
+	sep := lastBefore
+	if n == 1 {
+		sep = colon // the one member follows '{', not a comma: space as after its colon
+	}
+	before, tail, ind, compact := d.layout(lastBefore, n > 0, o.AfterExtra, depth, parentOneLine, sep)
 	m := hujson.ObjectMember{
 		Name:  hujson.Value{BeforeExtra: before, Value: hujson.String(name)},
 		Value: parseRendered(render(v, ind, d.unit, d.nl, compact)),
@@ -212,7 +217,11 @@ func (d *jsonDoc) addElem(a *hujson.Array, depth int, v any, parentOneLine bool)
 	if n > 0 {
 		lastBefore = a.Elements[n-1].BeforeExtra
 	}
-	before, tail, ind, compact := d.layout(lastBefore, n > 0, a.AfterExtra, depth, parentOneLine)
+	sep := lastBefore
+	if n == 1 {
+		sep = []byte(" ") // the one element follows '[', not a comma
+	}
+	before, tail, ind, compact := d.layout(lastBefore, n > 0, a.AfterExtra, depth, parentOneLine, sep)
 	e := parseRendered(render(v, ind, d.unit, d.nl, compact))
 	e.BeforeExtra = before
 	if n > 0 && a.Elements[n-1].AfterExtra != nil {
