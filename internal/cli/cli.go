@@ -60,6 +60,7 @@ func commands() []command {
 		{"mcp", "serve hm's tools (hm_send, hm_inbox, hm_ack, …) to an MCP client over stdio", runMCP},
 		{"doctor", "check root, port, permissions, ledger and configured commands", runDoctor},
 		{"token", "token rotate: replace the operator secret", runToken},
+		{"init", "wire this repository for Claude Code, Codex and Gemini CLI: MCP server, hooks, instructions", runInit},
 	}
 }
 
