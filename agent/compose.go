@@ -74,6 +74,23 @@ func compose(o composeOpts, pointerPath string) composition {
 	return c
 }
 
+// composeContext renders a message for the agent's context rather than its
+// terminal (a CLI hook's output, see Pane.Claim): AgentPrefix, the
+// neutralised content with its lines as they are, and the trailer ending
+// the last line; a body over MaxInlineBody is replaced by its pointer line,
+// as when typed, and goes to the file at pointerPath.
+func composeContext(id, content, pointerPath string) composition {
+	full := Neutralize(content)
+	body := strings.Trim(full, " \t\n")
+	c := composition{Body: full, Pointer: len(body) > MaxInlineBody}
+	line := body
+	if c.Pointer {
+		line = pointerLine(body, len(full), pointerPath)
+	}
+	c.Text = AgentPrefix + line + sep(Trailer(id), " ")
+	return c
+}
+
 // renderLine wraps an already safe line (or, as a bracketed paste to a
 // multi-line profile, a multi-line body) into what is typed. The trailer
 // ends the last line, never a line of its own.

@@ -97,6 +97,10 @@ type Delivery struct {
 	// waitReady). A content whose priority tags (after the role header)
 	// include "[URGENT]" is urgent too.
 	Urgent bool
+	// Claimable lets another path take the message while its typing has
+	// not begun (see Pane.Claim): a CLI hook that puts it in the agent's
+	// context instead.
+	Claimable bool
 	// Report, if set, receives the stages in order, on a goroutine of the
 	// pane; it must not block for long.
 	Report func(Stage)

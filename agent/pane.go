@@ -227,6 +227,7 @@ type Pane struct {
 
 	qmu   sync.Mutex
 	queue []*item
+	qseq  uint64 // the last item's seq
 	qwake chan struct{}
 	qjump chan struct{} // closed (and replaced) when an urgent message becomes the head
 

@@ -18,6 +18,8 @@ type item struct {
 	entered    bool          // Submitted(false) already reported the first Enter
 	unseen     int           // typings whose text never showed on the screen
 	started    bool          // typing began: no urgent message goes ahead of it (guarded by qmu)
+	seq        uint64        // arrival order (guarded by qmu): where Unclaim puts it back
+	claimed    bool          // taken out by Claim and not given back (guarded by qmu)
 }
 
 // Enqueue adds a message to the pane's queue. It never blocks and never
@@ -30,6 +32,8 @@ func (p *Pane) Enqueue(d Delivery) {
 	d.Urgent = d.Urgent || hasUrgentTag(d.Content)
 	it := &item{d: d, enqueuedAt: time.Now()}
 	p.qmu.Lock()
+	p.qseq++
+	it.seq = p.qseq
 	at := len(p.queue)
 	if d.Urgent {
 		at = 0
@@ -39,8 +43,7 @@ func (p *Pane) Enqueue(d Delivery) {
 	}
 	p.queue = slices.Insert(p.queue, at, it)
 	if at == 0 && len(p.queue) > 1 {
-		close(p.qjump) // the head waiting for readiness gives way
-		p.qjump = make(chan struct{})
+		p.jumpLocked() // the head waiting for readiness gives way
 	}
 	p.qmu.Unlock()
 	select {
