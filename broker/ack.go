@@ -39,7 +39,7 @@ func (b *Broker) repeatAck(m journal.Message) proto.Ack {
 // ackStatusOf maps a ledger row to the ACK status vocabulary.
 func ackStatusOf(m journal.Message) status.Stage {
 	switch m.AckStatus {
-	case status.DeliveredVerified, status.DeliveredWebSocket:
+	case status.DeliveredVerified, status.DeliveredContext, status.DeliveredWebSocket:
 		return m.AckStatus
 	}
 	return status.AcceptedUnverified

@@ -43,6 +43,10 @@ type PaneDelivery struct {
 	MessageID string
 	Content   string
 	Urgent    bool
+	// Claimable lets a claim (a CLI hook, PaneClaimer) take the message
+	// before its typing begins. Messages a WebSocket listener of the role
+	// was handed are not claimable: the listener has them.
+	Claimable bool
 	Typed     func()
 	Submitted func(proven bool)
 	Failed    func(err error)
@@ -51,6 +55,28 @@ type PaneDelivery struct {
 	// Interrupted is called when the pane's busy program was interrupted
 	// for this (urgent) message.
 	Interrupted func()
+}
+
+// PaneClaimer is implemented by a Panes whose panes let another path take
+// queued messages: the claim frame of a CLI hook (claim.go). It is
+// optional: without it a claim takes nothing.
+type PaneClaimer interface {
+	// Claim takes out of role's pane queue, in queue order, up to max
+	// messages delivered Claimable whose typing has not begun. The pane
+	// will not type them unless they are returned.
+	Claim(role string, max int) []PaneClaim
+}
+
+// PaneClaim is one message a claim took from a pane's queue.
+type PaneClaim struct {
+	MessageID string
+	// Text is the message rendered for the agent's context
+	// (proto.ClaimedMessage.Text).
+	Text   string
+	Urgent bool
+	// Return gives the message back to the pane's queue, at its place, to
+	// be typed. It may be called more than once; only the first counts.
+	Return func()
 }
 
 // Telegram is the outbound side of the Telegram relay.
@@ -97,8 +123,11 @@ type Config struct {
 	// MaxConns caps the hub's open WebSocket connections (default 256);
 	// past it a new connection gets HTTP 503.
 	MaxConns int
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// ClaimLease is how long claimed messages wait for their claim-ack
+	// before they go back to their pane (default 5s).
+	ClaimLease time.Duration
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
 
 // Deps are the broker's collaborators. Panes, Telegram and Background may be
@@ -164,6 +193,9 @@ func New(cfg Config, deps Deps) *Broker {
 	}
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 256
+	}
+	if cfg.ClaimLease <= 0 {
+		cfg.ClaimLease = 5 * time.Second
 	}
 	if cfg.ReminderAfter == 0 {
 		cfg.ReminderAfter = 10 * time.Minute

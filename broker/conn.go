@@ -71,6 +71,13 @@ type conn struct {
 	// register, and when another listener of the role dies).
 	replayMu sync.Mutex
 
+	// claims holds the messages this connection claimed from its role's
+	// pane and has not settled with a claim-ack (claim.go), by id; what is
+	// left when the connection ends or the lease runs out goes back to the
+	// pane.
+	claimMu sync.Mutex
+	claims  claimLeases
+
 	closeOnce sync.Once
 }
 
@@ -188,6 +195,7 @@ func (c *conn) serve(read func()) {
 	idle := time.AfterFunc(c.b.cfg.RegisterTimeout, c.closeIfUnregistered)
 	read()
 	idle.Stop()
+	c.returnClaims(0) // a hook that went away without its claim-ack
 	c.inflightMu.Lock()
 	c.inflightClosed = true
 	close(c.inflight)

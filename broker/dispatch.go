@@ -23,15 +23,15 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 	urgent := roles.HasTag(bodyOf(m.RawBody), roles.TagUrgent) || m.Priority == "urgent"
 	handed := false
 	for _, mem := range rt.members {
-		if b.toListeners(mem.Role, m, content) {
-			handed = true
-		}
+		listened := b.toListeners(mem.Role, m, content)
+		handed = handed || listened
 		if mem.Transport == roles.TransportPTY && b.deps.Panes != nil && b.deps.Panes.Hosted(mem.Role) {
 			id := m.MessageID
 			b.deps.Panes.Deliver(mem.Role, PaneDelivery{
 				MessageID: id,
 				Content:   content,
 				Urgent:    urgent,
+				Claimable: !listened,
 				// Typed and Submitted bracket the Enter. Only a submission
 				// commits routed: a row typed but not submitted when the hub
 				// dies is still pending, and Recover types it again into the

@@ -35,12 +35,7 @@ func (c *conn) query(f proto.Frame) {
 	c.mu.Unlock()
 	result, err := c.b.Query(c.ctx, id, f.Op, f.Payload)
 	if err != nil {
-		msg := err.Error()
-		var pe *proto.Error
-		if errors.As(err, &pe) {
-			msg = pe.Message
-		}
-		c.sendError(proto.CodeOf(err), msg, f.RequestID, "")
+		c.sendProtoError(err, f.RequestID)
 		return
 	}
 	c.sendJSON(proto.Response{Type: proto.TypeResponse, RequestID: f.RequestID, OK: true, Result: result})

@@ -109,13 +109,32 @@ func (s *paneSet) Deliver(role string, d broker.PaneDelivery) {
 			}
 		}
 	}
-	p.Enqueue(agent.Delivery{MessageID: d.MessageID, Content: d.Content, Urgent: d.Urgent,
+	p.Enqueue(agent.Delivery{MessageID: d.MessageID, Content: d.Content, Urgent: d.Urgent, Claimable: d.Claimable,
 		// The ledger records the typing before Enter and routed once the
 		// program took it (its output after Enter): a crash in between
 		// leaves the message pending, typed again after restart into the
 		// new program (the old one died with the hub's terminal), unless
 		// the pane's entered log shows its Enter was written.
 		Typed: typed, Submitted: submitted, Failed: d.Failed, Stuck: d.Stuck, Retyping: d.Retyping, Interrupted: d.Interrupted})
+}
+
+var _ broker.PaneClaimer = (*paneSet)(nil)
+
+// Claim implements broker.PaneClaimer: role's pane gives up queued messages
+// whose typing has not begun (agent.Pane.Claim).
+func (s *paneSet) Claim(role string, max int) []broker.PaneClaim {
+	s.mu.RLock()
+	p, ok := s.panes[role]
+	s.mu.RUnlock()
+	if !ok {
+		return nil
+	}
+	cs := p.Claim(max)
+	out := make([]broker.PaneClaim, len(cs))
+	for i, c := range cs {
+		out[i] = broker.PaneClaim{MessageID: c.MessageID, Text: c.Text, Urgent: c.Urgent, Return: func() { p.Unclaim(c) }}
+	}
+	return out
 }
 
 type errNoPane string

@@ -1,0 +1,191 @@
+// This file answers claim and claim-ack frames (docs/protocol.md §14): a
+// CLI hook (`hm hook`) takes the messages queued for its role's pane that
+// the pane has not begun to type, prints them into the agent's context, and
+// names those it printed. They are recorded delivered.context; the others
+// go back to the pane, as does everything a hook holds when its connection
+// ends or its lease runs out, so a message is never lost between the two
+// paths, and never delivered by both.
+
+package broker
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"hm/broker/proto"
+	"hm/internal/msgid"
+	"hm/internal/status"
+	"hm/journal"
+	"hm/roles"
+)
+
+// heldClaim is a message a connection claimed and has not settled.
+type heldClaim struct {
+	PaneClaim
+	role, hook string
+	lease      uint64 // the claim that took it
+}
+
+// claimLeases is a connection's claim state, guarded by conn.claimMu.
+type claimLeases struct {
+	held   map[string]heldClaim   // by message id
+	timers map[uint64]*time.Timer // by lease: gives its messages back
+	last   uint64                 // the newest lease
+}
+
+// claim answers a claim frame: the role's pane gives up to max queued
+// messages whose typing has not begun, held for this connection until its
+// claim-ack, the end of the connection or ClaimLease.
+func (c *conn) claim(f proto.Frame) {
+	var req proto.ClaimRequest
+	if err := decodeQuery(f.Payload, &req); err != nil {
+		c.sendProtoError(err, f.RequestID)
+		return
+	}
+	max := req.Max
+	switch {
+	case max == 0:
+		max = proto.DefaultClaimMax
+	case max > proto.MaxClaim:
+		max = proto.MaxClaim
+	case max < 0:
+		max = 0
+	}
+	c.mu.Lock()
+	role := c.role
+	c.mu.Unlock()
+	res := proto.ClaimResult{Role: role, Messages: []proto.ClaimedMessage{}, LeaseMs: c.b.cfg.ClaimLease.Milliseconds()}
+	if req.Session {
+		res.Session = c.b.sessionContext(role)
+	}
+	if pc, ok := c.b.deps.Panes.(PaneClaimer); ok && max > 0 {
+		got := pc.Claim(role, max)
+		c.hold(role, clip(req.Hook, 80), got)
+		for _, g := range got {
+			res.Messages = append(res.Messages, proto.ClaimedMessage{MessageID: g.MessageID, Text: g.Text, Urgent: g.Urgent})
+		}
+	}
+	c.sendJSON(proto.Response{Type: proto.TypeResponse, RequestID: f.RequestID, OK: true, Result: res})
+}
+
+// hold records claimed messages as this connection's, under a new lease
+// that gives them back when it runs out.
+func (c *conn) hold(role, hook string, got []PaneClaim) {
+	if len(got) == 0 {
+		return
+	}
+	c.claimMu.Lock()
+	defer c.claimMu.Unlock()
+	l := &c.claims
+	if l.held == nil {
+		l.held, l.timers = map[string]heldClaim{}, map[uint64]*time.Timer{}
+	}
+	l.last++
+	lease := l.last
+	for _, g := range got {
+		l.held[g.MessageID] = heldClaim{PaneClaim: g, role: role, hook: hook, lease: lease}
+	}
+	l.timers[lease] = time.AfterFunc(c.b.cfg.ClaimLease, func() {
+		if n := c.returnClaims(lease); n > 0 {
+			c.b.log.Warn("claimed messages given back to the pane: no claim-ack in time", "client", c.id, "role", role, "messages", n, "lease", c.b.cfg.ClaimLease)
+		}
+	})
+}
+
+// returnClaims gives back to the pane the messages of lease (0: of every
+// lease) this connection still holds, and reports how many.
+func (c *conn) returnClaims(lease uint64) int {
+	c.claimMu.Lock()
+	l := &c.claims
+	var back []heldClaim
+	for id, h := range l.held {
+		if lease == 0 || h.lease == lease {
+			back = append(back, h)
+			delete(l.held, id)
+		}
+	}
+	for n, t := range l.timers {
+		if lease == 0 || n == lease {
+			t.Stop()
+			delete(l.timers, n)
+		}
+	}
+	c.claimMu.Unlock()
+	for _, h := range back {
+		h.Return()
+	}
+	return len(back)
+}
+
+// claimAck answers a claim-ack frame: the named messages this connection
+// holds were emitted into the agent's context and are recorded
+// delivered.context (committed before the answer); every other message it
+// holds goes back to the pane.
+func (c *conn) claimAck(f proto.Frame) {
+	var req proto.ClaimAck
+	if err := decodeQuery(f.Payload, &req); err != nil {
+		c.sendProtoError(err, f.RequestID)
+		return
+	}
+	res := proto.ClaimAckResult{Delivered: []string{}, Returned: []string{}}
+	var done []heldClaim
+	c.claimMu.Lock()
+	for _, id := range req.MessageIDs {
+		switch h, ok := c.claims.held[id]; {
+		case ok:
+			done = append(done, h)
+			delete(c.claims.held, id)
+			res.Delivered = append(res.Delivered, id)
+		case !slices.Contains(res.Delivered, id) && !slices.Contains(res.Unknown, id):
+			res.Unknown = append(res.Unknown, id)
+		}
+	}
+	for id := range c.claims.held {
+		res.Returned = append(res.Returned, id)
+	}
+	c.claimMu.Unlock()
+	slices.Sort(res.Returned)
+	c.returnClaims(0)
+	c.b.recordContext(done)
+	c.sendJSON(proto.Response{Type: proto.TypeResponse, RequestID: f.RequestID, OK: true, Result: res})
+}
+
+// recordContext commits each message a hook emitted as delivered.context
+// (status routed, event context) and wakes those waiting on them.
+func (b *Broker) recordContext(hs []heldClaim) {
+	var wg sync.WaitGroup
+	for _, h := range hs {
+		detail := map[string]any{"pane": h.role}
+		if h.hook != "" {
+			detail["hook"] = h.hook
+		}
+		wg.Go(func() {
+			b.advance(journal.Change{MessageID: h.MessageID, Status: status.Routed, AckStatus: status.DeliveredContext, Event: status.EventContext, Detail: detail})
+		})
+	}
+	wg.Wait()
+}
+
+// sessionContext is role's place in the session, for an agent that starts
+// or lost its context; nil for a role that is not a team member.
+func (b *Broker) sessionContext(role string) *proto.SessionContext {
+	m, ok := b.team.Lookup(role)
+	if !ok || m.Role != role {
+		return nil
+	}
+	return &proto.SessionContext{SessionID: b.cfg.SessionID, Role: role, Header: m.Header,
+		Line: roles.SessionLine(role, b.now()), Brief: b.team.Brief(role), StartID: msgid.Session(b.cfg.Session, role)}
+}
+
+// sendProtoError answers a refused frame with an error frame carrying the
+// refusal's code (bad_request for a bad payload).
+func (c *conn) sendProtoError(err error, requestID string) {
+	msg := err.Error()
+	var pe *proto.Error
+	if errors.As(err, &pe) {
+		msg = pe.Message
+	}
+	c.sendError(proto.CodeOf(err), msg, requestID, "")
+}

@@ -1,0 +1,91 @@
+package proto
+
+// Claim frames: how a CLI hook (`hm hook`) takes the messages queued for
+// its pane that the pane has not begun to type, to put them in the agent's
+// context instead (docs/protocol.md §14). A claim is a lease: the hook
+// prints what it was given, then names in claim-ack the messages it
+// emitted; those are recorded delivered.context, and every other message
+// of the lease goes back to the pane's queue to be typed.
+const (
+	// TypeClaim takes messages: payload ClaimRequest, answered with a
+	// response whose result is a ClaimResult.
+	TypeClaim = "claim"
+	// TypeClaimAck ends the connection's leases: payload ClaimAck,
+	// answered with a response whose result is a ClaimAckResult.
+	TypeClaimAck = "claim-ack"
+)
+
+// Claim limits.
+const (
+	DefaultClaimMax = 10 // messages a claim takes when max is absent or 0
+	MaxClaim        = 50 // the most one claim takes
+)
+
+// ClaimRequest is a claim frame's payload.
+type ClaimRequest struct {
+	// Max caps the messages taken (default DefaultClaimMax, at most
+	// MaxClaim); -1 takes none (the session context alone).
+	Max int `json:"max,omitempty"`
+	// Session asks for the role's session context as well.
+	Session bool `json:"session,omitempty"`
+	// Hook names the caller for the ledger, e.g. "claude UserPromptSubmit".
+	Hook string `json:"hook,omitempty"`
+}
+
+// ClaimedMessage is one message taken from the pane's queue.
+type ClaimedMessage struct {
+	MessageID string `json:"messageId"`
+	// Text is the message as the agent's context shows it: the typing's
+	// "[AGENT MSG - reply via hm-send] " prefix, the content (header
+	// included) with its lines as they are, and the "[hm:<id>]" trailer;
+	// a body over 4 KiB is a pointer line to the file that holds it.
+	Text   string `json:"text"`
+	Urgent bool   `json:"urgent,omitempty"`
+}
+
+// SessionContext is what an agent starting (or restarting, or after its
+// context was compacted) needs to know of its place in the session.
+type SessionContext struct {
+	SessionID string `json:"sessionId"`
+	Role      string `json:"role"`
+	Header    string `json:"header"`
+	// Line is the session line every pane's first message starts with:
+	// "# SQUIDRUN SESSION: Builder - Started 2026-11-24".
+	Line string `json:"line"`
+	// Brief is the role's brief (its job, how to talk to the team).
+	Brief string `json:"brief"`
+	// StartID is the id of this session's first message to the role (its
+	// session line, brief and briefing pointer), which a claim may take.
+	StartID string `json:"startId"`
+}
+
+// ClaimResult answers a claim.
+type ClaimResult struct {
+	// Role is the registered role whose pane the messages were taken from.
+	Role     string           `json:"role"`
+	Messages []ClaimedMessage `json:"messages"`
+	// Session is set when the claim asked for it and the role is a team
+	// member.
+	Session *SessionContext `json:"session,omitempty"`
+	// LeaseMs is how long the hub waits for the claim-ack before it gives
+	// the messages back to the pane (a closed connection gives them back at
+	// once).
+	LeaseMs int64 `json:"leaseMs"`
+}
+
+// ClaimAck is a claim-ack frame's payload: the claimed messages the hook
+// emitted into the agent's context.
+type ClaimAck struct {
+	MessageIDs []string `json:"messageIds"`
+}
+
+// ClaimAckResult answers a claim-ack.
+type ClaimAckResult struct {
+	// Delivered were recorded delivered.context.
+	Delivered []string `json:"delivered"`
+	// Returned were held and not named: back in the pane's queue.
+	Returned []string `json:"returned"`
+	// Unknown were named but not held by this connection (never claimed,
+	// or their lease had ended): nothing was recorded for them.
+	Unknown []string `json:"unknown,omitempty"`
+}
