@@ -57,6 +57,7 @@ func commands() []command {
 		{"handoff", "write and print the session handoff", runHandoff},
 		{"journal", "journal verify / checkpoint: check the keyed hash chain; sign its head", runJournal},
 		{"receipt", "mark a message delivered.verified from a CLI hook payload on stdin", runReceipt},
+		{"hook", "the command CLI hooks run: receipts, queued messages and the session as context", runHook},
 		{"mcp", "serve hm's tools (hm_send, hm_inbox, hm_ack, …) to an MCP client over stdio", runMCP},
 		{"doctor", "check root, port, permissions, ledger and configured commands", runDoctor},
 		{"token", "token rotate: replace the operator secret", runToken},

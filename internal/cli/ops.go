@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +20,7 @@ import (
 
 	"hm/agent"
 	"hm/broker/proto"
+	"hm/internal/hook"
 	"hm/internal/hub"
 	"hm/journal"
 	"hm/roles"
@@ -332,8 +332,6 @@ func runAttach(ctx context.Context, env Env, args []string) int {
 	return ExitOK
 }
 
-var receiptMarker = regexp.MustCompile(`\[hm:([A-Za-z0-9_.:-]{1,128})\]`)
-
 func runReceipt(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("receipt", env)
 	root := rootFlag(fs)
@@ -346,14 +344,7 @@ func runReceipt(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintln(env.Stderr, "hm receipt: read stdin:", err)
 		return ExitFailed
 	}
-	var ids []string
-	seen := map[string]bool{}
-	for _, m := range receiptMarker.FindAllSubmatch(data, -1) {
-		if id := string(m[1]); !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
+	ids := hook.ReceiptIDs(data)
 	if len(ids) == 0 {
 		return ExitOK // a prompt typed by a human: nothing to prove
 	}
@@ -364,12 +355,12 @@ func runReceipt(ctx context.Context, env Env, args []string) int {
 		return ExitFailed
 	}
 	defer cl.Close()
+	if err := sendReceipts(cctx, cl, ids); err != nil {
+		fmt.Fprintln(env.Stderr, "hm receipt:", err)
+		return ExitFailed
+	}
 	failed := 0
 	for i, id := range ids {
-		if err := cl.WriteJSON(cctx, proto.Frame{Type: proto.TypeMessageAck, MessageID: id}); err != nil {
-			fmt.Fprintln(env.Stderr, "hm receipt:", err)
-			return ExitFailed
-		}
 		var dc proto.DeliveryResult
 		if err := cl.Request(cctx, proto.Frame{Type: proto.TypeDeliveryCheck, MessageID: id, RequestID: "rc-" + strconv.Itoa(i)}, proto.TypeDeliveryCheckResult, &dc); err != nil {
 			fmt.Fprintln(env.Stderr, "hm receipt:", err)

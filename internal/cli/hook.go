@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"hm/broker/proto"
+	"hm/internal/client"
+	"hm/internal/hook"
+	"hm/internal/layout"
+)
+
+const hookSynopsis = "hm hook <claude|codex|gemini> <event> < hook-input.json"
+
+// The hook's time limits: to reach the hub and get its claim answered, and
+// then to settle the claim once the output is printed. A hub that does not
+// answer in time is treated as down; nothing is printed.
+const (
+	hookDialTimeout  = 500 * time.Millisecond
+	hookClaimTimeout = 1500 * time.Millisecond
+	hookAckTimeout   = time.Second
+)
+
+// runHook is `hm hook <cli> <event>`, the command a CLI's hooks run
+// (docs/protocol.md §14). It reads the hook's JSON input on stdin, takes
+// from the hub what the event calls for in one round trip (receipts for the
+// prompt's [hm:<id>] markers, the messages queued for the pane and not yet
+// being typed, the session context), prints the CLI's JSON answer and tells
+// the hub which messages it printed. It always exits 0, and prints nothing
+// when there is nothing to say or anything fails (the hub is down, the
+// input is not JSON, …): a hook must never block the agent.
+func runHook(ctx context.Context, env Env, args []string) int {
+	fs := newFlags("hook", env)
+	root := rootFlag(fs)
+	port := portFlag(fs)
+	pos, err := parseArgs(fs, args)
+	if err == nil && len(pos) != 2 {
+		err = fmt.Errorf("want a CLI and an event")
+	}
+	if err != nil {
+		usageError(env, fs, hookSynopsis, err)
+		return ExitOK // never a hook failure (exit 2 would block the agent)
+	}
+	ev, err := hook.Lookup(pos[0], pos[1])
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm hook:", err)
+		return ExitOK
+	}
+	data, err := io.ReadAll(io.LimitReader(env.Stdin, 4<<20))
+	if err != nil {
+		return ExitOK
+	}
+	in, err := hook.ParseInput(data)
+	if err != nil {
+		return ExitOK // not a CLI's hook input
+	}
+	if ev.Kind == hook.Stop && in.StopHookActive {
+		// The agent already goes on because a stop hook said so: no second
+		// block (no loop); what waits is typed once it is idle.
+		return ExitOK
+	}
+	cfg, err := discover(env, *root, *port, "")
+	if err != nil {
+		return ExitOK
+	}
+	var receipts []string
+	if ev.Kind == hook.Prompt {
+		receipts = in.Receipts()
+	}
+	cctx, cancel := context.WithTimeout(ctx, hookClaimTimeout)
+	defer cancel()
+	cl, res, err := hookClaim(cctx, cfg, ev, receipts)
+	if err != nil {
+		return ExitOK
+	}
+	defer cl.CloseNow()
+	var doc hook.Doc
+	if ev.Kind == hook.SessionStart {
+		doc = handoffDoc(cfg.layout)
+	}
+	out := hook.Compose(ev, res, doc)
+	if b := hook.Output(ev, out.Text); len(b) > 0 {
+		if _, err := env.Stdout.Write(b); err != nil {
+			return ExitOK // not printed: the claim-ack is not sent, the hub gives them back
+		}
+	}
+	if len(res.Messages) == 0 {
+		return ExitOK
+	}
+	// Only now that the output is out: the hub records what it carried
+	// (delivered.context) and gives the rest back to the pane.
+	actx, cancel2 := context.WithTimeout(ctx, hookAckTimeout)
+	defer cancel2()
+	payload, _ := json.Marshal(proto.ClaimAck{MessageIDs: out.Emitted})
+	_ = cl.Request(actx, proto.Frame{Type: proto.TypeClaimAck, RequestID: "hook-ack", Payload: payload}, proto.TypeResponse, nil)
+	return ExitOK
+}
+
+// hookClaim connects to the hub and, in one round trip, registers as the
+// pane's role, sends the receipts and claims what the event calls for. It
+// returns the connection and the hub's answer to the claim.
+func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, receipts []string) (*client.Client, proto.ClaimResult, error) {
+	var res proto.ClaimResult
+	dctx, cancel := context.WithTimeout(ctx, hookDialTimeout)
+	cl, err := client.Dial(dctx, cfg.url())
+	cancel()
+	if err != nil {
+		return nil, res, err
+	}
+	payload, _ := json.Marshal(proto.ClaimRequest{Session: ev.Kind == hook.SessionStart, Hook: ev.String()})
+	err = cl.WriteJSON(ctx, proto.Frame{Type: proto.TypeRegister, Role: cfg.role, Token: cfg.token})
+	if err == nil {
+		err = sendReceipts(ctx, cl, receipts)
+	}
+	if err == nil {
+		err = cl.WriteJSON(ctx, proto.Frame{Type: proto.TypeClaim, RequestID: "hook-claim", Payload: payload})
+	}
+	if err == nil {
+		_, err = cl.Await(ctx, proto.TypeRegistered, "", "")
+	}
+	var raw []byte
+	if err == nil {
+		raw, err = cl.Await(ctx, proto.TypeResponse, "hook-claim", "")
+	}
+	var resp struct {
+		Result proto.ClaimResult `json:"result"`
+	}
+	if err == nil {
+		err = json.Unmarshal(raw, &resp)
+	}
+	if err != nil {
+		cl.CloseNow()
+		return nil, res, err
+	}
+	return cl, resp.Result, nil
+}
+
+// handoffDoc is the session handoff (handoffs/session.md, else the startup
+// briefing), shown to an agent that starts or lost its context.
+func handoffDoc(lay layout.Layout) hook.Doc {
+	for _, path := range []string{lay.Session(), lay.Briefing()} {
+		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) != "" {
+			return hook.Doc{Path: path, Text: strings.TrimRight(string(b), "\n")}
+		}
+	}
+	return hook.Doc{}
+}
+
+// sendReceipts sends a message-ack for each id, without waiting: the hub
+// marks each message delivered.verified (SPEC §6 step 5), or answers
+// role_mismatch for one that is not the role's.
+func sendReceipts(ctx context.Context, cl *client.Client, ids []string) error {
+	for _, id := range ids {
+		if err := cl.WriteJSON(ctx, proto.Frame{Type: proto.TypeMessageAck, MessageID: id}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

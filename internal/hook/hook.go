@@ -1,0 +1,158 @@
+// Package hook is what `hm hook <cli> <event>` knows of the agent CLIs'
+// hooks (Claude Code, Codex CLI, Gemini CLI): which events hm acts on, what
+// it reads of their JSON input, and the JSON each CLI expects back, within
+// the 10,000-character cap on what a hook may add to the agent's context
+// (docs/protocol.md §14). It does no I/O.
+package hook
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Kind is what hm does for a hook event.
+type Kind int
+
+// Hook event kinds.
+const (
+	// SessionStart: the agent starts (or resumes, or lost its context to a
+	// compaction): its place in the session, the session handoff, and the
+	// messages waiting for it.
+	SessionStart Kind = iota + 1
+	// Prompt: a prompt is submitted (UserPromptSubmit, BeforeAgent): its
+	// [hm:<id>] markers are receipts; waiting messages join the turn.
+	Prompt
+	// Tool: a tool call ended mid-turn (PostToolUse, AfterTool): waiting
+	// messages join the turn.
+	Tool
+	// Stop: the agent is about to stop (Stop, AfterAgent): waiting messages
+	// keep it going, unless a stop hook already did (stop_hook_active).
+	Stop
+)
+
+// CLIs lists the CLIs whose hooks hm speaks.
+var CLIs = []string{"claude", "codex", "gemini"}
+
+// events maps each CLI's event names to kinds. Codex's hooks mirror Claude
+// Code's names and shapes; Gemini CLI names them after its agent loop.
+var events = map[string]map[string]Kind{
+	"claude": {"SessionStart": SessionStart, "UserPromptSubmit": Prompt, "PostToolUse": Tool, "Stop": Stop},
+	"codex":  {"SessionStart": SessionStart, "UserPromptSubmit": Prompt, "PostToolUse": Tool, "Stop": Stop},
+	"gemini": {"SessionStart": SessionStart, "BeforeAgent": Prompt, "AfterTool": Tool, "AfterAgent": Stop},
+}
+
+// Event is one CLI's hook event.
+type Event struct {
+	CLI  string // "claude", "codex" or "gemini"
+	Name string // the CLI's name for it, e.g. "UserPromptSubmit"
+	Kind Kind
+}
+
+// String is how the ledger names the hook: "claude UserPromptSubmit".
+func (e Event) String() string { return e.CLI + " " + e.Name }
+
+// Lookup finds cli's event name (both case-insensitive).
+func Lookup(cli, name string) (Event, error) {
+	cli = strings.ToLower(cli)
+	names, ok := events[cli]
+	if !ok {
+		return Event{}, fmt.Errorf("unknown CLI %q (want %s)", cli, strings.Join(CLIs, ", "))
+	}
+	for n, k := range names {
+		if strings.EqualFold(n, name) {
+			return Event{CLI: cli, Name: n, Kind: k}, nil
+		}
+	}
+	return Event{}, fmt.Errorf("%s has no hook event %q that hm acts on (want %s)", cli, name, strings.Join(Names(cli), ", "))
+}
+
+// Names returns cli's event names hm acts on, in the order of their kinds.
+func Names(cli string) []string {
+	var out []string
+	for n := range events[cli] {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b string) int { return int(events[cli][a]) - int(events[cli][b]) })
+	return out
+}
+
+// Input is what hm reads of a hook's JSON input; other fields are ignored.
+type Input struct {
+	// Prompt is the submitted prompt (UserPromptSubmit, BeforeAgent).
+	Prompt string `json:"prompt"`
+	// Source is why a session starts: startup, resume, clear, or compact
+	// (Claude Code and Codex, after a compaction).
+	Source string `json:"source"`
+	// StopHookActive: the agent already goes on because of a stop hook.
+	StopHookActive bool `json:"stop_hook_active"`
+}
+
+// ParseInput reads a hook's input, a JSON object.
+func ParseInput(data []byte) (Input, error) {
+	var in Input
+	if err := json.Unmarshal(data, &in); err != nil {
+		return Input{}, fmt.Errorf("hook input: %w", err)
+	}
+	return in, nil
+}
+
+// receiptMarker is the trailer every typed message ends with (agent.Trailer).
+var receiptMarker = regexp.MustCompile(`\[hm:([A-Za-z0-9_.:-]{1,128})\]`)
+
+// ReceiptIDs returns the message ids of the [hm:<id>] markers in text, each
+// once, in order of appearance: the messages a submitted prompt proves the
+// agent received.
+func ReceiptIDs(text []byte) []string {
+	var ids []string
+	for _, m := range receiptMarker.FindAllSubmatch(text, -1) {
+		if id := string(m[1]); !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// Receipts returns the ids a prompt event's input proves received: the
+// markers in its prompt.
+func (in Input) Receipts() []string { return ReceiptIDs([]byte(in.Prompt)) }
+
+// Output is e's JSON answer carrying text into the agent: additional
+// context for most events, a blocked stop whose reason is text for Stop.
+// Empty text has no answer (nil): the hook prints nothing.
+func Output(e Event, text string) []byte {
+	if text == "" {
+		return nil
+	}
+	var v any
+	switch {
+	case e.Kind == Stop && e.CLI == "gemini":
+		// AfterAgent: "deny" rejects the response and sends the reason
+		// to the agent as its next prompt.
+		v = struct {
+			Decision string `json:"decision"`
+			Reason   string `json:"reason"`
+		}{"deny", text}
+	case e.Kind == Stop:
+		v = struct {
+			Decision string `json:"decision"`
+			Reason   string `json:"reason"`
+		}{"block", text}
+	default:
+		type specific struct {
+			HookEventName     string `json:"hookEventName"`
+			AdditionalContext string `json:"additionalContext"`
+		}
+		v = struct {
+			HookSpecificOutput specific `json:"hookSpecificOutput"`
+		}{specific{e.Name, text}}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // plain strings: cannot fail
+	return b.Bytes()
+}
