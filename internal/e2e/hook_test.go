@@ -126,10 +126,11 @@ func BenchmarkHookWall(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			lat := make([]time.Duration, 0, b.N)
+			run := time.Now().UnixNano() // ids unique across -count runs
 			i := 0
 			for b.Loop() {
 				i++
-				id := fmt.Sprintf("bench-%s-%d", bc.name, i)
+				id := fmt.Sprintf("bench-%s-%d-%d", bc.name, run, i)
 				if bc.queued {
 					b.StopTimer()
 					if ack, _, err := arch.Send(context.Background(), proto.Frame{Type: proto.TypeSend, Target: "builder", MessageID: id, Content: "a message to claim"}); err != nil || !ack.OK {
