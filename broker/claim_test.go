@@ -3,7 +3,6 @@ package broker_test
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -68,24 +67,15 @@ func (p *queuePanes) queued(role string) []string {
 	return ids
 }
 
-// request sends a frame with a payload and decodes its response's result.
+// request sends a frame of type typ with payload and decodes its
+// response's result.
 func request[T any](t *testing.T, c *client.Client, typ, requestID string, payload any) T {
 	t.Helper()
-	raw, err := json.Marshal(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resp struct {
-		OK     bool `json:"ok"`
-		Result T    `json:"result"`
-	}
-	if err := c.Request(ctxT(t), proto.Frame{Type: typ, RequestID: requestID, Payload: raw}, proto.TypeResponse, &resp); err != nil {
+	var out T
+	if err := respond(t, c, proto.Frame{Type: typ, RequestID: requestID}, payload, &out); err != nil {
 		t.Fatalf("%s: %v", typ, err)
 	}
-	if !resp.OK {
-		t.Fatalf("%s: not ok", typ)
-	}
-	return resp.Result
+	return out
 }
 
 func messageIDs(ms []proto.ClaimedMessage) []string {

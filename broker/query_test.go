@@ -19,16 +19,24 @@ var queryN atomic.Int64
 // query sends a query frame and decodes its response's result into out.
 func query(t *testing.T, c *client.Client, op string, payload, out any) error {
 	t.Helper()
+	return respond(t, c, proto.Frame{Type: proto.TypeQuery, Op: op, RequestID: "q" + strconv.FormatInt(queryN.Add(1), 10)}, payload, out)
+}
+
+// respond sends f with payload as its payload and decodes the result of
+// its response into out (nil: not decoded). An error frame answering it is
+// returned; a response with ok:false fails the test.
+func respond(t *testing.T, c *client.Client, f proto.Frame, payload, out any) error {
+	t.Helper()
 	raw, err := json.Marshal(payload)
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.Payload = raw
 	var resp struct {
 		OK     bool            `json:"ok"`
 		Result json.RawMessage `json:"result"`
 	}
-	err = c.Request(ctxT(t), proto.Frame{Type: proto.TypeQuery, Op: op, Payload: raw, RequestID: "q" + strconv.FormatInt(queryN.Add(1), 10)}, proto.TypeResponse, &resp)
-	if err != nil {
+	if err := c.Request(ctxT(t), f, proto.TypeResponse, &resp); err != nil {
 		return err
 	}
 	if !resp.OK {
@@ -36,7 +44,7 @@ func query(t *testing.T, c *client.Client, op string, payload, out any) error {
 	}
 	if out != nil {
 		if err := json.Unmarshal(resp.Result, out); err != nil {
-			t.Fatalf("decode %s result: %v", op, err)
+			t.Fatalf("decode %s result: %v", f.Type, err)
 		}
 	}
 	return nil
