@@ -98,9 +98,12 @@ type Background interface {
 
 // Config configures a Broker.
 type Config struct {
-	Team           *roles.Team
-	Session        int    // session number N
-	SessionID      string // "app-session-N"
+	Team      *roles.Team
+	Session   int    // session number N
+	SessionID string // "app-session-N"
+	// SessionStarted is when the session began: the date of its session
+	// lines (zero: the date they are made).
+	SessionStarted time.Time
 	Tokens         *Tokens
 	AllowAnonymous bool
 	RateLimit      float64 // frames per second per connection; 0 = off

@@ -9,6 +9,7 @@
 package broker
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"sync"
@@ -176,7 +177,7 @@ func (b *Broker) sessionContext(role string) *proto.SessionContext {
 		return nil
 	}
 	return &proto.SessionContext{SessionID: b.cfg.SessionID, Role: role, Header: m.Header,
-		Line: roles.SessionLine(role, b.now()), Brief: b.team.Brief(role), StartID: msgid.Session(b.cfg.Session, role)}
+		Line: roles.SessionLine(role, cmp.Or(b.cfg.SessionStarted, b.now())), Brief: b.team.Brief(role), StartID: msgid.Session(b.cfg.Session, role)}
 }
 
 // sendProtoError answers a refused frame with an error frame carrying the

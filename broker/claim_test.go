@@ -227,12 +227,13 @@ func TestClaimWakesWaitingSender(t *testing.T) {
 // and refusals.
 func TestClaimRequests(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, withQueuePanes(newQueuePanes()))
+	started := time.Date(2026, 1, 2, 15, 4, 5, 0, time.Local)
+	h := newHarness(t, withQueuePanes(newQueuePanes()), func(c *broker.Config, _ *broker.Deps) { c.SessionStarted = started })
 	builder := h.as("builder", false)
 	res := request[proto.ClaimResult](t, builder, proto.TypeClaim, "c1", proto.ClaimRequest{Max: -1, Session: true})
 	s := res.Session
 	if s == nil || s.Role != "builder" || s.Header != "BUILDER" || s.SessionID != "app-session-1" || s.StartID != "session-1-builder" ||
-		!strings.HasPrefix(s.Line, "# SQUIDRUN SESSION: Builder - Started ") || !strings.Contains(s.Brief, "You are the Builder") {
+		s.Line != "# SQUIDRUN SESSION: Builder - Started 2026-01-02" || !strings.Contains(s.Brief, "You are the Builder") {
 		t.Errorf("session context %+v", s)
 	}
 	user := h.as("user", false)

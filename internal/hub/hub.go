@@ -160,7 +160,7 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 	}
 	burst := int(2 * opts.RateLimit)
 	h.Broker = broker.New(broker.Config{
-		Team: team, Session: st.Session, SessionID: h.SessionID(), Tokens: h.Tokens,
+		Team: team, Session: st.Session, SessionID: h.SessionID(), SessionStarted: h.Started, Tokens: h.Tokens,
 		AllowAnonymous: opts.AllowAnonymous, RateLimit: opts.RateLimit, RateBurst: burst,
 		Logger: opts.Logger.With("component", "broker"),
 	}, deps)
