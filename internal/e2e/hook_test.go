@@ -102,8 +102,9 @@ func TestHookBinary(t *testing.T) {
 // CLI runs them, against a hub whose builder pane is never ready: "idle"
 // is the common call, nothing queued (dial, register, claim, answer);
 // "message" claims one queued message, prints it and acknowledges it
-// (the ledger commit of delivered.context included). Reports the median
-// (p50-ms) and p99-ms.
+// (the ledger commit of delivered.context included); "down" is a call with
+// no hub on the port (it prints nothing). Reports the median (p50-ms) and
+// p99-ms.
 func BenchmarkHookWall(b *testing.B) {
 	root := b.TempDir()
 	writeSettings(b, root, neverReadyTeam)
@@ -115,14 +116,22 @@ func BenchmarkHookWall(b *testing.B) {
 		}
 	}
 	drain() // the startup message
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	closed := l.Addr().(*net.TCPAddr).Port
+	l.Close()
 	for _, bc := range []struct {
 		name    string
 		queued  bool
+		port    int
 		cli, ev string
 		input   string
 	}{
-		{"idle", false, "claude", "UserPromptSubmit", `{"hook_event_name":"UserPromptSubmit","prompt":"go on"}`},
-		{"message", true, "claude", "PostToolUse", `{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{},"tool_response":{}}`},
+		{"idle", false, h.port, "claude", "UserPromptSubmit", `{"hook_event_name":"UserPromptSubmit","prompt":"go on"}`},
+		{"message", true, h.port, "claude", "PostToolUse", `{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{},"tool_response":{}}`},
+		{"down", false, closed, "gemini", "AfterAgent", `{"hook_event_name":"AfterAgent","stop_hook_active":false}`},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			lat := make([]time.Duration, 0, b.N)
@@ -138,7 +147,7 @@ func BenchmarkHookWall(b *testing.B) {
 					}
 					b.StartTimer()
 				}
-				cmd := hookCmd(b, root, h.port, bc.input, bc.cli, bc.ev)
+				cmd := hookCmd(b, root, bc.port, bc.input, bc.cli, bc.ev)
 				t0 := time.Now()
 				out, err := cmd.Output()
 				lat = append(lat, time.Since(t0))
