@@ -144,6 +144,17 @@ func benches(quick bool) []bench {
 			{issue: "#16", what: "hm mcp tool-call round trip, hm_inbox (20 bodies) p50", unit: "p50-ms", goal: "reported"},
 			{issue: "#16", what: "hm mcp tool-call round trip, hm_inbox p99", unit: "p99-ms", goal: "reported"},
 		}},
+		{pkg: "./internal/e2e", name: "BenchmarkHookWall/idle", benchtime: n("40x", "10x"), count: 3, metrics: []metric{
+			{issue: "#16", what: "hm hook process wall time, nothing queued (dial, register, claim), median", unit: "p50-ms", goal: "< 20 ms", ok: lt(20)},
+			{issue: "#16", what: "hm hook process wall time, nothing queued, p99", unit: "p99-ms", goal: "< 50 ms", ok: lt(50)},
+		}},
+		{pkg: "./internal/e2e", name: "BenchmarkHookWall/message", benchtime: n("40x", "10x"), count: 3, metrics: []metric{
+			{issue: "#16", what: "hm hook process wall time, one message claimed, printed and recorded delivered.context, median", unit: "p50-ms", goal: "< 20 ms", ok: lt(20)},
+			{issue: "#16", what: "hm hook process wall time, one message, p99", unit: "p99-ms", goal: "< 50 ms", ok: lt(50)},
+		}},
+		{pkg: "./internal/e2e", name: "BenchmarkHookWall/down", benchtime: n("40x", "10x"), count: 3, metrics: []metric{
+			{issue: "#16", what: "hm hook with the hub down (exit 0, nothing printed), median", unit: "p50-ms", goal: "< 50 ms", ok: lt(50)},
+		}},
 		{pkg: "./internal/e2e", name: "BenchmarkHubPeakRSS", benchtime: "1x", count: 1, metrics: []metric{
 			{issue: "#8", what: "hub peak RSS after a 20,000-message burst", unit: "peak-MB", goal: "reported"},
 		}},
