@@ -150,7 +150,7 @@ func (s *paneSet) Health(role string) (string, time.Time, bool) {
 		return "", time.Time{}, false
 	}
 	st := p.Status()
-	return st.State, st.LastActivity, true
+	return string(st.State), st.LastActivity, true
 }
 
 var _ broker.PaneDescriber = (*paneSet)(nil)
@@ -166,7 +166,7 @@ func (s *paneSet) Describe(role string) (proto.PaneView, bool) {
 		return proto.PaneView{}, false
 	}
 	st := p.Status()
-	return proto.PaneView{Role: st.Role, PaneID: st.PaneID, Header: st.Header, Hosted: true, State: st.State,
+	return proto.PaneView{Role: st.Role, PaneID: st.PaneID, Header: st.Header, Hosted: true, State: string(st.State),
 		Readiness: st.Readiness, Waiting: st.Waiting, Queued: st.Queued, LastSeen: st.LastActivity.UnixMilli()}, true
 }
 
