@@ -137,6 +137,25 @@ func (s *paneSet) Claim(role string, max int) []broker.PaneClaim {
 	return out
 }
 
+var _ broker.PaneStateReporter = (*paneSet)(nil)
+
+// ReportState implements broker.PaneStateReporter: the state a CLI hook of
+// role's pane reported (agent.Pane.ReportHookState).
+func (s *paneSet) ReportState(role, state string) error {
+	st, err := agent.ParseHookState(state)
+	if err != nil {
+		return err
+	}
+	s.mu.RLock()
+	p, ok := s.panes[role]
+	s.mu.RUnlock()
+	if !ok {
+		return errNoPane(role)
+	}
+	p.ReportHookState(st)
+	return nil
+}
+
 type errNoPane string
 
 func (e errNoPane) Error() string { return "no pane hosts " + string(e) }
