@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"hm/agent/internal/vterm"
@@ -32,19 +33,6 @@ var (
 	ErrNoPointerDir = errors.New("message needs a pointer file but the pane has no pointer directory")
 	// ErrStuck is wrapped by a StageStuck's Err.
 	ErrStuck = errors.New("message stuck")
-)
-
-// Pane states reported in Status.State.
-const (
-	// StateStarting: the program was just started and has not written yet.
-	StateStarting = "starting"
-	// StateIdle: the program runs and wrote nothing within the Idle window.
-	StateIdle = "idle"
-	// StateBusy: the program wrote output within the Idle window.
-	StateBusy = "busy"
-	// StateExited: no program runs (ended, failed to start, or waiting to
-	// restart).
-	StateExited = "exited"
 )
 
 // Defaults applied by Start to zero Spec fields.
@@ -152,9 +140,9 @@ type Status struct {
 	Profile              string
 	// PID of the program's process group leader; 0 while not running.
 	PID int
-	// State is "starting", "idle", "busy" (output within the profile's Idle
-	// window) or "exited" (not running, e.g. waiting to restart).
-	State string
+	// State is the pane's liveness: starting, ready, busy,
+	// waiting_for_human or exited (see State and Pane.Status).
+	State State
 	// Queued counts messages not yet finished, the one being typed included.
 	Queued int
 	// LastActivity is the time of the last output or input.
@@ -212,7 +200,10 @@ type Pane struct {
 	lastInput   time.Time
 	typedAt     time.Time // hm's own typing (a message, an Enter) last reached the terminal
 	person      personState
-	waiting     string // Status.Waiting
+	waiting     string      // Status.Waiting
+	hook        hookReport  // the state a CLI hook reported last
+	hookHeld    atomic.Bool // hook holds a report (read without mu by handleOutput)
+	readyRun    *proc       // the run Status last saw ready (it is past starting)
 	startedAt   time.Time
 	outChanged  chan struct{} // closed and replaced on every output chunk
 	sawOutput   bool          // the current run has written something
@@ -430,19 +421,14 @@ func (p *Pane) Status() Status {
 	if p.lastInput.After(st.LastActivity) {
 		st.LastActivity = p.lastInput
 	}
-	now := time.Now()
 	switch pr := p.proc; {
 	case pr == nil || pr.isExited():
 		st.State = StateExited
 		if pr == nil && p.startedAt.IsZero() {
 			st.State = StateStarting
 		}
-	case !p.sawOutput && now.Sub(pr.startedAt) < p.spec.StartupWait:
-		st.State, st.PID = StateStarting, pr.pid
-	case now.Sub(p.lastOutput) < p.profile.Idle:
-		st.State, st.PID = StateBusy, pr.pid
 	default:
-		st.State, st.PID = StateIdle, pr.pid
+		st.State, st.PID = p.livenessLocked(pr, readiness, time.Now()), pr.pid
 	}
 	if p.stopping && p.proc == nil {
 		st.State = StateExited

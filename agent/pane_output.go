@@ -42,7 +42,15 @@ func (p *Pane) handleOutput(pr *proc, data []byte) {
 	p.vt.Write(chunk)
 	replies := p.vt.Replies()
 	bracketed := p.vt.BracketedPaste()
+	var class Readiness
+	held := p.hookHeld.Load()
+	if held {
+		class, _ = p.profile.Classify(p.screenLocked())
+	}
 	p.mu.Lock()
+	if held {
+		p.contradictHookLocked(pr, class)
+	}
 	if p.proc == pr {
 		p.lastOutput = now
 		p.sawOutput = true

@@ -321,6 +321,6 @@ func (p *Pane) setWaiting(why string) {
 	p.waiting = why
 	p.mu.Unlock()
 	if why != was && why != "" {
-		p.log.Info("a person is typing in attach: messages wait", "waiting", why)
+		p.log.Info("messages wait for a person", "waiting", why)
 	}
 }

@@ -86,7 +86,11 @@ const readinessRecheck = time.Second
 // stopped being busy) and the message follows once the screen is ready and
 // quiet. Like every message it never goes to a Blocked screen (a dialog for
 // a person) nor, for a profile with ready markers, to a screen without a
-// prompt. Before a non-zero deadline an urgent message waits as others do
+// prompt, nor while a CLI hook's report that the agent waits for a person
+// holds (ReportHookState): a pane in StateWaitingForHuman gets nothing typed.
+// An urgent message for it waits at the head of the queue, where the first
+// hook of the agent's next step (once the person answered) claims it, or it
+// is typed once the pane is ready again. Before a non-zero deadline an urgent message waits as others do
 // (a fresh program settling).
 //
 // People come first, before all of that and for urgent messages too: while
@@ -96,6 +100,19 @@ const readinessRecheck = time.Second
 // It returns false when the run ends, the pane stops, or an urgent message
 // took its place at the head of the queue first.
 func (p *Pane) waitReady(pr *proc, it *item, deadline time.Time) bool {
+	if !p.awaitReady(pr, it, deadline) {
+		return false
+	}
+	p.mu.Lock()
+	if p.proc == pr {
+		p.readyRun = pr // past starting (Status.State)
+	}
+	p.mu.Unlock()
+	return true
+}
+
+// awaitReady is waitReady's loop.
+func (p *Pane) awaitReady(pr *proc, it *item, deadline time.Time) bool {
 	urgent, acc := it.d.Urgent, &it.waited
 	interrupts, armed := 0, true
 	defer p.setWaiting("")
@@ -121,6 +138,12 @@ func (p *Pane) waitReady(pr *proc, it *item, deadline time.Time) bool {
 		now := time.Now()
 		asUrgent := urgent && (deadline.IsZero() || !now.Before(deadline))
 		state, marker := p.profile.Classify(p.Screen())
+		if state != Blocked && p.hookWaitingForHuman(pr, state) {
+			// A hook said the agent asks a person (a permission
+			// prompt the profile's markers do not know): as a
+			// Blocked screen, whatever is typed would answer it.
+			state, marker = Blocked, "hook: waiting for a human"
+		}
 		if state == Ready && p.profile.RawInput && pr.canonical() {
 			state, marker = ReadyUnknown, "canonical terminal"
 		}
@@ -161,6 +184,9 @@ func (p *Pane) waitReady(pr *proc, it *item, deadline time.Time) bool {
 		case state == ReadyUnknown:
 			wait = min(readinessRecheck, p.profile.unmarked()-quiet)
 		default:
+			if state == Blocked {
+				p.setWaiting(WaitingForHuman)
+			}
 			p.log.Debug("waiting for the pane to be ready", "screen", state.String(), "marker", marker)
 			wait = readinessRecheck
 		}

@@ -67,6 +67,14 @@ type PaneClaimer interface {
 	Claim(role string, max int) []PaneClaim
 }
 
+// PaneStateReporter is implemented by a Panes whose panes take the state a
+// CLI hook reports with its claim (proto.ClaimRequest.State). Optional.
+type PaneStateReporter interface {
+	// ReportState records state (ready, busy, waiting_for_human) for
+	// role's pane; an unknown state is an error.
+	ReportState(role, state string) error
+}
+
 // PaneClaim is one message a claim took from a pane's queue.
 type PaneClaim struct {
 	MessageID string

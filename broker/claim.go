@@ -57,6 +57,11 @@ func (c *conn) claim(f proto.Frame) {
 	c.mu.Lock()
 	role := c.role
 	c.mu.Unlock()
+	if sr, ok := c.b.deps.Panes.(PaneStateReporter); ok && req.State != "" && role != "" {
+		if err := sr.ReportState(role, req.State); err != nil {
+			c.b.log.Debug("hook state not taken", "role", role, "hook", clip(req.Hook, 80), "err", err)
+		}
+	}
 	res := proto.ClaimResult{Role: role, Messages: []proto.ClaimedMessage{}, LeaseMs: c.b.cfg.ClaimLease.Milliseconds()}
 	if req.Session {
 		res.Session = c.b.sessionContext(role)

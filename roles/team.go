@@ -76,6 +76,11 @@ type Team struct {
 	SecretEnv []string
 	// Triggers is the settings.json "triggers" section.
 	Triggers Triggers
+	// WaitingNotice is how long a pane waits for a person
+	// (waiting_for_human) before the human gets one Telegram line about it:
+	// settings.json "waitingForHumanMinutes", default
+	// DefaultWaitingNotice; 0 there turns the line off (WaitingNotice 0).
+	WaitingNotice time.Duration
 	// Profiles is the settings.json "profiles" section: pane profiles added
 	// to the built-in table or overriding its entries field by field.
 	Profiles map[string]ProfileSettings
@@ -139,7 +144,11 @@ type settings struct {
 	Triggers   *struct {
 		AllowUnsigned *bool `json:"allowUnsigned"`
 	} `json:"triggers"`
+	WaitingForHumanMinutes *float64 `json:"waitingForHumanMinutes"`
 }
+
+// DefaultWaitingNotice is Team.WaitingNotice without settings.
+const DefaultWaitingNotice = 5 * time.Minute
 
 // Aliases maps alternative target names to roles.
 var Aliases = map[string]string{
@@ -260,6 +269,13 @@ func build(s settings) (*Team, error) {
 	}
 	if t.Port == 0 {
 		t.Port = 9900
+	}
+	t.WaitingNotice = DefaultWaitingNotice
+	if m := s.WaitingForHumanMinutes; m != nil {
+		if *m < 0 {
+			return nil, fmt.Errorf("waitingForHumanMinutes %v: want 0 (off) or more", *m)
+		}
+		t.WaitingNotice = time.Duration(*m * float64(time.Minute))
 	}
 	bg := Background{Owner: "builder", Max: 3, IdleTTL: 20 * time.Minute}
 	if b := s.Background; b != nil {

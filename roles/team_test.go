@@ -122,3 +122,33 @@ func TestLoadMissingGivesDefault(t *testing.T) {
 		t.Fatal("bad settings accepted")
 	}
 }
+
+// TestWaitingNotice: settings.json "waitingForHumanMinutes" sets how long a
+// pane waits for a person before the Telegram line (default 5 minutes, 0
+// off, negative refused).
+func TestWaitingNotice(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		settings string
+		want     time.Duration
+		err      bool
+	}{
+		{`{}`, DefaultWaitingNotice, false},
+		{`{"waitingForHumanMinutes": 2}`, 2 * time.Minute, false},
+		{`{"waitingForHumanMinutes": 0.5}`, 30 * time.Second, false},
+		{`{"waitingForHumanMinutes": 0}`, 0, false},
+		{`{"waitingForHumanMinutes": -1}`, 0, true},
+	} {
+		team, err := Parse([]byte(tc.settings))
+		if (err != nil) != tc.err {
+			t.Errorf("Parse(%s): %v", tc.settings, err)
+			continue
+		}
+		if err == nil && team.WaitingNotice != tc.want {
+			t.Errorf("Parse(%s): WaitingNotice %v, want %v", tc.settings, team.WaitingNotice, tc.want)
+		}
+	}
+	if Default().WaitingNotice != DefaultWaitingNotice {
+		t.Errorf("default team: %v", Default().WaitingNotice)
+	}
+}

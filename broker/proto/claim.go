@@ -30,6 +30,10 @@ type ClaimRequest struct {
 	Session bool `json:"session,omitempty"`
 	// Hook names the caller for the ledger, e.g. "claude UserPromptSubmit".
 	Hook string `json:"hook,omitempty"`
+	// State is the pane state the hook event tells (ready, busy,
+	// waiting_for_human; docs/protocol.md § "Liveness"), recorded for the
+	// role's pane before anything is claimed.
+	State string `json:"state,omitempty"`
 }
 
 // ClaimedMessage is one message taken from the pane's queue.

@@ -74,7 +74,7 @@ func runHook(ctx context.Context, env Env, args []string) int {
 	}
 	cctx, cancel := context.WithTimeout(ctx, hookClaimTimeout)
 	defer cancel()
-	cl, res, err := hookClaim(cctx, cfg, ev, receipts)
+	cl, res, err := hookClaim(cctx, cfg, ev, ev.State(in), receipts)
 	if err != nil {
 		return ExitOK
 	}
@@ -102,9 +102,10 @@ func runHook(ctx context.Context, env Env, args []string) int {
 }
 
 // hookClaim connects to the hub and, in one round trip, registers as the
-// pane's role, sends the receipts and claims what the event calls for. It
+// pane's role, sends the receipts and claims what the event calls for,
+// telling the pane's state the event implies (state, "" for none). It
 // returns the connection and the hub's answer to the claim.
-func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, receipts []string) (*client.Client, proto.ClaimResult, error) {
+func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, state string, receipts []string) (*client.Client, proto.ClaimResult, error) {
 	var res proto.ClaimResult
 	dctx, cancel := context.WithTimeout(ctx, hookDialTimeout)
 	cl, err := client.Dial(dctx, cfg.url())
@@ -112,7 +113,11 @@ func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, receipts []
 	if err != nil {
 		return nil, res, err
 	}
-	payload, _ := json.Marshal(proto.ClaimRequest{Session: ev.Kind == hook.SessionStart, Hook: ev.String()})
+	req := proto.ClaimRequest{Session: ev.Kind == hook.SessionStart, Hook: ev.String(), State: state}
+	if ev.Kind == hook.Notification {
+		req.Max = -1 // it tells the state; nothing can join the agent's context now
+	}
+	payload, _ := json.Marshal(req)
 	err = cl.WriteJSON(ctx, proto.Frame{Type: proto.TypeRegister, Role: cfg.role, Token: cfg.token})
 	if err == nil {
 		err = sendReceipts(ctx, cl, receipts)

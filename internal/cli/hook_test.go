@@ -369,7 +369,7 @@ func TestHookNeverFails(t *testing.T) {
 		{name: "hub down, session start", env: with("HM_PORT", closed), cli: "gemini", event: "SessionStart", input: `{"source":"startup"}`},
 		{name: "bad token", env: with("HM_TOKEN", "nope"), cli: "codex", event: "Stop", input: `{"stop_hook_active":false}`},
 		{name: "not JSON", env: hh.env(), cli: "claude", event: "Stop", input: `garbage`},
-		{name: "unknown event", env: hh.env(), cli: "claude", event: "Notification", stderr: "claude has no hook event"},
+		{name: "unknown event", env: hh.env(), cli: "claude", event: "PreCompact", stderr: "claude has no hook event"},
 		{name: "unknown CLI", env: hh.env(), cli: "aider", event: "Stop", stderr: "unknown CLI"},
 	}
 	arch := hh.sender(t, "architect")
@@ -517,4 +517,57 @@ func TestHookRacesTyping(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d messages by hook, %d typed; %d hook outputs", byHook, len(ids), len(ids)-byHook, len(outputs))
+}
+
+// TestHookLiveness: the state each hook event tells reaches the pane, and
+// `hm status` (its STATE column and --json "state") shows it: a permission
+// Notification is waiting_for_human, a prompt busy, a Stop ready.
+func TestHookLiveness(t *testing.T) {
+	t.Parallel()
+	hh := startHookHub(t, neverReady)
+	steps := []struct {
+		cli, event, input, want string
+	}{
+		{"claude", "Notification", `{"hook_event_name":"Notification","message":"Claude needs your permission to use Bash","notification_type":"permission_prompt"}`, "waiting_for_human"},
+		{"claude", "UserPromptSubmit", `{"hook_event_name":"UserPromptSubmit","prompt":"go on"}`, "busy"},
+		{"claude", "Stop", `{"hook_event_name":"Stop"}`, "ready"},
+		{"gemini", "Notification", `{"hook_event_name":"Notification","notification_type":"ToolPermission","message":"Tool requires confirmation"}`, "waiting_for_human"},
+		{"claude", "Notification", `{"message":"Claude is waiting for your input","notification_type":"idle_prompt"}`, "ready"},
+		{"gemini", "BeforeAgent", `{"prompt":"x"}`, "busy"},
+		{"gemini", "AfterAgent", `{}`, "ready"},
+	}
+	vars := hh.env()
+	delete(vars, "HM_TOKEN")
+	delete(vars, "SQUIDRUN_ROLE")
+	for _, s := range steps {
+		if out := hh.hook(t, s.cli, s.event, []byte(s.input)); out != "" && s.event == "Notification" {
+			t.Fatalf("%s %s printed %q", s.cli, s.event, out) // it takes nothing
+		}
+		// The claim is answered after the state is recorded: no wait.
+		var st hub.Status
+		var out, errb bytes.Buffer
+		env := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return vars[k] }}
+		if code := MainContext(context.Background(), []string{"status", "--json"}, env); code != ExitOK {
+			t.Fatalf("hm status --json: exit %d, %s", code, errb.String())
+		}
+		if err := json.Unmarshal(out.Bytes(), &st); err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		for _, p := range st.Panes {
+			if p.Role == "builder" {
+				got = p.State
+			}
+		}
+		if got != s.want {
+			t.Fatalf("after %s %s: builder state %q, want %q", s.cli, s.event, got, s.want)
+		}
+		out.Reset()
+		if code := MainContext(context.Background(), []string{"status"}, env); code != ExitOK {
+			t.Fatalf("hm status: exit %d, %s", code, errb.String())
+		}
+		if !regexp.MustCompile(`(?m)^builder\s+2\s+\d+\s+` + s.want + `\b`).MatchString(out.String()) {
+			t.Fatalf("after %s %s: hm status shows no builder %s:\n%s", s.cli, s.event, s.want, out.String())
+		}
+	}
 }

@@ -13,8 +13,9 @@ func TestPaneState(t *testing.T) {
 		p    hub.PaneStatus
 		want string
 	}{
-		{hub.PaneStatus{State: "idle"}, "idle"},
-		{hub.PaneStatus{State: "idle", Waiting: "waiting for the person in attach"}, "idle, waiting for the person in attach"},
+		{hub.PaneStatus{State: "ready"}, "ready"},
+		{hub.PaneStatus{State: "ready", Waiting: "waiting for the person in attach"}, "ready, waiting for the person in attach"},
+		{hub.PaneStatus{State: "waiting_for_human", Waiting: "held while the agent waits for a person"}, "waiting_for_human, held while the agent waits for a person"},
 		{hub.PaneStatus{State: "exited", LastError: "exit 3"}, "exited (exit 3)"},
 		{hub.PaneStatus{State: "busy", LastError: "exit 3"}, "busy"},
 	} {

@@ -322,13 +322,13 @@ func sendQueue(t *testing.T, h *hubProc, ids []string) {
 	}
 }
 
-// waitQueueDrained waits until the pane reports an empty queue and idle.
+// waitQueueDrained waits until the pane reports an empty queue and ready.
 func waitQueueDrained(t *testing.T, h *hubProc, role string) {
 	t.Helper()
 	poll.For(t, 60*time.Second, func() error {
 		st, err := fetchStatus(t, h)
 		_, state, queued, ok := st.pane(role)
-		return poll.Want(err == nil && ok && queued == 0 && state == "idle", "%s queue drained", role)
+		return poll.Want(err == nil && ok && queued == 0 && state == "ready", "%s queue drained", role)
 	})
 }
 

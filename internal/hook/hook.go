@@ -32,6 +32,10 @@ const (
 	// Stop: the agent is about to stop (Stop, AfterAgent): waiting messages
 	// keep it going, unless a stop hook already did (stop_hook_active).
 	Stop
+	// Notification: the agent tells its person something (Notification):
+	// it asks for a permission, or it sits idle at its prompt. hm takes
+	// nothing then; the event tells the pane's state (Event.State).
+	Notification
 )
 
 // CLIs lists the CLIs whose hooks hm speaks.
@@ -40,9 +44,9 @@ var CLIs = []string{"claude", "codex", "gemini"}
 // events maps each CLI's event names to kinds. Codex's hooks mirror Claude
 // Code's names and shapes; Gemini CLI names them after its agent loop.
 var events = map[string]map[string]Kind{
-	"claude": {"SessionStart": SessionStart, "UserPromptSubmit": Prompt, "PostToolUse": Tool, "Stop": Stop},
+	"claude": {"SessionStart": SessionStart, "UserPromptSubmit": Prompt, "PostToolUse": Tool, "Stop": Stop, "Notification": Notification},
 	"codex":  {"SessionStart": SessionStart, "UserPromptSubmit": Prompt, "PostToolUse": Tool, "Stop": Stop},
-	"gemini": {"SessionStart": SessionStart, "BeforeAgent": Prompt, "AfterTool": Tool, "AfterAgent": Stop},
+	"gemini": {"SessionStart": SessionStart, "BeforeAgent": Prompt, "AfterTool": Tool, "AfterAgent": Stop, "Notification": Notification},
 }
 
 // Event is one CLI's hook event.
@@ -89,6 +93,55 @@ type Input struct {
 	Source string `json:"source"`
 	// StopHookActive: the agent already goes on because of a stop hook.
 	StopHookActive bool `json:"stop_hook_active"`
+	// Message and NotificationType are a Notification's: Claude Code's
+	// types are permission_prompt, idle_prompt, auth_success and
+	// elicitation_dialog; Gemini CLI's is ToolPermission.
+	Message          string `json:"message"`
+	NotificationType string `json:"notification_type"`
+}
+
+// Pane states a hook event tells (agent.State), sent with its claim.
+const (
+	StateReady           = "ready"
+	StateBusy            = "busy"
+	StateWaitingForHuman = "waiting_for_human"
+)
+
+// State is the pane state event e with input in tells, or "" when it
+// tells none (docs/protocol.md § "Liveness"): a prompt or a tool call is
+// busy, a Stop is ready (a stop hm blocks goes on: the screen turns busy),
+// a Notification that asks for a permission or a choice waits for a
+// person. Claude Code's idle_prompt ("Claude is waiting for your input")
+// is ready, not waiting for a person: an idle agent at its prompt is what
+// hm types messages into, and holding them would leave it idle for good.
+func (e Event) State(in Input) string {
+	switch e.Kind {
+	case Prompt, Tool:
+		return StateBusy
+	case Stop:
+		return StateReady
+	case Notification:
+	default:
+		return ""
+	}
+	if e.CLI == "gemini" {
+		return StateWaitingForHuman // its only Notification: ToolPermission
+	}
+	switch strings.ToLower(in.NotificationType) {
+	case "permission_prompt", "elicitation_dialog":
+		return StateWaitingForHuman
+	case "idle_prompt":
+		return StateReady
+	case "":
+		// Older CLIs send the message alone.
+		switch m := strings.ToLower(in.Message); {
+		case strings.Contains(m, "permission"):
+			return StateWaitingForHuman
+		case strings.Contains(m, "waiting for your input"):
+			return StateReady
+		}
+	}
+	return ""
 }
 
 // ParseInput reads a hook's input, a JSON object.

@@ -22,7 +22,9 @@ func TestLookup(t *testing.T) {
 		{cli: "gemini", name: "aftertool", want: Event{"gemini", "AfterTool", Tool}},
 		{cli: "gemini", name: "AfterAgent", want: Event{"gemini", "AfterAgent", Stop}},
 		{cli: "gemini", name: "SessionStart", want: Event{"gemini", "SessionStart", SessionStart}},
-		{cli: "gemini", name: "UserPromptSubmit", err: "gemini has no hook event \"UserPromptSubmit\" that hm acts on (want SessionStart, BeforeAgent, AfterTool, AfterAgent)"},
+		{cli: "gemini", name: "UserPromptSubmit", err: "gemini has no hook event \"UserPromptSubmit\" that hm acts on (want SessionStart, BeforeAgent, AfterTool, AfterAgent, Notification)"},
+		{cli: "claude", name: "notification", want: Event{"claude", "Notification", Notification}},
+		{cli: "codex", name: "Notification", err: "codex has no hook event \"Notification\" that hm acts on (want SessionStart, UserPromptSubmit, PostToolUse, Stop)"},
 		{cli: "aider", name: "Stop", err: `unknown CLI "aider" (want claude, codex, gemini)`},
 	}
 	for _, tt := range tests {
@@ -35,6 +37,45 @@ func TestLookup(t *testing.T) {
 		}
 		if err != nil || got != tt.want {
 			t.Errorf("Lookup(%s, %s) = %+v, %v; want %+v", tt.cli, tt.name, got, err, tt.want)
+		}
+	}
+}
+
+// TestEventState: the pane state each hook event tells (docs/protocol.md
+// § "Liveness").
+func TestEventState(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		cli, name, input, want string
+	}{
+		{"claude", "UserPromptSubmit", `{"prompt":"go"}`, StateBusy},
+		{"gemini", "BeforeAgent", `{"prompt":"go"}`, StateBusy},
+		{"claude", "PostToolUse", `{}`, StateBusy},
+		{"gemini", "AfterTool", `{}`, StateBusy},
+		{"claude", "Stop", `{}`, StateReady},
+		{"codex", "Stop", `{}`, StateReady},
+		{"gemini", "AfterAgent", `{}`, StateReady},
+		{"claude", "SessionStart", `{"source":"startup"}`, ""},
+		{"claude", "Notification", `{"message":"Claude needs your permission to use Bash","notification_type":"permission_prompt"}`, StateWaitingForHuman},
+		{"claude", "Notification", `{"message":"Claude Code needs your attention","notification_type":"elicitation_dialog"}`, StateWaitingForHuman},
+		{"claude", "Notification", `{"message":"Claude is waiting for your input","notification_type":"idle_prompt"}`, StateReady},
+		{"claude", "Notification", `{"message":"Signed in","notification_type":"auth_success"}`, ""},
+		{"claude", "Notification", `{"message":"Claude needs your permission to use Write"}`, StateWaitingForHuman},
+		{"claude", "Notification", `{"message":"Claude is waiting for your input"}`, StateReady},
+		{"claude", "Notification", `{"message":"something else"}`, ""},
+		{"gemini", "Notification", `{"notification_type":"ToolPermission","message":"Tool run_shell_command requires confirmation"}`, StateWaitingForHuman},
+	}
+	for _, tt := range tests {
+		ev, err := Lookup(tt.cli, tt.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := ParseInput([]byte(tt.input))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ev.State(in); got != tt.want {
+			t.Errorf("%s %s %s: state %q, want %q", tt.cli, tt.name, tt.input, got, tt.want)
 		}
 	}
 }

@@ -76,8 +76,8 @@ func (h *Hub) lookupPane(name string) (*agent.Pane, bool) {
 }
 
 // runLoops starts the components' loops under ctx, tracked by wg: the
-// trigger watcher, the Telegram relay, the slots' idle reaper and the
-// handoff writer.
+// trigger watcher, the Telegram relay, the slots' idle reaper, the watch
+// on panes waiting for a person and the handoff writer.
 func (h *Hub) runLoops(ctx context.Context, wg *sync.WaitGroup) {
 	w := h.watcher
 	wg.Add(1)
@@ -101,6 +101,13 @@ func (h *Hub) runLoops(ctx context.Context, wg *sync.WaitGroup) {
 		go func() {
 			defer wg.Done()
 			h.slots.Run(ctx)
+		}()
+	}
+	if after := h.waitingNotice(); after > 0 && h.panes != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.watchWaiting(ctx, after)
 		}()
 	}
 	every := h.opts.HandoffEvery

@@ -53,6 +53,9 @@ type Options struct {
 	TelegramPoll    time.Duration
 	BackgroundIdle  time.Duration
 	StopGracePeriod time.Duration
+	// WaitingNotice overrides the team's WaitingNotice (settings.json
+	// "waitingForHumanMinutes") when positive.
+	WaitingNotice time.Duration
 }
 
 // Hub is a running hub.

@@ -137,6 +137,25 @@ func (s *paneSet) Claim(role string, max int) []broker.PaneClaim {
 	return out
 }
 
+var _ broker.PaneStateReporter = (*paneSet)(nil)
+
+// ReportState implements broker.PaneStateReporter: the state a CLI hook of
+// role's pane reported (agent.Pane.ReportHookState).
+func (s *paneSet) ReportState(role, state string) error {
+	st, err := agent.ParseHookState(state)
+	if err != nil {
+		return err
+	}
+	s.mu.RLock()
+	p, ok := s.panes[role]
+	s.mu.RUnlock()
+	if !ok {
+		return errNoPane(role)
+	}
+	p.ReportHookState(st)
+	return nil
+}
+
 type errNoPane string
 
 func (e errNoPane) Error() string { return "no pane hosts " + string(e) }
@@ -150,7 +169,7 @@ func (s *paneSet) Health(role string) (string, time.Time, bool) {
 		return "", time.Time{}, false
 	}
 	st := p.Status()
-	return st.State, st.LastActivity, true
+	return string(st.State), st.LastActivity, true
 }
 
 var _ broker.PaneDescriber = (*paneSet)(nil)
@@ -166,7 +185,7 @@ func (s *paneSet) Describe(role string) (proto.PaneView, bool) {
 		return proto.PaneView{}, false
 	}
 	st := p.Status()
-	return proto.PaneView{Role: st.Role, PaneID: st.PaneID, Header: st.Header, Hosted: true, State: st.State,
+	return proto.PaneView{Role: st.Role, PaneID: st.PaneID, Header: st.Header, Hosted: true, State: string(st.State),
 		Readiness: st.Readiness, Waiting: st.Waiting, Queued: st.Queued, LastSeen: st.LastActivity.UnixMilli()}, true
 }
 

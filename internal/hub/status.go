@@ -105,7 +105,7 @@ func (h *Hub) Snapshot(ctx context.Context) Status {
 				continue
 			}
 			s.Panes = append(s.Panes, PaneStatus{Role: p.Role, PaneID: p.PaneID, Header: p.Header, Command: p.Command, Profile: p.Profile,
-				PID: p.PID, State: p.State, Queued: p.Queued, LastActivityMs: p.LastActivity.UnixMilli(), Restarts: p.Restarts,
+				PID: p.PID, State: string(p.State), Queued: p.Queued, LastActivityMs: p.LastActivity.UnixMilli(), Restarts: p.Restarts,
 				LastError: p.LastError, BracketedPaste: p.BracketedPaste, Waiting: p.Waiting, Readiness: p.Readiness})
 		}
 	}

@@ -14,11 +14,14 @@ var events = map[string][]string{
 	// Claude Code: context at start (and after /clear, /compact), receipt
 	// and delivery on each prompt and between tool calls, and a last look
 	// before the turn ends.
-	"claude": {"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"},
+	// Notification says when it asks its person for a permission
+	// (the pane's state, waiting_for_human).
+	"claude": {"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "Notification"},
 	// Codex: the same four events, with Claude's payloads (.codex/hooks.json).
 	"codex": {"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"},
-	// Gemini CLI: its names for the same moments.
-	"gemini": {"SessionStart", "BeforeAgent", "AfterTool", "AfterAgent"},
+	// Gemini CLI: its names for the same moments, and its Notification
+	// (a tool permission asked of the person).
+	"gemini": {"SessionStart", "BeforeAgent", "AfterTool", "AfterAgent", "Notification"},
 }
 
 // toolEvents fire per tool call; Claude Code and Gemini CLI document "*"

@@ -103,6 +103,12 @@ func Reminder(obligationID string) string { return fit(ReminderPrefix + obligati
 // messageID is stuck at a pane (one per message).
 func Stuck(messageID string) string { return fit(SystemPrefix + "stuck-" + messageID) }
 
+// Waiting is the row id of the one notice telling the human that role's
+// pane has waited for a person since since (one per waiting spell).
+func Waiting(role string, since time.Time) string {
+	return fit(SystemPrefix + "waiting-" + role + "-" + strconv.FormatInt(since.UnixMilli(), 10))
+}
+
 // fit keeps id within MaxLen: a longer id keeps its first bytes and ends
 // with a hash of the whole.
 func fit(id string) string {

@@ -309,7 +309,7 @@ func (s *Set) List() []proto.BgAgent {
 		st := sl.pane.Status()
 		status := "running"
 		if st.State == "starting" || st.State == "exited" {
-			status = st.State
+			status = string(st.State)
 		}
 		if sl.ending {
 			status = "stopping"

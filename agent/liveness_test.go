@@ -1,0 +1,132 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"hm/internal/poll"
+)
+
+// livenessProfile reads the fake agent's screen: its prompt, its spinner,
+// its dialog.
+func livenessProfile() map[string]Profile {
+	return map[string]Profile{"fakecli": {Screen: Markers{Ready: []string{">"}, Busy: spinners, Blocked: []string{"Do you want to proceed?"}}}}
+}
+
+// livenessPane starts the fake agent with env under livenessProfile.
+func livenessPane(t *testing.T, env ...string) (*Pane, string) {
+	t.Helper()
+	spec, logPath := fakeSpec(t, env...)
+	spec.Profile, spec.Profiles = "fakecli", livenessProfile()
+	return startPane(t, spec), logPath
+}
+
+// wantState polls p until its State is want.
+func wantState(t *testing.T, p *Pane, want State, step string) {
+	t.Helper()
+	poll.For(t, 8*time.Second, func() error {
+		st := p.Status()
+		return poll.Want(st.State == want, "%s: state %q (readiness %q), want %q", step, st.State, st.Readiness, want)
+	})
+}
+
+// TestLivenessStates: a pane's State follows its screen (a dialog is
+// waiting_for_human, a spinner busy, a quiet prompt ready) and the states
+// its CLI's hooks report, which hold until the screen changes class or a
+// newer hook comes.
+func TestLivenessStates(t *testing.T) {
+	t.Parallel()
+	type step struct {
+		hook    State  // reported by a hook, if set
+		enqueue string // a message enqueued, if set
+		want    State
+	}
+	cases := []struct {
+		name  string
+		env   []string
+		steps []step
+	}{
+		{"dialog, then its prompt", []string{"FAKEAGENT_DIALOG_MS=1500"}, []step{
+			{want: StateWaitingForHuman}, {want: StateReady}}},
+		{"spinner after a prompt", []string{"FAKEAGENT_SPINNER_MS=1500"}, []step{
+			{want: StateReady}, {enqueue: "work", want: StateBusy}, {want: StateReady}}},
+		{"hooks on a quiet prompt", nil, []step{
+			{want: StateReady},
+			{hook: StateBusy, want: StateBusy},
+			{hook: StateWaitingForHuman, want: StateWaitingForHuman},
+			{hook: StateReady, want: StateReady}}},
+		{"a hook's busy ends when the screen changes class", []string{"FAKEAGENT_SPINNER_MS=800"}, []step{
+			{want: StateReady},
+			{hook: StateWaitingForHuman, want: StateWaitingForHuman},
+			{hook: StateBusy, want: StateBusy},
+			// The message waits for nothing: busy is not waiting for a
+			// person. Its spinner (Busy), then the prompt (Ready again)
+			// contradict the hook, which does not come back.
+			{enqueue: "go", want: StateReady}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p, logPath := livenessPane(t, c.env...)
+			for i, s := range c.steps {
+				if s.hook != "" {
+					p.ReportHookState(s.hook)
+				}
+				if s.enqueue != "" {
+					p.Enqueue(Delivery{MessageID: s.enqueue, Content: "(ARCH #1): " + s.enqueue})
+					poll.For(t, 8*time.Second, func() error {
+						return poll.Want(len(readPrompts(t, logPath)) > 0, "step %d: %s typed", i, s.enqueue)
+					})
+				}
+				wantState(t, p, s.want, "step "+string(rune('0'+i)))
+			}
+		})
+	}
+}
+
+// TestLivenessHoldsMessages: while a hook says the agent waits for a person
+// (its screen shows no dialog the profile knows), neither a normal nor an
+// [URGENT] message is typed: typing would answer the agent's question.
+// Status.Waiting says why; both go in once a hook says the agent went on.
+func TestLivenessHoldsMessages(t *testing.T) {
+	t.Parallel()
+	for _, urgent := range []bool{false, true} {
+		t.Run(map[bool]string{false: "normal", true: "urgent"}[urgent], func(t *testing.T) {
+			t.Parallel()
+			p, logPath := livenessPane(t)
+			wantState(t, p, StateReady, "start")
+			p.ReportHookState(StateWaitingForHuman)
+			stages := newStageLog()
+			p.Enqueue(Delivery{MessageID: "held", Content: "(ARCH #1): held", Urgent: urgent, Report: stages.reporter("held")})
+			poll.For(t, 8*time.Second, func() error {
+				st := p.Status()
+				return poll.Want(st.Waiting == WaitingForHuman && st.Queued == 1 && st.State == StateWaitingForHuman, "held, status %+v", st)
+			})
+			if got := readPrompts(t, logPath); len(got) != 0 || len(stages.get("held")) != 0 {
+				t.Fatalf("typed while the agent waits for a person: %+v %+v", got, stages.get("held"))
+			}
+			p.ReportHookState(StateReady)
+			poll.For(t, 8*time.Second, func() error { return poll.Want(stages.final("held"), "delivered once ready") })
+			got := readPrompts(t, logPath)
+			if len(got) != 1 || !strings.Contains(got[0].Prompt, "held") {
+				t.Fatalf("prompts %+v", got)
+			}
+			if st := p.Status(); st.Waiting != "" {
+				t.Errorf("Waiting = %q after delivery", st.Waiting)
+			}
+		})
+	}
+}
+
+func TestParseHookState(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in string
+		ok bool
+	}{{"ready", true}, {"busy", true}, {"waiting_for_human", true}, {"exited", false}, {"starting", false}, {"", false}} {
+		if _, err := ParseHookState(c.in); (err == nil) != c.ok {
+			t.Errorf("ParseHookState(%q) = %v", c.in, err)
+		}
+	}
+}
