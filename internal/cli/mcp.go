@@ -18,7 +18,7 @@ import (
 	"hm/internal/mcpserver"
 )
 
-const mcpSynopsis = "hm mcp [--root D] [--port N] [--role R] [--http [--listen 127.0.0.1:0]]"
+const mcpSynopsis = "hm mcp [--root D] [--port N] [--role R] [--channel | --http [--listen 127.0.0.1:0]]"
 
 // runMCP: `hm mcp` serves hm's tools to an MCP client over stdin/stdout
 // (docs/protocol.md §13). It finds the hub, its token and its role as
@@ -29,10 +29,13 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 	port := portFlag(fs)
 	role := fs.String("role", "", "role to act as (default $SQUIDRUN_ROLE, else user); a pane's $HM_TOKEN is valid for its own role only")
 	httpMode := fs.Bool("http", false, "serve Streamable HTTP on a loopback address instead of stdio; each request needs Authorization: Bearer <a pane's HM_TOKEN or the operator token>")
+	channel := fs.Bool("channel", false, "also push each new message for the role to Claude Code as a notifications/claude/channel event (experimental claude/channel capability; stdio only)")
 	listen := fs.String("listen", "127.0.0.1:0", "with --http: the loopback address to listen on")
-	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
-		if err == nil {
+	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 || *channel && *httpMode {
+		if err == nil && len(pos) > 0 {
 			err = errors.New("hm mcp takes no arguments")
+		} else if err == nil {
+			err = errors.New("--channel is for stdio (Claude Code starts channel servers itself); not with --http")
 		}
 		return usageError(env, fs, mcpSynopsis, err)
 	}
@@ -64,9 +67,13 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 		}
 		return cl, reg, nil
 	}
-	srv := mcpserver.New(mcpserver.Config{Dial: dial, Role: cfg.role, Version: hub.Version, Logger: log})
+	srv := mcpserver.New(mcpserver.Config{Dial: dial, Role: cfg.role, Version: hub.Version, Logger: log, Channel: *channel})
 	t := &mcp.IOTransport{Reader: readCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
-	if err := srv.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+	run := srv.Run
+	if *channel {
+		run = srv.RunChannel
+	}
+	if err := run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		fmt.Fprintln(env.Stderr, "hm mcp:", err)
 		return ExitFailed
 	}
