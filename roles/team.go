@@ -71,6 +71,9 @@ type Team struct {
 	Port       int
 	Background Background
 	Telegram   Telegram
+	// NoLaunchWiring: settings.json "launchWiring": false; pane commands
+	// are run as written, without hm's MCP and hook launch flags.
+	NoLaunchWiring bool
 	// SecretEnv names more environment variables kept out of panes (see
 	// IsSecretEnv); a name ending in * is a prefix.
 	SecretEnv []string
@@ -141,7 +144,10 @@ type settings struct {
 	Telegram   *Telegram                  `json:"telegram"`
 	SecretEnv  []string                   `json:"secretEnv"`
 	Profiles   map[string]ProfileSettings `json:"profiles"`
-	Triggers   *struct {
+	// LaunchWiring false: hm adds no launch flags to the commands of the
+	// panes it launches (internal/launchwire).
+	LaunchWiring *bool `json:"launchWiring"`
+	Triggers     *struct {
 		AllowUnsigned *bool `json:"allowUnsigned"`
 	} `json:"triggers"`
 	WaitingForHumanMinutes *float64 `json:"waitingForHumanMinutes"`
@@ -264,6 +270,7 @@ func build(s settings) (*Team, error) {
 		}
 	}
 	t := &Team{Port: s.Port, SecretEnv: s.SecretEnv, Profiles: s.Profiles, main: members, Triggers: Triggers{AllowUnsigned: true}}
+	t.NoLaunchWiring = s.LaunchWiring != nil && !*s.LaunchWiring
 	if s.Triggers != nil && s.Triggers.AllowUnsigned != nil {
 		t.Triggers.AllowUnsigned = *s.Triggers.AllowUnsigned
 	}

@@ -58,7 +58,7 @@ func commands() []command {
 		{"journal", "journal verify / checkpoint: check the keyed hash chain; sign its head", runJournal},
 		{"receipt", "mark a message delivered.verified from a CLI hook payload on stdin", runReceipt},
 		{"hook", "the command CLI hooks run: receipts, queued messages and the session as context", runHook},
-		{"mcp", "serve hm's tools (hm_send, hm_inbox, hm_ack, …) to an MCP client over stdio", runMCP},
+		{"mcp", "serve hm's tools (hm_send, hm_inbox, hm_ack, …) to an MCP client over stdio (--http: loopback HTTP; --channel: Claude channel pushes)", runMCP},
 		{"doctor", "check root, port, permissions, ledger and configured commands", runDoctor},
 		{"token", "token rotate: replace the operator secret", runToken},
 		{"init", "wire this repository for Claude Code, Codex and Gemini CLI: MCP server, hooks, instructions", runInit},

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -15,7 +18,7 @@ import (
 	"hm/internal/mcpserver"
 )
 
-const mcpSynopsis = "hm mcp [--root D] [--port N] [--role R]"
+const mcpSynopsis = "hm mcp [--root D] [--port N] [--role R] [--channel | --http [--listen 127.0.0.1:0]]"
 
 // runMCP: `hm mcp` serves hm's tools to an MCP client over stdin/stdout
 // (docs/protocol.md §13). It finds the hub, its token and its role as
@@ -25,9 +28,14 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 	root := rootFlag(fs)
 	port := portFlag(fs)
 	role := fs.String("role", "", "role to act as (default $SQUIDRUN_ROLE, else user); a pane's $HM_TOKEN is valid for its own role only")
-	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
-		if err == nil {
+	httpMode := fs.Bool("http", false, "serve Streamable HTTP on a loopback address instead of stdio; each request needs Authorization: Bearer <a pane's HM_TOKEN or the operator token>")
+	channel := fs.Bool("channel", false, "also push each new message for the role to Claude Code as a notifications/claude/channel event (experimental claude/channel capability; stdio only)")
+	listen := fs.String("listen", "127.0.0.1:0", "with --http: the loopback address to listen on")
+	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 || *channel && *httpMode {
+		if err == nil && len(pos) > 0 {
 			err = errors.New("hm mcp takes no arguments")
+		} else if err == nil {
+			err = errors.New("--channel is for stdio (Claude Code starts channel servers itself); not with --http")
 		}
 		return usageError(env, fs, mcpSynopsis, err)
 	}
@@ -37,6 +45,9 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 		return ExitFailed
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if *httpMode {
+		return serveMCPHTTP(ctx, env, *root, *port, *role, *listen, log)
+	}
 	dial := func(ctx context.Context) (*client.Client, proto.Registered, error) {
 		cfg, err := discover(env, *root, *port, *role)
 		if err != nil {
@@ -56,13 +67,65 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 		}
 		return cl, reg, nil
 	}
-	srv := mcpserver.New(mcpserver.Config{Dial: dial, Role: cfg.role, Version: hub.Version, Logger: log})
+	srv := mcpserver.New(mcpserver.Config{Dial: dial, Role: cfg.role, Version: hub.Version, Logger: log, Channel: *channel})
 	t := &mcp.IOTransport{Reader: readCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
-	if err := srv.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+	run := srv.Run
+	if *channel {
+		run = srv.RunChannel
+	}
+	if err := run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		fmt.Fprintln(env.Stderr, "hm mcp:", err)
 		return ExitFailed
 	}
 	return ExitOK
+}
+
+// serveMCPHTTP is `hm mcp --http`: the role is the bearer token's (a
+// pane's HM_TOKEN), or --role for the operator token (default user).
+func serveMCPHTTP(ctx context.Context, env Env, root string, port int, role, listen string, log *slog.Logger) int {
+	if !mcpserver.LoopbackListenAddr(listen) {
+		fmt.Fprintf(env.Stderr, "hm mcp: --listen %s: only a loopback address (127.0.0.1:N, [::1]:N, localhost:N)\n", listen)
+		return ExitUsage
+	}
+	dial := func(ctx context.Context, token string) (*client.Client, proto.Registered, error) {
+		cfg, err := discover(env, root, port, role)
+		if err != nil {
+			return nil, proto.Registered{}, err
+		}
+		cl, err := client.Dial(ctx, cfg.url())
+		if err != nil {
+			return nil, proto.Registered{}, fmt.Errorf("hub not reachable at %s (is hm up running for %s?): %w", cfg.url(), cfg.layout.Root, err)
+		}
+		reg, err := cl.Register(ctx, role, token, false)
+		if err != nil {
+			cl.CloseNow()
+			return nil, proto.Registered{}, err
+		}
+		return cl, reg, nil
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm mcp:", err)
+		return ExitFailed
+	}
+	h := mcpserver.NewHTTPHandler(mcpserver.HTTPConfig{Dial: dial, Version: hub.Version, Logger: log})
+	defer h.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(env.Stdout, "http://%s/mcp\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		fmt.Fprintln(env.Stderr, "hm mcp:", err)
+		return ExitFailed
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		return ExitOK
+	}
 }
 
 func readCloser(r io.Reader) io.ReadCloser {

@@ -79,6 +79,8 @@ type Hub struct {
 	watcher    *triggers.Watcher
 
 	checkpointed atomic.Int64 // last_event_id of the last ledger checkpoint written
+
+	launch launchFiles // the Claude launch files (launchwire), written once
 }
 
 // component is an optional part of the hub with its own lifecycle.

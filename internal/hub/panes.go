@@ -17,6 +17,7 @@ import (
 	"hm/agent"
 	"hm/broker"
 	"hm/broker/proto"
+	"hm/internal/launchwire"
 	"hm/internal/layout"
 	"hm/roles"
 )
@@ -301,7 +302,7 @@ func commandProblem(command string) string {
 
 func (h *Hub) paneSpec(m roles.Member, restart bool) agent.Spec {
 	return agent.Spec{
-		Role: m.Role, PaneID: m.PaneID, Header: m.Header, Command: m.Command, Profile: m.Profile,
+		Role: m.Role, PaneID: m.PaneID, Header: m.Header, Command: h.launchCommand(m), Profile: m.Profile,
 		Profiles: agent.ProfilesFromSettings(h.Team.Profiles),
 		Dir:      h.Layout.Root, Env: paneEnv(h.Layout, h.Team, m, h.Port, h.Tokens.Issue(m.Role)),
 		LogPath:    filepath.Join(h.Layout.PaneLogs(), m.Role+".log"),
@@ -310,6 +311,37 @@ func (h *Hub) paneSpec(m roles.Member, restart bool) agent.Spec {
 		Restart:    restart, MinBackoff: h.opts.PaneMinBackoff, MaxBackoff: h.opts.PaneMaxBackoff,
 		KillGrace: h.opts.StopGracePeriod,
 	}
+}
+
+// launchFiles are the files launch flags name, written at the first
+// Claude pane.
+type launchFiles struct {
+	once  sync.Once
+	files launchwire.Files
+	err   error
+}
+
+// launchCommand is m's command with hm's MCP server and hooks passed by
+// launch flags when it is a direct invocation of Claude Code or Codex
+// (launchwire.Command), unless settings.json has "launchWiring": false.
+func (h *Hub) launchCommand(m roles.Member) string {
+	if h.Team.NoLaunchWiring {
+		return m.Command
+	}
+	if _, added := launchwire.Command(m.Command, launchwire.Files{ClaudeMCP: "x", ClaudeSettings: "x"}); added == nil {
+		return m.Command
+	}
+	h.launch.once.Do(func() {
+		h.launch.files, h.launch.err = launchwire.WriteFiles(filepath.Join(h.Layout.Runtime(), "launch"))
+		if h.launch.err != nil {
+			h.log.Warn("cannot write the launch files: Claude panes start without --mcp-config and --settings", "err", h.launch.err)
+		}
+	})
+	cmd, added := launchwire.Command(m.Command, h.launch.files)
+	if added != nil {
+		h.log.Info("pane command: hm wiring passed by launch flags", "role", m.Role, "added", added)
+	}
+	return cmd
 }
 
 // startPanes starts every pty member of the team.

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -39,12 +40,19 @@ type Config struct {
 	// Timeout bounds each tool call's exchange with the hub (default 10s).
 	Timeout time.Duration
 	Logger  *slog.Logger
+	// Channel declares the experimental claude/channel capability; serve
+	// with RunChannel to push the role's messages as notifications.
+	Channel bool
 }
 
 // Server is the hm MCP server.
 type Server struct {
 	mcp *mcp.Server
 	hub *hubConn
+	log *slog.Logger
+
+	initialized chan struct{} // closed when a client has initialized
+	initOnce    sync.Once
 }
 
 // New returns a server with hm's tools.
@@ -58,10 +66,28 @@ func New(cfg Config) *Server {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
-	s := &Server{hub: &hubConn{dial: cfg.Dial, timeout: cfg.Timeout, log: cfg.Logger}}
+	s := &Server{hub: &hubConn{dial: cfg.Dial, timeout: cfg.Timeout, log: cfg.Logger}, log: cfg.Logger, initialized: make(chan struct{})}
+	caps := &mcp.ServerCapabilities{}
+	instr := instructions(cfg.Role)
+	if cfg.Channel {
+		caps.Experimental = map[string]any{ChannelCapability: map[string]any{}}
+		instr += channelInstructions
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "hm", Title: "hm coordination hub", Version: cfg.Version}, &mcp.ServerOptions{
-		Instructions: instructions(cfg.Role),
-		Capabilities: &mcp.ServerCapabilities{},
+		Instructions: instr,
+		Capabilities: caps,
+	})
+	// A client is ready once it has sent anything after initialize: the
+	// initialized notification (legacy handshake), server/discover (the
+	// 2026-07-28 protocol has no initialize), or any request.
+	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if err == nil && method != "initialize" {
+				s.initOnce.Do(func() { close(s.initialized) })
+			}
+			return res, err
+		}
 	})
 	s.addTools()
 	return s
@@ -79,6 +105,9 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 
 // Close closes the hub connection (after serving sessions with MCP()).
 func (s *Server) Close() { s.hub.close() }
+
+const channelInstructions = `
+Messages to you also arrive as <channel source="hm" message_id="…" from="ARCH" seq="…"> events: the body is the message. Receiving one proves nothing to the sender: act on it, then hm_ack its message_id (or reply with hm_send and reply_to).`
 
 func instructions(role string) string {
 	who := "the role hm registers you as"
