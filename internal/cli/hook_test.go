@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"hm/internal/client"
 	"hm/internal/hook"
 	"hm/internal/hub"
+	"hm/internal/hub/hubtest"
 	"hm/internal/layout"
 	"hm/internal/poll"
 	"hm/internal/promptlog"
@@ -56,31 +56,8 @@ func startHookHub(t *testing.T, settings string) *hookHub {
 	if err := os.WriteFile(lay.Settings(), []byte(settings), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan *hub.Hub, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- hub.Run(ctx, hub.Options{Layout: lay, Port: 0, HandoffEvery: time.Hour,
-			PaneMinBackoff: 50 * time.Millisecond, PaneMaxBackoff: 200 * time.Millisecond, StopGracePeriod: time.Second,
-			Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
-			Ready:  func(h *hub.Hub) { ready <- h }, Getenv: func(string) string { return "" }})
-	}()
-	var h *hub.Hub
-	select {
-	case h = <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("hub.Run: %v", err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("hub did not become ready")
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("hub.Run: %v", err)
-		}
-	})
+	h, _ := hubtest.Start(t, root, hub.Options{HandoffEvery: time.Hour,
+		PaneMinBackoff: 50 * time.Millisecond, PaneMaxBackoff: 200 * time.Millisecond, StopGracePeriod: time.Second})
 	return &hookHub{Hub: h, root: root}
 }
 

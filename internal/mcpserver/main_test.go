@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"hm/internal/hub"
-	"hm/internal/layout"
+	"hm/internal/hub/hubtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -77,38 +76,7 @@ func startHub(t testing.TB) *testHub {
 // startHubAt starts a hub for root; stop stops it (also done at cleanup).
 func startHubAt(t testing.TB, root string) (th *testHub, stop func()) {
 	t.Helper()
-	lay := layout.Layout{Root: root}
-	if err := lay.Ensure(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan *hub.Hub, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- hub.Run(ctx, hub.Options{Layout: lay, Port: 0, NoPanes: true,
-			Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
-			Ready:  func(h *hub.Hub) { ready <- h }, Getenv: func(string) string { return "" }})
-	}()
-	var h *hub.Hub
-	select {
-	case h = <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("hub.Run: %v", err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("hub did not become ready")
-	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("hub.Run: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
+	h, stop := hubtest.Start(t, root, hub.Options{NoPanes: true})
 	return &testHub{Hub: h, root: root}, stop
 }
 
