@@ -361,7 +361,7 @@ func (h *Hub) startPanes(ps *paneSet) {
 				h.slots.OwnerExited()
 			}
 		}
-		p, err := agent.Start(ps.ctx, spec, h.log.With("pane", role))
+		p, err := agent.Start(ps.ctx, spec, h.log)
 		if err != nil {
 			h.log.Error("start pane", "role", role, "err", err)
 			continue

@@ -32,7 +32,7 @@ type slotHost struct{ h *Hub }
 func (s slotHost) PaneSpec(m roles.Member) agent.Spec { return s.h.paneSpec(m, false) }
 
 func (s slotHost) StartPane(spec agent.Spec) (*agent.Pane, error) {
-	return agent.Start(s.h.panes.ctx, spec, s.h.log.With("pane", spec.Role))
+	return agent.Start(s.h.panes.ctx, spec, s.h.log)
 }
 
 func (s slotHost) AddPane(role string, p *agent.Pane) { s.h.panes.add(role, p) }
