@@ -144,8 +144,10 @@ func (p *Pane) awaitReady(pr *proc, it *item, deadline time.Time) bool {
 			// Blocked screen, whatever is typed would answer it.
 			state, marker = Blocked, "hook: waiting for a human"
 		}
-		if state == Ready && p.profile.RawInput && pr.canonical() {
-			state, marker = ReadyUnknown, "canonical terminal"
+		// A ready screen over a terminal still canonical: not reading yet.
+		cooked := state == Ready && p.profile.RawInput && pr.canonical()
+		if cooked {
+			state = ReadyUnknown
 		}
 		if state != Busy {
 			armed = true
@@ -169,7 +171,7 @@ func (p *Pane) awaitReady(pr *proc, it *item, deadline time.Time) bool {
 			return true
 		case state == Ready:
 			wait = p.profile.Idle - quiet
-		case state == ReadyUnknown && marker != "" && quiet >= p.profile.unmarked():
+		case cooked && quiet >= p.profile.unmarked():
 			p.log.Warn("terminal still canonical on a quiet screen; typing anyway (check the profile's rawInput)", "profile", p.profile.Name, "quiet", quiet.Round(time.Second))
 			return true
 		case state == ReadyUnknown && quiet >= p.profile.unmarked():
@@ -178,7 +180,7 @@ func (p *Pane) awaitReady(pr *proc, it *item, deadline time.Time) bool {
 			// is taken as ready rather than holding the queue forever.
 			p.log.Warn("no ready marker on a quiet screen; typing anyway (check the profile's screen markers)", "profile", p.profile.Name, "quiet", quiet.Round(time.Second))
 			return true
-		case state == ReadyUnknown && marker != "":
+		case cooked:
 			// termios changes make no output: look again soon.
 			wait = min(canonicalRecheck, p.profile.unmarked()-quiet)
 		case state == ReadyUnknown:
