@@ -198,9 +198,11 @@ func TestPeopleStatusWaiting(t *testing.T) {
 // fake logged the message and the person's text as one prompt).
 func TestPeopleNoSecondEnterOnTheirLine(t *testing.T) {
 	t.Parallel()
-	// The fake takes an Enter within 500 ms of other input as a newline,
-	// so the message's first Enter (EnterDelay 70 ms) submits nothing.
-	p, c, logPath := peoplePane(t, 300*time.Millisecond, "FAKEAGENT_ENTER_MS=500")
+	// The fake takes an Enter within 2 s of other input as a newline, so
+	// the message's first Enter (EnterDelay 70 ms after the echo showed)
+	// submits nothing, even on a loaded machine where the echo takes a
+	// while to come back (with 500 ms it once submitted under make test).
+	p, c, logPath := peoplePane(t, 300*time.Millisecond, "FAKEAGENT_ENTER_MS=2000")
 	time.Sleep(300 * time.Millisecond) // the banner settles
 	stages := newStageLog()
 	entered := make(chan struct{}, 1)
