@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs that Go does not bring: the shells the
-# shell-pane tests type into, and chattr for the fault suite. Each entry is
+# shell-pane tests type into, chattr for the fault suite, and Chromium for
+# the cockpit's browser tests (found as $CHROME or chromium on PATH). Each entry is
 # "command:debian-package". Nothing is done when everything is present.
 set -euo pipefail
 
-needs=(bash:bash dash:dash zsh:zsh fish:fish ksh:ksh chattr:e2fsprogs)
+needs=(bash:bash dash:dash zsh:zsh fish:fish ksh:ksh chattr:e2fsprogs chromium:chromium)
 
 missing=()
 for n in "${needs[@]}"; do
