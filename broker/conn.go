@@ -202,6 +202,7 @@ func (c *conn) serve(read func()) {
 	c.inflightMu.Unlock()
 	c.close()
 	c.wg.Wait()
+	c.returnClaims(0) // what a waiting claim took as the connection ended
 	c.b.forget(c)
 }
 

@@ -63,6 +63,9 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 					b.advance(journal.Change{MessageID: id, Event: status.EventInterrupted, Detail: map[string]any{"pane": mem.Role}})
 				},
 			})
+			if !listened {
+				b.wakers.notify(mem.Role) // a waiting claim may take it
+			}
 		}
 	}
 	// A message for the user is shown in the hub's log: routed, with no
