@@ -173,29 +173,8 @@ func benchThroughput(b *testing.B, h *harness, window int, ack bool) {
 	}
 	// ctx ends when nothing has moved for throughputStall: every read
 	// then fails and whatever did not arrive counts as lost.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var progress atomic.Int64
-	watchDone := make(chan struct{})
-	defer close(watchDone)
-	go func() {
-		tick := time.NewTicker(throughputStall / 10)
-		defer tick.Stop()
-		last, since := progress.Load(), time.Now()
-		for {
-			select {
-			case <-watchDone:
-				return
-			case <-tick.C:
-			}
-			if p := progress.Load(); p != last {
-				last, since = p, time.Now()
-			} else if time.Since(since) >= throughputStall {
-				cancel()
-				return
-			}
-		}
-	}()
+	ctx, moved, stop := benchutil.Watchdog(context.Background(), throughputStall)
+	defer stop()
 	ackedOK := make([]atomic.Bool, total)    // message n got an ok ACK
 	delivered := make([]atomic.Int32, total) // times message n reached its listener
 	var acksConfirmed atomic.Int32           // listeners whose acks the hub has processed
@@ -226,7 +205,7 @@ func benchThroughput(b *testing.B, h *harness, window int, ack bool) {
 				if n, ok := index(m.MessageID); ok {
 					delivered[n].Add(1)
 					got++
-					progress.Add(1)
+					moved()
 				}
 			}
 			if ack && awaitHeartbeat(ctx, l, "tp-acks") == nil {
@@ -257,7 +236,7 @@ func benchThroughput(b *testing.B, h *harness, window int, ack bool) {
 					continue
 				}
 				n++
-				progress.Add(1)
+				moved()
 				var a proto.Ack
 				if json.Unmarshal(raw, &a) == nil && a.OK {
 					if i, ok := index(a.MessageID); ok {

@@ -5,7 +5,10 @@
 package benchutil
 
 import (
+	"context"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -35,3 +38,34 @@ func Percentile(d []time.Duration, p float64) time.Duration {
 
 // Micros is d in microseconds.
 func Micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// Watchdog returns a context that ends once nothing has moved for stall:
+// a benchmark calls moved after every unit of progress (an ACK, a
+// delivery), so that a lost message ends its reads instead of hanging it.
+// stop ends the watch; call it when done (the context is then cancelled
+// too).
+func Watchdog(parent context.Context, stall time.Duration) (ctx context.Context, moved func(), stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	var progress atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(stall / 10)
+		defer tick.Stop()
+		last, since := progress.Load(), time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if p := progress.Load(); p != last {
+				last, since = p, time.Now()
+			} else if time.Since(since) >= stall {
+				cancel()
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return ctx, func() { progress.Add(1) }, func() { once.Do(func() { close(done); cancel() }) }
+}
