@@ -160,8 +160,8 @@ const throughputStall = 5 * time.Second
 // ledger and every client run in this process, so it is the whole
 // system's CPU. With ack, each listener sends message-ack for every message
 // it receives and, after its last, a heartbeat whose reply means the hub
-// has processed those acks; the clock stops at that reply, and a lost
-// message fails the benchmark.
+// has committed those acks (awaitHeartbeat); the clock stops at that
+// reply, and a lost message fails the benchmark.
 func benchThroughput(b *testing.B, h *harness, window int, ack bool) {
 	const senders = 4
 	targets := []string{"builder", "oracle"}
@@ -286,8 +286,10 @@ func benchThroughput(b *testing.B, h *harness, window int, ack bool) {
 }
 
 // awaitHeartbeat sends a heartbeat with requestID on c and reads frames
-// until its heartbeat-ack: the hub answers a connection's frames in order,
-// so the reply means it has processed every frame c sent before.
+// until its heartbeat-ack. The hub handles a connection's frames in order
+// and answers any frame other than send, broadcast and message-ack only
+// once that connection's earlier message-acks are committed (frames.go),
+// so the reply means every ack c sent before is in the ledger.
 func awaitHeartbeat(ctx context.Context, c *client.Client, requestID string) error {
 	if err := c.WriteJSON(ctx, proto.Frame{Type: proto.TypeHeartbeat, RequestID: requestID}); err != nil {
 		return err
