@@ -77,6 +77,9 @@ type conn struct {
 	// pane.
 	claimMu sync.Mutex
 	claims  claimLeases
+	// acksPending counts this connection's message-acks queued for the
+	// ledger and not yet committed (frames.go).
+	acksPending sync.WaitGroup
 
 	closeOnce sync.Once
 }
