@@ -95,7 +95,7 @@ func (c *Cockpit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	api := strings.HasPrefix(rest, "api/")
 	if why := checkRequest(r); why != "" {
 		c.log.Info("cockpit request refused", "path", r.URL.Path, "why", why, "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
-		c.fail(w, api, http.StatusForbidden, why)
+		c.fail(w, api || rest == "code", http.StatusForbidden, why)
 		return
 	}
 	switch rest {
