@@ -88,8 +88,8 @@ func (c *Cockpit) serveCode(w http.ResponseWriter, r *http.Request) {
 // serveLogin answers GET /ui/login?code=C: a valid, unused code becomes a
 // session cookie and a redirect to the page.
 func (c *Cockpit) serveLogin(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
+	if r.Method != http.MethodGet { // a HEAD (a link preview) must not use the code up
+		w.Header().Set("Allow", http.MethodGet)
 		htmlError(w, http.StatusMethodNotAllowed, "Method not allowed", "Open the login URL in the browser.")
 		return
 	}

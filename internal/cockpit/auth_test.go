@@ -24,6 +24,11 @@ func TestLoginCodeOnce(t *testing.T) {
 	if _, err := time.Parse(time.RFC3339, cr.ExpiresAt); err != nil {
 		t.Fatalf("expiresAt %q: %v", cr.ExpiresAt, err)
 	}
+	for _, m := range []string{http.MethodHead, http.MethodPost} {
+		if resp, _ := do(t, c, m, base+"/ui/login?code="+cr.Code, nil); resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Fatalf("%s /ui/login: %s, want 405 (and the code kept)", m, resp.Status)
+		}
+	}
 	resp, body := do(t, c, http.MethodGet, base+"/ui/login?code="+cr.Code, nil)
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/" {
 		t.Fatalf("first use: %s Location %q %s", resp.Status, resp.Header.Get("Location"), body)
