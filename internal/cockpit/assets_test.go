@@ -13,9 +13,9 @@ import (
 // HEAD read files; directories and missing files are 404.
 func TestPageHeaders(t *testing.T) {
 	t.Parallel()
-	base := server(t, cockpit.New(fakeDeps(nil)))
-	c, _ := login(t, base, testOperatorToken)
-	anon := noRedirect(t, nil)
+	base := serveCockpit(t, cockpit.New(fakeCockpitDeps(nil)))
+	c, _ := loginSession(t, base, testOperatorToken)
+	anon := noRedirectClient(t, nil)
 	for _, tc := range []struct {
 		client *http.Client
 		method string
@@ -38,7 +38,7 @@ func TestPageHeaders(t *testing.T) {
 		{anon, http.MethodGet, "/ui/login?code=x", http.StatusUnauthorized, "text/html; charset=utf-8"},
 		{anon, http.MethodPost, "/ui/code", http.StatusUnauthorized, "application/json"},
 	} {
-		resp, body := do(t, tc.client, tc.method, base+tc.path, nil)
+		resp, body := doReq(t, tc.client, tc.method, base+tc.path, nil)
 		h := resp.Header
 		if resp.StatusCode != tc.status || h.Get("Content-Type") != tc.ctype {
 			t.Errorf("%s %s: %s %q, want %d %q", tc.method, tc.path, resp.Status, h.Get("Content-Type"), tc.status, tc.ctype)
@@ -54,7 +54,7 @@ func TestPageHeaders(t *testing.T) {
 		t.Errorf("CSP %q", cockpit.CSP)
 	}
 	// /ui redirects to the page.
-	resp, _ := do(t, c, http.MethodGet, base+"/ui", nil)
+	resp, _ := doReq(t, c, http.MethodGet, base+"/ui", nil)
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/" {
 		t.Errorf("GET /ui: %s %q", resp.Status, resp.Header.Get("Location"))
 	}

@@ -15,9 +15,9 @@ import (
 // malformed code get 401 with the page that says to run hm ui again.
 func TestLoginCodeOnce(t *testing.T) {
 	t.Parallel()
-	base := server(t, cockpit.New(fakeDeps(nil)))
-	c := noRedirect(t, newJar(t))
-	cr := code(t, c, base, testOperatorToken)
+	base := serveCockpit(t, cockpit.New(fakeCockpitDeps(nil)))
+	c := noRedirectClient(t, newCookieJar(t))
+	cr := loginCode(t, c, base, testOperatorToken)
 	if len(cr.Code) != 32 || cr.URL != "http://127.0.0.1:4242/ui/login?code="+cr.Code {
 		t.Fatalf("code answer %+v", cr)
 	}
@@ -25,11 +25,11 @@ func TestLoginCodeOnce(t *testing.T) {
 		t.Fatalf("expiresAt %q: %v", cr.ExpiresAt, err)
 	}
 	for _, m := range []string{http.MethodHead, http.MethodPost} {
-		if resp, _ := do(t, c, m, base+"/ui/login?code="+cr.Code, nil); resp.StatusCode != http.StatusMethodNotAllowed {
+		if resp, _ := doReq(t, c, m, base+"/ui/login?code="+cr.Code, nil); resp.StatusCode != http.StatusMethodNotAllowed {
 			t.Fatalf("%s /ui/login: %s, want 405 (and the code kept)", m, resp.Status)
 		}
 	}
-	resp, body := do(t, c, http.MethodGet, base+"/ui/login?code="+cr.Code, nil)
+	resp, body := doReq(t, c, http.MethodGet, base+"/ui/login?code="+cr.Code, nil)
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/" {
 		t.Fatalf("first use: %s Location %q %s", resp.Status, resp.Header.Get("Location"), body)
 	}
@@ -39,7 +39,7 @@ func TestLoginCodeOnce(t *testing.T) {
 		"malformed":  "../../etc",
 		"empty":      "",
 	} {
-		resp, body := do(t, c, http.MethodGet, base+"/ui/login?code="+q, nil)
+		resp, body := doReq(t, c, http.MethodGet, base+"/ui/login?code="+q, nil)
 		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "hm ui") || resp.Header.Get("Set-Cookie") != "" {
 			t.Errorf("%s: %s %q Set-Cookie %q", name, resp.Status, body, resp.Header.Get("Set-Cookie"))
 		}
@@ -50,20 +50,20 @@ func TestLoginCodeOnce(t *testing.T) {
 // under two minutes still works.
 func TestLoginCodeExpires(t *testing.T) {
 	t.Parallel()
-	clk := newClock()
-	base := server(t, cockpit.New(fakeDeps(clk.Now)))
-	c := noRedirect(t, newJar(t))
-	fresh := code(t, c, base, testOperatorToken)
-	stale := code(t, c, base, testOperatorToken)
+	clk := newTestClock()
+	base := serveCockpit(t, cockpit.New(fakeCockpitDeps(clk.Now)))
+	c := noRedirectClient(t, newCookieJar(t))
+	fresh := loginCode(t, c, base, testOperatorToken)
+	stale := loginCode(t, c, base, testOperatorToken)
 	if want := clk.Now().Add(cockpit.CodeTTL).UTC().Format(time.RFC3339); stale.ExpiresAt != want {
 		t.Errorf("expiresAt %s, want %s", stale.ExpiresAt, want)
 	}
 	clk.Advance(cockpit.CodeTTL - time.Second)
-	if resp, body := do(t, c, http.MethodGet, base+"/ui/login?code="+fresh.Code, nil); resp.StatusCode != http.StatusSeeOther {
+	if resp, body := doReq(t, c, http.MethodGet, base+"/ui/login?code="+fresh.Code, nil); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("code 1 s before expiry: %s %s", resp.Status, body)
 	}
 	clk.Advance(time.Second)
-	if resp, body := do(t, c, http.MethodGet, base+"/ui/login?code="+stale.Code, nil); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "hm ui") {
+	if resp, body := doReq(t, c, http.MethodGet, base+"/ui/login?code="+stale.Code, nil); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "hm ui") {
 		t.Fatalf("expired code: %s %s", resp.Status, body)
 	}
 }
@@ -72,10 +72,10 @@ func TestLoginCodeExpires(t *testing.T) {
 // Path=/ui, with no Max-Age or Expires; it opens the page.
 func TestSessionCookie(t *testing.T) {
 	t.Parallel()
-	base := server(t, cockpit.New(fakeDeps(nil)))
-	c := noRedirect(t, nil)
-	cr := code(t, c, base, testOperatorToken)
-	resp, _ := do(t, c, http.MethodGet, base+"/ui/login?code="+cr.Code, nil)
+	base := serveCockpit(t, cockpit.New(fakeCockpitDeps(nil)))
+	c := noRedirectClient(t, nil)
+	cr := loginCode(t, c, base, testOperatorToken)
+	resp, _ := doReq(t, c, http.MethodGet, base+"/ui/login?code="+cr.Code, nil)
 	raw := resp.Header.Values("Set-Cookie")
 	if len(raw) != 1 {
 		t.Fatalf("Set-Cookie %q", raw)
@@ -93,14 +93,14 @@ func TestSessionCookie(t *testing.T) {
 			t.Errorf("Set-Cookie %q lacks %s", raw[0], attr)
 		}
 	}
-	page, body := do(t, c, http.MethodGet, base+"/ui/", map[string]string{"Cookie": ck.Name + "=" + ck.Value})
+	page, body := doReq(t, c, http.MethodGet, base+"/ui/", map[string]string{"Cookie": ck.Name + "=" + ck.Value})
 	if page.StatusCode != http.StatusOK || !strings.Contains(body, "<html") {
 		t.Fatalf("page with the cookie: %s %.200s", page.Status, body)
 	}
 }
 
-// uiRoutes are the routes behind the cookie; ws marks WebSocket upgrades.
-var uiRoutes = []struct {
+// cookieRoutes are the routes behind the cookie; ws marks WebSocket upgrades.
+var cookieRoutes = []struct {
 	path string
 	api  bool
 	ws   bool
@@ -125,10 +125,10 @@ var uiRoutes = []struct {
 // upgrade), and lets the request through with a valid one.
 func TestRoutesNeedCookie(t *testing.T) {
 	t.Parallel()
-	base := server(t, cockpit.New(fakeDeps(nil)))
-	authed, ck := login(t, base, testOperatorToken)
-	anon := noRedirect(t, nil)
-	for _, rt := range uiRoutes {
+	base := serveCockpit(t, cockpit.New(fakeCockpitDeps(nil)))
+	authed, ck := loginSession(t, base, testOperatorToken)
+	anon := noRedirectClient(t, nil)
+	for _, rt := range cookieRoutes {
 		for name, cookie := range map[string]string{
 			"none":   "",
 			"forged": cockpit.CookieName + "=" + strings.Repeat("0", 64),
@@ -153,7 +153,7 @@ func TestRoutesNeedCookie(t *testing.T) {
 				}
 				continue
 			}
-			resp, body := do(t, anon, http.MethodGet, base+rt.path, hdr)
+			resp, body := doReq(t, anon, http.MethodGet, base+rt.path, hdr)
 			if resp.StatusCode != http.StatusUnauthorized {
 				t.Errorf("%s cookie %s: %s, want 401", rt.path, name, resp.Status)
 			}
@@ -170,7 +170,7 @@ func TestRoutesNeedCookie(t *testing.T) {
 		}
 		// With the session the cockpit lets it through (the fake
 		// WebSocket handlers answer 299; missing files are 404).
-		resp, _ := do(t, authed, http.MethodGet, base+rt.path, nil)
+		resp, _ := doReq(t, authed, http.MethodGet, base+rt.path, nil)
 		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 			t.Errorf("%s with the session: %s", rt.path, resp.Status)
 		}
@@ -185,14 +185,14 @@ func TestRoutesNeedCookie(t *testing.T) {
 // WebSockets, even with a valid session; same-origin requests pass.
 func TestBrowserChecks(t *testing.T) {
 	t.Parallel()
-	base := server(t, cockpit.New(fakeDeps(nil)))
-	c, _ := login(t, base, testOperatorToken)
+	base := serveCockpit(t, cockpit.New(fakeCockpitDeps(nil)))
+	c, _ := loginSession(t, base, testOperatorToken)
 	host := strings.TrimPrefix(base, "http://")
 	routes := append([]struct {
 		path string
 		api  bool
 		ws   bool
-	}{{path: "/ui/login?code=" + strings.Repeat("b", 32)}}, uiRoutes...)
+	}{{path: "/ui/login?code=" + strings.Repeat("b", 32)}}, cookieRoutes...)
 	refused := []struct {
 		name string
 		hdr  map[string]string
@@ -227,7 +227,7 @@ func TestBrowserChecks(t *testing.T) {
 				}
 				continue
 			}
-			resp, body := do(t, c, http.MethodGet, base+rt.path, tc.hdr)
+			resp, body := doReq(t, c, http.MethodGet, base+rt.path, tc.hdr)
 			if resp.StatusCode != http.StatusForbidden {
 				t.Errorf("%s %s: %s %.100s, want 403", rt.path, tc.name, resp.Status, body)
 			}
@@ -242,7 +242,7 @@ func TestBrowserChecks(t *testing.T) {
 		{"Sec-Fetch-Site": "none"},
 		{"Origin": base, "Sec-Fetch-Site": "same-origin"},
 	} {
-		if resp, body := do(t, c, http.MethodGet, base+"/ui/api/status", hdr); resp.StatusCode != http.StatusOK {
+		if resp, body := doReq(t, c, http.MethodGet, base+"/ui/api/status", hdr); resp.StatusCode != http.StatusOK {
 			t.Errorf("same-origin %v: %s %s", hdr, resp.Status, body)
 		}
 	}
@@ -251,8 +251,8 @@ func TestBrowserChecks(t *testing.T) {
 // TestCodeEndpoint: POST /ui/code needs the operator token and no Origin.
 func TestCodeEndpoint(t *testing.T) {
 	t.Parallel()
-	base := server(t, cockpit.New(fakeDeps(nil)))
-	c := noRedirect(t, nil)
+	base := serveCockpit(t, cockpit.New(fakeCockpitDeps(nil)))
+	c := noRedirectClient(t, nil)
 	for _, tc := range []struct {
 		name   string
 		method string
@@ -268,7 +268,7 @@ func TestCodeEndpoint(t *testing.T) {
 		{"GET", http.MethodGet, map[string]string{"Authorization": "Bearer " + testOperatorToken}, http.StatusMethodNotAllowed},
 		{"ok", http.MethodPost, map[string]string{"Authorization": "Bearer " + testOperatorToken}, http.StatusOK},
 	} {
-		resp, body := do(t, c, tc.method, base+"/ui/code", tc.hdr)
+		resp, body := doReq(t, c, tc.method, base+"/ui/code", tc.hdr)
 		if resp.StatusCode != tc.want || resp.Header.Get("Content-Type") != "application/json" {
 			t.Errorf("%s: %s %s (%s), want %d", tc.name, resp.Status, body, resp.Header.Get("Content-Type"), tc.want)
 		}

@@ -19,20 +19,20 @@ import (
 )
 
 // clock is a settable test clock for cockpit.Deps.Now.
-type clock struct {
+type testClock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func newClock() *clock { return &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
+func newTestClock() *testClock { return &testClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
 
-func (c *clock) Now() time.Time {
+func (c *testClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
 }
 
-func (c *clock) Advance(d time.Duration) {
+func (c *testClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
@@ -41,9 +41,9 @@ func (c *clock) Advance(d time.Duration) {
 // testOperatorToken is the operator secret of the fake-deps cockpit.
 const testOperatorToken = "operator-secret"
 
-// fakeDeps are Deps without a hub: the WebSocket and attach handlers
+// fakeCockpitDeps are Deps without a hub: the WebSocket and attach handlers
 // answer 299 so a test can tell that the cockpit let a request through.
-func fakeDeps(now func() time.Time) cockpit.Deps {
+func fakeCockpitDeps(now func() time.Time) cockpit.Deps {
 	through := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(299) })
 	return cockpit.Deps{
 		Port:       4242,
@@ -71,7 +71,7 @@ func fakeDeps(now func() time.Time) cockpit.Deps {
 
 // server serves a cockpit at /ui/ on a real loopback socket (port 0) and
 // returns its base URL ("http://127.0.0.1:<port>").
-func server(t *testing.T, h http.Handler) string {
+func serveCockpit(t *testing.T, h http.Handler) string {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", h)
@@ -81,16 +81,16 @@ func server(t *testing.T, h http.Handler) string {
 	return srv.URL
 }
 
-// noRedirect is a client that returns redirects instead of following
+// noRedirectClient is a client that returns redirects instead of following
 // them, with its own transport closed at the test's end.
-func noRedirect(t *testing.T, jar http.CookieJar) *http.Client {
+func noRedirectClient(t *testing.T, jar http.CookieJar) *http.Client {
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr, Jar: jar, Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-func newJar(t *testing.T) *cookiejar.Jar {
+func newCookieJar(t *testing.T) *cookiejar.Jar {
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func newJar(t *testing.T) *cookiejar.Jar {
 
 // do sends a request with the given headers and returns the response and
 // its body.
-func do(t *testing.T, c *http.Client, method, u string, hdr map[string]string) (*http.Response, string) {
+func doReq(t *testing.T, c *http.Client, method, u string, hdr map[string]string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, u, nil)
 	if err != nil {
@@ -126,9 +126,9 @@ func do(t *testing.T, c *http.Client, method, u string, hdr map[string]string) (
 }
 
 // code asks base for a login code with the operator token.
-func code(t *testing.T, c *http.Client, base, token string) cockpit.CodeResponse {
+func loginCode(t *testing.T, c *http.Client, base, token string) cockpit.CodeResponse {
 	t.Helper()
-	resp, body := do(t, c, http.MethodPost, base+"/ui/code", map[string]string{"Authorization": "Bearer " + token})
+	resp, body := doReq(t, c, http.MethodPost, base+"/ui/code", map[string]string{"Authorization": "Bearer " + token})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST /ui/code: %s %s", resp.Status, body)
 	}
@@ -141,11 +141,11 @@ func code(t *testing.T, c *http.Client, base, token string) cockpit.CodeResponse
 
 // login gets a code and redeems it at base; it returns a client whose jar
 // holds the session cookie, and the cookie.
-func login(t *testing.T, base, token string) (*http.Client, *http.Cookie) {
+func loginSession(t *testing.T, base, token string) (*http.Client, *http.Cookie) {
 	t.Helper()
-	c := noRedirect(t, newJar(t))
-	cr := code(t, c, base, token)
-	resp, body := do(t, c, http.MethodGet, base+"/ui/login?code="+cr.Code, nil)
+	c := noRedirectClient(t, newCookieJar(t))
+	cr := loginCode(t, c, base, token)
+	resp, body := doReq(t, c, http.MethodGet, base+"/ui/login?code="+cr.Code, nil)
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("login: %s %s", resp.Status, body)
 	}
@@ -159,9 +159,9 @@ func login(t *testing.T, base, token string) (*http.Client, *http.Cookie) {
 	return nil, nil
 }
 
-// The fake agent (agent/internal/fakeagent), built once for the tests
+// fakeAgentBuild is the fake agent (agent/internal/fakeagent), built once for the tests
 // that host panes.
-var fakeAgent struct {
+var fakeAgentBuild struct {
 	once sync.Once
 	path string
 	err  error
@@ -171,23 +171,23 @@ var fakeAgent struct {
 // fakeAgentBin returns the path of the built fake agent.
 func fakeAgentBin(t testing.TB) string {
 	t.Helper()
-	fakeAgent.once.Do(func() {
+	fakeAgentBuild.once.Do(func() {
 		dir, err := os.MkdirTemp("", "hm-cockpit-test-")
 		if err != nil {
-			fakeAgent.err = err
+			fakeAgentBuild.err = err
 			return
 		}
-		fakeAgent.path = filepath.Join(dir, "fakeagent")
-		fakeAgent.out, fakeAgent.err = exec.Command("go", "build", "-o", fakeAgent.path, "hm/agent/internal/fakeagent").CombinedOutput()
+		fakeAgentBuild.path = filepath.Join(dir, "fakeagent")
+		fakeAgentBuild.out, fakeAgentBuild.err = exec.Command("go", "build", "-o", fakeAgentBuild.path, "hm/agent/internal/fakeagent").CombinedOutput()
 	})
-	if fakeAgent.err != nil {
-		t.Fatalf("build fakeagent: %v\n%s", fakeAgent.err, fakeAgent.out)
+	if fakeAgentBuild.err != nil {
+		t.Fatalf("build fakeagent: %v\n%s", fakeAgentBuild.err, fakeAgentBuild.out)
 	}
-	return fakeAgent.path
+	return fakeAgentBuild.path
 }
 
 func removeFakeAgent() {
-	if fakeAgent.path != "" {
-		os.RemoveAll(filepath.Dir(fakeAgent.path))
+	if fakeAgentBuild.path != "" {
+		os.RemoveAll(filepath.Dir(fakeAgentBuild.path))
 	}
 }

@@ -59,7 +59,7 @@ func (ch *cockpitHub) wsURL(path string) string {
 }
 
 // dial opens a cockpit WebSocket with the session's cookie jar.
-func dial(t *testing.T, c *http.Client, u string) *websocket.Conn {
+func dialCockpitWS(t *testing.T, c *http.Client, u string) *websocket.Conn {
 	t.Helper()
 	conn, resp, err := websocket.Dial(t.Context(), u, &websocket.DialOptions{HTTPClient: c})
 	if err != nil {
@@ -69,7 +69,7 @@ func dial(t *testing.T, c *http.Client, u string) *websocket.Conn {
 	return conn
 }
 
-func writeFrame(t *testing.T, conn *websocket.Conn, v any) {
+func writeWSJSON(t *testing.T, conn *websocket.Conn, v any) {
 	t.Helper()
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -80,8 +80,8 @@ func writeFrame(t *testing.T, conn *websocket.Conn, v any) {
 	}
 }
 
-// readFrame reads JSON frames until one satisfies match, within 30 s.
-func readFrame(t *testing.T, conn *websocket.Conn, what string, match func(map[string]any) bool) map[string]any {
+// readWSJSON reads JSON frames until one satisfies match, within 30 s.
+func readWSJSON(t *testing.T, conn *websocket.Conn, what string, match func(map[string]any) bool) map[string]any {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -100,14 +100,14 @@ func readFrame(t *testing.T, conn *websocket.Conn, what string, match func(map[s
 	}
 }
 
-func ofType(typ string) func(map[string]any) bool {
+func frameOfType(typ string) func(map[string]any) bool {
 	return func(f map[string]any) bool { return f["type"] == typ }
 }
 
-// getJSON GETs a cockpit API path with the session and decodes the answer.
-func getJSON(t *testing.T, c *http.Client, u string, v any) {
+// getAPI GETs a cockpit API path with the session and decodes the answer.
+func getAPI(t *testing.T, c *http.Client, u string, v any) {
 	t.Helper()
-	resp, body := do(t, c, http.MethodGet, u, nil)
+	resp, body := doReq(t, c, http.MethodGet, u, nil)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("GET %s: %s (%s) %s", u, resp.Status, resp.Header.Get("Content-Type"), body)
 	}
@@ -122,40 +122,40 @@ func getJSON(t *testing.T, c *http.Client, u string, v any) {
 func TestCockpitOnHub(t *testing.T) {
 	t.Parallel()
 	ch := startCockpitHub(t)
-	c, _ := login(t, ch.base, ch.token)
+	c, _ := loginSession(t, ch.base, ch.token)
 
 	// A pane token is not the operator's: no login code for it.
-	if resp, body := do(t, noRedirect(t, nil), http.MethodPost, ch.base+"/ui/code", map[string]string{"Authorization": "Bearer " + ch.h.Tokens.Issue("oracle")}); resp.StatusCode != http.StatusUnauthorized {
+	if resp, body := doReq(t, noRedirectClient(t, nil), http.MethodPost, ch.base+"/ui/code", map[string]string{"Authorization": "Bearer " + ch.h.Tokens.Issue("oracle")}); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("POST /ui/code with a pane token: %s %s", resp.Status, body)
 	}
 
 	t.Run("ws", func(t *testing.T) {
-		ws := dial(t, c, ch.wsURL("/ui/ws"))
-		readFrame(t, ws, "welcome", ofType("welcome"))
-		writeFrame(t, ws, map[string]any{"type": "register", "role": "user", "listen": false})
-		reg := readFrame(t, ws, "registered", func(f map[string]any) bool { return f["type"] == "registered" || f["type"] == "error" })
+		ws := dialCockpitWS(t, c, ch.wsURL("/ui/ws"))
+		readWSJSON(t, ws, "welcome", frameOfType("welcome"))
+		writeWSJSON(t, ws, map[string]any{"type": "register", "role": "user", "listen": false})
+		reg := readWSJSON(t, ws, "registered", func(f map[string]any) bool { return f["type"] == "registered" || f["type"] == "error" })
 		if reg["type"] != "registered" || reg["role"] != "user" {
 			t.Fatalf("register without a token: %v", reg)
 		}
-		writeFrame(t, ws, map[string]any{"type": "subscribe", "topics": []string{"journal"}})
-		writeFrame(t, ws, map[string]any{"type": "send", "target": "architect", "content": "from the cockpit", "messageId": "m-cockpit-1", "priority": "urgent"})
-		ack := readFrame(t, ws, "send-ack", ofType("send-ack"))
+		writeWSJSON(t, ws, map[string]any{"type": "subscribe", "topics": []string{"journal"}})
+		writeWSJSON(t, ws, map[string]any{"type": "send", "target": "architect", "content": "from the cockpit", "messageId": "m-cockpit-1", "priority": "urgent"})
+		ack := readWSJSON(t, ws, "send-ack", frameOfType("send-ack"))
 		if ack["ok"] != true || ack["messageId"] != "m-cockpit-1" || ack["header"] != "USER" {
 			t.Fatalf("send-ack %v", ack)
 		}
-		ev := readFrame(t, ws, "journal-event", func(f map[string]any) bool {
+		ev := readWSJSON(t, ws, "journal-event", func(f map[string]any) bool {
 			row, _ := f["row"].(map[string]any)
 			return f["type"] == "journal-event" && row != nil && row["message_id"] == "m-cockpit-1"
 		})
 		if row := ev["row"].(map[string]any); row["sender_role"] != "user" || row["target_role"] != "architect" {
 			t.Fatalf("journal-event row %v", row)
 		}
-		writeFrame(t, ws, map[string]any{"type": "query", "op": "get", "requestId": "q1", "payload": map[string]any{"messageIds": []string{"m-cockpit-1"}}})
-		if r := readFrame(t, ws, "query response", func(f map[string]any) bool { return f["requestId"] == "q1" }); r["ok"] != true {
+		writeWSJSON(t, ws, map[string]any{"type": "query", "op": "get", "requestId": "q1", "payload": map[string]any{"messageIds": []string{"m-cockpit-1"}}})
+		if r := readWSJSON(t, ws, "query response", func(f map[string]any) bool { return f["requestId"] == "q1" }); r["ok"] != true {
 			t.Fatalf("query get: %v", r)
 		}
-		writeFrame(t, ws, map[string]any{"type": "health-check", "target": "architect", "requestId": "h1"})
-		if r := readFrame(t, ws, "health", ofType("health-check-result")); r["target"] != "architect" {
+		writeWSJSON(t, ws, map[string]any{"type": "health-check", "target": "architect", "requestId": "h1"})
+		if r := readWSJSON(t, ws, "health", frameOfType("health-check-result")); r["target"] != "architect" {
 			t.Fatalf("health-check-result %v", r)
 		}
 		// The fake agent receives the message.
@@ -174,17 +174,17 @@ func TestCockpitOnHub(t *testing.T) {
 	})
 
 	t.Run("attach", func(t *testing.T) {
-		att := dial(t, c, ch.wsURL("/ui/attach/oracle?cols=80&rows=24"))
-		screen := readPane(t, att, "the shell's output", func(s string) bool { return strings.Contains(s, "oracle-up") })
+		att := dialCockpitWS(t, c, ch.wsURL("/ui/attach/oracle?cols=80&rows=24"))
+		screen := readPaneBytes(t, att, "the shell's output", func(s string) bool { return strings.Contains(s, "oracle-up") })
 		if strings.Contains(screen, "31 101") {
 			t.Fatalf("the pane printed the new size before the resize: %q", screen)
 		}
-		writeFrame(t, att, map[string]any{"type": "resize", "cols": 101, "rows": 31})
-		readPane(t, att, "the shell's stty size after the resize", func(s string) bool { return strings.Contains(s, "31 101") })
+		writeWSJSON(t, att, map[string]any{"type": "resize", "cols": 101, "rows": 31})
+		readPaneBytes(t, att, "the shell's stty size after the resize", func(s string) bool { return strings.Contains(s, "31 101") })
 
 		// Typing reaches the program: the fake agent logs the prompt.
-		arch := dial(t, c, ch.wsURL("/ui/attach/architect?cols=80&rows=24"))
-		readPane(t, arch, "the architect's first frame", func(string) bool { return true })
+		arch := dialCockpitWS(t, c, ch.wsURL("/ui/attach/architect?cols=80&rows=24"))
+		readPaneBytes(t, arch, "the architect's first frame", func(string) bool { return true })
 		if err := arch.Write(t.Context(), websocket.MessageBinary, []byte("typed in the cockpit")); err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +214,7 @@ func TestCockpitOnHub(t *testing.T) {
 
 	t.Run("api", func(t *testing.T) {
 		var st hub.Status
-		getJSON(t, c, ch.base+"/ui/api/status", &st)
+		getAPI(t, c, ch.base+"/ui/api/status", &st)
 		roles := map[string]bool{}
 		for _, p := range st.Panes {
 			roles[p.Role] = p.PID > 0
@@ -223,7 +223,7 @@ func TestCockpitOnHub(t *testing.T) {
 			t.Fatalf("status %+v", st)
 		}
 		var ho struct{ Path, Markdown string }
-		getJSON(t, c, ch.base+"/ui/api/handoff", &ho)
+		getAPI(t, c, ch.base+"/ui/api/handoff", &ho)
 		if !strings.HasPrefix(ho.Path, filepath.Join(ch.root, ".squidrun", "handoffs")) || !strings.HasPrefix(ho.Markdown, "#") {
 			t.Fatalf("handoff %q %.200q", ho.Path, ho.Markdown)
 		}
@@ -240,26 +240,26 @@ func TestCockpitOnHub(t *testing.T) {
 				Hash   string          `json:"hash"`
 			} `json:"events"`
 		}
-		getJSON(t, c, ch.base+"/ui/api/verify", &v)
+		getAPI(t, c, ch.base+"/ui/api/verify", &v)
 		if !v.OK || v.Rows == 0 || v.Problem != "" || v.ChainOK != nil || v.Events != nil {
 			t.Fatalf("verify %+v", v)
 		}
-		getJSON(t, c, ch.base+"/ui/api/verify?id=m-cockpit-1", &v)
+		getAPI(t, c, ch.base+"/ui/api/verify?id=m-cockpit-1", &v)
 		if !v.OK || v.MessageID != "m-cockpit-1" || v.ChainOK == nil || !*v.ChainOK || len(v.Events) == 0 || v.Events[0].Event != "brokered" ||
 			len(v.Events[0].Hash) != 64 || v.Events[0].At == 0 || len(v.Events[0].Detail) == 0 {
 			t.Fatalf("verify ?id %+v", v)
 		}
 		for q, want := range map[string]int{"?id=nope-unknown": http.StatusNotFound, "?id=../x": http.StatusBadRequest, "?id=": http.StatusBadRequest} {
-			if resp, body := do(t, c, http.MethodGet, ch.base+"/ui/api/verify"+q, nil); resp.StatusCode != want || !strings.HasPrefix(body, `{"error":`) {
+			if resp, body := doReq(t, c, http.MethodGet, ch.base+"/ui/api/verify"+q, nil); resp.StatusCode != want || !strings.HasPrefix(body, `{"error":`) {
 				t.Errorf("verify%s: %s %s, want %d", q, resp.Status, body, want)
 			}
 		}
 	})
 }
 
-// readPane reads attach frames, collecting the terminal bytes, until what
+// readPaneBytes reads attach frames, collecting the terminal bytes, until what
 // was read satisfies done (within 30 s); it returns what was read.
-func readPane(t *testing.T, conn *websocket.Conn, what string, done func(string) bool) string {
+func readPaneBytes(t *testing.T, conn *websocket.Conn, what string, done func(string) bool) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
