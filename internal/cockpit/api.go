@@ -169,9 +169,15 @@ func (c *Cockpit) serveVerify(w http.ResponseWriter, r *http.Request) {
 			resp.Events = []ChainEvent{}
 		}
 	}
-	c.verifyMu.Lock()
+	// One verification at a time: it reads the whole ledger.
+	select {
+	case c.verifying <- struct{}{}:
+	case <-ctx.Done():
+		jsonError(w, http.StatusServiceUnavailable, "gave up waiting for another verification")
+		return
+	}
 	v, err := c.d.Verify(ctx)
-	c.verifyMu.Unlock()
+	<-c.verifying
 	if err != nil {
 		c.log.Warn("cockpit: verify ledger", "err", err)
 		jsonError(w, http.StatusInternalServerError, "verify the ledger: "+err.Error())
