@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
 
 	"hm/internal/hub"
 	"hm/internal/hub/hubtest"
@@ -275,5 +277,61 @@ func readPaneBytes(t *testing.T, conn *websocket.Conn, what string, done func(st
 				return got.String()
 			}
 		}
+	}
+}
+
+// TestVerifyShowsTampering: after a message's event is changed in the
+// ledger file, /ui/api/verify says the ledger does not verify and the
+// message's chain links do not hold; another message's links still do.
+func TestVerifyShowsTampering(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	h, _ := hubtest.Start(t, root, hub.Options{NoPanes: true, HandoffEvery: time.Hour})
+	tok, err := layout.Layout{Root: root}.ReadToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://127.0.0.1:" + strconv.Itoa(h.Port)
+	c, _ := loginSession(t, base, tok)
+	ws := dialCockpitWS(t, c, "ws"+strings.TrimPrefix(base, "http")+"/ui/ws")
+	writeWSJSON(t, ws, map[string]any{"type": "register", "role": "user"})
+	readWSJSON(t, ws, "registered", frameOfType("registered"))
+	for _, id := range []string{"m-good", "m-bad"} {
+		writeWSJSON(t, ws, map[string]any{"type": "send", "target": "architect", "content": "body of " + id, "messageId": id})
+		if ack := readWSJSON(t, ws, "send-ack", frameOfType("send-ack")); ack["ok"] != true {
+			t.Fatalf("send %s: %v", id, ack)
+		}
+	}
+	type verify struct {
+		OK      bool   `json:"ok"`
+		Problem string `json:"problem"`
+		ChainOK *bool  `json:"chainOk"`
+	}
+	var before verify
+	getAPI(t, c, base+"/ui/api/verify?id=m-bad", &before)
+	if !before.OK || before.ChainOK == nil || !*before.ChainOK {
+		t.Fatalf("before tampering: %+v", before)
+	}
+
+	conn, err := sqlite.OpenConn(h.Ledger.Path(), sqlite.OpenReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetBusyTimeout(10 * time.Second)
+	err = sqlitex.ExecuteTransient(conn, "UPDATE comms_events SET prev_hash = ? WHERE event_id = (SELECT min(event_id) FROM comms_events WHERE message_id = 'm-bad')",
+		&sqlitex.ExecOptions{Args: []any{strings.Repeat("f", 64)}})
+	conn.Close()
+	if err != nil {
+		t.Fatalf("tamper: %v", err)
+	}
+
+	var bad, good verify
+	getAPI(t, c, base+"/ui/api/verify?id=m-bad", &bad)
+	if bad.OK || bad.Problem == "" || bad.ChainOK == nil || *bad.ChainOK {
+		t.Fatalf("tampered message: %+v", bad)
+	}
+	getAPI(t, c, base+"/ui/api/verify?id=m-good", &good)
+	if good.OK || good.ChainOK == nil || !*good.ChainOK {
+		t.Fatalf("untouched message after tampering with another: %+v", good)
 	}
 }
