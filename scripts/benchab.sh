@@ -19,8 +19,9 @@ while [ "$i" -lt "$runs" ]; do
 	for v in base head; do
 		(cd "$root/broker" && "$tmp/$v.test" -test.run '^$' \
 			-test.bench 'BenchmarkSendAck$|BenchmarkThroughput$' -test.benchtime 10000x) |
-			awk -v v="$v" '/^BenchmarkSendAck/ {print v, "p50-ms", $5; print v, "p99-ms", $7}
-				/^BenchmarkThroughput/ {print v, "msgs/s", $7}'
+			awk -v v="$v" '/^Benchmark(SendAck|Throughput)/ {
+				for (i = 2; i <= NF; i++) if ($i == "p50-ms" || $i == "p99-ms" || $i == "msgs/s") print v, $i, $(i-1)
+			}'
 	done
 	i=$((i + 1))
 done | tee "$tmp/runs"
