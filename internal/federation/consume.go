@@ -14,6 +14,11 @@ import (
 // terminated (never redelivered) and logged.
 var ErrRefused = errors.New("federation: message refused")
 
+// ErrRetry is wrapped by a Handler's error when the message cannot be
+// taken yet and is expected to be later (e.g. its hub's presence is not
+// seen yet): it is redelivered, without a warning.
+var ErrRetry = errors.New("federation: not yet")
+
 // Handler takes one message for a role this hub hosts. It returns nil once
 // the hub's ledger shows the message typed (or otherwise settled): the
 // message is then double-acked. progress extends the AckWait while it
@@ -111,7 +116,7 @@ func (c *Client) handle(ctx context.Context, m jetstream.Msg, h Handler) {
 		c.log.Warn("refused a federated message", "messageId", e.MessageID, "hub", e.Hub, "from", e.From, "err", err)
 		_ = m.Term()
 	default:
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !errors.Is(err, ErrRetry) {
 			c.log.Warn("federated message not taken; redelivered later", "messageId", e.MessageID, "err", err)
 		}
 		_ = m.NakWithDelay(c.cfg.ReconnectWait)

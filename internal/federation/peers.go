@@ -131,3 +131,12 @@ func (t *Peers) Panes() []RemotePane {
 	sort.Slice(out, func(i, j int) bool { return out[i].Role < out[j].Role })
 	return out
 }
+
+// Live reports whether hub's presence is current.
+func (t *Peers) Live(hub string) bool {
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	q, ok := t.peers[hub]
+	return ok && now.Before(q.expires)
+}
