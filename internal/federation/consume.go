@@ -102,7 +102,26 @@ func (c *Client) handle(ctx context.Context, m jetstream.Msg, h Handler) {
 		return
 	}
 	progress := func() { _ = m.InProgress() }
+	// While h works (a pane may take long to be ready), the AckWait is
+	// extended every third of it.
+	hctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(c.cfg.AckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-t.C:
+				progress()
+			}
+		}
+	}()
 	err = h(ctx, e, progress)
+	stop()
+	<-done
 	switch {
 	case err == nil:
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.PublishTimeout)

@@ -289,3 +289,31 @@ func (h *Hub) Federated() (hub string, connected, ok bool) {
 	}
 	return h.fed.c.Hub(), h.fed.c.Connected(), true
 }
+
+// FederationStatus is the federation in Status (hm status, /status).
+type FederationStatus struct {
+	Hub       string `json:"hub"`
+	Team      string `json:"team"`
+	Connected bool   `json:"connected"`
+	// RemotePanes are the roles other hubs host, from their presence.
+	RemotePanes []RemotePaneStatus `json:"remotePanes"`
+}
+
+// RemotePaneStatus is a pane another hub hosts.
+type RemotePaneStatus struct {
+	Role       string `json:"role"`
+	Hub        string `json:"hub"`
+	State      string `json:"state"`
+	LastSeenMs int64  `json:"lastSeenMs"`
+}
+
+func (h *Hub) federationStatus() *FederationStatus {
+	if h.fed == nil {
+		return nil
+	}
+	st := &FederationStatus{Hub: h.fed.c.Hub(), Team: h.fed.opts.Team, Connected: h.fed.c.Connected(), RemotePanes: []RemotePaneStatus{}}
+	for _, p := range h.fed.peers.Panes() {
+		st.RemotePanes = append(st.RemotePanes, RemotePaneStatus{Role: p.Role, Hub: p.Hub, State: p.State, LastSeenMs: p.Seen.UnixMilli()})
+	}
+	return st
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,7 +47,7 @@ func startFedPair(t *testing.T) *fedPair {
 		root := t.TempDir()
 		return startHubAt(t, root, hubConfig{settings: fedSettings(root, local, remote), opts: func(o *hub.Options) {
 			o.NATS = hub.NATSOptions{URL: srv.URL(), Team: fedTeam, Hub: name, PresenceEvery: 200 * time.Millisecond,
-				OutboxEvery: 200 * time.Millisecond, ReconnectWait: 50 * time.Millisecond, AckWait: 10 * time.Second}
+				OutboxEvery: 200 * time.Millisecond, ReconnectWait: 50 * time.Millisecond, AckWait: 1500 * time.Millisecond}
 		}})
 	}
 	p := &fedPair{srv: srv, a: start("hub-a", "architect", "builder"), b: start("hub-b", "builder", "architect")}
@@ -132,6 +134,25 @@ func TestFederationTypedOnce(t *testing.T) {
 	if !res.Healthy || res.Hub != "hub-b" {
 		t.Fatalf("health-check of a remote role: %+v", res)
 	}
+	// hm status (and its --json) shows it too.
+	st := p.a.h.Snapshot(ctxT(t)).Federation
+	if st == nil || st.Hub != "hub-a" || st.Team != fedTeam || !st.Connected || len(st.RemotePanes) != 1 ||
+		st.RemotePanes[0].Role != "builder" || st.RemotePanes[0].Hub != "hub-b" || st.RemotePanes[0].State == "" {
+		t.Fatalf("status federation: %+v", st)
+	}
+}
+
+// Without --nats nothing of NATS runs: no federation, no NATS goroutine.
+// (Not parallel: the parallel federation tests run NATS in this process.)
+func TestNoNATSNoFederation(t *testing.T) {
+	th := startHub(t, hubConfig{opts: func(o *hub.Options) { o.NoPanes = true }})
+	if _, _, ok := th.h.Federated(); ok || th.h.Snapshot(ctxT(t)).Federation != nil {
+		t.Fatal("federated without --nats")
+	}
+	buf := make([]byte, 1<<20)
+	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "nats-io") {
+		t.Fatalf("a NATS goroutine runs without --nats:\n%s", stacks)
+	}
 }
 
 func healthCheck(t *testing.T, th *testHub, target string) proto.HealthResult {
@@ -174,13 +195,13 @@ func TestFederationQueuedAndRestart(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		p.srv.Restart()
 	})
-	for i := range 12 {
+	for i := range 8 {
 		id := fmt.Sprintf("r-%d", i)
 		ids = append(ids, id)
 		if ack := send(t, arch, proto.Frame{Target: "builder", Content: fmt.Sprintf("stream %d", i), MessageID: id}); !ack.OK {
 			t.Fatalf("ack %+v", ack)
 		}
-		time.Sleep(40 * time.Millisecond)
+		time.Sleep(60 * time.Millisecond)
 	}
 	wg.Wait()
 	waitTypedOnce(t, p.b, "builder", ids)
