@@ -34,8 +34,9 @@ func fedSettings(root, local, remote string) string {
 }
 
 type fedPair struct {
-	srv  *natstest.Server
-	a, b *testHub
+	srv   *natstest.Server
+	a, b  *testHub
+	start func(root, name, local, remote string) *testHub
 }
 
 // startFedPair runs a nats-server and two hubs joined through it: hub-a
@@ -43,14 +44,13 @@ type fedPair struct {
 func startFedPair(t *testing.T) *fedPair {
 	t.Helper()
 	srv := natstest.Start(t)
-	start := func(name, local, remote string) *testHub {
-		root := t.TempDir()
+	start := func(root, name, local, remote string) *testHub {
 		return startHubAt(t, root, hubConfig{settings: fedSettings(root, local, remote), opts: func(o *hub.Options) {
 			o.NATS = hub.NATSOptions{URL: srv.URL(), Team: fedTeam, Hub: name, PresenceEvery: 200 * time.Millisecond,
 				OutboxEvery: 200 * time.Millisecond, ReconnectWait: 50 * time.Millisecond, AckWait: 1500 * time.Millisecond}
 		}})
 	}
-	p := &fedPair{srv: srv, a: start("hub-a", "architect", "builder"), b: start("hub-b", "builder", "architect")}
+	p := &fedPair{srv: srv, a: start(t.TempDir(), "hub-a", "architect", "builder"), b: start(t.TempDir(), "hub-b", "builder", "architect"), start: start}
 	poll.For(t, 15*time.Second, func() error {
 		return poll.Want(remoteHub(p.a, "builder") == "hub-b" && remoteHub(p.b, "architect") == "hub-a",
 			"presence: a sees %v, b sees %v", p.a.h.RemotePanes(), p.b.h.RemotePanes())
@@ -134,6 +134,14 @@ func TestFederationTypedOnce(t *testing.T) {
 	if !res.Healthy || res.Hub != "hub-b" {
 		t.Fatalf("health-check of a remote role: %+v", res)
 	}
+	// Hub B down at send time: JetStream keeps it; the restarted hub B
+	// (same root, a new session) types it once, and nothing earlier again.
+	p.b.stop()
+	if ack := send(t, arch, proto.Frame{Target: "builder", Content: "while hub b is down", MessageID: "fed-late"}); !ack.OK || ack.Status != string(status.AcceptedUnverified) {
+		t.Fatalf("ack while hub b is down: %+v", ack)
+	}
+	p.b = p.start(p.b.root, "hub-b", "builder", "architect")
+	waitTypedOnce(t, p.b, "builder", append(ids, "fed-late"))
 	// hm status (and its --json) shows it too.
 	st := p.a.h.Snapshot(ctxT(t)).Federation
 	if st == nil || st.Hub != "hub-a" || st.Team != fedTeam || !st.Connected || len(st.RemotePanes) != 1 ||
