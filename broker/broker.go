@@ -141,13 +141,15 @@ type Config struct {
 	Now        func() time.Time
 }
 
-// Deps are the broker's collaborators. Panes, Telegram and Background may be
-// nil.
+// Deps are the broker's collaborators. Panes, Telegram, Background and
+// Remote may be nil.
 type Deps struct {
 	Ledger     *journal.Ledger
 	Panes      Panes
 	Telegram   Telegram
 	Background Background
+	// Remote reaches roles other hubs host (remote.go; hm up --nats).
+	Remote Remote
 }
 
 // Broker routes messages. Create with New; serve Handler; stop with Close.

@@ -335,6 +335,9 @@ func (b *Broker) health(f proto.Frame) proto.HealthResult {
 		return res
 	}
 	res.Role, res.PaneID = t.Member.Role, t.Member.PaneID
+	if isRemote(t.Member) {
+		return b.remoteHealth(res)
+	}
 	now := b.now()
 	b.mu.Lock()
 	seen, hasSeen := b.lastSeen[t.Member.Role]

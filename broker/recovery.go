@@ -79,6 +79,7 @@ func (b *Broker) Recover(ctx context.Context) (delivered, expired int, err error
 			continue
 		}
 		b.dispatch(m, rt, delayedPrefix(m))
+		b.forwardRemote(ctx, m, rt)
 		delivered++
 	}
 	return delivered, expired, nil

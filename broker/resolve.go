@@ -60,6 +60,9 @@ func (b *Broker) resolve(sender string, s Submission) (route, error) {
 			}
 		}
 	case roles.TargetMember:
+		if isRemote(t.Member) && b.deps.Remote == nil {
+			return rt, refuse(status.CodeNoRoute, "%s is hosted by another hub and this hub is not federated (hm up --nats)", t.Member.Role)
+		}
 		if t.Member.Background && !b.backgroundRunning(t.Member.Role) {
 			return rt, refuse(status.CodeNoRoute, "%s is not running", t.Member.Role)
 		}

@@ -304,6 +304,9 @@ func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error)
 	if b.dispatch(committed, p.rt, "") {
 		ack.SetStage(status.DeliveredWebSocket)
 	}
+	if b.forwardRemote(ctx, committed, p.rt) {
+		ack.SetStage(status.AcceptedQueuedRemote) // in the ledger; the outbox forwards it
+	}
 	if p.s.Wait > 0 && !ack.Stage().Delivered() {
 		ack = b.waitDefinitive(ctx, ack, p.s.Wait, wake)
 	}

@@ -16,6 +16,9 @@ import (
 const (
 	TransportPTY = "pty" // hosted by the hub in a pseudo-terminal
 	TransportWS  = "ws"  // an external program that registers with listen:true
+	// TransportRemote: another hub of the team hosts the role; messages
+	// for it go through NATS JetStream (hm up --nats, docs/protocol.md §16).
+	TransportRemote = "remote"
 )
 
 // Special identities that are not team members.
@@ -87,6 +90,9 @@ type Team struct {
 	// Pprof: settings.json "pprof": true; the hub serves net/http/pprof's
 	// profiles at /debug/pprof/ to the operator (as `hm up --pprof`).
 	Pprof bool
+	// NATS is the settings.json "nats" section: federation through NATS
+	// JetStream (as hm up --nats, --nats-creds, --team; flags win).
+	NATS NATS
 	// Profiles is the settings.json "profiles" section: pane profiles added
 	// to the built-in table or overriding its entries field by field.
 	Profiles map[string]ProfileSettings
@@ -124,6 +130,15 @@ type ProfileSettings struct {
 	RawInput *bool `json:"rawInput"`
 }
 
+// NATS is the settings.json "nats" section (docs/protocol.md §16).
+type NATS struct {
+	URL   string `json:"url"`
+	Creds string `json:"creds"`
+	Team  string `json:"team"`
+	// Hub names this hub when it has no credentials (default: host name).
+	Hub string `json:"hub"`
+}
+
 type paneSettings struct {
 	Role      string `json:"role"`
 	ID        string `json:"id"`
@@ -156,7 +171,8 @@ type settings struct {
 	WaitingForHumanMinutes *float64 `json:"waitingForHumanMinutes"`
 	// Pprof true serves net/http/pprof at /debug/pprof/ (as `hm up
 	// --pprof` does).
-	Pprof bool `json:"pprof"`
+	Pprof bool  `json:"pprof"`
+	NATS  *NATS `json:"nats"`
 }
 
 // DefaultWaitingNotice is Team.WaitingNotice without settings.
@@ -260,8 +276,8 @@ func build(s settings) (*Team, error) {
 		}
 		if p.Transport != "" {
 			tr := strings.ToLower(p.Transport)
-			if tr != TransportPTY && tr != TransportWS {
-				return nil, fmt.Errorf("pane %q: transport %q is not pty or ws", role, p.Transport)
+			if tr != TransportPTY && tr != TransportWS && tr != TransportRemote {
+				return nil, fmt.Errorf("pane %q: transport %q is not pty, ws or remote", role, p.Transport)
 			}
 			m.Transport = tr
 		}
@@ -278,6 +294,9 @@ func build(s settings) (*Team, error) {
 	t := &Team{Port: s.Port, SecretEnv: s.SecretEnv, Profiles: s.Profiles, main: members, Triggers: Triggers{AllowUnsigned: true}}
 	t.NoLaunchWiring = s.LaunchWiring != nil && !*s.LaunchWiring
 	t.Pprof = s.Pprof
+	if s.NATS != nil {
+		t.NATS = *s.NATS
+	}
 	if s.Triggers != nil && s.Triggers.AllowUnsigned != nil {
 		t.Triggers.AllowUnsigned = *s.Triggers.AllowUnsigned
 	}

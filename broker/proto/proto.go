@@ -235,7 +235,9 @@ type HealthResult struct {
 	LastSeen         int64  `json:"lastSeen"`
 	AgeMs            int64  `json:"ageMs"`
 	StaleThresholdMs int64  `json:"staleThresholdMs"`
-	Error            string `json:"error,omitempty"`
+	// Hub is the hub hosting a role another hub hosts (federation, §16).
+	Hub   string `json:"hub,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // DeliveryResult answers delivery-check.

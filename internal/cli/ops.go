@@ -189,6 +189,7 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 	if len(st.Panes) == 0 {
 		fmt.Fprintln(env.Stdout, "(no hosted panes)")
 	}
+	printFederation(env.Stdout, st.Federation)
 	fmt.Fprintf(env.Stdout, "slots: %d running\n", len(st.Slots))
 	for _, s := range st.Slots {
 		fmt.Fprintf(env.Stdout, "  %s (pane %s) %s pid %d\n", s.Alias, s.PaneID, s.Status, s.PID)
@@ -207,6 +208,25 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 	}
 	fmt.Fprintf(env.Stdout, "ledger: ok (%s)\n", st.Ledger.Path)
 	return ExitOK
+}
+
+// printFederation shows the hub's NATS identity and the panes other hubs
+// host (hm up --nats); nothing when the hub is not federated.
+func printFederation(w io.Writer, f *hub.FederationStatus) {
+	if f == nil {
+		return
+	}
+	conn := "connected"
+	if !f.Connected {
+		conn = "DISCONNECTED (messages for remote roles wait in the ledger)"
+	}
+	fmt.Fprintf(w, "federation: hub %s, team %s, NATS %s\n", f.Hub, f.Team, conn)
+	if len(f.RemotePanes) == 0 {
+		fmt.Fprintln(w, "  (no remote panes seen)")
+	}
+	for _, p := range f.RemotePanes {
+		fmt.Fprintf(w, "  %s on hub %s: %s (seen %s ago)\n", p.Role, p.Hub, dashIfEmpty(p.State), time.Since(time.UnixMilli(p.LastSeenMs)).Round(time.Second))
+	}
 }
 
 // printStuck lists the session's messages stuck at a pane, newest last.

@@ -9,7 +9,7 @@ import (
 	"hm/internal/hub"
 )
 
-const upSynopsis = "hm up [--root D] [--port N] [--no-panes] [--allow-anonymous] [--rate-limit N] [--durable] [--pprof]"
+const upSynopsis = "hm up [--root D] [--port N] [--no-panes] [--allow-anonymous] [--rate-limit N] [--durable] [--pprof] [--nats URL [--nats-creds FILE] [--team NAME] [--hub NAME]]"
 
 func runUp(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("up", env)
@@ -20,6 +20,10 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	rate := fs.Float64("rate-limit", 200, "frames per second per connection (0 turns the limit off)")
 	durable := fs.Bool("durable", false, "synchronous=FULL for the ledger")
 	pprof := fs.Bool("pprof", false, "serve Go profiles at /debug/pprof/ on the hub's port, to the operator token only (also settings.json \"pprof\": true)")
+	natsURL := fs.String("nats", "", "join the team's other hubs through NATS JetStream at URL (also settings.json \"nats\": {\"url\"}); without it nothing of NATS runs")
+	natsCreds := fs.String("nats-creds", "", "NATS user credentials file: the hub's identity, which signs its presence")
+	natsTeam := fs.String("team", "", "the team's name on NATS: stream HM_<TEAM>, subjects hm.<team>.> (default \"hm\")")
+	natsHub := fs.String("hub", "", "this hub's name on NATS without --nats-creds (default: the host name)")
 	verbose := fs.Bool("verbose", false, "debug logging")
 	pos, err := parseArgs(fs, args)
 	if err != nil || len(pos) > 0 {
@@ -57,6 +61,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	err = hub.Run(ctx, hub.Options{
 		Layout: lay, Port: *port, NoPanes: *noPanes, AllowAnonymous: *anon,
 		RateLimit: *rate, Durable: *durable, Pprof: *pprof, Logger: logger, Getenv: env.Getenv,
+		NATS: hub.NATSOptions{URL: *natsURL, Creds: *natsCreds, Team: *natsTeam, Hub: *natsHub},
 		Ready: func(h *hub.Hub) {
 			fmt.Fprintf(env.Stderr, "hm: hub listening on %s (session %d, root %s); Ctrl-C stops it\n", h.URL(), h.Session, h.Layout.Root)
 		},

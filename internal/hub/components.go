@@ -45,6 +45,9 @@ func (h *Hub) startComponents(ctx context.Context, deps *broker.Deps) error {
 		deps.Background = h.slots
 		h.components = append(h.components, slotComponent{h.slots})
 	}
+	if err := h.startFederation(deps); err != nil {
+		return fmt.Errorf("federation: %w", err)
+	}
 	// Made here, before /status serves, so that Snapshot reads a field
 	// nobody writes afterwards; runLoops runs it.
 	rescan := h.opts.TriggerRescan

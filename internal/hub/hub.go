@@ -40,7 +40,11 @@ type Options struct {
 	Durable        bool
 	// Pprof serves net/http/pprof at /debug/pprof/ on the loopback
 	// listener, to the operator token only (also settings.json "pprof").
-	Pprof  bool
+	Pprof bool
+	// NATS joins the hub to its team's other hubs through NATS JetStream
+	// (hm up --nats URL --nats-creds FILE --team NAME; settings.json
+	// "nats"). Empty URL in both: nothing of NATS runs.
+	NATS   NATSOptions
 	Logger *slog.Logger
 	// Ready, if set, is called once the hub is listening.
 	Ready func(h *Hub)
@@ -80,6 +84,7 @@ type Hub struct {
 	slots      *slots.Set
 	relay      *telegram.Relay
 	watcher    *triggers.Watcher
+	fed        *fedHub // nil unless federated (hm up --nats)
 
 	checkpointed atomic.Int64 // last_event_id of the last ledger checkpoint written
 
@@ -208,6 +213,9 @@ func (h *Hub) serve(ctx context.Context, ln net.Listener) error {
 	}
 	runCtx, stopRun := context.WithCancel(ctx)
 	h.startup(runCtx)
+	if h.fed != nil {
+		h.fed.run(runCtx) // after Recover: its rows are forwarded or in the ledger first
+	}
 	var wg sync.WaitGroup
 	h.runLoops(runCtx, &wg)
 	wg.Add(1)

@@ -61,6 +61,9 @@ type Status struct {
 	// report.StuckListLimit; StuckMore says there are more).
 	Stuck     []StuckStatus `json:"stuck"`
 	StuckMore bool          `json:"stuckMore,omitempty"`
+	// Federation is set when the hub is federated (hm up --nats): its NATS
+	// identity and the panes other hubs host.
+	Federation *FederationStatus `json:"federation,omitempty"`
 }
 
 // StuckStatus is a message stuck at a pane, in Status.
@@ -129,6 +132,7 @@ func (h *Hub) Snapshot(ctx context.Context) Status {
 		}
 		s.Stuck, s.StuckMore = h.stuck(ctx)
 	}
+	s.Federation = h.federationStatus()
 	s.Telegram = telegramStatus{State: "off"}
 	if h.relay != nil {
 		st := h.relay.Status()

@@ -39,19 +39,23 @@ type Stage string
 // Delivery stages, in rank order (see Stage.Rank). FallbackTriggered is
 // reported by hm-send alone and never stored.
 const (
-	StageNone          Stage = ""
-	AcceptedUnverified Stage = "accepted.unverified" // committed and queued or typed; no proof yet
-	Typed              Stage = "typed"               // visibly at the program's input
-	Stuck              Stage = "stuck"               // repeated attempts did not get it submitted
-	Submitted          Stage = "submitted"           // the screen shows it left the input area
-	DeliveredWebSocket Stage = "delivered.websocket" // handed to a listener
-	DeliveredContext   Stage = "delivered.context"   // a CLI hook emitted it as context
-	DeliveredVerified  Stage = "delivered.verified"  // the target acknowledged it
-	FallbackTriggered  Stage = "fallback.triggered"  // hm-send wrote a trigger file instead
+	StageNone Stage = ""
+	// AcceptedQueuedRemote: committed, for a role another hub hosts, and
+	// not yet in JetStream (NATS unreachable): the hub's outbox publishes
+	// it when NATS is back (docs/protocol.md §16).
+	AcceptedQueuedRemote Stage = "accepted.queued_remote"
+	AcceptedUnverified   Stage = "accepted.unverified" // committed and queued or typed; no proof yet
+	Typed                Stage = "typed"               // visibly at the program's input
+	Stuck                Stage = "stuck"               // repeated attempts did not get it submitted
+	Submitted            Stage = "submitted"           // the screen shows it left the input area
+	DeliveredWebSocket   Stage = "delivered.websocket" // handed to a listener
+	DeliveredContext     Stage = "delivered.context"   // a CLI hook emitted it as context
+	DeliveredVerified    Stage = "delivered.verified"  // the target acknowledged it
+	FallbackTriggered    Stage = "fallback.triggered"  // hm-send wrote a trigger file instead
 )
 
 // Stages lists the stages the ledger stores, in rank order.
-var Stages = []Stage{StageNone, AcceptedUnverified, Typed, Stuck, Submitted, DeliveredWebSocket, DeliveredContext, DeliveredVerified}
+var Stages = []Stage{StageNone, AcceptedQueuedRemote, AcceptedUnverified, Typed, Stuck, Submitted, DeliveredWebSocket, DeliveredContext, DeliveredVerified}
 
 // Rank orders the stored stages as Stages lists them ("" is 0). A stage the
 // ledger does not store, such as FallbackTriggered, ranks -1.
@@ -142,6 +146,9 @@ const (
 	EventStuck              Event = "stuck"               // repeated attempts did not get it submitted into a pane (detail "error")
 	EventInterrupted        Event = "interrupted"         // the pane's busy program was interrupted (its profile's interrupt keys) for this urgent message (detail "pane")
 	EventTelegramSent       Event = "telegram_sent"       // the Bot API accepted it
+	EventForwarded          Event = "forwarded"           // stored in JetStream for the hub that hosts the target (detail "hub", §16)
+	EventQueuedRemote       Event = "queued_remote"       // NATS unreachable: kept in the ledger for the outbox (detail "error", §16)
+	EventReceived           Event = "received"            // taken from JetStream for a role this hub hosts (detail "hub": the sender's, §16)
 	EventTelegramFailed     Event = "telegram_failed"     // the Bot API refused it
 	EventObligationClosed   Event = "obligation_closed"   // an [ACK REQUIRED] was answered
 	EventObligationReminded Event = "obligation_reminded" // its one reminder was sent

@@ -24,7 +24,9 @@ func TestStatusRank(t *testing.T) {
 func TestStageRank(t *testing.T) {
 	// The order SPEC §5.3 gives for a pane, with the listener's stage between
 	// submitted and the hook's; stuck sits where a retry can still raise it.
-	order := []Stage{StageNone, AcceptedUnverified, Typed, Stuck, Submitted, DeliveredWebSocket, DeliveredContext, DeliveredVerified}
+	// accepted.queued_remote (federation) is below accepted.unverified: the
+	// forward that ends it raises the row.
+	order := []Stage{StageNone, AcceptedQueuedRemote, AcceptedUnverified, Typed, Stuck, Submitted, DeliveredWebSocket, DeliveredContext, DeliveredVerified}
 	for i, s := range order {
 		if got := s.Rank(); got != i {
 			t.Errorf("Stage(%q).Rank() = %d, want %d", s, got, i)

@@ -1,0 +1,336 @@
+// This file is the broker's side of federation (docs/protocol.md §16):
+// roles another hub hosts (transport "remote"), reached through an
+// optional Remote (internal/hub/federation.go over internal/federation).
+// The sender's hub numbers and commits a message, then forwards it and
+// ACKs after both; a message it cannot forward stays in its ledger,
+// accepted.queued_remote, for FlushRemote. The hosting hub records what it
+// receives under the same id before typing it (AcceptRemote).
+
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"hm/broker/proto"
+	"hm/internal/msgid"
+	"hm/internal/status"
+	"hm/journal"
+	"hm/roles"
+)
+
+// Remote is how the broker reaches roles other hubs host. Optional: a
+// hub without it refuses messages for remote roles with no_route.
+type Remote interface {
+	// Pane reports the hub that hosts role and its pane's state, as that
+	// hub's presence last said.
+	Pane(role string) (RemotePane, bool)
+	// Forward stores m durably for the hub that hosts m.Target (a JetStream
+	// PubAck; a republish of the same id is stored once). It fails at once
+	// when NATS cannot be reached.
+	Forward(ctx context.Context, m RemoteMessage) error
+}
+
+// RemotePane is a role another hub hosts.
+type RemotePane struct {
+	Hub      string
+	State    string
+	LastSeen time.Time
+}
+
+// RemoteMessage is a committed message crossing hubs: what the sender's
+// hub forwards and the hosting hub accepts.
+type RemoteMessage struct {
+	MessageID string
+	From      string
+	Target    string
+	Seq       int64
+	Header    string
+	Content   string
+	Priority  string
+	Channel   string
+	SentAtMs  int64
+	Metadata  string
+	// Hub is the sending hub (AcceptRemote records it).
+	Hub string
+}
+
+// ErrRemoteRefused is wrapped by AcceptRemote's refusals: the message must
+// not be delivered here, now or later.
+var ErrRemoteRefused = errors.New("remote message refused")
+
+// remoteWaitProgress is how often AcceptRemote says it is still working
+// while a pane types (the consumer's InProgress).
+const remoteWaitProgress = 5 * time.Second
+
+// isRemote reports whether mem is hosted by another hub.
+func isRemote(mem roles.Member) bool { return mem.Transport == roles.TransportRemote }
+
+// forwardRemote forwards m to every remote member of rt (a message for
+// several roles gets one row per remote role, id <messageId>:<role>,
+// committed first). It reports whether any copy is left queued.
+func (b *Broker) forwardRemote(ctx context.Context, m journal.Message, rt route) (queued bool) {
+	var remote []roles.Member
+	for _, mem := range rt.members {
+		if isRemote(mem) {
+			remote = append(remote, mem)
+		}
+	}
+	if len(remote) == 0 || b.deps.Remote == nil {
+		return false
+	}
+	if len(rt.members) == 1 {
+		return b.forwardRow(ctx, m)
+	}
+	for _, mem := range remote {
+		row, err := b.remoteCopy(ctx, m, mem.Role)
+		if err != nil {
+			b.log.Error("commit a remote copy", "messageId", m.MessageID, "role", mem.Role, "err", err)
+			queued = true
+			continue
+		}
+		if b.forwardRow(ctx, row) {
+			queued = true
+		}
+	}
+	if len(remote) == len(rt.members) && !queued {
+		// Nothing of it is for this hub: the copies carry it on.
+		b.advance(journal.Change{MessageID: m.MessageID, Status: status.Routed, AckStatus: status.AcceptedUnverified, Event: status.EventForwarded, Detail: map[string]any{"copies": len(remote)}})
+	}
+	return queued
+}
+
+// remoteCopy commits (or finds) the row of m for one remote role.
+func (b *Broker) remoteCopy(ctx context.Context, m journal.Message, role string) (journal.Message, error) {
+	id := m.MessageID + ":" + role
+	if prev, err := b.deps.Ledger.Get(ctx, id); err == nil {
+		return prev, nil
+	}
+	row := m
+	row.RowID, row.MessageID, row.TargetRole = 0, id, role
+	row.Status, row.AckStatus, row.ErrorCode, row.Attempt = "", "", "", 0
+	wait, err := b.deps.Ledger.AppendQueued(ctx, &row)
+	if err != nil {
+		return journal.Message{}, err
+	}
+	committed, err := wait(b.ctx)
+	if errors.Is(err, journal.ErrDuplicate) {
+		return b.deps.Ledger.Get(ctx, id)
+	}
+	return committed, err
+}
+
+// forwardRow forwards one row for a remote role and records the outcome:
+// routed (event forwarded) after the PubAck, or accepted.queued_remote. It
+// reports whether the row is left queued.
+func (b *Broker) forwardRow(ctx context.Context, m journal.Message) (queued bool) {
+	err := b.deps.Remote.Forward(ctx, RemoteMessage{
+		MessageID: m.MessageID, From: m.SenderRole, Target: m.TargetRole, Seq: m.Seq, Header: m.Header,
+		Content: m.RawBody, Priority: m.Priority, Channel: m.Channel, SentAtMs: m.SentAtMs, Metadata: m.MetadataJSON,
+	})
+	if err != nil {
+		if m.AckStatus != status.AcceptedQueuedRemote {
+			b.advance(journal.Change{MessageID: m.MessageID, AckStatus: status.AcceptedQueuedRemote, Event: status.EventQueuedRemote, Detail: map[string]any{"error": err.Error()}})
+		}
+		return true
+	}
+	detail := map[string]any{}
+	if p, ok := b.deps.Remote.Pane(m.TargetRole); ok {
+		detail["hub"] = p.Hub
+	}
+	b.advance(journal.Change{MessageID: m.MessageID, Status: status.Routed, AckStatus: status.AcceptedUnverified, Event: status.EventForwarded, Detail: detail})
+	return false
+}
+
+// FlushRemote is the outbox: it forwards every pending row for a remote
+// role (accepted.queued_remote, or left by a hub that stopped between its
+// commit and its PubAck) older than minAge. Run it when NATS comes back
+// and now and then; a row already in JetStream is deduplicated there by
+// its id. It returns how many were forwarded and how many stay queued.
+func (b *Broker) FlushRemote(ctx context.Context, minAge time.Duration) (sent, queued int, err error) {
+	if b.deps.Remote == nil {
+		return 0, 0, nil
+	}
+	pending, err := b.deps.Ledger.Pending(ctx, "")
+	if err != nil {
+		return 0, 0, fmt.Errorf("outbox: %w", err)
+	}
+	cutoff := b.now().Add(-minAge).UnixMilli()
+	for _, m := range pending {
+		if m.BrokeredAtMs > cutoff || ctx.Err() != nil {
+			continue
+		}
+		rt, ok := b.routeFor(m)
+		if !ok {
+			continue
+		}
+		has := false
+		for _, mem := range rt.members {
+			has = has || isRemote(mem)
+		}
+		if !has {
+			continue
+		}
+		if b.forwardRemote(ctx, m, rt) {
+			queued++
+		} else {
+			sent++
+		}
+	}
+	return sent, queued, nil
+}
+
+// AcceptRemote takes a message another hub forwarded for a role this hub
+// hosts: it records it in the ledger under its id (once: a redelivery
+// finds the row) and hands it to the pane, then waits until the ledger
+// shows it typed, submitted or otherwise settled, calling progress now
+// and then. A nil return lets the consumer acknowledge it. Refusals wrap
+// ErrRemoteRefused.
+func (b *Broker) AcceptRemote(ctx context.Context, rm RemoteMessage, progress func()) error {
+	mem, err := b.checkRemote(rm)
+	if err != nil {
+		return err
+	}
+	_, gerr := b.deps.Ledger.Get(ctx, rm.MessageID)
+	switch {
+	case errors.Is(gerr, journal.ErrNotFound):
+		if err := b.recordRemote(ctx, rm, mem); err != nil {
+			return err
+		}
+	case gerr != nil:
+		return gerr
+	}
+	return b.waitSettled(ctx, rm.MessageID, progress)
+}
+
+// checkRemote applies the rules a message from another hub must pass here:
+// a valid id, a target this hub hosts in a pane, a sender that is a team
+// member (or user/system) this hub does not host, owner binding.
+func (b *Broker) checkRemote(rm RemoteMessage) (roles.Member, error) {
+	if !msgid.Valid(rm.MessageID) {
+		return roles.Member{}, fmt.Errorf("%w: messageId %q", ErrRemoteRefused, rm.MessageID)
+	}
+	mem, ok := b.team.Lookup(rm.Target)
+	if !ok || mem.Role != rm.Target || mem.Transport != roles.TransportPTY || b.deps.Panes == nil || !b.deps.Panes.Hosted(mem.Role) {
+		return roles.Member{}, fmt.Errorf("%w: %s is not hosted by this hub", ErrRemoteRefused, rm.Target)
+	}
+	if rm.From == roles.RoleUser || rm.From == roles.RoleSystem {
+		return mem, nil
+	}
+	sm, ok := b.team.Lookup(rm.From)
+	if !ok || sm.Role != rm.From {
+		return roles.Member{}, fmt.Errorf("%w: sender %q is not a member of the team", ErrRemoteRefused, rm.From)
+	}
+	if !isRemote(sm) && b.deps.Panes.Hosted(sm.Role) {
+		return roles.Member{}, fmt.Errorf("%w: %s is hosted by this hub; another hub may not send as it", ErrRemoteRefused, sm.Role)
+	}
+	if sm.Background && sm.Owner != mem.Role {
+		return roles.Member{}, fmt.Errorf("%w: %s: %s may message %s only", ErrRemoteRefused, status.CodeOwnerBindingViolation, sm.Role, sm.Owner)
+	}
+	return mem, nil
+}
+
+// remoteChannels are the channels a received row may keep (the ledger's
+// CHECK list); others are recorded as ws.
+var remoteChannels = map[string]bool{ChannelWS: true, ChannelTrigger: true, ChannelTelegram: true, ChannelUser: true, ChannelSystem: true}
+
+// recordRemote commits rm (inbound, this session) and dispatches it to
+// mem's pane.
+func (b *Broker) recordRemote(ctx context.Context, rm RemoteMessage, mem roles.Member) error {
+	channel := rm.Channel
+	if !remoteChannels[channel] {
+		channel = ChannelWS
+	}
+	priority := rm.Priority
+	if priority == "" {
+		priority = "normal"
+	}
+	meta := rm.Metadata
+	if meta == "" {
+		meta = "{}"
+	}
+	now := b.now()
+	row := &journal.Message{
+		MessageID: rm.MessageID, SessionID: b.cfg.SessionID, SenderRole: rm.From, TargetRole: mem.Role,
+		Channel: channel, Direction: journal.DirectionInbound, Seq: rm.Seq, Header: rm.Header, Priority: priority,
+		SentAtMs: rm.SentAtMs, BrokeredAtMs: now.UnixMilli(), RawBody: rm.Content, MetadataJSON: meta,
+		// A reply here may close an obligation this hub's ledger holds.
+		Refs: roles.Refs(bodyOf(rm.Content)),
+	}
+	wait, err := b.deps.Ledger.AppendQueued(ctx, row)
+	if err != nil {
+		return fmt.Errorf("record remote %s: %w", rm.MessageID, err)
+	}
+	committed, err := wait(b.ctx)
+	if errors.Is(err, journal.ErrDuplicate) {
+		return nil // recorded meanwhile: settled by whoever did
+	}
+	if err != nil {
+		return fmt.Errorf("record remote %s: %w", rm.MessageID, err)
+	}
+	b.advance(journal.Change{MessageID: rm.MessageID, Event: status.EventReceived, Detail: map[string]any{"hub": rm.Hub}})
+	b.dispatch(committed, route{name: mem.Role, kind: roles.TargetMember, members: []roles.Member{mem}}, "")
+	return nil
+}
+
+// remoteSettled: the pane has the text (typed or further), or the row is
+// final (failed, routed, acked).
+func remoteSettled(m journal.Message) bool {
+	return m.Status.Rank() >= status.Failed.Rank() || m.AckStatus.Rank() >= status.Typed.Rank()
+}
+
+// waitSettled waits until id's row is settled, calling progress every
+// remoteWaitProgress.
+func (b *Broker) waitSettled(ctx context.Context, id string, progress func()) error {
+	wake := b.addWaiter(id)
+	defer b.removeWaiter(id, wake)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	lastProgress := time.Now()
+	for {
+		m, err := b.deps.Ledger.Get(ctx, id)
+		if err == nil && remoteSettled(m) {
+			return nil
+		}
+		if time.Since(lastProgress) >= remoteWaitProgress && progress != nil {
+			progress()
+			lastProgress = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-b.ctx.Done():
+			return b.ctx.Err()
+		case <-wake:
+		case <-tick.C:
+		}
+	}
+}
+
+// remoteHealth answers a health-check of a role another hub hosts from
+// that hub's presence: its pane's state, with the hub; offline when no
+// live presence claims the role.
+func (b *Broker) remoteHealth(res proto.HealthResult) proto.HealthResult {
+	if b.deps.Remote == nil {
+		res.Status = "offline"
+		return res
+	}
+	p, ok := b.deps.Remote.Pane(res.Role)
+	if !ok {
+		res.Status = "offline"
+		return res
+	}
+	res.Hub = p.Hub
+	if !p.LastSeen.IsZero() {
+		res.LastSeen, res.AgeMs = p.LastSeen.UnixMilli(), b.now().Sub(p.LastSeen).Milliseconds()
+	}
+	switch p.State {
+	case "exited", "starting":
+		res.Status = p.State
+	default:
+		res.Healthy, res.Status = true, "healthy"
+	}
+	return res
+}

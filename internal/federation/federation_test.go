@@ -1,0 +1,238 @@
+package federation_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nkeys"
+
+	"hm/internal/federation"
+	"hm/internal/federation/natstest"
+)
+
+func connect(t *testing.T, url, hub string) *federation.Client {
+	t.Helper()
+	c, err := federation.Connect(federation.Config{URL: url, Team: "alpha", Hub: hub, ReconnectWait: 50 * time.Millisecond, PublishTimeout: time.Second, AckWait: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// eventually polls f until it returns nil or the deadline passes, then
+// fails with f's last error.
+func eventually(t *testing.T, d time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", d, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A message published twice with one id (an outbox republish) is stored
+// once; a handler error redelivers it; the consumer takes each id once
+// after its handler returns nil.
+func TestPublishDedupeAndRedeliver(t *testing.T) {
+	srv := natstest.Start(t)
+	a, b := connect(t, srv.URL(), "hub-a"), connect(t, srv.URL(), "hub-b")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := a.EnsureStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"m1", "m1", "m2"} {
+		if err := a.Publish(ctx, federation.Envelope{MessageID: id, From: "architect", Target: "builder", Content: "(ARCH #1): hi " + id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	got := map[string]int{}
+	failOnce := true
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		b.Consume(ctx, "builder", func(_ context.Context, e federation.Envelope, progress func()) error {
+			progress()
+			mu.Lock()
+			defer mu.Unlock()
+			if e.Hub != "hub-a" {
+				t.Errorf("envelope hub %q", e.Hub)
+			}
+			got[e.MessageID]++
+			if e.MessageID == "m2" && failOnce {
+				failOnce = false
+				return errors.New("not yet")
+			}
+			return nil
+		})
+	}()
+	eventually(t, 10*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if got["m1"] != 1 || got["m2"] != 2 {
+			return errors.New("deliveries so far: " + fmtCounts(got))
+		}
+		return nil
+	})
+	cancel()
+	wg.Wait()
+}
+
+func fmtCounts(m map[string]int) string {
+	s := ""
+	for k, v := range m {
+		s += k + "=" + string(rune('0'+v)) + " "
+	}
+	return s
+}
+
+// While the server is down, Publish fails at once (the hub queues in its
+// ledger); after a restart it works again and Up is signalled.
+func TestPublishWhileDown(t *testing.T) {
+	srv := natstest.Start(t)
+	a := connect(t, srv.URL(), "hub-a")
+	ctx := context.Background()
+	if err := a.EnsureStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-a.Up()
+	srv.Stop()
+	eventually(t, 5*time.Second, func() error {
+		if a.Connected() {
+			return errors.New("still connected")
+		}
+		return nil
+	})
+	start := time.Now()
+	if err := a.Publish(ctx, federation.Envelope{MessageID: "m1", From: "architect", Target: "builder", Content: "x"}); !errors.Is(err, federation.ErrDisconnected) {
+		t.Fatalf("publish while down: %v", err)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Fatalf("publish while down took %v", d)
+	}
+	srv.Restart()
+	select {
+	case <-a.Up():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reconnection")
+	}
+	eventually(t, 5*time.Second, func() error {
+		return a.Publish(ctx, federation.Envelope{MessageID: "m1", From: "architect", Target: "builder", Content: "x"})
+	})
+}
+
+// Presence goes from one hub to the other; a hub claiming a role the
+// receiver hosts, or one another hub already claims, is refused.
+func TestPresenceAndForeignClaims(t *testing.T) {
+	srv := natstest.Start(t)
+	a, b, evil := connect(t, srv.URL(), "hub-a"), connect(t, srv.URL(), "hub-b"), connect(t, srv.URL(), "evil")
+	if err := a.EnsureStream(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	peers := federation.NewPeers(a.Hub(), func(r string) bool { return r == "architect" }, false, nil, nil)
+	var mu sync.Mutex
+	var refused []error
+	stop, err := a.WatchPresence(func(p federation.Presence, err error) {
+		if err == nil {
+			err = peers.Accept(p)
+		}
+		if err != nil {
+			mu.Lock()
+			refused = append(refused, err)
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if err := b.PublishPresence([]federation.RoleState{{Role: "builder", State: "idle"}}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, func() error {
+		if p, ok := peers.Host("builder"); !ok || p.Hub != "hub-b" || p.State != "idle" {
+			return errors.New("builder not seen on hub-b")
+		}
+		return nil
+	})
+	if err := evil.PublishPresence([]federation.RoleState{{Role: "architect", State: "idle"}}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := evil.PublishPresence([]federation.RoleState{{Role: "builder", State: "idle"}, {Role: "oracle", State: "idle"}}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(refused) < 2 {
+			return errors.New("claims not refused yet")
+		}
+		for _, e := range refused {
+			if !errors.Is(e, federation.ErrForeignClaim) {
+				return e
+			}
+		}
+		return nil
+	})
+	if p, _ := peers.Host("builder"); p.Hub != "hub-b" {
+		t.Fatalf("builder now on %q", p.Hub)
+	}
+	if _, ok := peers.Host("oracle"); ok {
+		t.Fatal("a refused presence's other roles were taken")
+	}
+}
+
+// Presence signed with a user nkey verifies; a forged or unsigned one does
+// not, and a table that requires signatures refuses it.
+func TestPresenceSignature(t *testing.T) {
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	p := federation.Presence{Hub: pub, Roles: []federation.RoleState{{Role: "builder", State: "idle"}}, AtMs: 1, TTLMs: 1000}
+	if err := p.Sign(kp); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Signed() {
+		t.Fatal("signed presence does not verify")
+	}
+	now := time.UnixMilli(1)
+	peers := federation.NewPeers("self", nil, true, nil, func() time.Time { return now })
+	if err := peers.Accept(p); err != nil {
+		t.Fatal(err)
+	}
+	forged := p
+	forged.Roles = []federation.RoleState{{Role: "oracle", State: "idle"}}
+	if forged.Signed() {
+		t.Fatal("a changed presence still verifies")
+	}
+	if err := peers.Accept(forged); !errors.Is(err, federation.ErrUnsigned) {
+		t.Fatalf("forged: %v", err)
+	}
+	other, _ := nkeys.CreateUser()
+	q := federation.Presence{Hub: "plain", Roles: []federation.RoleState{{Role: "oracle"}}, AtMs: 1, TTLMs: 1000}
+	if err := q.Sign(other); err == nil {
+		t.Fatal("signed a presence with another hub's key")
+	}
+	if err := peers.Accept(q); !errors.Is(err, federation.ErrUnsigned) {
+		t.Fatalf("unsigned: %v", err)
+	}
+	// Expiry: a presence past its TTL hosts nothing.
+	now = now.Add(2 * time.Second)
+	if _, ok := peers.Host("builder"); ok {
+		t.Fatal("expired presence still hosts builder")
+	}
+}

@@ -1,0 +1,142 @@
+package federation
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+)
+
+// ErrForeignClaim is wrapped when a presence claims a role this hub hosts,
+// or one another live hub already claims.
+var ErrForeignClaim = errors.New("federation: claim of a role hosted elsewhere")
+
+// RemotePane is a role another hub hosts, as its presence said.
+type RemotePane struct {
+	Role  string
+	Hub   string
+	State string
+	// Seen is when that hub's presence was last accepted.
+	Seen time.Time
+}
+
+type peer struct {
+	p       Presence
+	seen    time.Time
+	expires time.Time
+}
+
+// Peers is the table of other hubs' presences: which hub hosts which role,
+// until its presence expires. It refuses claims of roles this hub hosts
+// (Local) and of roles another live hub claims first, and, when signatures
+// are required (this hub has a NATS identity), unsigned presences.
+type Peers struct {
+	self       string
+	local      func(role string) bool
+	requireSig bool
+	log        *slog.Logger
+	now        func() time.Time
+
+	mu    sync.Mutex
+	peers map[string]peer // hub -> latest accepted presence
+}
+
+// NewPeers returns an empty table for hub self. local reports the roles
+// this hub hosts.
+func NewPeers(self string, local func(role string) bool, requireSig bool, log *slog.Logger, now func() time.Time) *Peers {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Peers{self: self, local: local, requireSig: requireSig, log: log, now: now, peers: map[string]peer{}}
+}
+
+// Accept records p, or refuses it (logged by the caller) and keeps what
+// the table had. A presence of this hub itself is ignored.
+func (t *Peers) Accept(p Presence) error {
+	if p.Hub == t.self {
+		return nil
+	}
+	if t.requireSig && !p.Signed() {
+		return fmt.Errorf("%w: hub %s", ErrUnsigned, p.Hub)
+	}
+	if p.Sig != "" && !p.Signed() {
+		return fmt.Errorf("%w: hub %s: the signature does not verify", ErrUnsigned, p.Hub)
+	}
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range p.Roles {
+		if t.local != nil && t.local(r.Role) {
+			return fmt.Errorf("%w: hub %s claims %s, which this hub hosts", ErrForeignClaim, p.Hub, r.Role)
+		}
+		for hub, q := range t.peers {
+			if hub == p.Hub || !now.Before(q.expires) {
+				continue
+			}
+			for _, qr := range q.p.Roles {
+				if qr.Role == r.Role {
+					return fmt.Errorf("%w: hub %s claims %s, which hub %s hosts", ErrForeignClaim, p.Hub, r.Role, hub)
+				}
+			}
+		}
+	}
+	t.peers[p.Hub] = peer{p: p, seen: now, expires: now.Add(time.Duration(p.TTLMs) * time.Millisecond)}
+	return nil
+}
+
+// Host returns the live hub that hosts role.
+func (t *Peers) Host(role string) (RemotePane, bool) {
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for hub, q := range t.peers {
+		if !now.Before(q.expires) {
+			continue
+		}
+		for _, r := range q.p.Roles {
+			if r.Role == role {
+				return RemotePane{Role: role, Hub: hub, State: r.State, Seen: q.seen}, true
+			}
+		}
+	}
+	return RemotePane{}, false
+}
+
+// Claims reports whether hub is live and hosts role.
+func (t *Peers) Claims(hub, role string) bool {
+	p, ok := t.Host(role)
+	return ok && p.Hub == hub
+}
+
+// Panes lists every role live hubs host, by role.
+func (t *Peers) Panes() []RemotePane {
+	now := t.now()
+	t.mu.Lock()
+	var out []RemotePane
+	for hub, q := range t.peers {
+		if !now.Before(q.expires) {
+			delete(t.peers, hub)
+			continue
+		}
+		for _, r := range q.p.Roles {
+			out = append(out, RemotePane{Role: r.Role, Hub: hub, State: r.State, Seen: q.seen})
+		}
+	}
+	t.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Role < out[j].Role })
+	return out
+}
+
+// Live reports whether hub's presence is current.
+func (t *Peers) Live(hub string) bool {
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	q, ok := t.peers[hub]
+	return ok && now.Before(q.expires)
+}

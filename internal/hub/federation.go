@@ -1,0 +1,319 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"hm/broker"
+	"hm/internal/federation"
+	"hm/roles"
+)
+
+// NATSOptions are hm up's federation flags (docs/protocol.md §16); empty
+// fields take settings.json "nats".
+type NATSOptions struct {
+	URL   string
+	Creds string
+	Team  string
+	Hub   string
+	// Tuning for tests; zero values take production defaults.
+	PresenceEvery time.Duration // presence republished (default 5s; TTL 3x)
+	OutboxEvery   time.Duration // outbox flushed (default 5s, and on reconnection)
+	AckWait       time.Duration // consumers' AckWait (default 5m)
+	ReconnectWait time.Duration // between reconnection attempts (default 1s)
+}
+
+// DefaultNATSTeam is the team name without --team or settings.
+const DefaultNATSTeam = "hm"
+
+// fedHub is the hub's federation: the NATS client, the other hubs'
+// presence, and the loops that publish presence, consume the roles this hub
+// hosts and flush the outbox. It implements broker.Remote.
+type fedHub struct {
+	h     *Hub
+	log   *slog.Logger
+	opts  NATSOptions
+	c     *federation.Client
+	peers *federation.Peers
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// natsOptions merges the flags over settings.json "nats".
+func (h *Hub) natsOptions() NATSOptions {
+	o := h.opts.NATS
+	s := h.Team.NATS
+	if o.URL == "" {
+		o.URL = s.URL
+	}
+	if o.Creds == "" {
+		o.Creds = s.Creds
+	}
+	if o.Team == "" {
+		o.Team = s.Team
+	}
+	if o.Team == "" {
+		o.Team = DefaultNATSTeam
+	}
+	if o.Hub == "" {
+		o.Hub = s.Hub
+	}
+	if o.PresenceEvery <= 0 {
+		o.PresenceEvery = 5 * time.Second
+	}
+	if o.OutboxEvery <= 0 {
+		o.OutboxEvery = 5 * time.Second
+	}
+	return o
+}
+
+// startFederation connects to NATS when a URL is configured and sets
+// deps.Remote; without one it does nothing at all.
+func (h *Hub) startFederation(deps *broker.Deps) error {
+	o := h.natsOptions()
+	if o.URL == "" {
+		return nil
+	}
+	log := h.log.With("component", "federation")
+	c, err := federation.Connect(federation.Config{URL: o.URL, CredsFile: o.Creds, Team: o.Team, Hub: o.Hub, Logger: log,
+		AckWait: o.AckWait, ReconnectWait: o.ReconnectWait})
+	if err != nil {
+		return err
+	}
+	f := &fedHub{h: h, log: log.With("hub", c.Hub()), opts: o, c: c}
+	f.peers = federation.NewPeers(c.Hub(), h.hostsLocally, c.Signing(), log, nil)
+	h.fed = f
+	deps.Remote = f
+	h.components = append(h.components, f)
+	log.Info("federated", "url", o.URL, "team", o.Team, "hub", c.Hub(), "signed", c.Signing())
+	return nil
+}
+
+// hostsLocally reports whether a pane of this hub hosts role.
+func (h *Hub) hostsLocally(role string) bool { return h.panes != nil && h.panes.Hosted(role) }
+
+func (f *fedHub) name() string { return "federation" }
+
+// run starts the loops; call once, after the broker exists and Recover ran.
+func (f *fedHub) run(ctx context.Context) {
+	ctx, f.cancel = context.WithCancel(ctx)
+	stopWatch, err := f.c.WatchPresence(func(p federation.Presence, err error) {
+		if err == nil {
+			err = f.peers.Accept(p)
+		}
+		if err != nil {
+			f.log.Warn("presence refused", "err", err)
+		}
+	})
+	if err != nil {
+		f.log.Error("watch presence", "err", err)
+	}
+	f.goLoop(func() {
+		<-ctx.Done()
+		if stopWatch != nil {
+			stopWatch()
+		}
+	})
+	f.goLoop(func() { f.presenceLoop(ctx) })
+	f.goLoop(func() { f.outboxLoop(ctx) })
+	for _, role := range f.hostedRoles() {
+		f.goLoop(func() { f.c.Consume(ctx, role, f.take) })
+	}
+}
+
+func (f *fedHub) goLoop(fn func()) {
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		fn()
+	}()
+}
+
+// stop ends the loops and the connection.
+func (f *fedHub) stop(context.Context) {
+	if f.cancel != nil {
+		f.cancel()
+	}
+	f.wg.Wait()
+	f.c.Close()
+}
+
+// hostedRoles are the main roles this hub's panes host.
+func (f *fedHub) hostedRoles() []string {
+	var out []string
+	for _, m := range f.h.Team.Members() {
+		if m.Transport == roles.TransportPTY && f.h.hostsLocally(m.Role) {
+			out = append(out, m.Role)
+		}
+	}
+	return out
+}
+
+// presence is this hub's roles and their pane states.
+func (f *fedHub) presence() []federation.RoleState {
+	var out []federation.RoleState
+	for _, role := range f.hostedRoles() {
+		state, _, _ := f.h.panes.Health(role)
+		out = append(out, federation.RoleState{Role: role, State: state})
+	}
+	return out
+}
+
+// presenceLoop publishes presence every PresenceEvery and as soon as a
+// pane's state changes (checked five times as often).
+func (f *fedHub) presenceLoop(ctx context.Context) {
+	tick := time.NewTicker(f.opts.PresenceEvery / 5)
+	defer tick.Stop()
+	var last []federation.RoleState
+	var at time.Time
+	for {
+		cur := f.presence()
+		if !slices.Equal(cur, last) || time.Since(at) >= f.opts.PresenceEvery {
+			if err := f.c.PublishPresence(cur, 3*f.opts.PresenceEvery); err == nil {
+				last, at = cur, time.Now()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// outboxLoop ensures the stream and forwards what waits in the ledger:
+// at once on every (re)connection, and every OutboxEvery.
+func (f *fedHub) outboxLoop(ctx context.Context) {
+	tick := time.NewTicker(f.opts.OutboxEvery)
+	defer tick.Stop()
+	streamOK := false
+	for {
+		minAge := time.Second
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.c.Up():
+			minAge, streamOK = 0, false
+		case <-tick.C:
+		}
+		if !f.c.Connected() {
+			continue
+		}
+		if !streamOK {
+			if err := f.c.EnsureStream(ctx); err != nil {
+				f.log.Warn("ensure stream", "err", err)
+				continue
+			}
+			streamOK = true
+		}
+		sent, queued, err := f.h.Broker.FlushRemote(ctx, minAge)
+		switch {
+		case err != nil:
+			f.log.Warn("outbox", "err", err)
+		case sent+queued > 0:
+			f.log.Info("outbox flushed", "forwarded", sent, "queued", queued)
+		}
+	}
+}
+
+// errUnknownHub: the sending hub's presence has not been seen (yet); the
+// message is redelivered later.
+var errUnknownHub = fmt.Errorf("%w: the sending hub's presence has not been seen", federation.ErrRetry)
+
+// take is the consumers' handler: the sender must be a role its hub's
+// presence claims (or that hub's user/system); then the broker records the
+// message and waits until the pane has it.
+func (f *fedHub) take(ctx context.Context, e federation.Envelope, progress func()) error {
+	if e.From == roles.RoleUser || e.From == roles.RoleSystem {
+		if !f.peers.Live(e.Hub) {
+			return fmt.Errorf("%w: %s", errUnknownHub, e.Hub)
+		}
+	} else if f.h.hostsLocally(e.From) {
+		return fmt.Errorf("%w: %s sent as %s, which this hub hosts", federation.ErrRefused, e.Hub, e.From)
+	} else if !f.peers.Claims(e.Hub, e.From) {
+		if p, ok := f.peers.Host(e.From); ok {
+			return fmt.Errorf("%w: %s sent as %s, which hub %s hosts", federation.ErrRefused, e.Hub, e.From, p.Hub)
+		}
+		return fmt.Errorf("%w: %s for %s", errUnknownHub, e.Hub, e.From)
+	}
+	err := f.h.Broker.AcceptRemote(ctx, broker.RemoteMessage{
+		MessageID: e.MessageID, From: e.From, Target: e.Target, Seq: e.Seq, Header: e.Header, Content: e.Content,
+		Priority: e.Priority, Channel: e.Channel, SentAtMs: e.SentAtMs, Metadata: string(e.Metadata), Hub: e.Hub,
+	}, progress)
+	if errors.Is(err, broker.ErrRemoteRefused) {
+		return fmt.Errorf("%w: %v", federation.ErrRefused, err)
+	}
+	return err
+}
+
+var _ broker.Remote = (*fedHub)(nil)
+
+// Pane implements broker.Remote.
+func (f *fedHub) Pane(role string) (broker.RemotePane, bool) {
+	p, ok := f.peers.Host(role)
+	if !ok {
+		return broker.RemotePane{}, false
+	}
+	return broker.RemotePane{Hub: p.Hub, State: p.State, LastSeen: p.Seen}, true
+}
+
+// Forward implements broker.Remote.
+func (f *fedHub) Forward(ctx context.Context, m broker.RemoteMessage) error {
+	e := federation.Envelope{MessageID: m.MessageID, From: m.From, Target: m.Target, Seq: m.Seq, Header: m.Header,
+		Content: m.Content, Priority: m.Priority, Channel: m.Channel, SentAtMs: m.SentAtMs}
+	if m.Metadata != "" && m.Metadata != "{}" {
+		e.Metadata = []byte(m.Metadata)
+	}
+	return f.c.Publish(ctx, e)
+}
+
+// RemotePanes lists the roles other hubs host (hm status, /status).
+func (h *Hub) RemotePanes() []federation.RemotePane {
+	if h.fed == nil {
+		return nil
+	}
+	return h.fed.peers.Panes()
+}
+
+// Federated reports this hub's NATS identity and whether its connection is
+// up; ok is false when the hub is not federated.
+func (h *Hub) Federated() (hub string, connected, ok bool) {
+	if h.fed == nil {
+		return "", false, false
+	}
+	return h.fed.c.Hub(), h.fed.c.Connected(), true
+}
+
+// FederationStatus is the federation in Status (hm status, /status).
+type FederationStatus struct {
+	Hub       string `json:"hub"`
+	Team      string `json:"team"`
+	Connected bool   `json:"connected"`
+	// RemotePanes are the roles other hubs host, from their presence.
+	RemotePanes []RemotePaneStatus `json:"remotePanes"`
+}
+
+// RemotePaneStatus is a pane another hub hosts.
+type RemotePaneStatus struct {
+	Role       string `json:"role"`
+	Hub        string `json:"hub"`
+	State      string `json:"state"`
+	LastSeenMs int64  `json:"lastSeenMs"`
+}
+
+func (h *Hub) federationStatus() *FederationStatus {
+	if h.fed == nil {
+		return nil
+	}
+	st := &FederationStatus{Hub: h.fed.c.Hub(), Team: h.fed.opts.Team, Connected: h.fed.c.Connected(), RemotePanes: []RemotePaneStatus{}}
+	for _, p := range h.fed.peers.Panes() {
+		st.RemotePanes = append(st.RemotePanes, RemotePaneStatus{Role: p.Role, Hub: p.Hub, State: p.State, LastSeenMs: p.Seen.UnixMilli()})
+	}
+	return st
+}
