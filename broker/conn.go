@@ -79,6 +79,11 @@ type conn struct {
 	claims  claimLeases
 
 	closeOnce sync.Once
+
+	// preauthOperator is set, before serve, on a connection whose HTTP
+	// request the caller authenticated as the operator
+	// (Broker.ServeOperatorWS): its register needs no token.
+	preauthOperator bool
 }
 
 // socket is what a conn needs of its WebSocket (*websocket.Conn); the
@@ -131,6 +136,21 @@ func (b *Broker) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "hm: no such endpoint "+clip(r.URL.Path, 80)+" (the WebSocket endpoint is /)", http.StatusNotFound)
 		return
 	}
+	b.accept(w, r, false)
+}
+
+// ServeOperatorWS serves the broker's protocol on a connection the caller
+// has already authenticated as the operator (the cockpit's session cookie,
+// /ui/ws): its register needs no token and makes it the operator, who may
+// act as any role (role "user" by default). The caller must have checked
+// the request; the loopback and origin checks of "/" still apply.
+func (b *Broker) ServeOperatorWS(w http.ResponseWriter, r *http.Request) {
+	b.accept(w, r, true)
+}
+
+// accept upgrades r to a WebSocket and serves the broker's protocol on it
+// until it ends. operator marks a connection authenticated by the caller.
+func (b *Broker) accept(w http.ResponseWriter, r *http.Request, operator bool) {
 	if !LoopbackHost(r.Host) {
 		http.Error(w, "hm: only loopback hosts are served", http.StatusForbidden)
 		return
@@ -150,6 +170,7 @@ func (b *Broker) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	ws.SetReadLimit(proto.MaxSocketFrame)
 	c := b.newConn(ws)
+	c.preauthOperator = operator
 	if !b.add(c) {
 		ws.Close(websocket.StatusGoingAway, "hub shutting down")
 		return

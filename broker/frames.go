@@ -100,6 +100,8 @@ func (c *conn) register(f proto.Frame) bool {
 		if !got.Operator {
 			role = got.Role
 		}
+	} else if c.preauthOperator {
+		id = Identity{Operator: true}
 	} else if b.cfg.AllowAnonymous {
 		id = Identity{Role: role}
 	} else {

@@ -52,6 +52,7 @@ func commands() []command {
 		{"bg", "control background builder slots (same as hm-bg)", runBg},
 		{"status", "show hub, session, panes, slots and telegram", runStatus},
 		{"attach", "attach to a pane (detach with Ctrl-\\)", runAttach},
+		{"ui", "print a one-time login URL for the web cockpit (http://127.0.0.1:<port>/ui/)", runUI},
 		{"comms", "ledger rows: history, search, tail", runComms},
 		{"briefing", "print the startup briefing", runBriefing},
 		{"handoff", "write and print the session handoff", runHandoff},

@@ -55,12 +55,15 @@ func (h *Hub) startComponents(ctx context.Context, deps *broker.Deps) error {
 	return nil
 }
 
-// mountEndpoints adds the components' HTTP endpoints: /attach/<pane> and
-// /status.
+// mountEndpoints adds the components' HTTP endpoints: /attach/<pane>,
+// /status and the web cockpit under /ui/.
 func (h *Hub) mountEndpoints(ctx context.Context, mux *http.ServeMux) {
 	// Mounted even without panes, so that /attach/<x> gets a clear 404.
 	mux.Handle("/attach/", agent.AttachHandlerContext(ctx, h.lookupPane, h.authorizeAttach, h.log.With("component", "attach")))
 	mux.HandleFunc("/status", h.serveStatus)
+	ui := h.cockpitHandler(ctx)
+	mux.Handle("/ui/", ui)
+	mux.Handle("/ui", ui)
 }
 
 func (h *Hub) lookupPane(name string) (*agent.Pane, bool) {
