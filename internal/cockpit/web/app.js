@@ -119,6 +119,8 @@ function setBadge(id, text, state) {
 }
 
 let lastStatus = null;
+let statusSeen;
+const firstStatus = new Promise((resolve) => { statusSeen = resolve; });
 async function pollStatus() {
   try {
     const r = await fetch('/ui/api/status', { cache: 'no-store' });
@@ -143,6 +145,7 @@ async function pollStatus() {
     setOptions($('rolefilter'), ['user', ...roles], true);
     renderSlots(st.slots || []);
     markStuck(st.stuck || []);
+    statusSeen();
   } catch (e) {
     setBadge('hubstate', 'hub unreachable (' + e.message + ')', 'exited');
   }
@@ -154,6 +157,19 @@ const MAX_SHOWN = 400; // the newest matching messages kept in the DOM
 const msgs = new Map(); // messageId -> model
 const order = []; // messageIds, oldest first
 const DELIVERED = ['delivered.verified', 'delivered.websocket', 'delivered.context'];
+
+// insertOrdered keeps order sorted by commit time (live events arrive in
+// order; a backfill may bring older ones).
+function insertOrdered(m) {
+  let lo = 0;
+  let hi = order.length;
+  if (!hi || msgs.get(order[hi - 1]).at <= m.at) { order.push(m.id); return; }
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (msgs.get(order[mid]).at <= m.at) lo = mid + 1; else hi = mid;
+  }
+  order.splice(lo, 0, m.id);
+}
 
 function stageOf(m) { return m.ack_status || m.status || ''; }
 
@@ -167,9 +183,9 @@ function mergeRow(r) {
   if (!r.message_id) return null;
   let m = msgs.get(r.message_id);
   if (!m) {
-    m = { id: r.message_id, path: [], events: new Set() };
+    m = { id: r.message_id, path: [], events: new Set(), at: r.brokered_at_ms || r.at_ms || 0 };
     msgs.set(r.message_id, m);
-    order.push(r.message_id);
+    insertOrdered(m);
   }
   if (r.event_id) {
     if (m.events.has(r.event_id)) return m; // a replay after a reconnect
@@ -201,10 +217,12 @@ function visible(m) {
   return !f || m.from === f || m.to === f;
 }
 
+// tags are the priority tags right after the role header (SPEC §2):
+// "(ARCH #3): [URGENT] [ACK REQUIRED] body", and a non-normal priority.
+const TAGS_RE = /^\s*(?:\[AGENT MSG[^\]]*\]\s*)?\([^)]*#\d+\):\s*((?:\[(?:ACK REQUIRED|URGENT|FYI|TASK)\]\s*)*)/i;
 function tags(m) {
-  const out = [];
-  const body = m.body || '';
-  for (const t of ['[URGENT]', '[ACK REQUIRED]', '[FYI]', '[TASK]']) if (body.includes(t)) out.push(t);
+  const t = (m.body || '').match(TAGS_RE);
+  const out = t ? (t[1].match(/\[[^\]]+\]/g) || []).map((x) => x.toUpperCase()) : [];
   if (m.priority && m.priority !== 'normal' && !out.includes('[' + m.priority.toUpperCase() + ']')) out.push(m.priority);
   return out;
 }
@@ -322,13 +340,14 @@ async function showDetail(id) {
       parts.push(el('p', 'bad', 'not found'));
     }
     const chain = el('p', 'chain ' + (ver.ok ? 'good' : 'bad'));
-    chain.textContent = ver.ok ? `hash chain verified (${ver.rows} rows)` + (ver.chainOK === false ? ', but this message\'s links do not' : '') : 'hash chain: ' + (ver.problem || 'not verified');
-    chain.dataset.ok = String(!!ver.ok);
+    chain.textContent = ver.ok ? `hash chain verified (${ver.rows} rows)` + (ver.chainOk === false ? ', but this message\'s events do not link' : ver.chainOk ? ', this message\'s events link' : '') : 'hash chain: ' + (ver.problem || 'not verified');
+    chain.dataset.ok = String(!!ver.ok && ver.chainOk !== false);
     parts.push(chain);
     const evs = el('ol', 'events');
     const list = (ver.events && ver.events.length ? ver.events : (m && m.events) || []);
     for (const ev of list) {
-      const at = ev.at || (ev.atMs ? new Date(ev.atMs).toISOString() : '');
+      const ms = ev.at || ev.atMs;
+      const at = ms ? new Date(ms).toLocaleTimeString() : '';
       const detail = ev.detail == null ? '' : typeof ev.detail === 'string' ? ev.detail : JSON.stringify(ev.detail);
       const li = el('li', null, `${at} ${ev.event}${detail ? ' ' + detail : ''}`);
       if (ev.hash) li.title = 'hash ' + ev.hash;
@@ -493,7 +512,7 @@ async function loadHandoff() {
 const hub = new Hub({
   onEvent,
   onState: (s) => { document.body.dataset.hub = s; if (s !== 'connected') setBadge('login', 'messages: ' + s, s === 'unauthorized' ? 'exited' : 'starting'); },
-  onOpen: () => { backfill(); pollObligations(); },
+  onOpen: () => firstStatus.then(() => { backfill(); pollObligations(); }),
 });
 window.hmCockpit = { hub, panes, msgs }; // for the browser tests and the curious
 

@@ -15,6 +15,16 @@ function el(tag, cls, text) {
   return e;
 }
 
+// shortProgram is a command line without its leading VAR=value words and
+// with its program's directory dropped: "A=1 /usr/bin/claude --x" is
+// "claude --x". The full line is the element's title.
+export function shortProgram(cmd) {
+  const words = cmd.trim().split(/\s+/);
+  while (words.length > 1 && /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[0])) words.shift();
+  if (words.length) words[0] = words[0].replace(/^.*\//, '');
+  return words.join(' ');
+}
+
 export class PaneView {
   // name is what the attach URL names (role or alias); onFocus asks the
   // page to enlarge this pane.
@@ -89,7 +99,13 @@ export class PaneView {
     this.ws = ws;
     this.conn('connecting');
     let first = true;
-    ws.onopen = () => { this.delay = 500; this.conn(this.readOnly ? 'view' : 'live'); };
+    ws.onopen = () => {
+      this.delay = 500;
+      this.conn(this.readOnly ? 'view' : 'live');
+      // As hm attach does: the size in the URL renders the first screen,
+      // the first resize frame sizes the pane.
+      this.sendResize(this.term.cols, this.term.rows);
+    };
     ws.onmessage = (e) => {
       if (typeof e.data === 'string') return;
       const data = new Uint8Array(e.data);
@@ -147,9 +163,9 @@ export class PaneView {
   }
 
   update(p) {
-    const prog = p.profile && p.profile !== p.command ? p.command + ' (' + p.profile + ')' : (p.command || '');
+    const prog = shortProgram(p.command || '') + (p.profile ? ' (' + p.profile + ')' : '');
     this.progEl.textContent = prog;
-    this.progEl.title = prog;
+    this.progEl.title = p.command || '';
     const state = p.state || 'unknown';
     this.stateEl.textContent = state;
     this.stateEl.dataset.state = state;
