@@ -91,15 +91,14 @@ type env struct {
 	stop    func()
 	base    string // http://127.0.0.1:<port>
 	token   string
-	alloc   context.Context
 	browser context.Context // the logged-in tab
-	cancel  func()
 }
 
 // paneSpec is one pane of the team: a role and extra fake agent settings.
 type paneSpec struct {
-	role string
-	env  []string
+	role    string
+	env     []string
+	command string // instead of the fake agent
 }
 
 func teamSettings(root, fake string, panes []paneSpec) string {
@@ -109,7 +108,10 @@ func teamSettings(root, fake string, panes []paneSpec) string {
 		if i > 0 {
 			b.WriteString(",")
 		}
-		cmd := strings.Join(append([]string{"FAKEAGENT_LOG=" + filepath.Join(root, p.role+".jsonl"), "FAKEAGENT_ENTER_MS=60"}, append(p.env, fake)...), " ")
+		cmd := p.command
+		if cmd == "" {
+			cmd = strings.Join(append([]string{"FAKEAGENT_LOG=" + filepath.Join(root, p.role+".jsonl"), "FAKEAGENT_ENTER_MS=60"}, append(p.env, fake)...), " ")
+		}
 		fmt.Fprintf(&b, `{"role":%q,"command":%q,"profile":"default"}`, p.role, cmd)
 	}
 	b.WriteString(`]}`)
@@ -120,24 +122,19 @@ func teamSettings(root, fake string, panes []paneSpec) string {
 // in and opens /ui/.
 func startEnv(tb testing.TB, panes []paneSpec, width, height int) *env {
 	tb.Helper()
-	chrome := chromePath(tb)
-	fake := fakeAgent(tb)
-	root := tb.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, ".squidrun"), 0o700); err != nil {
-		tb.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, ".squidrun", "settings.json"), []byte(teamSettings(root, fake, panes)), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	h, stop := hubtest.Start(tb, root, hub.Options{PaneMinBackoff: 50 * time.Millisecond, PaneMaxBackoff: 200 * time.Millisecond})
-	tok, err := h.Layout.ReadToken()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	e := &env{tb: tb, root: root, h: h, stop: stop, base: fmt.Sprintf("http://127.0.0.1:%d", h.Port), token: tok}
+	browser := startBrowser(tb, width, height)
+	e := startHub(tb, panes, "")
+	e.browser = browser
+	e.login(browser)
+	return e
+}
 
+// startBrowser launches headless Chromium (ended at tb's cleanup) and
+// returns the context of its first tab.
+func startBrowser(tb testing.TB, width, height int) context.Context {
+	tb.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome),
+		chromedp.ExecPath(chromePath(tb)),
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
 		chromedp.WindowSize(width, height),
@@ -145,12 +142,36 @@ func startEnv(tb testing.TB, panes []paneSpec, width, height int) *env {
 	)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	browser, cancelBrowser := chromedp.NewContext(alloc)
-	e.alloc, e.browser = browser, browser
-	e.cancel = func() { cancelBrowser(); cancelAlloc() }
 	watchConsole(tb, browser) // its cleanup waits for the cancel below (cleanups run last first)
-	tb.Cleanup(e.cancel)
-	e.login(browser)
-	return e
+	tb.Cleanup(func() { cancelBrowser(); cancelAlloc() })
+	if err := chromedp.Do(browser, chromedp.Navigate("about:blank")); err != nil {
+		tb.Fatalf("start Chromium: %v", err)
+	}
+	return browser
+}
+
+// startHub starts a hub whose panes run the fake agent (or, with a
+// non-empty extra, that JSON appended to the panes list: other members).
+func startHub(tb testing.TB, panes []paneSpec, extra string) *env {
+	tb.Helper()
+	fake := fakeAgent(tb)
+	root := tb.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".squidrun"), 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	settings := teamSettings(root, fake, panes)
+	if extra != "" {
+		settings = strings.TrimSuffix(settings, "]}") + "," + extra + "]}"
+	}
+	if err := os.WriteFile(filepath.Join(root, ".squidrun", "settings.json"), []byte(settings), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	h, stop := hubtest.Start(tb, root, hub.Options{PaneMinBackoff: 50 * time.Millisecond, PaneMaxBackoff: 200 * time.Millisecond})
+	tok, err := h.Layout.ReadToken()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &env{tb: tb, root: root, h: h, stop: stop, base: fmt.Sprintf("http://127.0.0.1:%d", h.Port), token: tok}
 }
 
 // code asks the hub for a one-time login URL, as `hm ui` does.
