@@ -115,9 +115,11 @@ export class PaneView {
         this.term.reset();
       }
       this.term.write(data, () => {
-        if (!this.gotOutput && data.length) {
+        // First paint: the first time the screen holds text (the first
+        // frame may be a blank screen when the program has not printed).
+        if (!this.gotOutput && this.hasText()) {
           this.gotOutput = true;
-          this.root.dataset.painted = String(performance.timeOrigin + performance.now());
+          requestAnimationFrame(() => { this.root.dataset.painted = String(performance.timeOrigin + performance.now()); });
         }
       });
     };
@@ -128,6 +130,15 @@ export class PaneView {
       setTimeout(() => { if (this.ws === ws) this.attach(); }, this.delay);
       this.delay = Math.min(this.delay * 2, 5000);
     };
+  }
+
+  hasText() {
+    const b = this.term.buffer.active;
+    for (let i = 0; i < b.length; i++) {
+      const l = b.getLine(i);
+      if (l && l.translateToString(true).trim()) return true;
+    }
+    return false;
   }
 
   conn(s) {
