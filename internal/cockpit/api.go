@@ -88,8 +88,8 @@ func (c *Cockpit) serveCode(w http.ResponseWriter, r *http.Request) {
 // serveLogin answers GET /ui/login?code=C: a valid, unused code becomes a
 // session cookie and a redirect to the page.
 func (c *Cockpit) serveLogin(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
+	if r.Method != http.MethodGet { // a HEAD (a link preview) must not use the code up
+		w.Header().Set("Allow", http.MethodGet)
 		htmlError(w, http.StatusMethodNotAllowed, "Method not allowed", "Open the login URL in the browser.")
 		return
 	}
@@ -169,9 +169,15 @@ func (c *Cockpit) serveVerify(w http.ResponseWriter, r *http.Request) {
 			resp.Events = []ChainEvent{}
 		}
 	}
-	c.verifyMu.Lock()
+	// One verification at a time: it reads the whole ledger.
+	select {
+	case c.verifying <- struct{}{}:
+	case <-ctx.Done():
+		jsonError(w, http.StatusServiceUnavailable, "gave up waiting for another verification")
+		return
+	}
 	v, err := c.d.Verify(ctx)
-	c.verifyMu.Unlock()
+	<-c.verifying
 	if err != nil {
 		c.log.Warn("cockpit: verify ledger", "err", err)
 		jsonError(w, http.StatusInternalServerError, "verify the ledger: "+err.Error())

@@ -23,7 +23,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -62,7 +61,7 @@ type Cockpit struct {
 	store  *store
 	attach http.Handler
 
-	verifyMu sync.Mutex // one ledger verification at a time
+	verifying chan struct{} // holds a token while a ledger verification runs
 }
 
 // New returns the cockpit for d; mount it at "/ui/".
@@ -73,7 +72,7 @@ func New(d Deps) *Cockpit {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	c := &Cockpit{d: d, log: d.Logger, store: newStore(d.Now)}
+	c := &Cockpit{d: d, log: d.Logger, store: newStore(d.Now), verifying: make(chan struct{}, 1)}
 	if d.Attach != nil {
 		c.attach = d.Attach(c.store.authenticated)
 	}
@@ -84,18 +83,18 @@ func New(d Deps) *Cockpit {
 func (c *Cockpit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	secureHeaders(w.Header())
 	rest, ok := strings.CutPrefix(r.URL.Path, "/ui/")
+	api := ok && strings.HasPrefix(rest, "api/")
+	if why := checkRequest(r); why != "" {
+		c.log.Info("cockpit request refused", "path", r.URL.Path, "why", why, "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
+		c.fail(w, api || (ok && rest == "code"), http.StatusForbidden, why)
+		return
+	}
 	if !ok {
 		if r.URL.Path == "/ui" {
 			http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 			return
 		}
 		htmlError(w, http.StatusNotFound, "Not found", "No such page in the cockpit.")
-		return
-	}
-	api := strings.HasPrefix(rest, "api/")
-	if why := checkRequest(r); why != "" {
-		c.log.Info("cockpit request refused", "path", r.URL.Path, "why", why, "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
-		c.fail(w, api, http.StatusForbidden, why)
 		return
 	}
 	switch rest {
