@@ -57,7 +57,7 @@ func allPainted(want int) string {
 // already running (it opens the login URL as soon as the hub serves).
 func BenchmarkFirstPaint(b *testing.B) {
 	browser := startBrowser(b, 1280, 800)
-	fakeAgent(b)
+	fakeAgentBin(b)
 	panes := []paneSpec{{role: "architect"}, {role: "builder"}, {role: "oracle"}}
 	var paint, ready []float64
 	for i := 0; i < b.N; i++ {

@@ -58,31 +58,6 @@ func chromePath(tb testing.TB) string {
 	return ""
 }
 
-var fakeBuild struct {
-	sync.Mutex
-	path string
-}
-
-// fakeAgent builds the fake agent program into dir once per test binary
-// run (the go build cache makes it quick).
-func fakeAgent(tb testing.TB) string {
-	tb.Helper()
-	fakeBuild.Lock()
-	defer fakeBuild.Unlock()
-	if fakeBuild.path != "" {
-		if _, err := os.Stat(fakeBuild.path); err == nil {
-			return fakeBuild.path
-		}
-	}
-	p := filepath.Join(tb.TempDir(), "fakeagent")
-	out, err := exec.Command("go", "build", "-o", p, "hm/agent/internal/fakeagent").CombinedOutput()
-	if err != nil {
-		tb.Fatalf("build fakeagent: %v\n%s", err, out)
-	}
-	fakeBuild.path = p
-	return p
-}
-
 // env is one hub and one browser logged in to its cockpit.
 type env struct {
 	tb      testing.TB
@@ -154,7 +129,7 @@ func startBrowser(tb testing.TB, width, height int) context.Context {
 // non-empty extra, that JSON appended to the panes list: other members).
 func startHub(tb testing.TB, panes []paneSpec, extra string) *env {
 	tb.Helper()
-	fake := fakeAgent(tb)
+	fake := fakeAgentBin(tb) // helpers_test.go: built once, removed by TestMain
 	root := tb.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, ".squidrun"), 0o700); err != nil {
 		tb.Fatal(err)
