@@ -62,7 +62,7 @@ func BenchmarkFirstPaint(b *testing.B) {
 	var paint, ready []float64
 	for i := 0; i < b.N; i++ {
 		t0 := nowMs()
-		e := startHub(b, panes, "")
+		e := startHub(b, panes, "", "")
 		ready = append(ready, nowMs()-t0)
 		e.login(browser)
 		last := waitJS(b, browser, 30*time.Second, "every pane painted", allPainted(len(panes)), func(v float64) bool { return v > 0 })
@@ -114,7 +114,7 @@ const latencyMessages = 200
 // timeline's DOM.
 func BenchmarkTimelineLatency(b *testing.B) {
 	browser := startBrowser(b, 1280, 800)
-	e := startHub(b, []paneSpec{{role: "architect"}, {role: "builder"}}, `{"role":"oracle","transport":"ws"}`)
+	e := startHub(b, []paneSpec{{role: "architect"}, {role: "builder"}}, `{"role":"oracle","transport":"ws"}`, "")
 	e.login(browser)
 	waitJS(b, browser, 20*time.Second, "cockpit connected", `document.body.dataset.hub || ''`, func(s string) bool { return s == "connected" })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -244,7 +244,7 @@ func BenchmarkBrowserMemory(b *testing.B) {
 	}
 	for i := 0; i < b.N; i++ {
 		browser := startBrowser(b, 1280, 800)
-		e := startHub(b, panes, "")
+		e := startHub(b, panes, "", "")
 		e.login(browser)
 		waitJS(b, browser, 30*time.Second, "every pane painted", allPainted(n), func(v float64) bool { return v > 0 })
 		if _, err := chromedp.Call(browser, performance.Enable, performance.EnableParams{}); err != nil {

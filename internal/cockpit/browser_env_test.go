@@ -95,10 +95,10 @@ func teamSettings(root, fake string, panes []paneSpec) string {
 
 // startEnv starts a hub with panes and a browser of width x height, logs
 // in and opens /ui/.
-func startEnv(tb testing.TB, panes []paneSpec, width, height int) *env {
+func startEnv(tb testing.TB, panes []paneSpec, width, height int, top string) *env {
 	tb.Helper()
 	browser := startBrowser(tb, width, height)
-	e := startHub(tb, panes, "")
+	e := startHub(tb, panes, "", top)
 	e.browser = browser
 	e.login(browser)
 	return e
@@ -125,9 +125,10 @@ func startBrowser(tb testing.TB, width, height int) context.Context {
 	return browser
 }
 
-// startHub starts a hub whose panes run the fake agent (or, with a
-// non-empty extra, that JSON appended to the panes list: other members).
-func startHub(tb testing.TB, panes []paneSpec, extra string) *env {
+// startHub starts a hub whose panes run the fake agent. extra is JSON
+// appended to the panes list (other members), top to the settings object
+// (e.g. `"background":{...}`); "$FAKE" in top is the fake agent.
+func startHub(tb testing.TB, panes []paneSpec, extra, top string) *env {
 	tb.Helper()
 	fake := fakeAgentBin(tb) // helpers_test.go: built once, removed by TestMain
 	root := tb.TempDir()
@@ -137,6 +138,9 @@ func startHub(tb testing.TB, panes []paneSpec, extra string) *env {
 	settings := teamSettings(root, fake, panes)
 	if extra != "" {
 		settings = strings.TrimSuffix(settings, "]}") + "," + extra + "]}"
+	}
+	if top != "" {
+		settings = strings.TrimSuffix(settings, "}") + "," + strings.ReplaceAll(top, "$FAKE", fake) + "}"
 	}
 	if err := os.WriteFile(filepath.Join(root, ".squidrun", "settings.json"), []byte(settings), 0o600); err != nil {
 		tb.Fatal(err)

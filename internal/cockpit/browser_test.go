@@ -32,7 +32,7 @@ func TestBrowser(t *testing.T) {
 	for _, r := range roles {
 		panes = append(panes, paneSpec{role: r})
 	}
-	e := startEnv(t, panes, 1280, 800)
+	e := startEnv(t, panes, 1280, 800, `"background":{"owner":"builder","max":1,"command":"FAKEAGENT_ENTER_MS=60 $FAKE"}`)
 	ctx := e.browser
 
 	t.Run("PanesRenderTheirProgramsOutput", func(t *testing.T) {
@@ -93,6 +93,7 @@ func TestBrowser(t *testing.T) {
 			func(s string) bool { return strings.Contains(s, "architect") })
 		if err := chromedp.Do(ctx,
 			chromedp.SetValue(chromedp.ID("target"), "architect"),
+			chromedp.SetValue(chromedp.ID("priority"), "ack"),
 			chromedp.SendKeys(chromedp.ID("body"), "please look at "+word),
 			chromedp.Click(chromedp.ID("sendbtn")),
 		); err != nil {
@@ -104,6 +105,9 @@ func TestBrowser(t *testing.T) {
 		if !strings.Contains(res, "USER #") {
 			t.Errorf("send result %q", res)
 		}
+		// [ACK REQUIRED] opens an obligation: architect owes user an answer.
+		waitJS(t, ctx, 10*time.Second, "the obligation listed", fmt.Sprintf(`(document.querySelector('#obllist li[data-id=%q]') || {}).textContent || ''`, sentID),
+			func(s string) bool { return strings.Contains(s, "architect owes user") })
 		stage := fmt.Sprintf(`(document.querySelector('.msg[data-id=%q]') || {dataset: {}}).dataset.stage || ''`, sentID)
 		waitJS(t, ctx, 30*time.Second, "the message submitted into the architect pane (timeline)", stage,
 			func(s string) bool { return s == "submitted" })
@@ -133,6 +137,21 @@ func TestBrowser(t *testing.T) {
 		}
 		waitJS(t, ctx, 10*time.Second, "details verify the chain", `(document.querySelector('#detail .chain') || {dataset: {}}).dataset.ok || ''`,
 			func(s string) bool { return s == "true" })
+	})
+
+	t.Run("BackgroundSlotSpawnAndKill", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("spawntask"), "lint the tree\r")); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, ctx, 10*time.Second, "spawn answered", `document.getElementById('slotresult').textContent`,
+			func(s string) bool { return strings.Contains(s, "spawned builder-bg-1") })
+		waitJS(t, ctx, 20*time.Second, "the slot's pane shows its program", paneText("builder-bg-1"),
+			func(s string) bool { return strings.Contains(s, "fakeagent ready") })
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#slotlist li button`))); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, ctx, 10*time.Second, "the slot's pane gone after kill", `document.querySelectorAll('.pane[data-role="builder-bg-1"]').length + ' ' + document.getElementById('slotresult').textContent`,
+			func(s string) bool { return strings.HasPrefix(s, "0 killed builder-bg-1") })
 	})
 
 	t.Run("SearchFindsIt", func(t *testing.T) {

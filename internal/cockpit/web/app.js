@@ -390,11 +390,17 @@ async function showDetail(id) {
 
 // ---- search --------------------------------------------------------------
 
-function highlighted(snippet) {
-  // The hub marks the matching words with [brackets].
+// highlighted renders a search snippet: the hub marks the matching words
+// with [brackets]; a bracketed part that holds none of the query's words
+// (a tag such as [URGENT] in the body) stays plain text.
+function highlighted(snippet, query) {
+  const terms = String(query).toLowerCase().split(/[^\p{L}\p{N}_]+/u).filter((w) => w && !['and', 'or', 'not', 'near'].includes(w));
   const frag = document.createDocumentFragment();
   const parts = String(snippet || '').split(/\[([^\]]*)\]/);
-  parts.forEach((p, i) => frag.appendChild(i % 2 ? el('mark', null, p) : document.createTextNode(p)));
+  parts.forEach((p, i) => {
+    const hit = i % 2 === 1 && terms.some((t) => p.toLowerCase().includes(t));
+    frag.appendChild(hit ? el('mark', null, p) : document.createTextNode(i % 2 ? '[' + p + ']' : p));
+  });
   return frag;
 }
 
@@ -414,7 +420,7 @@ $('searchform').onsubmit = async (e) => {
       li.appendChild(el('strong', null, (h.ref || h.header + ' #' + h.seq) + ' '));
       li.appendChild(el('span', 'route', h.from + ' → ' + h.to + ' '));
       const sn = el('span', 'snippet');
-      sn.appendChild(highlighted(h.snippet));
+      sn.appendChild(highlighted(h.snippet, q));
       li.appendChild(sn);
       li.onclick = () => showDetail(h.messageId);
       ol.appendChild(li);
@@ -448,6 +454,7 @@ $('composeform').onsubmit = async (e) => {
       ? `${ack.header} #${ack.seq} → ${ack.target || ack.targets?.join(', ') || $('target').value}: ${ack.status}${ack.warnings?.length ? ' (' + ack.warnings.join(', ') + ')' : ''}`
       : `refused: ${ack.status}${ack.reason ? ' — ' + ack.reason : ''}`;
     if (ack.ok) $('body').value = '';
+    if (ack.ok && pr === 'ack') pollObligations();
   } catch (err) {
     out.className = 'bad';
     out.textContent = err.message;
