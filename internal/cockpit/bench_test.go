@@ -244,6 +244,7 @@ func BenchmarkBrowserMemory(b *testing.B) {
 	}
 	for i := 0; i < b.N; i++ {
 		browser := startBrowser(b, 1280, 800)
+		blank := rendererRSS(b, browser) // the floor: the same browser on about:blank
 		e := startHub(b, panes, "", "")
 		e.login(browser)
 		waitJS(b, browser, 30*time.Second, "every pane painted", allPainted(n), func(v float64) bool { return v > 0 })
@@ -278,6 +279,7 @@ func BenchmarkBrowserMemory(b *testing.B) {
 		b.ReportMetric(heap, "heap-MB")
 		b.ReportMetric(heapPeak, "heap-peak-MB")
 		b.ReportMetric(rssPeak, "renderer-rss-MB")
+		b.ReportMetric(blank, "blank-rss-MB")
 		e.stop()
 	}
 }

@@ -175,6 +175,7 @@ func benches(quick bool) []bench {
 			{issue: "#17", what: "cockpit with six panes streaming output (~32 KiB/s each) for 5 minutes: JS heap used at the end", unit: "heap-MB", goal: "reported"},
 			{issue: "#17", what: "the same: JS heap used, peak of 10 s samples", unit: "heap-peak-MB", goal: "reported"},
 			{issue: "#17", what: "the same: the renderer process's resident set, peak", unit: "renderer-rss-MB", goal: "reported"},
+			{issue: "floor", what: "the same browser's renderer on about:blank, resident set", unit: "blank-rss-MB"},
 		}},
 	}, hardCaseBenches(quick)...)
 }
