@@ -205,6 +205,9 @@ function mergeRow(r) {
 
 // mergeView takes a query's MessageView (camelCase) into the model.
 function mergeView(v) {
+  if (['brokered', 'routed', 'acked'].includes(v.status) && !msgs.has(v.messageId)) {
+    mergeRow({ message_id: v.messageId, status: 'brokered', brokered_at_ms: v.atMs });
+  }
   return mergeRow({
     message_id: v.messageId, header: v.header, seq: v.seq, sender_role: v.from, target_role: v.to,
     priority: v.priority, raw_body: v.body || v.snippet, status: v.status, ack_status: v.ackStatus,
@@ -278,14 +281,13 @@ function renderTimeline() {
   }
   const want = shown.map((m) => (m.dirty || !m.el ? renderMsg(m) : m.el));
   shown.forEach((m) => { m.dirty = false; });
-  if (hidden) {
-    moreEl.textContent = 'older messages not shown (search or filter to find them)';
-    want.push(moreEl);
-  }
+  const more = $('timelinemore');
+  more.hidden = !hidden;
+  more.textContent = hidden ? hidden + ' older messages not shown (search or filter to find them)' : '';
   const cur = list.children;
   // Fast path: only new messages on top (the usual case).
   const k = want.indexOf(cur[0]);
-  if (k > 0 && !hidden && !moreEl.isConnected && cur.length >= want.length - k) {
+  if (k > 0 && cur.length >= want.length - k) {
     let same = true;
     for (let i = 0; i < want.length - k && same; i++) same = cur[i] === want[k + i];
     if (same) {
@@ -296,7 +298,6 @@ function renderTimeline() {
   }
   if (cur.length !== want.length || want.some((w, i) => cur[i] !== w)) list.replaceChildren(...want);
 }
-const moreEl = el('li', 'more');
 
 function onEvent(r) {
   const m = mergeRow(r);
@@ -539,7 +540,7 @@ const hub = new Hub({
   onState: (s) => { document.body.dataset.hub = s; if (s !== 'connected') setBadge('login', 'messages: ' + s, s === 'unauthorized' ? 'exited' : 'starting'); },
   onOpen: () => firstStatus.then(() => { backfill(); pollObligations(); }),
 });
-window.hmCockpit = { hub, panes, msgs }; // for the browser tests and the curious
+window.hmCockpit = { hub, panes, msgs, onEvent }; // for the browser tests and the curious
 
 applyCols();
 await pollStatus();
