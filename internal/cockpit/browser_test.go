@@ -268,6 +268,12 @@ ws.onclose = (e) => { if (window.result === 'pending') window.result = 'closed '
 		}
 	})
 
+	t.Run("NoPageErrors", func(t *testing.T) {
+		if s := pageErrors.String(); s != "" {
+			t.Fatalf("the cockpit page logged errors:%s", s)
+		}
+	})
+
 	t.Run("Screenshots", func(t *testing.T) {
 		if !updating() {
 			t.Skip("run with -update to regenerate testdata/screens/*.png")

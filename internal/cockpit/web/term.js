@@ -62,7 +62,6 @@ export class PaneView {
     this.ws = null;
     this.closed = false;
     this.gotOutput = false;
-    this.delay = 500;
     this.term.onData((d) => this.input(enc.encode(d)));
     this.term.onBinary((d) => {
       const b = new Uint8Array(d.length);
@@ -100,7 +99,6 @@ export class PaneView {
     this.conn('connecting');
     let first = true;
     ws.onopen = () => {
-      this.delay = 500;
       this.conn(this.readOnly ? 'view' : 'live');
       // As hm attach does: the size in the URL renders the first screen,
       // the first resize frame sizes the pane.
@@ -126,9 +124,9 @@ export class PaneView {
     ws.onclose = () => {
       if (this.ws !== ws) return;
       this.conn('disconnected');
-      if (this.closed) return;
-      setTimeout(() => { if (this.ws === ws) this.attach(); }, this.delay);
-      this.delay = Math.min(this.delay * 2, 5000);
+      // Attach again on the next status (about a second) that still lists
+      // this pane as running: a killed slot is dropped instead.
+      this.reattach = true;
     };
   }
 
@@ -183,6 +181,10 @@ export class PaneView {
     this.stateEl.title = [p.readiness, p.waiting].filter(Boolean).join(' · ');
     this.queueEl.textContent = 'queue ' + (p.queued || 0);
     this.root.dataset.state = state;
+    if (this.reattach && !this.closed && state !== 'exited') {
+      this.reattach = false;
+      this.attach();
+    }
   }
 
   destroy() {
