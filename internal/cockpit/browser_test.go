@@ -199,6 +199,31 @@ func TestBrowser(t *testing.T) {
 		if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 1280, Height: 800, DeviceScaleFactor: 1}); err != nil {
 			t.Fatal(err)
 		}
+		back := waitJS(t, ctx, 10*time.Second, "page size follows the restored window", pageSize, func(s string) bool { return s != after })
+		poll.For(t, 10*time.Second, func() error {
+			return poll.Want(size() == back, "PTY size %s, page %s", size(), back)
+		})
+		t.Logf("architect's PTY: %s, %s at 1000x640, %s at 1280x800 again", before, after, back)
+	})
+
+	t.Run("FocusEnlargesAPaneAndBack", func(t *testing.T) {
+		size := `document.querySelector('.pane[data-role="oracle"]').dataset.size || ''`
+		before, err := eval[string](ctx, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.pane[data-role="oracle"] .focusbtn`))); err != nil {
+			t.Fatal(err)
+		}
+		big := waitJS(t, ctx, 10*time.Second, "the focused pane grows, the others hide",
+			`document.querySelectorAll('#panes.focus-mode .pane:not(.focused)').length + ' ' + `+size,
+			func(s string) bool { return strings.HasPrefix(s, "2 ") && s != "2 "+before })
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("unfocus"))); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, ctx, 10*time.Second, "back to the grid at the old size", `document.querySelectorAll('#panes.focus-mode').length + ' ' + `+size,
+			func(s string) bool { return s == "0 "+before })
+		t.Logf("oracle: %s in the grid, %s focused", before, strings.TrimPrefix(big, "2 "))
 	})
 
 	t.Run("NoCookieGets401", func(t *testing.T) {
