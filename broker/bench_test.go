@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,18 +17,11 @@ import (
 
 	"hm/broker"
 	"hm/broker/proto"
+	"hm/internal/benchutil"
 	"hm/internal/client"
 )
 
-func percentile(d []time.Duration, p float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	i := int(p * float64(len(s)-1))
-	return s[i]
-}
+func percentile(d []time.Duration, p float64) time.Duration { return benchutil.Percentile(d, p) }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
@@ -151,18 +143,26 @@ func BenchmarkSendAck(b *testing.B) {
 // every message must be ACKed ok and received exactly once. A message that
 // never arrives (or whose ACK never does) is reported as lost once nothing
 // has moved for throughputStall, instead of hanging the benchmark.
-func BenchmarkThroughput(b *testing.B) { benchThroughput(b, 64) }
+func BenchmarkThroughput(b *testing.B) { benchThroughput(b, newBenchHarness(b), 64, false) }
 
 // BenchmarkThroughputSerial is the same with senders that wait for each ACK
 // before sending the next message (like hm-send).
-func BenchmarkThroughputSerial(b *testing.B) { benchThroughput(b, 1) }
+func BenchmarkThroughputSerial(b *testing.B) { benchThroughput(b, newBenchHarness(b), 1, false) }
 
 // throughputStall is how long benchThroughput waits without any ACK or
 // delivery before it counts what is still missing as lost.
 const throughputStall = 5 * time.Second
 
-func benchThroughput(b *testing.B, window int) {
-	h := newBenchHarness(b)
+// benchThroughput streams b.N messages from 4 senders (window in flight
+// each) to 2 listeners of h and reports msgs/s, lost (not ACKed ok,
+// missing or duplicated) and cpu-µs/msg: the process's CPU time (user +
+// system, getrusage) over the run divided by the messages; the broker, the
+// ledger and every client run in this process, so it is the whole
+// system's CPU. With ack, each listener sends message-ack for every message
+// it receives and, after its last, a heartbeat whose reply means the hub
+// has committed those acks (awaitHeartbeat); the clock stops at that
+// reply, and a lost message fails the benchmark.
+func benchThroughput(b *testing.B, h *harness, window int, ack bool) {
 	const senders = 4
 	targets := []string{"builder", "oracle"}
 	per := b.N/senders + 1
@@ -173,31 +173,11 @@ func benchThroughput(b *testing.B, window int) {
 	}
 	// ctx ends when nothing has moved for throughputStall: every read
 	// then fails and whatever did not arrive counts as lost.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var progress atomic.Int64
-	watchDone := make(chan struct{})
-	defer close(watchDone)
-	go func() {
-		tick := time.NewTicker(throughputStall / 10)
-		defer tick.Stop()
-		last, since := progress.Load(), time.Now()
-		for {
-			select {
-			case <-watchDone:
-				return
-			case <-tick.C:
-			}
-			if p := progress.Load(); p != last {
-				last, since = p, time.Now()
-			} else if time.Since(since) >= throughputStall {
-				cancel()
-				return
-			}
-		}
-	}()
+	ctx, moved, stop := benchutil.Watchdog(context.Background(), throughputStall)
+	defer stop()
 	ackedOK := make([]atomic.Bool, total)    // message n got an ok ACK
 	delivered := make([]atomic.Int32, total) // times message n reached its listener
+	var acksConfirmed atomic.Int32           // listeners whose acks the hub has processed
 	index := func(messageID string) (int, bool) {
 		n, err := strconv.Atoi(strings.TrimPrefix(messageID, "tp-"))
 		return n, err == nil && n >= 0 && n < total
@@ -214,14 +194,22 @@ func benchThroughput(b *testing.B, window int) {
 					return
 				}
 				var m proto.Message
-				if typ != "message" || json.Unmarshal(raw, &m) != nil {
+				if typ != proto.TypeMessage || json.Unmarshal(raw, &m) != nil {
 					continue
+				}
+				if ack {
+					if err := l.WriteJSON(ctx, proto.Frame{Type: proto.TypeMessageAck, MessageID: m.MessageID}); err != nil {
+						return
+					}
 				}
 				if n, ok := index(m.MessageID); ok {
 					delivered[n].Add(1)
 					got++
-					progress.Add(1)
+					moved()
 				}
+			}
+			if ack && awaitHeartbeat(ctx, l, "tp-acks") == nil {
+				acksConfirmed.Add(1)
 			}
 		}(i, l)
 	}
@@ -231,7 +219,7 @@ func benchThroughput(b *testing.B, window int) {
 		clients[s] = h.benchClient(b, senderRoles[s], false)
 	}
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), benchutil.ProcessCPU()
 	var wg sync.WaitGroup
 	for s := 0; s < senders; s++ {
 		slots := make(chan struct{}, window)
@@ -244,11 +232,11 @@ func benchThroughput(b *testing.B, window int) {
 				if err != nil {
 					return
 				}
-				if typ != "send-ack" {
+				if typ != proto.TypeSendAck {
 					continue
 				}
 				n++
-				progress.Add(1)
+				moved()
 				var a proto.Ack
 				if json.Unmarshal(raw, &a) == nil && a.OK {
 					if i, ok := index(a.MessageID); ok {
@@ -275,7 +263,7 @@ func benchThroughput(b *testing.B, window int) {
 	}
 	wg.Wait()
 	received.Wait()
-	el := time.Since(start)
+	el, cpu := time.Since(start), benchutil.ProcessCPU()-cpu0
 	b.StopTimer()
 	stalled := ctx.Err() != nil
 	var lost int64
@@ -289,8 +277,25 @@ func benchThroughput(b *testing.B, window int) {
 	if lost > 0 || stalled {
 		b.Logf("%d of %d messages lost (not ACKed ok, missing or duplicated); stalled %v (nothing moved for %v)", lost, total, stalled, throughputStall)
 	}
+	if ack && (lost > 0 || int(acksConfirmed.Load()) != len(targets)) {
+		b.Fatalf("%d of %d messages lost; %d of %d listeners had their acks confirmed", lost, total, acksConfirmed.Load(), len(targets))
+	}
 	b.ReportMetric(float64(total)/el.Seconds(), "msgs/s")
 	b.ReportMetric(float64(lost), "lost")
+	b.ReportMetric(benchutil.Micros(cpu)/float64(total), "cpu-µs/msg")
+}
+
+// awaitHeartbeat sends a heartbeat with requestID on c and reads frames
+// until its heartbeat-ack. The hub handles a connection's frames in order
+// and answers any frame other than send, broadcast and message-ack only
+// once that connection's earlier message-acks are committed (frames.go),
+// so the reply means every ack c sent before is in the ledger.
+func awaitHeartbeat(ctx context.Context, c *client.Client, requestID string) error {
+	if err := c.WriteJSON(ctx, proto.Frame{Type: proto.TypeHeartbeat, RequestID: requestID}); err != nil {
+		return err
+	}
+	_, err := c.Await(ctx, proto.TypeHeartbeatAck, requestID, "")
+	return err
 }
 
 func drain(c *client.Client) {

@@ -167,6 +167,8 @@ type Broker struct {
 	lastSeen  map[string]time.Time       // role -> last frame from a registered conn
 	waiters   map[string][]chan struct{} // message id -> waiters for a status change
 	closed    bool
+	// wakers are the claims waiting for a message (wake.go).
+	wakers claimWaiters
 
 	ctx    context.Context
 	cancel context.CancelFunc

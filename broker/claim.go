@@ -57,23 +57,46 @@ func (c *conn) claim(f proto.Frame) {
 	c.mu.Lock()
 	role := c.role
 	c.mu.Unlock()
+	hook := clip(req.Hook, 80)
 	if sr, ok := c.b.deps.Panes.(PaneStateReporter); ok && req.State != "" && role != "" {
 		if err := sr.ReportState(role, req.State); err != nil {
-			c.b.log.Debug("hook state not taken", "role", role, "hook", clip(req.Hook, 80), "err", err)
+			c.b.log.Debug("hook state not taken", "role", role, "hook", hook, "err", err)
 		}
+	}
+	if req.State == proto.PaneStateBusy && role != "" {
+		// The agent is at work: nothing wakes it now; its next stop
+		// waits anew.
+		c.b.wakers.releaseRole(role, proto.ReleasedBusy)
 	}
 	res := proto.ClaimResult{Role: role, Messages: []proto.ClaimedMessage{}, LeaseMs: c.b.cfg.ClaimLease.Milliseconds()}
 	if req.Session {
 		res.Session = c.b.sessionContext(role)
 	}
-	if pc, ok := c.b.deps.Panes.(PaneClaimer); ok && max > 0 {
-		got := pc.Claim(role, max)
-		c.hold(role, clip(req.Hook, 80), got)
-		for _, g := range got {
-			res.Messages = append(res.Messages, proto.ClaimedMessage{MessageID: g.MessageID, Text: g.Text, Urgent: g.Urgent})
-		}
+	answer := func(res proto.ClaimResult) {
+		c.sendJSON(proto.Response{Type: proto.TypeResponse, RequestID: f.RequestID, OK: true, Result: res})
 	}
-	c.sendJSON(proto.Response{Type: proto.TypeResponse, RequestID: f.RequestID, OK: true, Result: res})
+	pc, ok := c.b.deps.Panes.(PaneClaimer)
+	if !ok || max == 0 || role == "" {
+		answer(res)
+		return
+	}
+	if got := pc.Claim(role, max); len(got) > 0 || req.WaitMs <= 0 {
+		c.hold(role, hook, got)
+		res.Messages = claimedMessages(got)
+		answer(res)
+		return
+	}
+	wait := time.Duration(min(req.WaitMs, proto.MaxClaimWaitMs)) * time.Millisecond
+	c.waitClaim(role, hook, wait, max, pc, res, answer)
+}
+
+// claimedMessages is how a claim's answer shows the messages it took.
+func claimedMessages(got []PaneClaim) []proto.ClaimedMessage {
+	out := make([]proto.ClaimedMessage, 0, len(got))
+	for _, g := range got {
+		out = append(out, proto.ClaimedMessage{MessageID: g.MessageID, Text: g.Text, Urgent: g.Urgent})
+	}
+	return out
 }
 
 // hold records claimed messages as this connection's, under a new lease
@@ -121,6 +144,7 @@ func (c *conn) returnClaims(lease uint64) int {
 	c.claimMu.Unlock()
 	for _, h := range back {
 		h.Return()
+		c.b.wakers.notify(h.role) // claimable again
 	}
 	return len(back)
 }

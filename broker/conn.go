@@ -77,6 +77,9 @@ type conn struct {
 	// pane.
 	claimMu sync.Mutex
 	claims  claimLeases
+	// acksPending counts this connection's message-acks queued for the
+	// ledger and not yet committed (frames.go).
+	acksPending sync.WaitGroup
 
 	closeOnce sync.Once
 
@@ -223,6 +226,7 @@ func (c *conn) serve(read func()) {
 	c.inflightMu.Unlock()
 	c.close()
 	c.wg.Wait()
+	c.returnClaims(0) // what a waiting claim took as the connection ended
 	c.b.forget(c)
 }
 

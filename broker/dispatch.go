@@ -63,6 +63,9 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 					b.advance(journal.Change{MessageID: id, Event: status.EventInterrupted, Detail: map[string]any{"pane": mem.Role}})
 				},
 			})
+			if !listened {
+				b.wakers.notify(mem.Role) // a waiting claim may take it
+			}
 		}
 	}
 	// A message for the user is shown in the hub's log: routed, with no
@@ -129,29 +132,43 @@ func (b *Broker) advance(c journal.Change) {
 	b.wake(c.MessageID)
 }
 
-// AcknowledgeAs is a message-ack from a client identified as id: only the
-// operator or a recipient of the message (its target role, or a main pane a
-// broadcast reached) may acknowledge it (SPEC §5.3); anyone else gets a
-// role_mismatch *proto.Error and the row is unchanged.
-func (b *Broker) AcknowledgeAs(ctx context.Context, messageID string, id Identity) error {
-	m, err := b.deps.Ledger.Get(ctx, messageID)
-	if err != nil {
-		return fmt.Errorf("acknowledge %s: %w", messageID, err)
+// acknowledgeAsync is a message-ack from a client identified as id: only
+// the operator or a recipient of the message (its target role, or a main
+// pane a broadcast reached) may acknowledge it (SPEC §5.3). It does not
+// wait: the change is queued for the ledger's writer, which checks who
+// acknowledges against the row in the same transaction, and done is told
+// the outcome once it is committed or refused (a role_mismatch
+// *proto.Error, leaving the row unchanged; journal.ErrNotFound; or a
+// ledger error).
+func (b *Broker) acknowledgeAsync(messageID string, id Identity, done func(error)) {
+	check := func(m journal.Message) error {
+		if !id.Operator && !b.recipient(id.Role, m) {
+			return refuse(status.CodeRoleMismatch, "%s is for %s; %s may not acknowledge it", messageID, m.TargetRole, id.Role)
+		}
+		return nil
 	}
-	if !id.Operator && !b.recipient(id.Role, m) {
-		return refuse(status.CodeRoleMismatch, "%s is for %s; %s may not acknowledge it", messageID, m.TargetRole, id.Role)
+	queued := b.deps.Ledger.AdvanceThen(ackChange(messageID, id.Role), check, func(err error) {
+		b.wake(messageID)
+		done(err)
+	})
+	if !queued {
+		done(fmt.Errorf("acknowledge %s: %w", messageID, journal.ErrClosed))
 	}
-	return b.Acknowledge(ctx, messageID, id.Role)
+}
+
+// ackChange is the ledger change of a message-ack or receipt by role.
+func ackChange(messageID, by string) journal.Change {
+	return journal.Change{MessageID: messageID, Status: status.Acked, AckStatus: status.DeliveredVerified, Event: status.EventAcked, Detail: map[string]any{"by": by}}
 }
 
 // Acknowledge marks a message delivered.verified (listener message-ack or a
 // prompt-submit receipt). It does not check who acknowledges; see
-// AcknowledgeAs.
+// acknowledgeAsync.
 func (b *Broker) Acknowledge(ctx context.Context, messageID, by string) error {
 	if _, err := b.deps.Ledger.Get(ctx, messageID); err != nil {
 		return fmt.Errorf("acknowledge %s: %w", messageID, err)
 	}
-	_, err := b.deps.Ledger.Advance(ctx, journal.Change{MessageID: messageID, Status: status.Acked, AckStatus: status.DeliveredVerified, Event: status.EventAcked, Detail: map[string]any{"by": by}})
+	_, err := b.deps.Ledger.Advance(ctx, ackChange(messageID, by))
 	b.wake(messageID)
 	if err != nil {
 		return fmt.Errorf("acknowledge %s: %w", messageID, err)

@@ -45,6 +45,13 @@ func (c *conn) handle(f proto.Frame, received time.Time) bool {
 		return true
 	}
 	c.b.touch(role)
+	if f.Type != proto.TypeMessageAck && f.Type != proto.TypeSend && f.Type != proto.TypeBroadcast {
+		// This connection's acks commit without the read loop waiting
+		// for them; any later frame that reads (a query, a check, even
+		// an unknown frame used as a barrier) sees them done. A send
+		// needs no wait: the writer commits in order, the acks first.
+		c.acksPending.Wait()
+	}
 	switch f.Type {
 	case proto.TypeSend, proto.TypeBroadcast:
 		c.send(f, received)
@@ -62,15 +69,20 @@ func (c *conn) handle(f proto.Frame, received time.Time) bool {
 		c.mu.Lock()
 		id := c.identity
 		c.mu.Unlock()
-		err := c.b.AcknowledgeAs(c.ctx, f.MessageID, id)
-		var pe *proto.Error
-		switch {
-		case err == nil, errors.Is(err, journal.ErrNotFound):
-		case errors.As(err, &pe) && pe.Code == status.CodeRoleMismatch:
-			c.sendError(pe.Code, pe.Message, f.RequestID, f.MessageID)
-		default:
-			c.sendError(status.CodeJournalUnavailable, err.Error(), f.RequestID, f.MessageID)
-		}
+		// The read loop does not wait for the commit: acks share the
+		// writer's group commits. Only a refusal is answered.
+		c.acksPending.Add(1)
+		c.b.acknowledgeAsync(f.MessageID, id, func(err error) {
+			defer c.acksPending.Done()
+			var pe *proto.Error
+			switch {
+			case err == nil, errors.Is(err, journal.ErrNotFound):
+			case errors.As(err, &pe) && pe.Code == status.CodeRoleMismatch:
+				c.sendError(pe.Code, pe.Message, f.RequestID, f.MessageID)
+			default:
+				c.sendError(status.CodeJournalUnavailable, err.Error(), f.RequestID, f.MessageID)
+			}
+		})
 	case proto.TypeSubscribe:
 		c.subscribe(f)
 	case proto.TypeBackgroundAgent:

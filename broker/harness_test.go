@@ -41,8 +41,16 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 
 func newHarnessAt(t testing.TB, dbPath string, session int, opts ...harnessOpt) *harness {
 	t.Helper()
+	return newHarnessLedger(t, dbPath, session, journal.Options{}, opts...)
+}
+
+// newHarnessLedger is newHarnessAt with the ledger opened with jopts (its
+// Logger is set here).
+func newHarnessLedger(t testing.TB, dbPath string, session int, jopts journal.Options, opts ...harnessOpt) *harness {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ledger, err := journal.Open(context.Background(), dbPath, journal.Options{Logger: logger})
+	jopts.Logger = logger
+	ledger, err := journal.Open(context.Background(), dbPath, jopts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,44 @@ func (l *Ledger) AdvanceAsync(c Change) {
 	}
 }
 
+// AdvanceThen queues c like AdvanceAsync, without waiting for the commit,
+// and calls then once the writer is done with it: nil after the commit,
+// the error otherwise (ErrNotFound for an unknown id, the error check
+// returned). check, when set, sees the row as it is in the transaction
+// before c applies, and refuses the change by returning an error (nothing
+// is written). then and check run on the writer's goroutine: they must be
+// quick and must not call the ledger. It reports false, without calling
+// then, when the change could not be queued (the ledger is closing).
+func (l *Ledger) AdvanceThen(c Change, check func(Message) error, then func(error)) bool {
+	if c.MessageID == "" {
+		l.log.Error("journal: advance without message_id dropped")
+		return false
+	}
+	o := l.advanceOp(c, nil)
+	if check != nil {
+		apply := o.apply
+		o.apply = func(tx *txn) error {
+			cur, found, err := tx.get(c.MessageID)
+			switch {
+			case err != nil:
+				return err
+			case !found:
+				return logical(fmt.Errorf("advance %s: %w", c.MessageID, ErrNotFound))
+			}
+			if err := check(cur); err != nil {
+				return logical(err)
+			}
+			return apply(tx)
+		}
+	}
+	o.then = then
+	if err := l.submit(context.Background(), o); err != nil {
+		l.log.Warn("journal: advance not queued", "message_id", c.MessageID, "err", err)
+		return false
+	}
+	return true
+}
+
 func (l *Ledger) advanceOp(c Change, out *Message) *op {
 	c.Detail = maps.Clone(c.Detail)
 	return &op{kind: opTx, name: "advance", apply: func(tx *txn) error {

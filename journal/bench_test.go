@@ -87,6 +87,43 @@ func BenchmarkRawCommit(b *testing.B) {
 	}
 }
 
+// BenchmarkRawCommitBatch64 is the batched-commit floor (#18): 64 INSERTs
+// per IMMEDIATE transaction on a bare connection with synchronous=NORMAL,
+// the same table as BenchmarkRawCommit. b.N counts rows; it reports the
+// cost per row (µs/row) and rows/s.
+func BenchmarkRawCommitBatch64(b *testing.B) {
+	const batch = 64
+	conn, err := sqlite.OpenConn(filepath.Join(b.TempDir(), "raw.db"), sqlite.OpenReadWrite|sqlite.OpenCreate|sqlite.OpenWAL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	for _, q := range []string{"PRAGMA synchronous=NORMAL", "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT UNIQUE, body TEXT)"} {
+		if err := sqlitex.ExecuteTransient(conn, q, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; {
+		if err := sqlitex.Execute(conn, "BEGIN IMMEDIATE", nil); err != nil {
+			b.Fatal(err)
+		}
+		for end := min(i+batch, b.N); i < end; i++ {
+			if err := sqlitex.Execute(conn, "INSERT INTO t(k, body) VALUES (?, ?)", &sqlitex.ExecOptions{Args: []any{fmt.Sprint("k", i), benchBody}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := sqlitex.Execute(conn, "COMMIT", nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(el.Nanoseconds())/1e3/float64(b.N), "µs/row")
+	b.ReportMetric(float64(b.N)/el.Seconds(), "rows/s")
+}
+
 // BenchmarkAppend measures serial Append latency (nothing to batch with).
 func BenchmarkAppend(b *testing.B) {
 	for _, durable := range []bool{false, true} {

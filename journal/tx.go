@@ -130,6 +130,10 @@ func (w *writer) finish(o *op, err error) {
 		o.done <- err
 		return
 	}
+	if o.then != nil {
+		o.then(err)
+		return
+	}
 	if err != nil && o.onErr != nil {
 		o.onErr(err)
 	} else if err != nil {

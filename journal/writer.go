@@ -30,6 +30,9 @@ type op struct {
 	// onErr, if set, handles the failure of a fire-and-forget op instead
 	// of the default error log.
 	onErr func(error)
+	// then, if set, is told the outcome of a fire-and-forget op (nil once
+	// committed), instead of onErr and the error log (AdvanceThen).
+	then func(error)
 	// retry marks a fire-and-forget op that is kept and committed later
 	// when it fails because the ledger cannot commit (AdvanceAsync): its
 	// caller has moved on and nobody else would record the change.

@@ -84,6 +84,9 @@ type Team struct {
 	// settings.json "waitingForHumanMinutes", default
 	// DefaultWaitingNotice; 0 there turns the line off (WaitingNotice 0).
 	WaitingNotice time.Duration
+	// Pprof: settings.json "pprof": true; the hub serves net/http/pprof's
+	// profiles at /debug/pprof/ to the operator (as `hm up --pprof`).
+	Pprof bool
 	// Profiles is the settings.json "profiles" section: pane profiles added
 	// to the built-in table or overriding its entries field by field.
 	Profiles map[string]ProfileSettings
@@ -151,6 +154,9 @@ type settings struct {
 		AllowUnsigned *bool `json:"allowUnsigned"`
 	} `json:"triggers"`
 	WaitingForHumanMinutes *float64 `json:"waitingForHumanMinutes"`
+	// Pprof true serves net/http/pprof at /debug/pprof/ (as `hm up
+	// --pprof` does).
+	Pprof bool `json:"pprof"`
 }
 
 // DefaultWaitingNotice is Team.WaitingNotice without settings.
@@ -271,6 +277,7 @@ func build(s settings) (*Team, error) {
 	}
 	t := &Team{Port: s.Port, SecretEnv: s.SecretEnv, Profiles: s.Profiles, main: members, Triggers: Triggers{AllowUnsigned: true}}
 	t.NoLaunchWiring = s.LaunchWiring != nil && !*s.LaunchWiring
+	t.Pprof = s.Pprof
 	if s.Triggers != nil && s.Triggers.AllowUnsigned != nil {
 		t.Triggers.AllowUnsigned = *s.Triggers.AllowUnsigned
 	}

@@ -34,7 +34,31 @@ type ClaimRequest struct {
 	// waiting_for_human; docs/protocol.md § "Liveness"), recorded for the
 	// role's pane before anything is claimed.
 	State string `json:"state,omitempty"`
+	// WaitMs, when nothing is claimable at once, holds the claim open up
+	// to that long (at most MaxClaimWaitMs) until a message is: Claude
+	// Code's asyncRewake Stop hook (`hm hook claude Stop --wait`) waits so
+	// for a message to wake its idle session with. One claim waits per
+	// role; a newer one, or a hook of the role reporting busy, releases it
+	// (ClaimResult.Released).
+	WaitMs int64 `json:"waitMs,omitempty"`
 }
+
+// MaxClaimWaitMs caps ClaimRequest.WaitMs: a day.
+const MaxClaimWaitMs = 24 * 60 * 60 * 1000
+
+// Released says why a waiting claim ended without messages.
+type Released string
+
+// Why a waiting claim ended empty.
+const (
+	ReleasedTimeout    Released = "timeout"    // WaitMs passed
+	ReleasedSuperseded Released = "superseded" // a newer claim of the role waits
+	ReleasedBusy       Released = "busy"       // a hook of the role reported it busy
+)
+
+// PaneStateBusy is the hook-reported state (ClaimRequest.State) that
+// releases the role's waiting claim: its agent is at work again.
+const PaneStateBusy = "busy"
 
 // ClaimedMessage is one message taken from the pane's queue.
 type ClaimedMessage struct {
@@ -75,6 +99,9 @@ type ClaimResult struct {
 	// the messages back to the pane (a closed connection gives them back at
 	// once).
 	LeaseMs int64 `json:"leaseMs"`
+	// Released is set when a waiting claim (WaitMs) ended with no
+	// messages, and says why.
+	Released Released `json:"released,omitempty"`
 }
 
 // ClaimAck is a claim-ack frame's payload: the claimed messages the hook

@@ -15,7 +15,7 @@ import (
 	"hm/internal/layout"
 )
 
-const hookSynopsis = "hm hook <claude|codex|gemini> <event> < hook-input.json"
+const hookSynopsis = "hm hook <claude|codex|gemini> <event> [--wait D] < hook-input.json"
 
 // The hook's time limits: to reach the hub and get its claim answered, and
 // then to settle the claim once the output is printed. A hub that does not
@@ -24,20 +24,32 @@ const (
 	hookDialTimeout  = 500 * time.Millisecond
 	hookClaimTimeout = 1500 * time.Millisecond
 	hookAckTimeout   = time.Second
+	// hookWaitSlack is how much longer than --wait the hook waits for the
+	// hub's answer to its waiting claim.
+	hookWaitSlack = 5 * time.Second
 )
+
+// ExitWake is what `hm hook claude Stop --wait` exits with when it
+// carries messages on stderr: Claude Code wakes the session with them
+// (asyncRewake).
+const ExitWake = 2
 
 // runHook is `hm hook <cli> <event>`, the command a CLI's hooks run
 // (docs/protocol.md §14). It reads the hook's JSON input on stdin, takes
 // from the hub what the event calls for in one round trip (receipts for the
 // prompt's [hm:<id>] markers, the messages queued for the pane and not yet
 // being typed, the session context), prints the CLI's JSON answer and tells
-// the hub which messages it printed. It always exits 0, and prints nothing
-// when there is nothing to say or anything fails (the hub is down, the
-// input is not JSON, …): a hook must never block the agent.
+// the hub which messages it printed. It exits 0, and prints nothing when
+// there is nothing to say or anything fails (the hub is down, the input is
+// not JSON, …): a hook must never block the agent. The one exception is
+// Claude Code's asyncRewake Stop hook (--wait): it runs in the background,
+// waits for the next message, and exits 2 with it on stderr, which wakes
+// the idle session.
 func runHook(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("hook", env)
 	root := rootFlag(fs)
 	port := portFlag(fs)
+	wait := fs.Duration("wait", 0, "Claude Code's asyncRewake Stop hook: wait up to this long for a message, and wake the idle session with it (exit 2)")
 	pos, err := parseArgs(fs, args)
 	if err == nil && len(pos) != 2 {
 		err = fmt.Errorf("want a CLI and an event")
@@ -47,6 +59,9 @@ func runHook(ctx context.Context, env Env, args []string) int {
 		return ExitOK // never a hook failure (exit 2 would block the agent)
 	}
 	ev, err := hook.Lookup(pos[0], pos[1])
+	if err == nil && *wait > 0 {
+		ev, err = ev.Waiting()
+	}
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "hm hook:", err)
 		return ExitOK
@@ -59,7 +74,7 @@ func runHook(ctx context.Context, env Env, args []string) int {
 	if err != nil {
 		return ExitOK // not a CLI's hook input
 	}
-	if ev.Kind == hook.Stop && in.StopHookActive {
+	if ev.Kind == hook.Stop && in.StopHookActive && *wait == 0 {
 		// The agent already goes on because a stop hook said so: no second
 		// block (no loop); what waits is typed once it is idle.
 		return ExitOK
@@ -72,9 +87,9 @@ func runHook(ctx context.Context, env Env, args []string) int {
 	if ev.Kind == hook.Prompt {
 		receipts = in.Receipts()
 	}
-	cctx, cancel := context.WithTimeout(ctx, hookClaimTimeout)
+	cctx, cancel := context.WithTimeout(ctx, hookClaimTimeout+*wait+min(*wait, hookWaitSlack))
 	defer cancel()
-	cl, res, err := hookClaim(cctx, cfg, ev, ev.State(in), receipts)
+	cl, res, err := hookClaim(cctx, cfg, ev, ev.State(in), receipts, *wait)
 	if err != nil {
 		return ExitOK
 	}
@@ -84,13 +99,22 @@ func runHook(ctx context.Context, env Env, args []string) int {
 		doc = handoffDoc(cfg.layout)
 	}
 	out := hook.Compose(ev, res, doc)
+	// Wake speaks on stderr with exit 2 (what wakes the session); the
+	// other events answer in JSON on stdout with exit 0.
+	w, exit := env.Stdout, ExitOK
+	if ev.Kind == hook.Wake {
+		w, exit = env.Stderr, ExitWake
+	}
 	if b := hook.Output(ev, out.Text); len(b) > 0 {
-		if _, err := env.Stdout.Write(b); err != nil {
+		if _, err := w.Write(b); err != nil {
 			return ExitOK // not printed: the claim-ack is not sent, the hub gives them back
 		}
 	}
+	if len(out.Emitted) == 0 {
+		exit = ExitOK
+	}
 	if len(res.Messages) == 0 {
-		return ExitOK
+		return exit
 	}
 	// Only now that the output is out: the hub records what it carried
 	// (delivered.context) and gives the rest back to the pane.
@@ -98,14 +122,14 @@ func runHook(ctx context.Context, env Env, args []string) int {
 	defer cancel2()
 	payload, _ := json.Marshal(proto.ClaimAck{MessageIDs: out.Emitted})
 	_ = cl.Request(actx, proto.Frame{Type: proto.TypeClaimAck, RequestID: "hook-ack", Payload: payload}, proto.TypeResponse, nil)
-	return ExitOK
+	return exit
 }
 
 // hookClaim connects to the hub and, in one round trip, registers as the
 // pane's role, sends the receipts and claims what the event calls for,
 // telling the pane's state the event implies (state, "" for none). It
 // returns the connection and the hub's answer to the claim.
-func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, state string, receipts []string) (*client.Client, proto.ClaimResult, error) {
+func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, state string, receipts []string, wait time.Duration) (*client.Client, proto.ClaimResult, error) {
 	var res proto.ClaimResult
 	dctx, cancel := context.WithTimeout(ctx, hookDialTimeout)
 	cl, err := client.Dial(dctx, cfg.url())
@@ -113,7 +137,7 @@ func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, state strin
 	if err != nil {
 		return nil, res, err
 	}
-	req := proto.ClaimRequest{Session: ev.Kind == hook.SessionStart, Hook: ev.String(), State: state}
+	req := proto.ClaimRequest{Session: ev.Kind == hook.SessionStart, Hook: ev.String(), State: state, WaitMs: wait.Milliseconds()}
 	if ev.Kind == hook.Notification {
 		req.Max = -1 // it tells the state; nothing can join the agent's context now
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -71,9 +72,15 @@ func (hh *hookHub) env() map[string]string {
 // vars, and returns its exit code, stdout and stderr.
 func runHookWith(t testing.TB, vars map[string]string, input []byte, cli, event string) (int, string, string) {
 	t.Helper()
+	return runHookArgs(t, vars, input, cli, event)
+}
+
+// runHookArgs runs `hm hook args...` as runHookWith does.
+func runHookArgs(t testing.TB, vars map[string]string, input []byte, args ...string) (int, string, string) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	env := Env{Stdin: bytes.NewReader(input), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return vars[k] }}
-	code := MainContext(context.Background(), []string{"hook", cli, event}, env)
+	code := MainContext(context.Background(), append([]string{"hook"}, args...), env)
 	return code, out.String(), errb.String()
 }
 
@@ -390,7 +397,8 @@ func fakeAgentBin(t testing.TB) string {
 
 // TestHookRacesTyping: builder's pane types into a fake agent CLI while
 // hooks of that CLI (prompt submits, tool calls, stops, from three
-// goroutines at once) claim from the same queue. Every message reaches the
+// goroutines at once, and Claude's asyncRewake Stop hook waiting in a
+// fourth) claim from the same queue. Every message reaches the
 // agent exactly once: in the fake agent's prompt log or in one hook's
 // output, never both, never neither, and the ledger says which.
 func TestHookRacesTyping(t *testing.T) {
@@ -407,7 +415,7 @@ func TestHookRacesTyping(t *testing.T) {
 	ids := []string{"session-" + strconv.Itoa(hh.Session) + "-builder"}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var outputs []string
+	var outputs, woken []string
 	stop := make(chan struct{})
 	events := [][2]string{{"claude", "UserPromptSubmit"}, {"claude", "PostToolUse"}, {"codex", "Stop"}, {"gemini", "AfterTool"}}
 	for g := range 3 {
@@ -431,6 +439,26 @@ func TestHookRacesTyping(t *testing.T) {
 			}
 		})
 	}
+	// Claude's asyncRewake Stop hook waits beside them, as it does in the
+	// background of an idle session: what it takes is on its stderr.
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(250 * time.Millisecond): // the agent works a while between stops
+			}
+			code, out, errs := runHookArgs(t, hh.env(), []byte(`{"stop_hook_active":false}`), "claude", "Stop", "--wait", "300ms")
+			switch {
+			case out != "" || (code == ExitWake) != (errs != ""):
+				t.Errorf("hm hook claude Stop --wait: exit %d, stdout %q, stderr %q", code, out, errs)
+			case code == ExitWake:
+				mu.Lock()
+				woken = append(woken, errs)
+				mu.Unlock()
+			}
+		}
+	})
 	for i := range n {
 		id := fmt.Sprintf("race-%02d", i)
 		ids = append(ids, id)
@@ -471,6 +499,12 @@ func TestHookRacesTyping(t *testing.T) {
 			hooked[m[1]] = true
 		}
 	}
+	for _, text := range woken {
+		for _, m := range markerRE.FindAllStringSubmatch(text, -1) {
+			count[m[1]]++
+			hooked[m[1]] = true
+		}
+	}
 	ps, err := promptlog.Read(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -493,7 +527,7 @@ func TestHookRacesTyping(t *testing.T) {
 			byHook++
 		}
 	}
-	t.Logf("%d of %d messages by hook, %d typed; %d hook outputs", byHook, len(ids), len(ids)-byHook, len(outputs))
+	t.Logf("%d of %d messages by hook, %d typed; %d hook outputs, %d wakes", byHook, len(ids), len(ids)-byHook, len(outputs), len(woken))
 }
 
 // TestHookLiveness: the state each hook event tells reaches the pane, and
@@ -547,4 +581,109 @@ func TestHookLiveness(t *testing.T) {
 			t.Fatalf("after %s %s: hm status shows no builder %s:\n%s", s.cli, s.event, s.want, out.String())
 		}
 	}
+}
+
+// TestHookWake: `hm hook claude Stop --wait D`, Claude Code's asyncRewake
+// Stop hook, waits in the background for the next message queued for its
+// pane and exits 2 with it on stderr (which wakes the idle session); the
+// ledger records it delivered.context by "claude Stop --wait". It exits 0
+// with nothing printed when nothing comes, when the agent is at work again
+// (a prompt hook), when the hub is down, and for CLIs without such a hook.
+func TestHookWake(t *testing.T) {
+	t.Parallel()
+	hh := startHookHub(t, neverReady)
+	arch := hh.sender(t, "architect")
+	hh.drain(t) // the session's first message
+	stop := []byte(`{"hook_event_name":"Stop","stop_hook_active":false}`)
+
+	type result struct {
+		code     int
+		out, err string
+	}
+	wait := func(args ...string) <-chan result {
+		ch := make(chan result, 1)
+		go func() {
+			code, out, errs := runHookArgs(t, hh.env(), stop, args...)
+			ch <- result{code, out, errs}
+		}()
+		return ch
+	}
+	got := func(ch <-chan result) result {
+		t.Helper()
+		select {
+		case r := <-ch:
+			return r
+		case <-time.After(30 * time.Second):
+			t.Fatal("hm hook claude Stop --wait did not end")
+		}
+		return result{}
+	}
+
+	t.Run("MessageWakes", func(t *testing.T) {
+		ch := wait("claude", "Stop", "--wait", "20s")
+		sendTo(t, arch, "builder", "wake-1", "(ARCH #9): are you there?")
+		r := got(ch)
+		if r.code != ExitWake || r.out != "" || !strings.Contains(r.err, "arrived while you were idle") ||
+			!strings.Contains(r.err, "(ARCH #9): are you there?") || !strings.Contains(r.err, "[hm:wake-1]") {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and the message on stderr", r.code, r.out, r.err)
+		}
+		m := hh.row(t, "wake-1")
+		if m.Status != status.Routed || m.AckStatus != status.DeliveredContext {
+			t.Errorf("wake-1: %s/%s, want routed/delivered.context", m.Status, m.AckStatus)
+		}
+		evs, err := hh.Ledger.Events(context.Background(), "wake-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := evs[len(evs)-1]; last.Event != status.EventContext || !strings.Contains(string(last.Detail), `"hook":"claude Stop --wait"`) {
+			t.Errorf("last event %s %s, want context by claude Stop --wait", last.Event, last.Detail)
+		}
+	})
+	t.Run("NothingComes", func(t *testing.T) {
+		if r := got(wait("claude", "Stop", "--wait", "200ms")); r.code != ExitOK || r.out != "" || r.err != "" {
+			t.Errorf("exit %d, stdout %q, stderr %q; want 0 and nothing", r.code, r.out, r.err)
+		}
+	})
+	t.Run("PromptReleases", func(t *testing.T) {
+		ch := wait("claude", "Stop", "--wait", "10m")
+		var r result
+		poll.For(t, 20*time.Second, func() error {
+			hh.hook(t, "claude", "UserPromptSubmit", []byte(`{"prompt":"back to work"}`))
+			select {
+			case r = <-ch:
+				return nil
+			case <-time.After(100 * time.Millisecond):
+				return errors.New("the waiting hook is still waiting after a prompt")
+			}
+		})
+		if r.code != ExitOK || r.out != "" || r.err != "" {
+			t.Errorf("exit %d, stdout %q, stderr %q; want 0 and nothing", r.code, r.out, r.err)
+		}
+		sendTo(t, arch, "builder", "wake-2", "for the pane")
+		if m := hh.row(t, "wake-2"); m.Status != status.Brokered {
+			t.Errorf("wake-2: %s/%s, want still queued for the pane", m.Status, m.AckStatus)
+		}
+		hh.drain(t)
+	})
+	t.Run("NotWhereNoAsyncRewake", func(t *testing.T) {
+		for _, args := range [][]string{{"codex", "Stop", "--wait", "1s"}, {"gemini", "AfterAgent", "--wait", "1s"}, {"claude", "UserPromptSubmit", "--wait", "1s"}} {
+			r := got(wait(args...))
+			if r.code != ExitOK || r.out != "" || !strings.Contains(r.err, "--wait is for Claude Code's Stop hook") {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want 0 and one line naming the rule", args, r.code, r.out, r.err)
+			}
+		}
+	})
+	t.Run("HubDown", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+		l.Close()
+		env := hh.env()
+		env["HM_PORT"] = closed
+		if code, out, errs := runHookArgs(t, env, stop, "claude", "Stop", "--wait", "10m"); code != ExitOK || out != "" || errs != "" {
+			t.Errorf("exit %d, stdout %q, stderr %q; want 0 and nothing", code, out, errs)
+		}
+	})
 }

@@ -16,7 +16,7 @@ import (
 const uiSynopsis = "hm ui [--root D] [--port N] [--json]"
 
 // runUI: `hm ui` asks the running hub for a one-time login code and
-// prints the cockpit's login URL (docs/protocol.md §16).
+// prints the cockpit's login URL (docs/protocol.md §17).
 func runUI(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("ui", env)
 	root := rootFlag(fs)

@@ -9,7 +9,7 @@ import (
 	"hm/internal/hub"
 )
 
-const upSynopsis = "hm up [--root D] [--port N] [--no-panes] [--allow-anonymous] [--rate-limit N] [--durable]"
+const upSynopsis = "hm up [--root D] [--port N] [--no-panes] [--allow-anonymous] [--rate-limit N] [--durable] [--pprof]"
 
 func runUp(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("up", env)
@@ -19,6 +19,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	anon := fs.Bool("allow-anonymous", false, "trust the declared role of clients that send no token")
 	rate := fs.Float64("rate-limit", 200, "frames per second per connection (0 turns the limit off)")
 	durable := fs.Bool("durable", false, "synchronous=FULL for the ledger")
+	pprof := fs.Bool("pprof", false, "serve Go profiles at /debug/pprof/ on the hub's port, to the operator token only (also settings.json \"pprof\": true)")
 	verbose := fs.Bool("verbose", false, "debug logging")
 	pos, err := parseArgs(fs, args)
 	if err != nil || len(pos) > 0 {
@@ -55,7 +56,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	))
 	err = hub.Run(ctx, hub.Options{
 		Layout: lay, Port: *port, NoPanes: *noPanes, AllowAnonymous: *anon,
-		RateLimit: *rate, Durable: *durable, Logger: logger, Getenv: env.Getenv,
+		RateLimit: *rate, Durable: *durable, Pprof: *pprof, Logger: logger, Getenv: env.Getenv,
 		Ready: func(h *hub.Hub) {
 			fmt.Fprintf(env.Stderr, "hm: hub listening on %s (session %d, root %s); Ctrl-C stops it\n", h.URL(), h.Session, h.Layout.Root)
 		},

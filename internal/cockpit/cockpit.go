@@ -4,7 +4,7 @@
 // for the logged-in browser, and a few read-only JSON endpoints. It knows
 // nothing of the hub: the hub hands it what it needs in Deps.
 //
-// Routes (docs/protocol.md §16):
+// Routes (docs/protocol.md §17):
 //
 //	POST /ui/code              operator token -> one-time login code and URL
 //	GET  /ui/login?code=C      code -> session cookie, 303 to /ui/

@@ -114,6 +114,8 @@ func intro(k Kind, n int, role string) string {
 		return "hm: " + what + " for " + who + " arrived; handle " + them + " before you stop:"
 	case Tool:
 		return "hm: " + what + " for " + who + " arrived while you work:"
+	case Wake:
+		return "hm: " + what + " for " + who + " arrived while you were idle; handle " + them + ":"
 	}
 	return "hm: " + what + " for " + who + " from your team:"
 }

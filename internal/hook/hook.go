@@ -36,6 +36,11 @@ const (
 	// it asks for a permission, or it sits idle at its prompt. hm takes
 	// nothing then; the event tells the pane's state (Event.State).
 	Notification
+	// Wake: Claude Code's asyncRewake Stop hook (`hm hook claude Stop
+	// --wait`), run in the background when the agent stops: it waits for
+	// the next message queued for the pane and wakes the idle session
+	// with it (exit 2, the message on stderr).
+	Wake
 )
 
 // CLIs lists the CLIs whose hooks hm speaks.
@@ -56,8 +61,25 @@ type Event struct {
 	Kind Kind
 }
 
-// String is how the ledger names the hook: "claude UserPromptSubmit".
-func (e Event) String() string { return e.CLI + " " + e.Name }
+// String is how the ledger names the hook: "claude UserPromptSubmit",
+// "claude Stop --wait".
+func (e Event) String() string {
+	if e.Kind == Wake {
+		return e.CLI + " " + e.Name + " --wait"
+	}
+	return e.CLI + " " + e.Name
+}
+
+// Waiting is e run as an asyncRewake hook (Wake). Only Claude Code's Stop
+// has one: its background hooks that exit 2 wake the session with their
+// stderr; Codex and Gemini have no such hook.
+func (e Event) Waiting() (Event, error) {
+	if e.CLI != "claude" || e.Kind != Stop {
+		return Event{}, fmt.Errorf("--wait is for Claude Code's Stop hook (asyncRewake), not %s", e)
+	}
+	e.Kind = Wake
+	return e, nil
+}
 
 // Lookup finds cli's event name (both case-insensitive).
 func Lookup(cli, name string) (Event, error) {
@@ -120,6 +142,8 @@ func (e Event) State(in Input) string {
 		return StateBusy
 	case Stop:
 		return StateReady
+	case Wake:
+		return "" // the Stop hook that runs beside it tells it
 	case Notification:
 	default:
 		return ""
@@ -175,10 +199,14 @@ func (in Input) Receipts() []string { return ReceiptIDs([]byte(in.Prompt)) }
 
 // Output is e's JSON answer carrying text into the agent: additional
 // context for most events, a blocked stop whose reason is text for Stop.
-// Empty text has no answer (nil): the hook prints nothing.
+// Empty text has no answer (nil): the hook prints nothing. Wake answers
+// with the text itself, for stderr (and exit 2).
 func Output(e Event, text string) []byte {
 	if text == "" {
 		return nil
+	}
+	if e.Kind == Wake {
+		return []byte(text + "\n")
 	}
 	var v any
 	switch {

@@ -216,3 +216,41 @@ func TestComposeManySmall(t *testing.T) {
 		t.Errorf("emitted %d messages", len(got.Emitted))
 	}
 }
+
+// TestWaiting: only Claude Code's Stop has an asyncRewake form; it names
+// itself "--wait" in the ledger, tells no state (the Stop hook beside it
+// does), and answers with the plain text for stderr.
+func TestWaiting(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		cli, event string
+		ok         bool
+	}{
+		{"claude", "Stop", true},
+		{"claude", "UserPromptSubmit", false},
+		{"codex", "Stop", false},
+		{"gemini", "AfterAgent", false},
+	} {
+		ev, err := Lookup(tt.cli, tt.event)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := ev.Waiting()
+		if (err == nil) != tt.ok {
+			t.Errorf("%s %s: Waiting error %v, want ok %v", tt.cli, tt.event, err, tt.ok)
+			continue
+		}
+		if !tt.ok {
+			continue
+		}
+		if w.Kind != Wake || w.String() != "claude Stop --wait" || w.State(Input{}) != "" {
+			t.Errorf("waiting %+v: kind %v, name %q, state %q", w, w.Kind, w.String(), w.State(Input{}))
+		}
+		if got := string(Output(w, "hm: 1 message")); got != "hm: 1 message\n" {
+			t.Errorf("output %q, want the text and a newline", got)
+		}
+		if Output(w, "") != nil {
+			t.Error("empty text has an output")
+		}
+	}
+}

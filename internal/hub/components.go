@@ -56,7 +56,8 @@ func (h *Hub) startComponents(ctx context.Context, deps *broker.Deps) error {
 }
 
 // mountEndpoints adds the components' HTTP endpoints: /attach/<pane>,
-// /status and the web cockpit under /ui/.
+// /status, the web cockpit under /ui/ and /debug/pprof/ (404 unless
+// profiling is on).
 func (h *Hub) mountEndpoints(ctx context.Context, mux *http.ServeMux) {
 	// Mounted even without panes, so that /attach/<x> gets a clear 404.
 	mux.Handle("/attach/", agent.AttachHandlerContext(ctx, h.lookupPane, h.authorizeAttach, h.log.With("component", "attach")))
@@ -64,6 +65,7 @@ func (h *Hub) mountEndpoints(ctx context.Context, mux *http.ServeMux) {
 	ui := h.cockpitHandler(ctx)
 	mux.Handle("/ui/", ui)
 	mux.Handle("/ui", ui)
+	mux.Handle("/debug/pprof/", h.pprofHandler())
 }
 
 func (h *Hub) lookupPane(name string) (*agent.Pane, bool) {

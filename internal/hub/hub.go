@@ -38,7 +38,10 @@ type Options struct {
 	AllowAnonymous bool
 	RateLimit      float64 // frames/s per connection; 0 = off
 	Durable        bool
-	Logger         *slog.Logger
+	// Pprof serves net/http/pprof at /debug/pprof/ on the loopback
+	// listener, to the operator token only (also settings.json "pprof").
+	Pprof  bool
+	Logger *slog.Logger
 	// Ready, if set, is called once the hub is listening.
 	Ready func(h *Hub)
 	// Getenv overrides os.Getenv (tests).

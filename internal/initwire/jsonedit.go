@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/tailscale/hujson"
@@ -100,6 +101,10 @@ func render(v any, ind, unit, nl string, compact bool) string {
 		enc.SetEscapeHTML(false)
 		_ = enc.Encode(v) // a string always encodes
 		return strings.TrimSuffix(b.String(), "\n")
+	case bool:
+		return strconv.FormatBool(v)
+	case int:
+		return strconv.Itoa(v)
 	case []any:
 		parts := make([]string, len(v))
 		scalars := true
@@ -315,31 +320,12 @@ func (d *jsonDoc) setMCPServer(key string) (bool, error) {
 	return true, nil
 }
 
-// hookSpec is one hook hm wires: the CLI's event, an optional matcher and,
-// for Gemini, a name.
-type hookSpec struct {
-	event, matcher, name, command string
-}
-
-// group is the hook group hm adds for s.
-func (s hookSpec) group() obj {
-	var g, h obj
-	if s.matcher != "" {
-		g = append(g, field{"matcher", s.matcher})
-	}
-	if s.name != "" {
-		h = append(h, field{"name", s.name})
-	}
-	h = append(h, field{"type", "command"}, field{"command", s.command})
-	return append(g, field{"hooks", []any{h}})
-}
-
-// setHooks adds each spec to hooks.<event> as a group of its own, unless a
-// group of that event already runs the same hm command, and removes
-// handlers that run `hm receipt` (`hm hook` records receipts now). Other
-// groups and handlers are not touched. It returns the events it added and
-// how many handlers it removed.
-func (d *jsonDoc) setHooks(specs []hookSpec) (added []string, removed int, err error) {
+// setHooks adds each hook to hooks.<event> as a group of its own, unless a
+// group of that event already runs the same hm command (Hook.Runs), and
+// removes handlers that run `hm receipt` (`hm hook` records receipts now).
+// Other groups and handlers are not touched. It returns the hooks it added
+// (Hook.String) and how many handlers it removed.
+func (d *jsonDoc) setHooks(specs []Hook) (added []string, removed int, err error) {
 	root := d.root.Value.(*hujson.Object)
 	hm, err := d.lookup(root, "hooks", '{', "hooks")
 	if err != nil {
@@ -347,34 +333,40 @@ func (d *jsonDoc) setHooks(specs []hookSpec) (added []string, removed int, err e
 	}
 	if hm == nil {
 		var all obj
+		byEvent := map[string]int{} // index in all
 		for _, s := range specs {
-			all = append(all, field{s.event, []any{s.group()}})
-			added = append(added, s.event)
+			if i, ok := byEvent[s.Event]; ok {
+				all[i].v = append(all[i].v.([]any), s.group())
+			} else {
+				byEvent[s.Event] = len(all)
+				all = append(all, field{s.Event, []any{s.group()}})
+			}
+			added = append(added, s.String())
 		}
 		d.addMember(root, 0, "hooks", all, false)
 		return added, 0, nil
 	}
 	keep := map[string]bool{}
 	for _, s := range specs {
-		keep[s.event] = true
+		keep[s.Event] = true
 	}
 	if removed, err = d.removeReceiptHooks(&hm.Value, keep); err != nil {
 		return nil, 0, err
 	}
 	hooks := hm.Value.Value.(*hujson.Object)
 	for _, s := range specs {
-		em, err := d.lookup(hooks, s.event, '[', "hooks."+s.event)
+		em, err := d.lookup(hooks, s.Event, '[', "hooks."+s.Event)
 		switch {
 		case err != nil:
 			return nil, 0, err
 		case em == nil:
-			d.addMember(hooks, 1, s.event, []any{s.group()}, objOneLine(root))
-		case hasHook(decode(em.Value), func(cmd string) bool { return isHMCommand(cmd, strings.Fields(s.command)[1:]...) }):
+			d.addMember(hooks, 1, s.Event, []any{s.group()}, objOneLine(root))
+		case hasHook(decode(em.Value), s.Runs):
 			continue
 		default:
 			d.addElem(em.Value.Value.(*hujson.Array), 2, s.group(), objOneLine(hooks))
 		}
-		added = append(added, s.event)
+		added = append(added, s.String())
 	}
 	return added, removed, nil
 }

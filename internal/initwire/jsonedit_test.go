@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-var claudeSpecs = hookSpecs("claude")
+var claudeSpecs = Hooks("claude")
 
 // edit runs the MCP and hook edits on in, as hm init does for Gemini.
 func editJSON(in string) (string, error) {

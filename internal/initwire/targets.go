@@ -8,41 +8,6 @@ import (
 // Agents are the CLIs hm init wires, in the order it wires them.
 var Agents = []string{"claude", "codex", "gemini"}
 
-// events are the hook events hm wires for each CLI, spelled as the CLI
-// spells them; `hm hook <cli> <event>` handles each.
-var events = map[string][]string{
-	// Claude Code: context at start (and after /clear, /compact), receipt
-	// and delivery on each prompt and between tool calls, and a last look
-	// before the turn ends.
-	// Notification says when it asks its person for a permission
-	// (the pane's state, waiting_for_human).
-	"claude": {"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "Notification"},
-	// Codex: the same four events, with Claude's payloads (.codex/hooks.json).
-	"codex": {"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"},
-	// Gemini CLI: its names for the same moments, and its Notification
-	// (a tool permission asked of the person).
-	"gemini": {"SessionStart", "BeforeAgent", "AfterTool", "AfterAgent", "Notification"},
-}
-
-// toolEvents fire per tool call; Claude Code and Gemini CLI document "*"
-// as the matcher for every tool (Codex matches every tool without one).
-var toolEvents = map[string]bool{"PostToolUse": true, "AfterTool": true}
-
-func hookSpecs(agent string) []hookSpec {
-	var specs []hookSpec
-	for _, ev := range events[agent] {
-		s := hookSpec{event: ev, command: fmt.Sprintf("hm hook %s %s", agent, ev)}
-		if toolEvents[ev] && agent != "codex" {
-			s.matcher = "*"
-		}
-		if agent == "gemini" {
-			s.name = "hm-" + ev // what /hooks enable|disable takes
-		}
-		specs = append(specs, s)
-	}
-	return specs
-}
-
 // target is one change hm init makes to one file: apply returns the new
 // content and a note saying what changed ("" and data itself when nothing
 // did). hint is what the person has to do once after such a change.
@@ -64,7 +29,7 @@ func targets(agent string) []target {
 		}
 	}
 	hooks := func(d *jsonDoc) (string, error) {
-		added, removed, err := d.setHooks(hookSpecs(agent))
+		added, removed, err := d.setHooks(Hooks(agent))
 		var notes []string
 		if len(added) > 0 {
 			notes = append(notes, "hooks "+strings.Join(added, ", "))

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"hm/internal/initwire"
 )
 
 // MCPCommand and MCPArgs are how a CLI starts hm's MCP server: the same as
@@ -19,9 +21,6 @@ const MCPCommand = "hm"
 
 // MCPArgs are the MCP server's arguments.
 var MCPArgs = []string{"mcp"}
-
-// claudeEvents are the Claude Code hook events hm wires (as hm init does).
-var claudeEvents = []string{"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"}
 
 // Files are the files a rewritten Claude command names.
 type Files struct {
@@ -38,13 +37,18 @@ func WriteFiles(dir string) (Files, error) {
 		return Files{}, err
 	}
 	mcpDoc := map[string]any{"mcpServers": map[string]any{"hm": map[string]any{"command": MCPCommand, "args": MCPArgs}}}
-	hooks := map[string]any{}
-	for _, ev := range claudeEvents {
-		group := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "hm hook claude " + ev}}}
-		if ev == "PostToolUse" {
-			group["matcher"] = "*"
+	// The hooks hm init wires, in the same shape.
+	hooks := map[string][]any{}
+	for _, h := range initwire.Hooks("claude") {
+		handler := map[string]any{"type": "command", "command": h.Command}
+		if h.AsyncRewake {
+			handler["asyncRewake"], handler["timeout"] = true, h.Timeout
 		}
-		hooks[ev] = []any{group}
+		group := map[string]any{"hooks": []any{handler}}
+		if h.Matcher != "" {
+			group["matcher"] = h.Matcher
+		}
+		hooks[h.Event] = append(hooks[h.Event], group)
 	}
 	f := Files{ClaudeMCP: filepath.Join(dir, "claude-mcp.json"), ClaudeSettings: filepath.Join(dir, "claude-settings.json")}
 	for path, doc := range map[string]any{f.ClaudeMCP: mcpDoc, f.ClaudeSettings: map[string]any{"hooks": hooks}} {

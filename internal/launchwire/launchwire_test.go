@@ -125,7 +125,11 @@ func TestWriteFiles(t *testing.T) {
 	var s struct {
 		Hooks map[string][]struct {
 			Matcher string `json:"matcher"`
-			Hooks   []struct{ Type, Command string }
+			Hooks   []struct {
+				Type, Command string
+				AsyncRewake   bool `json:"asyncRewake"`
+				Timeout       int  `json:"timeout"`
+			}
 		} `json:"hooks"`
 	}
 	for path, v := range map[string]any{f.ClaudeMCP: &m, f.ClaudeSettings: &s} {
@@ -141,8 +145,14 @@ func TestWriteFiles(t *testing.T) {
 	if hm := m.MCPServers["hm"]; hm.Command != "hm" || !reflect.DeepEqual(hm.Args, []string{"mcp"}) {
 		t.Errorf("mcp config: %+v", m)
 	}
-	if len(s.Hooks) != 4 || s.Hooks["Stop"][0].Hooks[0].Command != "hm hook claude Stop" || s.Hooks["PostToolUse"][0].Matcher != "*" {
+	// What hm init wires for Claude Code: five events, Stop twice (the
+	// plain hook, and the waiting one in the background).
+	stop := s.Hooks["Stop"]
+	if len(s.Hooks) != 5 || len(stop) != 2 || stop[0].Hooks[0].Command != "hm hook claude Stop" || s.Hooks["PostToolUse"][0].Matcher != "*" ||
+		s.Hooks["Notification"][0].Hooks[0].Command != "hm hook claude Notification" {
 		t.Errorf("settings hooks: %+v", s)
+	} else if w := stop[1].Hooks[0]; !strings.HasPrefix(w.Command, "hm hook claude Stop --wait ") || !w.AsyncRewake || w.Timeout <= 0 {
+		t.Errorf("the waiting Stop hook: %+v, want hm hook claude Stop --wait D, asyncRewake, a timeout", w)
 	}
 	if _, err := WriteFiles(dir); err != nil { // again: replaced in place
 		t.Fatal(err)

@@ -30,6 +30,9 @@ type metric struct {
 	ok func(v float64, floors map[string]float64) bool
 	// floor names this value as a floor others refer to.
 	floor string
+	// vs names a floor to print this value's ratio to, labelled vsLabel
+	// (e.g. "0.25× JetStream's 50,662"), beside the measured value.
+	vs, vsLabel string
 }
 
 // bench is one benchmark run. name is the benchmark's full name
@@ -48,6 +51,22 @@ func lt(limit float64) func(float64, map[string]float64) bool {
 
 func ge(limit float64) func(float64, map[string]float64) bool {
 	return func(v float64, _ map[string]float64) bool { return v >= limit }
+}
+
+// times is a goal relative to a floor measured earlier in the run: v ≤
+// k × floor (or v ≥ k × floor with atLeast). It fails when that floor was
+// not measured.
+func times(floor string, k float64, atLeast bool) func(float64, map[string]float64) bool {
+	return func(v float64, f map[string]float64) bool {
+		ref := f[floor]
+		if ref <= 0 {
+			return false
+		}
+		if atLeast {
+			return v >= k*ref
+		}
+		return v <= k*ref
+	}
 }
 
 func benches(quick bool) []bench {
@@ -81,7 +100,7 @@ func benches(quick bool) []bench {
 			{issue: "#2", what: "messages lost (not ACKed ok, missing or duplicated)", unit: "lost", goal: "0", ok: lt(0.5)},
 		}},
 		{pkg: "./broker", name: "BenchmarkSessionMemory1M", benchtime: "1x", count: 1, metrics: []metric{
-			{issue: "#13", what: "resident set after 1M messages in one session (a listener acknowledging each)", unit: "rss-MiB", goal: "< 64 MB", ok: lt(64e6 / (1 << 20))},
+			{issue: "#13, #18", what: "resident set after 1M messages in one session (a listener acknowledging each)", unit: "rss-MiB", goal: "< 64 MB", ok: lt(64e6 / (1 << 20))},
 			{issue: "#13", what: "heap in use after those 1M messages", unit: "heap-MiB", goal: "reported"},
 			{issue: "#13", what: "per-listener delivered set after those 1M messages", unit: "delivered-set", goal: "bounded (≤ 8192)", ok: lt(8193)},
 		}},
@@ -177,7 +196,62 @@ func benches(quick bool) []bench {
 			{issue: "#17", what: "the same: the renderer process's resident set, peak", unit: "renderer-rss-MB", goal: "reported"},
 			{issue: "floor", what: "the same browser's renderer on about:blank, resident set", unit: "blank-rss-MB"},
 		}},
-	}, hardCaseBenches(quick)...)
+	}, append(speedBenches(quick), hardCaseBenches(quick)...)...)
+}
+
+// speedBenches are issue #18's rows: hm with listeners that acknowledge
+// every message beside NATS JetStream (embedded nats-server, file store,
+// internal/jsbench) measured first in the same run with the same workload,
+// so that hm's goals are ratios to JetStream's numbers. CPU per message is
+// the benchmark process's CPU time (getrusage, user + system) over the run
+// divided by the messages: server and clients run in that one process, for
+// both systems. (#18's RSS after 1M messages is BenchmarkSessionMemory1M's
+// row above.)
+func speedBenches(quick bool) []bench {
+	n := func(full, q string) string {
+		if quick {
+			return q
+		}
+		return full
+	}
+	const js = "JetStream"
+	return []bench{
+		{pkg: "./journal", name: "BenchmarkRawCommitBatch64", benchtime: n("64000x", "12800x"), count: 3, metrics: []metric{
+			{issue: "floor", what: "raw SQLite commit, 64 INSERTs per transaction, cost per row", unit: "µs/row"},
+		}},
+		{pkg: "./internal/jsbench", name: "BenchmarkJetStreamLatency", benchtime: n("10000x", "2000x"), count: 3, metrics: []metric{
+			{issue: "#18", what: "NATS JetStream (embedded, file store): one publisher, serial Publish→PubAck, a consumer acking each, p50", unit: "p50-µs", floor: "js-p50"},
+			{issue: "#18", what: "NATS JetStream Publish→PubAck p99", unit: "p99-µs", floor: "js-p99"},
+			{issue: "#18", what: "NATS JetStream serial publish: process CPU (server + clients) per message", unit: "cpu-µs/msg", floor: "js-cpu-serial"},
+		}},
+		{pkg: "./internal/jsbench", name: "BenchmarkJetStreamThroughput/sync=default", benchtime: n("40000x", "8000x"), count: 3, metrics: []metric{
+			{issue: "#18", what: "NATS JetStream throughput, 4 async publishers (64 in flight) → 2 consumers acking each", unit: "msgs/s", floor: "js-tput"},
+			{issue: "#18", what: "NATS JetStream throughput: process CPU (server + clients) per message", unit: "cpu-µs/msg", floor: "js-cpu"},
+		}},
+		{pkg: "./internal/jsbench", name: "BenchmarkJetStreamThroughput/sync=always", benchtime: n("8000x", "2000x"), count: 3, metrics: []metric{
+			{issue: "#18", what: "NATS JetStream throughput with sync_interval: always (fsync before each PubAck)", unit: "msgs/s", floor: "js-tput-sync"},
+			{issue: "#18", what: "NATS JetStream sync_interval: always: process CPU per message", unit: "cpu-µs/msg", floor: "js-cpu-sync"},
+		}},
+		{pkg: "./broker", name: "BenchmarkAckedLatency", benchtime: n("10000x", "2000x"), count: 3, metrics: []metric{
+			{issue: "#18", what: "hm send→ACK, one sender, serial, a listener sending message-ack for each, p50", unit: "p50-µs",
+				goal: "≤ 2× JetStream's p50", ok: times("js-p50", 2, false), vs: "js-p50", vsLabel: js},
+			{issue: "#18", what: "hm send→ACK with an acking listener, p99", unit: "p99-µs", goal: "< 1 ms", ok: lt(1000), vs: "js-p99", vsLabel: js},
+			{issue: "#18", what: "hm serial send: process CPU (broker, ledger and clients) per message", unit: "cpu-µs/msg", goal: "reported", vs: "js-cpu-serial", vsLabel: js},
+		}},
+		{pkg: "./broker", name: "BenchmarkAckedThroughput/default", benchtime: n("40000x", "8000x"), count: 3, metrics: []metric{
+			{issue: "#18", what: "hm throughput, 4 pipelined senders (64 in flight) → 2 listeners sending message-ack for each", unit: "msgs/s",
+				goal: "≥ JetStream's", ok: times("js-tput", 1, true), vs: "js-tput", vsLabel: js},
+			{issue: "#18", what: "hm throughput: process CPU (broker, ledger and clients) per message", unit: "cpu-µs/msg",
+				goal: "≤ 2× JetStream's", ok: times("js-cpu", 2, false), vs: "js-cpu", vsLabel: js},
+			{issue: "#18", what: "hm throughput with acking listeners: messages lost (not ACKed ok, missing or duplicated)", unit: "lost", goal: "0", ok: lt(0.5)},
+		}},
+		{pkg: "./broker", name: "BenchmarkAckedThroughput/durable", benchtime: n("8000x", "2000x"), count: 3, metrics: []metric{
+			{issue: "#18", what: "hm --durable throughput (synchronous=FULL), 4 pipelined senders → 2 acking listeners", unit: "msgs/s",
+				goal: "≥ JetStream sync=always", ok: times("js-tput-sync", 1, true), vs: "js-tput-sync", vsLabel: js + " sync=always"},
+			{issue: "#18", what: "hm --durable throughput: process CPU per message", unit: "cpu-µs/msg", goal: "reported", vs: "js-cpu-sync", vsLabel: js + " sync=always"},
+			{issue: "#18", what: "hm --durable throughput: messages lost", unit: "lost", goal: "0", ok: lt(0.5)},
+		}},
+	}
 }
 
 // hardCaseBenches: the 100 mixed messages of TestHardCase, 20 at a time
@@ -293,16 +367,21 @@ func machine() string {
 
 func main() {
 	quick := flag.Bool("quick", false, "fewer iterations")
-	only := flag.String("only", "", "run only benchmarks whose name contains this")
+	only := flag.String("only", "", "run only benchmarks whose name matches this regular expression (e.g. 'JetStream|Acked' for #18's rows)")
 	out := flag.String("out", "docs/benchmarks.md", "where to save the table (empty: don't)")
 	flag.Parse()
+	onlyRE, err := regexp.Compile(*only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -only:", err)
+		os.Exit(2)
+	}
 	ctx := context.Background()
 	floors := map[string]float64{}
 	var rows []string
 	var failures []string
 	started := time.Now()
 	for _, b := range benches(*quick) {
-		if *only != "" && !strings.Contains(b.name, *only) {
+		if *only != "" && !onlyRE.MatchString(b.name) {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "running %s %s (-benchtime %s, %d runs)...\n", b.pkg, b.name, b.benchtime, b.count)
@@ -333,11 +412,18 @@ func main() {
 			default:
 				verdict = "**missed**"
 			}
-			spread := ""
+			var notes []string
 			if len(v) > 1 {
 				s := append([]float64(nil), v...)
 				sort.Float64s(s)
-				spread = fmt.Sprintf(" (runs: %s…%s)", format(s[0]), format(s[len(s)-1]))
+				notes = append(notes, fmt.Sprintf("runs: %s…%s", format(s[0]), format(s[len(s)-1])))
+			}
+			if ref := floors[m.vs]; m.vs != "" && ref > 0 {
+				notes = append(notes, fmt.Sprintf("%.2f× %s's %s", med/ref, m.vsLabel, format(ref)))
+			}
+			spread := ""
+			if len(notes) > 0 {
+				spread = " (" + strings.Join(notes, "; ") + ")"
 			}
 			rows = append(rows, fmt.Sprintf("| %s | %s | %s %s%s | %s | %s |", m.issue, m.what, format(med), m.unit, spread, m.goal, verdict))
 		}

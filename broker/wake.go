@@ -1,0 +1,124 @@
+// This file holds waiting claims (proto.ClaimRequest.WaitMs): Claude Code's
+// asyncRewake Stop hook (`hm hook claude Stop --wait`) runs in the
+// background once its agent stops, and asks the hub for the next message
+// queued for its role's pane; given one, it wakes the idle session with it.
+// A waiting claim takes what becomes claimable the moment the pane has it
+// (or it is given back), in the same race with the typing that every claim
+// runs: each message goes one way, exactly once (docs/protocol.md §14).
+
+package broker
+
+import (
+	"sync"
+	"time"
+
+	"hm/broker/proto"
+)
+
+// claimRecheck is how often a waiting claim looks again without being
+// woken: a safety net for a message that became claimable by a path that
+// does not wake it (the typing gave it back unstarted, …).
+const claimRecheck = time.Second
+
+// claimWaiters are the waiting claims, one per role.
+type claimWaiters struct {
+	mu     sync.Mutex
+	byRole map[string]*claimWaiter
+}
+
+// claimWaiter is one connection's waiting claim.
+type claimWaiter struct {
+	wake chan struct{}       // something may be claimable (buffered 1)
+	end  chan proto.Released // released without messages (buffered 1)
+}
+
+// add makes w role's waiting claim, releasing the one it supersedes.
+func (ws *claimWaiters) add(role string, w *claimWaiter) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.byRole == nil {
+		ws.byRole = map[string]*claimWaiter{}
+	}
+	if old := ws.byRole[role]; old != nil {
+		old.release(proto.ReleasedSuperseded)
+	}
+	ws.byRole[role] = w
+}
+
+// remove forgets w, if it is still role's waiting claim.
+func (ws *claimWaiters) remove(role string, w *claimWaiter) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.byRole[role] == w {
+		delete(ws.byRole, role)
+	}
+}
+
+// notify wakes role's waiting claim, if any.
+func (ws *claimWaiters) notify(role string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w := ws.byRole[role]; w != nil {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// releaseRole releases role's waiting claim with why, if any.
+func (ws *claimWaiters) releaseRole(role string, why proto.Released) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w := ws.byRole[role]; w != nil {
+		w.release(why)
+	}
+}
+
+func (w *claimWaiter) release(why proto.Released) {
+	select {
+	case w.end <- why:
+	default:
+	}
+}
+
+// waitClaim holds c's claim for role open until the role's pane has a
+// claimable message (claimed and held as any claim's), the claim is
+// released, wait passes, or the connection ends (no answer then). It runs
+// in its own goroutine, owned by c.
+func (c *conn) waitClaim(role, hook string, wait time.Duration, max int, pc PaneClaimer, res proto.ClaimResult, answer func(proto.ClaimResult)) {
+	w := &claimWaiter{wake: make(chan struct{}, 1), end: make(chan proto.Released, 1)}
+	ws := &c.b.wakers
+	ws.add(role, w)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer ws.remove(role, w)
+		deadline := time.NewTimer(wait)
+		defer deadline.Stop()
+		recheck := time.NewTicker(claimRecheck)
+		defer recheck.Stop()
+		for {
+			select {
+			case <-c.ctx.Done():
+				return
+			case why := <-w.end:
+				res.Released = why
+				answer(res)
+				return
+			case <-deadline.C:
+				res.Released = proto.ReleasedTimeout
+				answer(res)
+				return
+			case <-w.wake:
+			case <-recheck.C:
+			}
+			if got := pc.Claim(role, max); len(got) > 0 {
+				c.hold(role, hook, got)
+				res.Messages = claimedMessages(got)
+				answer(res)
+				return
+			}
+		}
+	}()
+}

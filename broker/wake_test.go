@@ -1,0 +1,152 @@
+package broker_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"hm/broker"
+	"hm/broker/proto"
+	"hm/internal/client"
+	"hm/internal/poll"
+)
+
+// waitingClaim sends a claim that waits up to wait, and returns where its
+// answer will arrive. The answer is read with a context of its own: a
+// cancelled read would close the connection.
+func waitingClaim(t *testing.T, c *client.Client, id string, wait time.Duration) <-chan proto.ClaimResult {
+	t.Helper()
+	payload, _ := json.Marshal(proto.ClaimRequest{Hook: "claude Stop --wait", WaitMs: wait.Milliseconds()})
+	if err := c.WriteJSON(ctxT(t), proto.Frame{Type: proto.TypeClaim, RequestID: id, Payload: payload}); err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan proto.ClaimResult, 1)
+	go func() {
+		defer close(out)
+		raw, err := c.Await(context.Background(), proto.TypeResponse, id, "")
+		if err != nil {
+			return // the connection ended: no answer
+		}
+		var resp struct {
+			Result proto.ClaimResult `json:"result"`
+		}
+		if json.Unmarshal(raw, &resp) == nil {
+			out <- resp.Result
+		}
+	}()
+	return out
+}
+
+func answerOf(t *testing.T, ch <-chan proto.ClaimResult) proto.ClaimResult {
+	t.Helper()
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			t.Fatal("the waiting claim's connection ended with no answer")
+		}
+		return r
+	case <-time.After(15 * time.Second):
+		t.Fatal("the waiting claim got no answer")
+	}
+	return proto.ClaimResult{}
+}
+
+// TestClaimWaits: a claim with waitMs (Claude Code's asyncRewake Stop hook)
+// takes the first message that becomes claimable for its role — queued
+// after it began to wait, queued before, or given back by another hook —
+// and is released empty, saying why, when it times out, a newer claim of
+// the role waits, or a hook reports the role busy. What a listener was
+// handed never wakes it.
+func TestClaimWaits(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// run starts builder's waiting claim(s) and what answers them; it
+		// returns the answer the test checks.
+		run          func(t *testing.T, h *harness, arch *client.Client) proto.ClaimResult
+		wantIDs      []string
+		wantReleased proto.Released
+	}{
+		{name: "MessageArrives", run: func(t *testing.T, h *harness, arch *client.Client) proto.ClaimResult {
+			ch := waitingClaim(t, h.as("builder", false), "w1", time.Minute)
+			send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "builder", Content: "wake up", MessageID: "m1"})
+			return answerOf(t, ch)
+		}, wantIDs: []string{"m1"}},
+		{name: "AlreadyQueued", run: func(t *testing.T, h *harness, arch *client.Client) proto.ClaimResult {
+			send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "builder", Content: "waiting", MessageID: "m1"})
+			return answerOf(t, waitingClaim(t, h.as("builder", false), "w1", time.Minute))
+		}, wantIDs: []string{"m1"}},
+		{name: "GivenBack", run: func(t *testing.T, h *harness, arch *client.Client) proto.ClaimResult {
+			send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "builder", Content: "taken", MessageID: "m1"})
+			other := h.as("builder", false)
+			if r := request[proto.ClaimResult](t, other, proto.TypeClaim, "c1", proto.ClaimRequest{}); !slices.Equal(messageIDs(r.Messages), []string{"m1"}) {
+				t.Fatalf("first claim %+v, want m1", r)
+			}
+			ch := waitingClaim(t, h.as("builder", false), "w1", time.Minute)
+			other.CloseNow() // gone without its claim-ack: m1 goes back
+			return answerOf(t, ch)
+		}, wantIDs: []string{"m1"}},
+		{name: "Timeout", run: func(t *testing.T, h *harness, arch *client.Client) proto.ClaimResult {
+			return answerOf(t, waitingClaim(t, h.as("builder", false), "w1", 100*time.Millisecond))
+		}, wantReleased: proto.ReleasedTimeout},
+		{name: "ListenerHasIt", run: func(t *testing.T, h *harness, arch *client.Client) proto.ClaimResult {
+			h.as("builder", true)
+			ch := waitingClaim(t, h.as("builder", false), "w1", 500*time.Millisecond)
+			send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "builder", Content: "heard", MessageID: "m1"})
+			return answerOf(t, ch)
+		}, wantReleased: proto.ReleasedTimeout},
+		{name: "Superseded", run: func(t *testing.T, h *harness, arch *client.Client) proto.ClaimResult {
+			first := waitingClaim(t, h.as("builder", false), "w1", time.Minute)
+			second := waitingClaim(t, h.as("builder", false), "w2", time.Minute)
+			r := answerOf(t, first)
+			send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "builder", Content: "for the newest", MessageID: "m1"})
+			if r2 := answerOf(t, second); !slices.Equal(messageIDs(r2.Messages), []string{"m1"}) {
+				t.Errorf("newer waiting claim %+v, want m1", r2)
+			}
+			return r
+		}, wantReleased: proto.ReleasedSuperseded},
+		{name: "Busy", run: func(t *testing.T, h *harness, arch *client.Client) proto.ClaimResult {
+			ch := waitingClaim(t, h.as("builder", false), "w1", time.Minute)
+			// Another role at work releases nothing of builder's.
+			request[proto.ClaimResult](t, h.as("oracle", false), proto.TypeClaim, "c0", proto.ClaimRequest{Max: -1, State: proto.PaneStateBusy})
+			request[proto.ClaimResult](t, h.as("builder", false), proto.TypeClaim, "c1", proto.ClaimRequest{Max: -1, State: proto.PaneStateBusy})
+			return answerOf(t, ch)
+		}, wantReleased: proto.ReleasedBusy},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, withQueuePanes(newQueuePanes()), func(c *broker.Config, _ *broker.Deps) { c.ClaimLease = time.Minute })
+			arch := h.as("architect", false)
+			r := tt.run(t, h, arch)
+			if got := messageIDs(r.Messages); !slices.Equal(got, tt.wantIDs) || r.Released != tt.wantReleased || r.Role != "builder" {
+				t.Errorf("answer %+v (messages %v), want messages %v released %q for builder", r, got, tt.wantIDs, tt.wantReleased)
+			}
+		})
+	}
+}
+
+// TestClaimWaitEndsWithConnection: a waiting claim whose connection ends
+// is forgotten (goleak checks its goroutine), and takes nothing: the
+// message sent afterwards stays queued for the pane.
+func TestClaimWaitEndsWithConnection(t *testing.T) {
+	t.Parallel()
+	q := newQueuePanes()
+	h := newHarness(t, withQueuePanes(q))
+	builder := h.as("builder", false)
+	ch := waitingClaim(t, builder, "w1", time.Minute)
+	builder.CloseNow()
+	if r, ok := <-ch; ok {
+		t.Fatalf("answer %+v after the connection ended", r)
+	}
+	send(t, h.as("architect", false), proto.Frame{Type: proto.TypeSend, Target: "builder", Content: "still queued", MessageID: "m1"})
+	// A claim that does not wait gets it: the ended claim kept nothing
+	// (had it taken m1 as the connection ended, it gave it back).
+	later := h.as("builder", false)
+	poll.For(t, 10*time.Second, func() error {
+		r := request[proto.ClaimResult](t, later, proto.TypeClaim, "c1", proto.ClaimRequest{})
+		return poll.Want(slices.Equal(messageIDs(r.Messages), []string{"m1"}), "claim after the waiting connection ended: %+v, want m1", r)
+	})
+}
