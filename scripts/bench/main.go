@@ -177,6 +177,25 @@ func benches(quick bool) []bench {
 		{pkg: "./internal/e2e", name: "BenchmarkHubPeakRSS", benchtime: "1x", count: 1, metrics: []metric{
 			{issue: "#8", what: "hub peak RSS after a 20,000-message burst", unit: "peak-MB", goal: "reported"},
 		}},
+		{pkg: "./internal/cockpit", name: "BenchmarkPageWebSocketFloor", benchtime: n("3x", "1x"), count: 1, metrics: []metric{
+			{issue: "floor", what: "bare WebSocket push → element in a page's DOM (headless Chromium, one frame every 20 ms), p50", unit: "p50-ms"},
+			{issue: "floor", what: "bare WebSocket push → element in a page's DOM, p99", unit: "p99-ms"},
+		}},
+		{pkg: "./internal/cockpit", name: "BenchmarkTimelineLatency", benchtime: n("3x", "1x"), count: 1, metrics: []metric{
+			{issue: "#17", what: "cockpit timeline: ledger commit (brokered_at_ms) → row in the DOM, 200 messages one every 20 ms, p50", unit: "p50-ms", goal: "< 50 ms", ok: lt(50)},
+			{issue: "#17", what: "cockpit timeline: ledger commit → row in the DOM, p99", unit: "p99-ms", goal: "< 50 ms", ok: lt(50)},
+			{issue: "#17", what: "cockpit timeline: send → row in the DOM, p99", unit: "send-p99-ms", goal: "reported"},
+		}},
+		{pkg: "./internal/cockpit", name: "BenchmarkFirstPaint", benchtime: n("5x", "2x"), count: 1, metrics: []metric{
+			{issue: "#17", what: "hub start (hm up) → first paint of all three panes in the cockpit (browser already open), p50", unit: "p50-ms", goal: "reported"},
+			{issue: "#17", what: "hub start → hub serving (in-process), p50", unit: "hub-ready-ms"},
+		}},
+		{pkg: "./internal/cockpit", name: "BenchmarkBrowserMemory", benchtime: "1x", count: 1, metrics: []metric{
+			{issue: "#17", what: "cockpit with six panes streaming output (~32 KiB/s each) for 5 minutes: JS heap used at the end", unit: "heap-MB", goal: "reported"},
+			{issue: "#17", what: "the same: JS heap used, peak of 10 s samples", unit: "heap-peak-MB", goal: "reported"},
+			{issue: "#17", what: "the same: the renderer process's resident set, peak", unit: "renderer-rss-MB", goal: "reported"},
+			{issue: "floor", what: "the same browser's renderer on about:blank, resident set", unit: "blank-rss-MB"},
+		}},
 	}, append(speedBenches(quick), hardCaseBenches(quick)...)...)
 }
 

@@ -1,0 +1,363 @@
+package cockpit_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"golang.org/x/sys/unix"
+
+	"hm/broker/proto"
+	"hm/internal/client"
+	"hm/internal/poll"
+	"hm/internal/promptlog"
+)
+
+// TestBrowser drives the cockpit in headless Chromium against a real hub
+// with three fake agents. One hub and one browser serve every subtest (they
+// run in order: later ones use what earlier ones set up).
+func TestBrowser(t *testing.T) {
+	roles := []string{"architect", "builder", "oracle"}
+	var panes []paneSpec
+	for _, r := range roles {
+		panes = append(panes, paneSpec{role: r})
+	}
+	e := startEnv(t, panes, 1280, 800, `"background":{"owner":"builder","max":1,"command":"FAKEAGENT_ENTER_MS=60 $FAKE"}`)
+	ctx := e.browser
+
+	t.Run("PanesRenderTheirProgramsOutput", func(t *testing.T) {
+		for _, r := range roles {
+			waitJS(t, ctx, 20*time.Second, r+" pane shows the fake agent's banner", paneText(r),
+				func(s string) bool { return strings.Contains(s, "fakeagent ready") })
+		}
+		// The header shows role, program, state and queue.
+		head := waitJS(t, ctx, 10*time.Second, "builder pane header", `document.querySelector('.pane[data-role="builder"] .pane-head').textContent`,
+			func(s string) bool {
+				return strings.Contains(s, "builder") && strings.Contains(s, "fakeagent") && strings.Contains(s, "queue")
+			})
+		t.Logf("builder header: %s", head)
+	})
+
+	t.Run("TypingReachesTheProgram", func(t *testing.T) {
+		// Wait for the hub's own first prompt (the session line) so the
+		// person's typing does not mix with it.
+		log := filepath.Join(e.root, "builder.jsonl")
+		poll.For(t, 30*time.Second, func() error {
+			ps, _ := promptlog.Read(log)
+			return poll.Want(len(ps) > 0, "builder's session line submitted (%d prompts)", len(ps))
+		})
+		word := "typed-in-the-browser-42"
+		waitJS(t, ctx, 10*time.Second, "builder pane attached for typing", `document.querySelector('.pane[data-role="builder"]').dataset.conn || ''`,
+			func(s string) bool { return s == "live" })
+		if _, err := eval[bool](ctx, `(hmCockpit.panes.get('builder').term.focus(), true)`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chromedp.Call(ctx, input.InsertText, input.InsertTextParams{Text: word}); err != nil {
+			t.Fatal(err)
+		}
+		// The fake agent echoes what it reads: the text on its screen
+		// came back from the program.
+		waitJS(t, ctx, 10*time.Second, "the program's echo in the pane", paneText("builder"),
+			func(s string) bool { return strings.Contains(s, word) })
+		// A person's Enter comes as a keystroke of its own, later than the
+		// fake agent's window after its last read in which an Enter is a
+		// newline (60 ms).
+		time.Sleep(200 * time.Millisecond)
+		pressEnter(t, ctx)
+		poll.For(t, 10*time.Second, func() error {
+			ps, _ := promptlog.Read(log)
+			for _, p := range ps {
+				if strings.Contains(p.Full(), word) {
+					return nil
+				}
+			}
+			txt, _ := eval[string](ctx, paneText("builder"))
+			return poll.Want(false, "the program logged the typed prompt; prompts %d; pane: %q", len(ps), txt)
+		})
+	})
+
+	var sentID string
+	word := fmt.Sprintf("zebracockpit%d", time.Now().UnixNano()%1e6)
+	t.Run("ComposeReachesDeliveredVerified", func(t *testing.T) {
+		waitJS(t, ctx, 10*time.Second, "target select lists architect", `[...document.getElementById('target').options].map(o => o.value).join(',')`,
+			func(s string) bool { return strings.Contains(s, "architect") })
+		if err := chromedp.Do(ctx,
+			chromedp.SetValue(chromedp.ID("target"), "architect"),
+			chromedp.SetValue(chromedp.ID("priority"), "ack"),
+			chromedp.SendKeys(chromedp.ID("body"), "please look at "+word),
+			chromedp.Click(chromedp.ID("sendbtn")),
+		); err != nil {
+			t.Fatal(err)
+		}
+		sentID = waitJS(t, ctx, 10*time.Second, "send-ack shown", `document.getElementById('sendresult').dataset.id || ''`,
+			func(s string) bool { return s != "" })
+		res, _ := eval[string](ctx, `document.getElementById('sendresult').textContent`)
+		if !strings.Contains(res, "USER #") {
+			t.Errorf("send result %q", res)
+		}
+		// [ACK REQUIRED] opens an obligation: architect owes user an answer.
+		waitJS(t, ctx, 10*time.Second, "the obligation listed", fmt.Sprintf(`(document.querySelector('#obllist li[data-id=%q]') || {}).textContent || ''`, sentID),
+			func(s string) bool { return strings.Contains(s, "architect owes user") })
+		stage := fmt.Sprintf(`(document.querySelector('.msg[data-id=%q]') || {dataset: {}}).dataset.stage || ''`, sentID)
+		waitJS(t, ctx, 30*time.Second, "the message submitted into the architect pane (timeline)", stage,
+			func(s string) bool { return s == "submitted" })
+		// The agent's receipt (what `hm receipt` or its ack tool sends).
+		c, err := client.Dial(ctx, e.h.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		if _, err := c.Register(ctx, "architect", e.token, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WriteJSON(ctx, proto.Frame{Type: "message-ack", MessageID: sentID}); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, ctx, 10*time.Second, "delivered.verified in the timeline", stage,
+			func(s string) bool { return s == "delivered.verified" })
+		path, _ := eval[string](ctx, fmt.Sprintf(`document.querySelector('.msg[data-id=%q] .path').textContent`, sentID))
+		for _, s := range []string{"brokered", "submitted", "delivered.verified"} {
+			if !strings.Contains(path, s) {
+				t.Errorf("status path %q lacks %s", path, s)
+			}
+		}
+		// Details: events and the hash chain.
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`.msg[data-id=%q]`, sentID)))); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, ctx, 10*time.Second, "details verify the chain", `(document.querySelector('#detail .chain') || {dataset: {}}).dataset.ok || ''`,
+			func(s string) bool { return s == "true" })
+	})
+
+	t.Run("BackgroundSlotSpawnAndKill", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("spawntask"), "lint the tree\r")); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, ctx, 10*time.Second, "spawn answered", `document.getElementById('slotresult').textContent`,
+			func(s string) bool { return strings.Contains(s, "spawned builder-bg-1") })
+		// A fourth pane may be below the fold, where xterm does not render
+		// its rows: scroll it into view, as a person would.
+		waitJS(t, ctx, 20*time.Second, "the slot's pane shows its program",
+			`(() => { const p = document.querySelector('.pane[data-role="builder-bg-1"]'); if (p) p.scrollIntoView(); return p ? p.dataset.conn + ' ' + p.dataset.state + ': ' + `+paneText("builder-bg-1")+` : 'no pane; slots: ' + document.getElementById('slotlist').textContent; })()`,
+			func(s string) bool { return strings.Contains(s, "fakeagent ready") })
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#slotlist li button`))); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, ctx, 10*time.Second, "the slot's pane gone after kill", `document.querySelectorAll('.pane[data-role="builder-bg-1"]').length + ' ' + document.getElementById('slotresult').textContent`,
+			func(s string) bool { return strings.HasPrefix(s, "0 killed builder-bg-1") })
+	})
+
+	t.Run("SearchFindsIt", func(t *testing.T) {
+		if sentID == "" {
+			t.Fatal("no message to search for: the compose subtest failed")
+		}
+		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("search"), word+"\r")); err != nil {
+			t.Fatal(err)
+		}
+		// The ledger indexes bodies for search every 500 ms: search again,
+		// as a person would, until the hit shows.
+		expr := fmt.Sprintf(`(() => {
+  const m = document.querySelector('.hit[data-id=%q] mark');
+  if (!m && !document.getElementById('searchresults').textContent.includes('searching')) document.getElementById('searchform').requestSubmit();
+  return m ? m.textContent : '';
+})()`, sentID)
+		waitJS(t, ctx, 10*time.Second, "search hit with the word highlighted", expr, func(s string) bool { return strings.Contains(s, word) })
+		if t.Failed() {
+			box, _ := eval[string](ctx, `document.getElementById('searchresults').textContent`)
+			t.Logf("search box: %s", box)
+		}
+	})
+
+	t.Run("PTYSizeFollowsTheBrowser", func(t *testing.T) {
+		size := func() string {
+			for _, p := range e.h.Snapshot(context.Background()).Panes {
+				if p.Role == "architect" && p.PID > 0 {
+					return ptySize(p.PID)
+				}
+			}
+			return "no pid"
+		}
+		pageSize := `document.querySelector('.pane[data-role="architect"]').dataset.size || ''`
+		before := waitJS(t, ctx, 10*time.Second, "page size equals the PTY's", pageSize, func(s string) bool { return s != "" && s == size() })
+		if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 1000, Height: 640, DeviceScaleFactor: 1}); err != nil {
+			t.Fatal(err)
+		}
+		after := waitJS(t, ctx, 10*time.Second, "page size changes", pageSize, func(s string) bool { return s != "" && s != before })
+		poll.For(t, 10*time.Second, func() error {
+			return poll.Want(size() == after, "PTY size %s, page %s (was %s)", size(), after, before)
+		})
+		if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 1280, Height: 800, DeviceScaleFactor: 1}); err != nil {
+			t.Fatal(err)
+		}
+		back := waitJS(t, ctx, 10*time.Second, "page size follows the restored window", pageSize, func(s string) bool { return s != after })
+		poll.For(t, 10*time.Second, func() error {
+			return poll.Want(size() == back, "PTY size %s, page %s", size(), back)
+		})
+		t.Logf("architect's PTY: %s, %s at 1000x640, %s at 1280x800 again", before, after, back)
+	})
+
+	t.Run("FocusEnlargesAPaneAndBack", func(t *testing.T) {
+		size := `document.querySelector('.pane[data-role="oracle"]').dataset.size || ''`
+		before, err := eval[string](ctx, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.pane[data-role="oracle"] .focusbtn`))); err != nil {
+			t.Fatal(err)
+		}
+		big := waitJS(t, ctx, 10*time.Second, "the focused pane grows, the others hide",
+			`document.querySelectorAll('#panes.focus-mode .pane:not(.focused)').length + ' ' + `+size,
+			func(s string) bool { return strings.HasPrefix(s, "2 ") && s != "2 "+before })
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("unfocus"))); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, ctx, 10*time.Second, "back to the grid at the old size", `document.querySelectorAll('#panes.focus-mode').length + ' ' + `+size,
+			func(s string) bool { return s == "0 "+before })
+		t.Logf("oracle: %s in the grid, %s focused", before, strings.TrimPrefix(big, "2 "))
+	})
+
+	t.Run("NoCookieGets401", func(t *testing.T) {
+		other, cancel := chromedp.NewContext(e.browser, chromedp.WithNewBrowserContext())
+		defer cancel()
+		resp, err := chromedp.RunResponse(other, chromedp.Navigate(e.base+"/ui/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Status != http.StatusUnauthorized {
+			t.Fatalf("/ui/ without the cookie: %d", resp.Status)
+		}
+		body, _ := eval[string](other, `document.body.innerText`)
+		if !strings.Contains(body, "hm ui") {
+			t.Errorf("401 page does not say to run hm ui: %q", body)
+		}
+	})
+
+	t.Run("OtherOriginCannotOpenTheWebSocket", func(t *testing.T) {
+		target := strings.Replace(e.base, "http:", "ws:", 1) + "/ui/ws"
+		page := `<!doctype html><title>other</title><script>
+window.result = 'pending';
+const ws = new WebSocket(` + jsString(target) + `);
+ws.onopen = () => { window.result = 'open'; };
+ws.onerror = () => { if (window.result === 'pending') window.result = 'error'; };
+ws.onclose = (e) => { if (window.result === 'pending') window.result = 'closed ' + e.code; };
+</script>`
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, page)
+		}))
+		defer srv.Close()
+		// A tab of the logged-in browser: the cookie would go along
+		// (another port is the same site), the Origin check refuses it.
+		tab, cancel := chromedp.NewContext(e.browser)
+		defer cancel()
+		if err := chromedp.Do(tab, chromedp.Navigate(srv.URL)); err != nil {
+			t.Fatal(err)
+		}
+		res := waitJS(t, tab, 10*time.Second, "the other origin's WebSocket settles", `window.result`, func(s string) bool { return s != "pending" })
+		if res == "open" {
+			t.Fatal("a page on another origin opened /ui/ws")
+		}
+	})
+
+	t.Run("TenThousandMessagesStayBounded", func(t *testing.T) {
+		// 10,000 ledger rows as the journal subscription delivers them: the
+		// list keeps the newest 400 in the DOM, the rest in the model.
+		res, err := eval[string](ctx, `(async () => {
+  const t0 = performance.now();
+  for (let i = 1; i <= 10000; i++) {
+    hmCockpit.onEvent({ event_id: 1e9 + i, event: 'brokered', message_id: 'bulk-' + i, sender_role: 'builder', target_role: 'oracle',
+      seq: i, header: 'BUILDER', priority: 'normal', raw_body: '(BUILDER #' + i + '): bulk ' + i, status: 'brokered', ack_status: '',
+      brokered_at_ms: Date.now() + 60000 + i });
+    if (i % 500 === 0) await new Promise((r) => setTimeout(r));
+  }
+  await new Promise((r) => setTimeout(r));
+  const rows = document.querySelectorAll('#timeline > li.msg');
+  return rows.length + ' ' + rows[0].dataset.id + ' ' + Math.round(performance.now() - t0) + 'ms | ' + document.getElementById('timelinemore').textContent;
+})()`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("10,000 rows: %s", res)
+		if !strings.HasPrefix(res, "400 bulk-10000 ") || !strings.Contains(res, "older messages not shown") {
+			t.Fatalf("after 10,000 rows: %s", res)
+		}
+	})
+
+	t.Run("NoPageErrors", func(t *testing.T) {
+		if s := pageErrors.String(); s != "" {
+			t.Fatalf("the cockpit page logged errors:%s", s)
+		}
+	})
+
+	// The screenshots are regenerated only with -update.
+	if !updating() {
+		return
+	}
+	t.Run("Screenshots", func(t *testing.T) {
+		shoot := func(name string, w, h int64, mobile bool) {
+			if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: w, Height: h, DeviceScaleFactor: 1, Mobile: mobile}); err != nil {
+				t.Fatal(err)
+			}
+			if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range roles {
+				waitJS(t, ctx, 20*time.Second, r+" pane painted", paneText(r), func(s string) bool { return strings.Contains(s, "fakeagent ready") })
+			}
+			waitJS(t, ctx, 10*time.Second, "timeline backfilled", `document.querySelectorAll('.msg').length`, func(n int) bool { return n > 0 })
+			time.Sleep(300 * time.Millisecond) // let the last frame paint before the picture (not an assertion)
+			png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join("testdata", "screens"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join("testdata", "screens", name+".png"), png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		shoot("desktop", 1280, 800, false)
+		shoot("phone", 390, 844, true)
+	})
+}
+
+// pressEnter presses Enter once: key down (which carries the text) and
+// key up. chromedp.KeyEvent adds a char event, which xterm.js takes as a
+// second Enter.
+func pressEnter(t *testing.T, ctx context.Context) {
+	t.Helper()
+	for _, k := range kb.Encode('\r') {
+		if k.Type == kb.KeyChar {
+			continue
+		}
+		if _, err := chromedp.Call(ctx, input.DispatchKeyEvent, *k); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// ptySize reads the window size of the terminal a process's stdin is:
+// the pane's PTY as the program sees it.
+func ptySize(pid int) string {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/fd/0", pid))
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%dx%d", ws.Col, ws.Row)
+}

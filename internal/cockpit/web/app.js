@@ -1,0 +1,550 @@
+// The cockpit page: panes from /ui/api/status, the ledger timeline from
+// /ui/ws, compose, search, obligations, background slots and the handoff.
+// Every untrusted string reaches the DOM through textContent.
+import { Hub } from './hub.js';
+import { PaneView } from './term.js';
+import { render as renderMarkdown } from './markdown.js';
+
+const $ = (id) => document.getElementById(id);
+const phone = matchMedia('(max-width: 700px)').matches;
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+
+function age(ms) {
+  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+  if (s < 60) return s + 's';
+  if (s < 3600) return Math.floor(s / 60) + 'm';
+  return Math.floor(s / 3600) + 'h' + String(Math.floor((s % 3600) / 60)).padStart(2, '0');
+}
+
+function setOptions(select, values, keepFirst) {
+  const cur = select.value;
+  const want = [...(keepFirst ? [select.options[0]] : [])].map((o) => o.value).concat(values);
+  const have = [...select.options].map((o) => o.value);
+  if (want.join('\n') === have.join('\n')) return;
+  const first = keepFirst ? select.options[0].cloneNode(true) : null;
+  select.replaceChildren();
+  if (first) select.appendChild(first);
+  for (const v of values) { const o = el('option', null, v); o.value = v; select.appendChild(o); }
+  if (want.includes(cur)) select.value = cur;
+}
+
+// ---- panes -------------------------------------------------------------
+
+const panes = new Map(); // attach name -> PaneView
+let focused = null;
+let roles = [];
+
+function focusPane(p) {
+  focused = focused === p ? null : p;
+  for (const v of panes.values()) v.root.classList.toggle('focused', v === focused);
+  $('panes').classList.toggle('focus-mode', !!focused);
+  $('unfocus').hidden = !focused;
+  requestAnimationFrame(() => {
+    for (const v of panes.values()) v.refit();
+    if (focused) focused.term.focus();
+  });
+}
+$('unfocus').onclick = () => focused && focusPane(focused);
+
+function applyCols() {
+  const v = $('cols').value;
+  $('panes').style.gridTemplateColumns = v === 'auto' ? '' : `repeat(${v}, minmax(0, 1fr))`;
+  requestAnimationFrame(() => { for (const p of panes.values()) p.refit(); });
+}
+$('cols').onchange = applyCols;
+
+// The split between the panes and the side column.
+(() => {
+  const split = $('split');
+  split.addEventListener('pointerdown', (e) => {
+    split.setPointerCapture(e.pointerId);
+    const move = (ev) => {
+      const w = Math.min(Math.max(window.innerWidth - ev.clientX, 260), window.innerWidth - 320);
+      $('main').style.setProperty('--side', w + 'px');
+    };
+    const up = () => {
+      split.removeEventListener('pointermove', move);
+      split.removeEventListener('pointerup', up);
+      for (const p of panes.values()) p.refit();
+    };
+    split.addEventListener('pointermove', move);
+    split.addEventListener('pointerup', up);
+  });
+})();
+
+function paneList(st) {
+  const out = [];
+  const seen = new Set();
+  for (const p of st.panes || []) {
+    out.push({ name: p.role, ...p });
+    seen.add(p.paneId);
+  }
+  for (const s of st.slots || []) {
+    if (seen.has(s.paneId)) continue;
+    out.push({ name: s.alias, role: s.alias, paneId: s.paneId, command: s.command, state: s.status, queued: s.queued });
+  }
+  return out;
+}
+
+function updatePanes(st) {
+  const list = paneList(st);
+  const names = new Set(list.map((p) => p.name));
+  for (const [name, v] of panes) {
+    if (!names.has(name)) { if (focused === v) focusPane(v); v.destroy(); panes.delete(name); }
+  }
+  for (const p of list) {
+    let v = panes.get(p.name);
+    if (!v) {
+      v = new PaneView(p.name, { readOnly: phone, onFocus: focusPane });
+      panes.set(p.name, v);
+      $('panes').appendChild(v.root);
+      v.mount();
+    }
+    v.update(p);
+  }
+}
+
+// ---- status, login, hub state ---------------------------------------------
+
+function setBadge(id, text, state) {
+  const b = $(id);
+  b.textContent = text;
+  b.dataset.state = state;
+}
+
+let lastStatus = null;
+let statusSeen;
+const firstStatus = new Promise((resolve) => { statusSeen = resolve; });
+async function pollStatus() {
+  try {
+    const r = await fetch('/ui/api/status', { cache: 'no-store' });
+    if (r.status === 401) {
+      setBadge('login', 'logged out: run `hm ui` for a new link', 'exited');
+      setBadge('hubstate', 'hub up', 'ready');
+      return;
+    }
+    if (!r.ok) throw new Error('HTTP ' + r.status);
+    const st = await r.json();
+    lastStatus = st;
+    setBadge('login', 'operator (signed in)', 'ready');
+    const h = st.hub || {};
+    $('session').textContent = h.sessionId || ('session ' + (h.session ?? '?'));
+    $('session').title = (h.root || '') + (h.version ? ' · hm ' + h.version : '');
+    const ledgerOK = !st.ledger || st.ledger.ok;
+    setBadge('hubstate', ledgerOK ? `hub up · pid ${h.pid} · ${age(Date.now() - (h.uptimeMs || 0))}` : 'ledger: ' + st.ledger.error,
+      ledgerOK ? 'ready' : 'exited');
+    updatePanes(st);
+    roles = paneList(st).map((p) => p.name);
+    setOptions($('target'), ['all', ...roles], false);
+    setOptions($('rolefilter'), ['user', ...roles], true);
+    renderSlots(st.slots || []);
+    markStuck(st.stuck || []);
+    statusSeen();
+  } catch (e) {
+    setBadge('hubstate', 'hub unreachable (' + e.message + ')', 'exited');
+  }
+}
+
+// ---- timeline ----------------------------------------------------------
+
+const MAX_SHOWN = 400; // the newest matching messages kept in the DOM
+const msgs = new Map(); // messageId -> model
+const order = []; // messageIds, oldest first
+const DELIVERED = ['delivered.verified', 'delivered.websocket', 'delivered.context'];
+
+// insertOrdered keeps order sorted by commit time (live events arrive in
+// order; a backfill may bring older ones).
+function insertOrdered(m) {
+  let lo = 0;
+  let hi = order.length;
+  if (!hi || msgs.get(order[hi - 1]).at <= m.at) { order.push(m.id); return; }
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (msgs.get(order[mid]).at <= m.at) lo = mid + 1; else hi = mid;
+  }
+  order.splice(lo, 0, m.id);
+}
+
+function stageOf(m) { return m.ack_status || m.status || ''; }
+
+function addStage(m, s) {
+  if (!s || m.path[m.path.length - 1] === s) return;
+  if (m.path.includes(s) && !['stuck', 'typed', 'attempt'].includes(s)) return;
+  m.path.push(s);
+}
+
+function mergeRow(r) {
+  if (!r.message_id) return null;
+  let m = msgs.get(r.message_id);
+  if (!m) {
+    m = { id: r.message_id, path: [], events: new Set(), at: r.brokered_at_ms || r.at_ms || 0 };
+    msgs.set(r.message_id, m);
+    insertOrdered(m);
+  }
+  if (r.event_id) {
+    if (m.events.has(r.event_id)) return m; // a replay after a reconnect
+    m.events.add(r.event_id);
+  }
+  Object.assign(m, {
+    header: r.header, seq: r.seq, from: r.sender_role, to: r.target_role, priority: r.priority,
+    body: r.raw_body, status: r.status, ack_status: r.ack_status, error_code: r.error_code,
+    at: r.brokered_at_ms || r.at_ms || m.at, channel: r.channel,
+  });
+  if (r.status === 'brokered' || r.event === 'brokered') addStage(m, 'brokered');
+  if (r.event === 'stuck') addStage(m, 'stuck');
+  if (r.status === 'failed') addStage(m, 'failed' + (r.error_code ? ': ' + r.error_code : ''));
+  addStage(m, r.ack_status);
+  return m;
+}
+
+// mergeView takes a query's MessageView (camelCase) into the model.
+function mergeView(v) {
+  if (['brokered', 'routed', 'acked'].includes(v.status) && !msgs.has(v.messageId)) {
+    mergeRow({ message_id: v.messageId, status: 'brokered', brokered_at_ms: v.atMs });
+  }
+  return mergeRow({
+    message_id: v.messageId, header: v.header, seq: v.seq, sender_role: v.from, target_role: v.to,
+    priority: v.priority, raw_body: v.body || v.snippet, status: v.status, ack_status: v.ackStatus,
+    error_code: v.errorCode, brokered_at_ms: v.atMs, channel: v.channel,
+  });
+}
+
+function visible(m) {
+  const f = $('rolefilter').value;
+  return !f || m.from === f || m.to === f;
+}
+
+// tags are the priority tags right after the role header (SPEC §2):
+// "(ARCH #3): [URGENT] [ACK REQUIRED] body", and a non-normal priority.
+const TAGS_RE = /^\s*(?:\[AGENT MSG[^\]]*\]\s*)?\([^)]*#\d+\):\s*((?:\[(?:ACK REQUIRED|URGENT|FYI|TASK)\]\s*)*)/i;
+function tags(m) {
+  const t = (m.body || '').match(TAGS_RE);
+  const out = t ? (t[1].match(/\[[^\]]+\]/g) || []).map((x) => x.toUpperCase()) : [];
+  if (m.priority && m.priority !== 'normal' && !out.includes('[' + m.priority.toUpperCase() + ']')) out.push(m.priority);
+  return out;
+}
+
+function renderMsg(m) {
+  const li = m.el || el('li', 'msg');
+  m.el = li;
+  li.dataset.id = m.id;
+  li.dataset.stage = stageOf(m);
+  li.dataset.status = m.status || '';
+  li.classList.toggle('failed', m.status === 'failed');
+  li.classList.toggle('stuck', m.ack_status === 'stuck' || !!m.stuck);
+  li.classList.toggle('delivered', DELIVERED.includes(m.ack_status));
+  const head = el('div', 'mhead');
+  head.appendChild(el('strong', 'ref', (m.header || (m.from || '?').toUpperCase()) + (m.seq ? ' #' + m.seq : '')));
+  head.appendChild(el('span', 'route', (m.from || '?') + ' → ' + (m.to || '?')));
+  for (const t of tags(m)) head.appendChild(el('span', 'tag', t));
+  head.appendChild(el('span', 'time', m.at ? new Date(m.at).toLocaleTimeString() : ''));
+  const path = el('div', 'path');
+  m.path.forEach((s, i) => {
+    if (i) path.appendChild(el('span', 'arrow', '→'));
+    const cls = s.startsWith('failed') || s === 'stuck' ? 'bad' : DELIVERED.includes(s) ? 'good' : '';
+    path.appendChild(el('span', 'stage ' + cls, s));
+  });
+  if (m.stuck) path.appendChild(el('span', 'stage bad', 'stuck: ' + m.stuck));
+  const body = el('div', 'mbody', (m.body || '').slice(0, 600));
+  li.replaceChildren(head, path, body);
+  return li;
+}
+
+// Rendering is batched per task (a microtask after the frames at hand), not
+// per animation frame: the commit-to-DOM latency is a benchmarked number.
+let renderQueued = false;
+function scheduleRender() {
+  if (renderQueued) return;
+  renderQueued = true;
+  queueMicrotask(renderTimeline);
+}
+
+// renderTimeline shows the newest MAX_SHOWN messages that pass the filter,
+// newest first; older ones stay in the model only (a bounded list, so
+// 10,000 messages cost the DOM no more than 400).
+function renderTimeline() {
+  renderQueued = false;
+  const list = $('timeline');
+  const shown = [];
+  let hidden = 0;
+  for (let i = order.length - 1; i >= 0; i--) {
+    const m = msgs.get(order[i]);
+    if (!visible(m)) continue;
+    if (shown.length >= MAX_SHOWN) { hidden += i + 1; break; }
+    shown.push(m);
+  }
+  const want = shown.map((m) => (m.dirty || !m.el ? renderMsg(m) : m.el));
+  shown.forEach((m) => { m.dirty = false; });
+  const more = $('timelinemore');
+  more.hidden = !hidden;
+  more.textContent = hidden ? hidden + ' older messages not shown (search or filter to find them)' : '';
+  const cur = list.children;
+  // Fast path: only new messages on top (the usual case).
+  const k = want.indexOf(cur[0]);
+  if (k > 0 && cur.length >= want.length - k) {
+    let same = true;
+    for (let i = 0; i < want.length - k && same; i++) same = cur[i] === want[k + i];
+    if (same) {
+      list.prepend(...want.slice(0, k));
+      while (list.children.length > want.length) list.lastChild.remove();
+      return;
+    }
+  }
+  if (cur.length !== want.length || want.some((w, i) => cur[i] !== w)) list.replaceChildren(...want);
+}
+
+function onEvent(r) {
+  const m = mergeRow(r);
+  if (!m) return;
+  m.dirty = true;
+  // Render this one now (in place when shown): the latency from commit to
+  // DOM is a benchmarked number.
+  if (m.el && m.el.isConnected) { renderMsg(m); m.dirty = false; } else scheduleRender();
+}
+
+function markStuck(stuck) {
+  for (const s of stuck) {
+    const m = msgs.get(s.messageId) || mergeRow({ message_id: s.messageId, sender_role: s.from, target_role: s.to, header: s.header, seq: s.seq, ack_status: 'stuck', brokered_at_ms: s.atMs });
+    if (m.stuck !== s.reason) { m.stuck = s.reason || 'stuck'; m.dirty = true; scheduleRender(); }
+  }
+}
+
+$('rolefilter').onchange = scheduleRender;
+$('timeline').addEventListener('click', (e) => {
+  const li = e.target.closest('li.msg');
+  if (li) showDetail(li.dataset.id);
+});
+
+// Backfill: the messages each member (and the person) received this
+// session, so a page opened late, or reconnected, shows them; merged by
+// messageId and event, so nothing shows twice.
+async function backfill() {
+  for (const role of ['user', ...roles]) {
+    try {
+      const res = await hub.query('inbox', { role, unreadOnly: false, limit: 200, includeBodies: true });
+      for (const v of res.messages || []) { const m = mergeView(v); if (m) m.dirty = true; }
+    } catch { /* a role the hub does not know (yet) */ }
+  }
+  scheduleRender();
+}
+
+// ---- details -------------------------------------------------------------
+
+async function showDetail(id) {
+  const d = $('detail');
+  d.hidden = false;
+  d.replaceChildren(el('p', null, 'loading ' + id + '…'));
+  const close = el('button', 'close', '×');
+  close.type = 'button';
+  close.onclick = () => { d.hidden = true; };
+  const parts = [close, el('h3', null, 'Message ' + id)];
+  try {
+    const [got, tl, ver] = await Promise.all([
+      hub.query('get', { messageIds: [id] }),
+      hub.query('timeline', { messageId: id, before: 3, after: 3 }).catch(() => null),
+      fetch('/ui/api/verify?id=' + encodeURIComponent(id), { cache: 'no-store' }).then((r) => r.json()).catch((e) => ({ problem: e.message })),
+    ]);
+    const m = (got.messages || [])[0];
+    if (m) {
+      parts.push(el('p', 'route', `${m.ref || m.header + ' #' + m.seq} · ${m.from} → ${m.to} · ${m.status}${m.ackStatus ? ' / ' + m.ackStatus : ''}${m.errorCode ? ' · ' + m.errorCode : ''}`));
+      parts.push(el('pre', 'body', m.body || ''));
+      if (m.obligation) parts.push(el('p', null, `obligation: ${m.obligation.owner} owes ${m.obligation.requester} (${m.obligation.open ? 'open' : 'closed by ' + (m.obligation.closedBy || '?')})`));
+    } else {
+      parts.push(el('p', 'bad', 'not found'));
+    }
+    const chain = el('p', 'chain ' + (ver.ok ? 'good' : 'bad'));
+    chain.textContent = ver.ok ? `hash chain verified (${ver.rows} rows)` + (ver.chainOk === false ? ', but this message\'s events do not link' : ver.chainOk ? ', this message\'s events link' : '') : 'hash chain: ' + (ver.problem || 'not verified');
+    chain.dataset.ok = String(!!ver.ok && ver.chainOk !== false);
+    parts.push(chain);
+    const evs = el('ol', 'events');
+    const list = (ver.events && ver.events.length ? ver.events : (m && m.events) || []);
+    for (const ev of list) {
+      const ms = ev.at || ev.atMs;
+      const at = ms ? new Date(ms).toLocaleTimeString() : '';
+      const detail = ev.detail == null ? '' : typeof ev.detail === 'string' ? ev.detail : JSON.stringify(ev.detail);
+      const li = el('li', null, `${at} ${ev.event}${detail ? ' ' + detail : ''}`);
+      if (ev.hash) li.title = 'hash ' + ev.hash;
+      evs.appendChild(li);
+    }
+    parts.push(el('h4', null, 'Events'), evs);
+    if (tl && tl.messages) {
+      const around = el('ol', 'around');
+      for (const v of tl.messages) {
+        const li = el('li', v.messageId === id ? 'self' : null, `${v.ref || v.header + ' #' + v.seq} ${v.from} → ${v.to}: ${v.snippet || ''}`);
+        li.dataset.id = v.messageId;
+        around.appendChild(li);
+      }
+      around.onclick = (e) => { const li = e.target.closest('li'); if (li && li.dataset.id !== id) showDetail(li.dataset.id); };
+      parts.push(el('h4', null, 'Around it'), around);
+    }
+  } catch (e) {
+    parts.push(el('p', 'bad', e.message));
+  }
+  d.replaceChildren(...parts);
+}
+
+// ---- search --------------------------------------------------------------
+
+// highlighted renders a search snippet: the hub marks the matching words
+// with [brackets]; a bracketed part that holds none of the query's words
+// (a tag such as [URGENT] in the body) stays plain text.
+function highlighted(snippet, query) {
+  const terms = String(query).toLowerCase().split(/[^\p{L}\p{N}_]+/u).filter((w) => w && !['and', 'or', 'not', 'near'].includes(w));
+  const frag = document.createDocumentFragment();
+  const parts = String(snippet || '').split(/\[([^\]]*)\]/);
+  parts.forEach((p, i) => {
+    const hit = i % 2 === 1 && terms.some((t) => p.toLowerCase().includes(t));
+    frag.appendChild(hit ? el('mark', null, p) : document.createTextNode(i % 2 ? '[' + p + ']' : p));
+  });
+  return frag;
+}
+
+$('searchform').onsubmit = async (e) => {
+  e.preventDefault();
+  const q = $('search').value.trim();
+  const box = $('searchresults');
+  if (!q) { box.hidden = true; return; }
+  box.hidden = false;
+  box.replaceChildren(el('p', null, 'searching…'));
+  try {
+    const res = await hub.query('search', { query: q, limit: 50 });
+    const ol = el('ol', 'hits');
+    for (const h of res.hits || []) {
+      const li = el('li', 'hit');
+      li.dataset.id = h.messageId;
+      li.appendChild(el('strong', null, (h.ref || h.header + ' #' + h.seq) + ' '));
+      li.appendChild(el('span', 'route', h.from + ' → ' + h.to + ' '));
+      const sn = el('span', 'snippet');
+      sn.appendChild(highlighted(h.snippet, q));
+      li.appendChild(sn);
+      li.onclick = () => showDetail(h.messageId);
+      ol.appendChild(li);
+    }
+    const close = el('button', 'close', '×');
+    close.type = 'button';
+    close.onclick = () => { box.hidden = true; };
+    box.replaceChildren(close, el('p', 'count', (res.hits || []).length + ' hits for ' + q), ol);
+  } catch (err) {
+    box.replaceChildren(el('p', 'bad', err.message));
+  }
+};
+
+// ---- compose -------------------------------------------------------------
+
+$('composeform').onsubmit = async (e) => {
+  e.preventDefault();
+  const body = $('body').value.trim();
+  const out = $('sendresult');
+  if (!body) return;
+  const pr = $('priority').value;
+  const tag = pr === 'urgent' ? '[URGENT] ' : pr === 'ack' ? '[ACK REQUIRED] ' : '';
+  out.textContent = 'sending…';
+  out.className = '';
+  try {
+    const ack = await hub.send({ target: $('target').value, content: tag + body, priority: pr === 'urgent' ? 'urgent' : 'normal', ackRequired: pr === 'ack' });
+    out.dataset.id = ack.messageId;
+    out.dataset.status = ack.status || '';
+    out.className = ack.ok ? 'good' : 'bad';
+    out.textContent = ack.ok
+      ? `${ack.header} #${ack.seq} → ${ack.target || ack.targets?.join(', ') || $('target').value}: ${ack.status}${ack.warnings?.length ? ' (' + ack.warnings.join(', ') + ')' : ''}`
+      : `refused: ${ack.status}${ack.reason ? ' — ' + ack.reason : ''}`;
+    if (ack.ok) $('body').value = '';
+    if (ack.ok && pr === 'ack') pollObligations();
+  } catch (err) {
+    out.className = 'bad';
+    out.textContent = err.message;
+  }
+};
+$('body').addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) $('composeform').requestSubmit();
+});
+
+// ---- obligations, slots, handoff -------------------------------------------
+
+async function pollObligations() {
+  if (!hub.ready) return;
+  const open = new Map();
+  for (const role of ['user', ...roles]) {
+    try {
+      const st = await hub.query('status', { role });
+      for (const o of st.obligations || []) if (o.open) open.set(o.messageId, o);
+    } catch { /* unknown role */ }
+  }
+  const ul = $('obllist');
+  const items = [...open.values()].sort((a, b) => a.openedAtMs - b.openedAtMs).map((o) => {
+    const li = el('li', Date.now() - o.openedAtMs > 10 * 60e3 ? 'old' : null, `${o.owner} owes ${o.requester} an answer to ${o.ref} · ${age(o.openedAtMs)}`);
+    li.dataset.id = o.messageId;
+    li.onclick = () => showDetail(o.messageId);
+    return li;
+  });
+  ul.replaceChildren(...(items.length ? items : [el('li', 'none', 'none open')]));
+}
+
+function renderSlots(slots) {
+  const ul = $('slotlist');
+  const items = slots.map((s) => {
+    const li = el('li');
+    li.append(el('strong', null, s.alias + ' '), el('span', 'badge state', s.status), el('span', null, ` ${s.command || ''} · ${age(s.createdAtMs)} `));
+    li.querySelector('.badge').dataset.state = s.status;
+    const kill = el('button', null, 'kill');
+    kill.type = 'button';
+    kill.onclick = async () => {
+      try {
+        const r = await hub.background('kill', { target: s.alias });
+        $('slotresult').textContent = r.ok ? 'killed ' + s.alias : 'refused: ' + (r.result?.status || r.result?.error || '?');
+      } catch (e) { $('slotresult').textContent = e.message; }
+    };
+    li.appendChild(kill);
+    return li;
+  });
+  const key = JSON.stringify(slots.map((s) => [s.alias, s.status, s.command]));
+  if (ul.dataset.key === key) return;
+  ul.dataset.key = key;
+  ul.replaceChildren(...(items.length ? items : [el('li', 'none', 'no background agents')]));
+}
+
+$('spawnform').onsubmit = async (e) => {
+  e.preventDefault();
+  const task = $('spawntask').value.trim();
+  try {
+    const r = await hub.background('spawn', task ? { task } : {});
+    const res = r.result || {};
+    $('slotresult').textContent = r.ok ? `spawned ${res.alias} (${res.status})` : 'refused: ' + (res.status || '') + (res.error ? ' — ' + res.error : '');
+    if (r.ok) $('spawntask').value = '';
+  } catch (err) { $('slotresult').textContent = err.message; }
+};
+
+async function loadHandoff() {
+  try {
+    const r = await fetch('/ui/api/handoff', { cache: 'no-store' });
+    if (!r.ok) return;
+    const h = await r.json();
+    $('handoffpath').textContent = h.path || '';
+    const body = $('handoffbody');
+    if (body.dataset.src === h.markdown) return;
+    body.dataset.src = h.markdown || '';
+    body.replaceChildren(h.markdown ? renderMarkdown(h.markdown) : el('p', 'none', 'no handoff yet'));
+  } catch { /* keep the last one */ }
+}
+
+// ---- start ---------------------------------------------------------------
+
+const hub = new Hub({
+  onEvent,
+  onState: (s) => { document.body.dataset.hub = s; if (s !== 'connected') setBadge('login', 'messages: ' + s, s === 'unauthorized' ? 'exited' : 'starting'); },
+  onOpen: () => firstStatus.then(() => { backfill(); pollObligations(); }),
+});
+window.hmCockpit = { hub, panes, msgs, onEvent }; // for the browser tests and the curious
+
+applyCols();
+await pollStatus();
+setInterval(pollStatus, 1000);
+setInterval(pollObligations, 5000);
+loadHandoff();
+setInterval(loadHandoff, 30000);
