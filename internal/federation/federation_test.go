@@ -11,6 +11,7 @@ import (
 
 	"hm/internal/federation"
 	"hm/internal/federation/natstest"
+	"hm/internal/poll"
 )
 
 func connect(t *testing.T, url, hub string) *federation.Client {
@@ -21,23 +22,6 @@ func connect(t *testing.T, url, hub string) *federation.Client {
 	}
 	t.Cleanup(c.Close)
 	return c
-}
-
-// eventually polls f until it returns nil or the deadline passes, then
-// fails with f's last error.
-func eventually(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", d, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // A message published twice with one id (an outbox republish) is stored
@@ -78,7 +62,7 @@ func TestPublishDedupeAndRedeliver(t *testing.T) {
 			return nil
 		})
 	}()
-	eventually(t, 10*time.Second, func() error {
+	poll.For(t, 30*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if got["m1"] != 1 || got["m2"] != 2 {
@@ -109,26 +93,24 @@ func TestPublishWhileDown(t *testing.T) {
 	}
 	<-a.Up()
 	srv.Stop()
-	eventually(t, 5*time.Second, func() error {
+	poll.For(t, 30*time.Second, func() error {
 		if a.Connected() {
 			return errors.New("still connected")
 		}
 		return nil
 	})
-	start := time.Now()
+	// ErrDisconnected, not a buffered publish waiting for its PubAck: the
+	// hub queues the message in its own ledger instead.
 	if err := a.Publish(ctx, federation.Envelope{MessageID: "m1", From: "architect", Target: "builder", Content: "x"}); !errors.Is(err, federation.ErrDisconnected) {
-		t.Fatalf("publish while down: %v", err)
-	}
-	if d := time.Since(start); d > 100*time.Millisecond {
-		t.Fatalf("publish while down took %v", d)
+		t.Fatalf("publish while down: %v, want ErrDisconnected", err)
 	}
 	srv.Restart()
 	select {
 	case <-a.Up():
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("no reconnection")
 	}
-	eventually(t, 5*time.Second, func() error {
+	poll.For(t, 30*time.Second, func() error {
 		return a.Publish(ctx, federation.Envelope{MessageID: "m1", From: "architect", Target: "builder", Content: "x"})
 	})
 }
@@ -161,7 +143,7 @@ func TestPresenceAndForeignClaims(t *testing.T) {
 	if err := b.PublishPresence([]federation.RoleState{{Role: "builder", State: "idle"}}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, func() error {
+	poll.For(t, 30*time.Second, func() error {
 		if p, ok := peers.Host("builder"); !ok || p.Hub != "hub-b" || p.State != "idle" {
 			return errors.New("builder not seen on hub-b")
 		}
@@ -173,7 +155,7 @@ func TestPresenceAndForeignClaims(t *testing.T) {
 	if err := evil.PublishPresence([]federation.RoleState{{Role: "builder", State: "idle"}, {Role: "oracle", State: "idle"}}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, func() error {
+	poll.For(t, 30*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(refused) < 2 {
