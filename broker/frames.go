@@ -31,6 +31,7 @@ func (c *conn) handle(f proto.Frame, received time.Time) bool {
 	registered, role := c.registered, c.role
 	c.mu.Unlock()
 	if f.Type == proto.TypeRegister {
+		c.acksPending.Wait() // a listener's replay must see this connection's acks
 		return c.register(f)
 	}
 	// Every frame other than register needs a registered, authenticated

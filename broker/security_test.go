@@ -346,3 +346,52 @@ func parses(content, role string, seq int64) bool {
 	hd, _, ok := roles.ParseHeader(content)
 	return ok && hd.Role == role && hd.Seq == seq
 }
+
+// TestAckThenRegisterListens: a message-ack is seen by every later frame of
+// its connection but send and broadcast, register included. A client that
+// acknowledged messages (read from its inbox) and then registers again as
+// a listener is not handed them by the listener's replay. It was: register
+// did not wait for the connection's pending acks, so the replay read the
+// rows before the acks committed and sent the acknowledged messages.
+func TestAckThenRegisterListens(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	arch := h.as("architect", false)
+	const n = 20
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = "reg-ack-" + strconv.Itoa(i)
+		if ack := send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "builder", Content: "read me " + ids[i], MessageID: ids[i]}); !ack.OK {
+			t.Fatalf("send: %+v", ack)
+		}
+	}
+	builder := h.as("builder", false)
+	ctx := ctxT(t)
+	for _, id := range ids {
+		if err := builder.WriteJSON(ctx, proto.Frame{Type: proto.TypeMessageAck, MessageID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := builder.WriteJSON(ctx, proto.Frame{Type: proto.TypeRegister, Role: "builder", Token: h.tokens.Issue("builder"), Listen: true}); err != nil {
+		t.Fatal(err)
+	}
+	// A marker sent after the listener registered arrives after its replay.
+	nextOf(t, builder, proto.TypeRegistered)
+	send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "builder", Content: "marker", MessageID: "reg-ack-marker"})
+	rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		typ, raw, err := builder.Next(rctx)
+		if err != nil {
+			t.Fatalf("waiting for the marker: %v", err)
+		}
+		if typ != proto.TypeMessage {
+			continue
+		}
+		m := decode[proto.Message](t, raw)
+		if m.MessageID == "reg-ack-marker" {
+			return
+		}
+		t.Errorf("acknowledged %s handed to the listener", m.MessageID)
+	}
+}

@@ -140,9 +140,16 @@ func (s *store) valid(id string) bool {
 	return ok
 }
 
-// authenticated reports whether r carries a live session's cookie.
+// authenticated reports whether r carries a live session's cookie. Every
+// hm_ui cookie counts, not only the first: another site on 127.0.0.1 (any
+// port) can set one that the browser sends first.
 func (s *store) authenticated(r *http.Request) bool {
-	return s.valid(SessionFromRequest(r))
+	for _, c := range r.CookiesNamed(CookieName) {
+		if s.valid(c.Value) {
+			return true
+		}
+	}
+	return false
 }
 
 // SessionFromRequest returns the value of r's first hm_ui cookie that has

@@ -277,3 +277,36 @@ func TestCodeEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestTossedCookie: another site on 127.0.0.1 (any port: cookies ignore
+// ports) can set an hm_ui cookie of its own with a longer path, which the
+// browser sends before the real one. A well-formed but unknown id in front
+// must not hide the live session. It did: the first well-formed hm_ui
+// cookie was the only one checked, so the cockpit answered 401 to its
+// logged-in operator.
+func TestTossedCookie(t *testing.T) {
+	t.Parallel()
+	base := serveCockpit(t, cockpit.New(fakeCockpitDeps(nil)))
+	_, ck := loginSession(t, base, testOperatorToken)
+	anon := noRedirectClient(t, nil)
+	fake := cockpit.CookieName + "=" + strings.Repeat("0", 64)
+	real := cockpit.CookieName + "=" + ck.Value
+	for _, tc := range []struct {
+		name, cookie string
+		want         int
+	}{
+		{"real alone", real, http.StatusOK},
+		{"tossed first", fake + "; " + real, http.StatusOK},
+		{"tossed last", real + "; " + fake, http.StatusOK},
+		{"malformed first", cockpit.CookieName + "=x; " + real, http.StatusOK},
+		{"tossed alone", fake, http.StatusUnauthorized},
+		{"two tossed", fake + "; " + cockpit.CookieName + "=" + strings.Repeat("1", 64), http.StatusUnauthorized},
+	} {
+		for _, path := range []string{"/ui/api/status", "/ui/"} {
+			resp, body := doReq(t, anon, http.MethodGet, base+path, map[string]string{"Cookie": tc.cookie})
+			if resp.StatusCode != tc.want {
+				t.Errorf("%s %s: %s %.100s, want %d", tc.name, path, resp.Status, body, tc.want)
+			}
+		}
+	}
+}
