@@ -282,5 +282,9 @@ func (c *Client) WatchPresence(fn func(Presence, error)) (stop func(), err error
 	if err != nil {
 		return nil, fmt.Errorf("federation: watch presence: %w", err)
 	}
+	// A round trip, so that the server has the subscription before this
+	// returns: presence published right after is seen. Disconnected, the
+	// subscription still starts with the reconnection.
+	_ = c.nc.FlushTimeout(2 * time.Second)
 	return func() { _ = sub.Unsubscribe() }, nil
 }
