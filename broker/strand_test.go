@@ -27,7 +27,7 @@ import (
 func TestAbruptSenderCloseStrandsNothing(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, withPanes("builder"), func(c *broker.Config, _ *broker.Deps) { c.RateLimit = 0 })
-	const senders, per = 20, 300
+	const senders, per = 20, 150
 	roleOf := []string{"architect", "oracle", "user"}
 	clients := make([]*client.Client, senders)
 	for i := range clients {
@@ -38,7 +38,7 @@ func TestAbruptSenderCloseStrandsNothing(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cut := per/3 + (i*37)%(per/2) // each sender stops somewhere mid-burst
+			cut := per/3 + (i*37)%(per/2) // each sender stops somewhere mid-burst, dozens of sends in flight
 			for n := 0; n < per; n++ {
 				if n == cut {
 					c.CloseNow()
