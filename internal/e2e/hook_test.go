@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/layout"
+	"hm/internal/poll"
 )
 
 // neverReadyTeam hosts builder in a pane whose screen never shows its
@@ -67,6 +69,20 @@ func TestHookBinary(t *testing.T) {
 	if ack, _, err := arch.Send(context.Background(), proto.Frame{Type: proto.TypeSend, Target: "builder", MessageID: "bin-1", Content: "over to you"}); err != nil || !ack.OK {
 		t.Fatalf("send: %v %+v", err, ack)
 	}
+	// The session's first message to builder is queued by the hub as it
+	// starts, which a loaded machine may finish after bin-1's ACK.
+	poll.For(t, 30*time.Second, func() error {
+		st, err := fetchStatus(t, h)
+		if err != nil {
+			return err
+		}
+		for _, p := range st.Panes {
+			if p.Role == "builder" {
+				return poll.Want(p.Queued == 2, "builder's pane holds %d messages, want the startup message and bin-1", p.Queued)
+			}
+		}
+		return errors.New("no builder pane in /status")
+	})
 	var stdout, stderr bytes.Buffer
 	cmd := hookCmd(t, root, h.port, `{"hook_event_name":"UserPromptSubmit","prompt":"go"}`, "claude", "UserPromptSubmit")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
