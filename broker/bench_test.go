@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -167,21 +166,13 @@ func benchThroughput(b *testing.B, h *harness, window int, ack bool) {
 	targets := []string{"builder", "oracle"}
 	per := b.N/senders + 1
 	total := per * senders
-	want := make([]int, len(targets))
-	for i := 0; i < total; i++ {
-		want[i%len(targets)]++
-	}
+	want := benchutil.Spread(total, len(targets))
 	// ctx ends when nothing has moved for throughputStall: every read
 	// then fails and whatever did not arrive counts as lost.
 	ctx, moved, stop := benchutil.Watchdog(context.Background(), throughputStall)
 	defer stop()
-	ackedOK := make([]atomic.Bool, total)    // message n got an ok ACK
-	delivered := make([]atomic.Int32, total) // times message n reached its listener
-	var acksConfirmed atomic.Int32           // listeners whose acks the hub has processed
-	index := func(messageID string) (int, bool) {
-		n, err := strconv.Atoi(strings.TrimPrefix(messageID, "tp-"))
-		return n, err == nil && n >= 0 && n < total
-	}
+	tally := benchutil.NewTally(total)
+	var acksConfirmed atomic.Int32 // listeners whose acks the hub has processed
 	var received sync.WaitGroup
 	for i, role := range targets {
 		l := h.benchClient(b, role, true)
@@ -202,8 +193,7 @@ func benchThroughput(b *testing.B, h *harness, window int, ack bool) {
 						return
 					}
 				}
-				if n, ok := index(m.MessageID); ok {
-					delivered[n].Add(1)
+				if tally.Delivered(m.MessageID) {
 					got++
 					moved()
 				}
@@ -239,9 +229,7 @@ func benchThroughput(b *testing.B, h *harness, window int, ack bool) {
 				moved()
 				var a proto.Ack
 				if json.Unmarshal(raw, &a) == nil && a.OK {
-					if i, ok := index(a.MessageID); ok {
-						ackedOK[i].Store(true)
-					}
+					tally.Acked(a.MessageID)
 				}
 				<-slots
 			}
@@ -255,7 +243,7 @@ func benchThroughput(b *testing.B, h *harness, window int, ack bool) {
 					return
 				}
 				n := s*per + i
-				if err := c.WriteJSON(ctx, proto.Frame{Type: "send", Target: targets[n%len(targets)], Content: "load", MessageID: fmt.Sprintf("tp-%08d", n)}); err != nil {
+				if err := c.WriteJSON(ctx, proto.Frame{Type: "send", Target: targets[n%len(targets)], Content: "load", MessageID: benchutil.ID(n)}); err != nil {
 					return
 				}
 			}
@@ -266,14 +254,7 @@ func benchThroughput(b *testing.B, h *harness, window int, ack bool) {
 	el, cpu := time.Since(start), benchutil.ProcessCPU()-cpu0
 	b.StopTimer()
 	stalled := ctx.Err() != nil
-	var lost int64
-	for n := range total {
-		d := int64(delivered[n].Load())
-		if !ackedOK[n].Load() || d == 0 {
-			lost++
-		}
-		lost += max(d-1, 0) // duplicates
-	}
+	lost := tally.Lost() // not ACKed ok, missing or duplicated
 	if lost > 0 || stalled {
 		b.Logf("%d of %d messages lost (not ACKed ok, missing or duplicated); stalled %v (nothing moved for %v)", lost, total, stalled, throughputStall)
 	}

@@ -3,10 +3,7 @@ package jsbench_test
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -166,26 +163,16 @@ func benchThroughput(b *testing.B, syncAlways bool) {
 	url := startServer(b, syncAlways)
 	per := b.N/senders + 1
 	total := per * senders
-	want := make([]int, len(roles))
-	for i := 0; i < total; i++ {
-		want[i%len(roles)]++
-	}
+	want := benchutil.Spread(total, len(roles))
 	ctx, moved, stop := benchutil.Watchdog(context.Background(), stall)
 	defer stop()
-	ackedOK := make([]atomic.Bool, total)
-	delivered := make([]atomic.Int32, total)
-	index := func(id string) (int, bool) {
-		n, err := strconv.Atoi(strings.TrimPrefix(id, "tp-"))
-		return n, err == nil && n >= 0 && n < total
-	}
+	tally := benchutil.NewTally(total)
 	errs := make(chan error, len(roles)+senders)
 	var received sync.WaitGroup
 	for i, r := range roles {
 		received.Go(func() {
 			errs <- consume(ctx, b, url, r, want[i], func(id string) {
-				if n, ok := index(id); ok {
-					delivered[n].Add(1)
-				}
+				tally.Delivered(id)
 				moved()
 			})
 		})
@@ -204,8 +191,8 @@ func benchThroughput(b *testing.B, syncAlways bool) {
 			for f := range futures {
 				select {
 				case a := <-f.Ok():
-					if n, ok := index(f.Msg().Header.Get(jetstream.MsgIDHeader)); ok && a != nil && !a.Duplicate {
-						ackedOK[n].Store(true)
+					if a != nil && !a.Duplicate {
+						tally.Acked(f.Msg().Header.Get(jetstream.MsgIDHeader))
 					}
 				case err := <-f.Err():
 					errs <- err
@@ -225,7 +212,7 @@ func benchThroughput(b *testing.B, syncAlways bool) {
 					return
 				}
 				n := s*per + i
-				f, err := js.PublishAsync(subject(roles[n%len(roles)]), body, jetstream.WithMsgID(fmt.Sprintf("tp-%08d", n)))
+				f, err := js.PublishAsync(subject(roles[n%len(roles)]), body, jetstream.WithMsgID(benchutil.ID(n)))
 				if err != nil {
 					errs <- err
 					return
@@ -246,14 +233,7 @@ func benchThroughput(b *testing.B, syncAlways bool) {
 			firstErr = err
 		}
 	}
-	var lost int64
-	for n := range total {
-		d := int64(delivered[n].Load())
-		if !ackedOK[n].Load() || d == 0 {
-			lost++
-		}
-		lost += max(d-1, 0)
-	}
+	lost := tally.Lost()
 	if lost > 0 || stalled || firstErr != nil {
 		b.Fatalf("%d of %d messages lost (not PubAcked, missing or duplicated); stalled %v; first error: %v", lost, total, stalled, firstErr)
 	}
