@@ -90,6 +90,19 @@ func (c *Client) consumer(ctx context.Context, role string) (jetstream.Consumer,
 	if err != nil {
 		return nil, fmt.Errorf("federation: consumer %s: %w", ConsumerName(role), err)
 	}
+	// Only this hub consumes role, and it handles one message at a time
+	// (Consume sets the consumer up again only between messages): a message
+	// still unacknowledged here was taken by a previous process of this
+	// hub that died holding it (kill -9), or its ack was lost. Without a
+	// reset, MaxAckPending 1 would hold every later message back for the
+	// whole AckWait (5 minutes); reset to the ack floor, it is redelivered
+	// now, and the ledger keeps it from being typed twice.
+	if info := cons.CachedInfo(); info != nil && info.NumAckPending > 0 {
+		if _, err := c.js.ResetConsumer(ctx, c.subj.Stream(), ConsumerName(role)); err != nil {
+			return nil, fmt.Errorf("federation: reset consumer %s: %w", ConsumerName(role), err)
+		}
+		c.log.Info("consumer reset to its ack floor: a message was left unacknowledged", "consumer", ConsumerName(role), "ackPending", info.NumAckPending)
+	}
 	return cons, nil
 }
 

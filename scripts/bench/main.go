@@ -107,6 +107,21 @@ func benches(quick bool) []bench {
 		{pkg: "./broker", name: "BenchmarkThroughputSerial", benchtime: n("20000x", "4000x"), count: 3, metrics: []metric{
 			{issue: "#2", what: "throughput, 4 senders each waiting for every ACK", unit: "msgs/s", goal: "reported"},
 		}},
+		// #19: the same send between two in-process hubs joined through an
+		// embedded nats-server (JetStream, file store), architect on hub A,
+		// builder a fake-agent pane on hub B.
+		{pkg: "./internal/hub", name: "BenchmarkFederation/SendAck", benchtime: n("2000x", "300x"), count: 3, metrics: []metric{
+			{issue: "#19", what: "cross-hub send→ACK (sender's ledger commit + JetStream PubAck), p50", unit: "p50-ms", goal: "reported"},
+			{issue: "#19", what: "cross-hub send→ACK p99", unit: "p99-ms", goal: "reported"},
+		}},
+		{pkg: "./internal/hub", name: "BenchmarkFederation/SendTyped", benchtime: n("40x", "10x"), count: 3, metrics: []metric{
+			{issue: "#19", what: "cross-hub send→typed into a fake-agent pane on the other hub (its ledger), one at a time, p50", unit: "p50-ms", goal: "reported"},
+			{issue: "#19", what: "cross-hub send→typed p99", unit: "p99-ms", goal: "reported"},
+		}},
+		{pkg: "./internal/hub", name: "BenchmarkFederation/Throughput", benchtime: n("60x", "15x"), count: 3, metrics: []metric{
+			{issue: "#19", what: "hub-to-hub throughput, sent back to back → typed into one pane on the other hub (MaxAckPending 1: the pane's pace)", unit: "msgs/s", goal: "reported"},
+			{issue: "#19", what: "hub-to-hub: messages lost (missing from the fake agent's prompt log or there twice)", unit: "lost", goal: "0", ok: lt(0.5)},
+		}},
 		{pkg: "./internal/e2e", name: "BenchmarkHmSendWall", benchtime: n("40x", "10x"), count: 3, metrics: []metric{
 			{issue: "#2", what: "hm-send process wall time, one delivered message (median)", unit: "p50-ms", goal: "< 15 ms", ok: lt(15)},
 		}},
