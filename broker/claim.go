@@ -66,7 +66,7 @@ func (c *conn) claim(f proto.Frame) {
 	if req.State == proto.PaneStateBusy && role != "" {
 		// The agent is at work: nothing wakes it now; its next stop
 		// waits anew.
-		c.b.wakers.releaseRole(role, proto.ReleasedBusy)
+		c.b.wakers.busy(role, c.b.now())
 	}
 	res := proto.ClaimResult{Role: role, Messages: []proto.ClaimedMessage{}, LeaseMs: c.b.cfg.ClaimLease.Milliseconds()}
 	if req.Session {
@@ -87,7 +87,11 @@ func (c *conn) claim(f proto.Frame) {
 		return
 	}
 	wait := time.Duration(min(req.WaitMs, proto.MaxClaimWaitMs)) * time.Millisecond
-	c.waitClaim(role, hook, wait, max, pc, res, answer)
+	var since time.Time
+	if req.WaitSinceMs > 0 {
+		since = time.UnixMilli(req.WaitSinceMs)
+	}
+	c.waitClaim(role, hook, wait, since, max, pc, res, answer)
 }
 
 // claimedMessages is how a claim's answer shows the messages it took.

@@ -24,6 +24,8 @@ const claimRecheck = time.Second
 type claimWaiters struct {
 	mu     sync.Mutex
 	byRole map[string]*claimWaiter
+	// busyAt is when a hook of the role last reported busy.
+	busyAt map[string]time.Time
 }
 
 // claimWaiter is one connection's waiting claim.
@@ -32,8 +34,10 @@ type claimWaiter struct {
 	end  chan proto.Released // released without messages (buffered 1)
 }
 
-// add makes w role's waiting claim, releasing the one it supersedes.
-func (ws *claimWaiters) add(role string, w *claimWaiter) {
+// add makes w role's waiting claim, releasing the one it supersedes. A
+// claim whose stop (since) is older than the role's last busy report is
+// released at once: the agent is at work again.
+func (ws *claimWaiters) add(role string, w *claimWaiter, since time.Time) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ws.byRole == nil {
@@ -43,6 +47,23 @@ func (ws *claimWaiters) add(role string, w *claimWaiter) {
 		old.release(proto.ReleasedSuperseded)
 	}
 	ws.byRole[role] = w
+	if busy, ok := ws.busyAt[role]; ok && !since.IsZero() && busy.After(since) {
+		w.release(proto.ReleasedBusy)
+	}
+}
+
+// busy records that a hook of role reported busy now, and releases the
+// role's waiting claim.
+func (ws *claimWaiters) busy(role string, now time.Time) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.busyAt == nil {
+		ws.busyAt = map[string]time.Time{}
+	}
+	ws.busyAt[role] = now
+	if w := ws.byRole[role]; w != nil {
+		w.release(proto.ReleasedBusy)
+	}
 }
 
 // remove forgets w, if it is still role's waiting claim.
@@ -66,15 +87,6 @@ func (ws *claimWaiters) notify(role string) {
 	}
 }
 
-// releaseRole releases role's waiting claim with why, if any.
-func (ws *claimWaiters) releaseRole(role string, why proto.Released) {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	if w := ws.byRole[role]; w != nil {
-		w.release(why)
-	}
-}
-
 func (w *claimWaiter) release(why proto.Released) {
 	select {
 	case w.end <- why:
@@ -86,10 +98,10 @@ func (w *claimWaiter) release(why proto.Released) {
 // claimable message (claimed and held as any claim's), the claim is
 // released, wait passes, or the connection ends (no answer then). It runs
 // in its own goroutine, owned by c.
-func (c *conn) waitClaim(role, hook string, wait time.Duration, max int, pc PaneClaimer, res proto.ClaimResult, answer func(proto.ClaimResult)) {
+func (c *conn) waitClaim(role, hook string, wait time.Duration, since time.Time, max int, pc PaneClaimer, res proto.ClaimResult, answer func(proto.ClaimResult)) {
 	w := &claimWaiter{wake: make(chan struct{}, 1), end: make(chan proto.Released, 1)}
 	ws := &c.b.wakers
-	ws.add(role, w)
+	ws.add(role, w, since)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()

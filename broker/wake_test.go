@@ -18,7 +18,18 @@ import (
 // cancelled read would close the connection.
 func waitingClaim(t *testing.T, c *client.Client, id string, wait time.Duration) <-chan proto.ClaimResult {
 	t.Helper()
-	payload, _ := json.Marshal(proto.ClaimRequest{Hook: "claude Stop --wait", WaitMs: wait.Milliseconds()})
+	return waitingClaimSince(t, c, id, wait, time.Time{})
+}
+
+// waitingClaimSince is waitingClaim for a hook whose stop happened at
+// since (zero: not said).
+func waitingClaimSince(t *testing.T, c *client.Client, id string, wait time.Duration, since time.Time) <-chan proto.ClaimResult {
+	t.Helper()
+	req := proto.ClaimRequest{Hook: "claude Stop --wait", WaitMs: wait.Milliseconds()}
+	if !since.IsZero() {
+		req.WaitSinceMs = since.UnixMilli()
+	}
+	payload, _ := json.Marshal(req)
 	if err := c.WriteJSON(ctxT(t), proto.Frame{Type: proto.TypeClaim, RequestID: id, Payload: payload}); err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +125,21 @@ func TestClaimWaits(t *testing.T) {
 			request[proto.ClaimResult](t, h.as("builder", false), proto.TypeClaim, "c1", proto.ClaimRequest{Max: -1, State: proto.PaneStateBusy})
 			return answerOf(t, ch)
 		}, wantReleased: proto.ReleasedBusy},
+		{name: "BusyBeforeItArrived", run: func(t *testing.T, h *harness, arch *client.Client) proto.ClaimResult {
+			// The stop, then a prompt (busy) that reaches the hub before
+			// the stop's waiting claim does: the agent is at work.
+			stop := time.Now().Add(-time.Second)
+			request[proto.ClaimResult](t, h.as("builder", false), proto.TypeClaim, "c1", proto.ClaimRequest{Max: -1, State: proto.PaneStateBusy})
+			return answerOf(t, waitingClaimSince(t, h.as("builder", false), "w1", time.Minute, stop))
+		}, wantReleased: proto.ReleasedBusy},
+		{name: "BusyBeforeItsStop", run: func(t *testing.T, h *harness, arch *client.Client) proto.ClaimResult {
+			// A prompt of the turn that this stop ended does not count.
+			request[proto.ClaimResult](t, h.as("builder", false), proto.TypeClaim, "c1", proto.ClaimRequest{Max: -1, State: proto.PaneStateBusy})
+			stop := time.Now().Add(time.Second)
+			ch := waitingClaimSince(t, h.as("builder", false), "w1", time.Minute, stop)
+			send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "builder", Content: "after the stop", MessageID: "m1"})
+			return answerOf(t, ch)
+		}, wantIDs: []string{"m1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

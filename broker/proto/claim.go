@@ -41,6 +41,11 @@ type ClaimRequest struct {
 	// role; a newer one, or a hook of the role reporting busy, releases it
 	// (ClaimResult.Released).
 	WaitMs int64 `json:"waitMs,omitempty"`
+	// WaitSinceMs (Unix ms) is when the waiting hook's stop happened: a
+	// hook of the role that reported busy after it means the agent went
+	// back to work before this claim arrived, and the claim is released
+	// at once (busy) instead of waiting through that turn.
+	WaitSinceMs int64 `json:"waitSinceMs,omitempty"`
 }
 
 // MaxClaimWaitMs caps ClaimRequest.WaitMs: a day.

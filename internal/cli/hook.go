@@ -46,6 +46,7 @@ const ExitWake = 2
 // waits for the next message, and exits 2 with it on stderr, which wakes
 // the idle session.
 func runHook(ctx context.Context, env Env, args []string) int {
+	started := time.Now() // for --wait: the stop this hook runs for happened by now
 	fs := newFlags("hook", env)
 	root := rootFlag(fs)
 	port := portFlag(fs)
@@ -89,7 +90,7 @@ func runHook(ctx context.Context, env Env, args []string) int {
 	}
 	cctx, cancel := context.WithTimeout(ctx, hookClaimTimeout+*wait+min(*wait, hookWaitSlack))
 	defer cancel()
-	cl, res, err := hookClaim(cctx, cfg, ev, ev.State(in), receipts, *wait)
+	cl, res, err := hookClaim(cctx, cfg, ev, ev.State(in), receipts, *wait, started)
 	if err != nil {
 		return ExitOK
 	}
@@ -129,7 +130,7 @@ func runHook(ctx context.Context, env Env, args []string) int {
 // pane's role, sends the receipts and claims what the event calls for,
 // telling the pane's state the event implies (state, "" for none). It
 // returns the connection and the hub's answer to the claim.
-func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, state string, receipts []string, wait time.Duration) (*client.Client, proto.ClaimResult, error) {
+func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, state string, receipts []string, wait time.Duration, started time.Time) (*client.Client, proto.ClaimResult, error) {
 	var res proto.ClaimResult
 	dctx, cancel := context.WithTimeout(ctx, hookDialTimeout)
 	cl, err := client.Dial(dctx, cfg.url())
@@ -138,6 +139,11 @@ func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, state strin
 		return nil, res, err
 	}
 	req := proto.ClaimRequest{Session: ev.Kind == hook.SessionStart, Hook: ev.String(), State: state, WaitMs: wait.Milliseconds()}
+	if wait > 0 {
+		// A prompt that reached the hub before this claim (the agent back
+		// at work) releases it at once.
+		req.WaitSinceMs = started.UnixMilli()
+	}
 	if ev.Kind == hook.Notification {
 		req.Max = -1 // it tells the state; nothing can join the agent's context now
 	}
