@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -272,4 +273,45 @@ func (v *verifier) head(lastID int64, lastHash string, keyed bool) error {
 		r.bad("comms_events: chain head records event_id %s but the chain ends at event_id %d (events removed or altered at the end)", idText, lastID)
 	}
 	return nil
+}
+
+// ChainEvent is one of a message's events as the hash chain holds it.
+type ChainEvent struct {
+	Event  status.Event
+	AtMs   int64
+	Detail string // detail_json as stored
+	Hash   string
+}
+
+// MessageChain reads messageID's events, in order, with their hashes, and
+// reports whether each links to the event before it in the ledger (its
+// prev_hash is that event's hash, or GenesisHash for the first event). The
+// events' keyed hashes are Verify's to check. found is false when the
+// message has no events.
+func (l *Ledger) MessageChain(ctx context.Context, messageID string) (events []ChainEvent, linked, found bool, err error) {
+	linked = true
+	err = l.Read(ctx, func(conn *sqlite.Conn) error {
+		return execArgs(conn, `SELECT e.event, e.at_ms, e.detail_json, e.hash, e.prev_hash, e.event_id,
+ (SELECT p.hash FROM comms_events p WHERE p.event_id = e.event_id - 1)
+ FROM comms_events e WHERE e.message_id = ? ORDER BY e.event_id`, func(stmt *sqlite.Stmt) error {
+			events = append(events, ChainEvent{Event: status.Event(stmt.ColumnText(0)), AtMs: stmt.ColumnInt64(1), Detail: stmt.ColumnText(2), Hash: stmt.ColumnText(3)})
+			prev, id := stmt.ColumnText(4), stmt.ColumnInt64(5)
+			want := GenesisHash
+			if id > 1 {
+				if stmt.ColumnType(6) == sqlite.TypeNull {
+					linked = false // the event before it is missing
+					return nil
+				}
+				want = stmt.ColumnText(6)
+			}
+			if prev != want {
+				linked = false
+			}
+			return nil
+		}, messageID)
+	})
+	if err != nil {
+		return nil, false, false, fmt.Errorf("journal chain of %s: %w", messageID, err)
+	}
+	return events, linked, len(events) > 0, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -175,15 +174,15 @@ func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, state strin
 	return cl, resp.Result, nil
 }
 
-// handoffDoc is the session handoff (handoffs/session.md, else the startup
-// briefing), shown to an agent that starts or lost its context.
+// handoffDoc is the session handoff, else the startup briefing
+// (layout.ReadHandoff), shown to an agent that starts or lost its context;
+// none when it cannot be read (a hook never fails).
 func handoffDoc(lay layout.Layout) hook.Doc {
-	for _, path := range []string{lay.Session(), lay.Briefing()} {
-		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) != "" {
-			return hook.Doc{Path: path, Text: strings.TrimRight(string(b), "\n")}
-		}
+	path, text, err := lay.ReadHandoff()
+	if err != nil || path == "" {
+		return hook.Doc{}
 	}
-	return hook.Doc{}
+	return hook.Doc{Path: path, Text: strings.TrimRight(text, "\n")}
 }
 
 // sendReceipts sends a message-ack for each id, without waiting: the hub
