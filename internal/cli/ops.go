@@ -271,26 +271,53 @@ func paneState(p hub.PaneStatus) string {
 
 func fetchStatus(ctx context.Context, port int, token string) (hub.Status, error) {
 	var st hub.Status
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	err := hubJSON(ctx, http.MethodGet, port, "/status", token, 3*time.Second, &st)
+	return st, err
+}
+
+// hubJSON sends method path to the hub on port with the operator token,
+// within timeout, and decodes its JSON answer into out. An answer other
+// than 200 is an error carrying the hub's message ({"error": …} or the
+// body's text).
+func hubJSON(ctx context.Context, method string, port int, path, token string, timeout time.Duration, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(port)+"/status", nil)
+	req, err := http.NewRequestWithContext(ctx, method, "http://127.0.0.1:"+strconv.Itoa(port)+path, nil)
 	if err != nil {
-		return st, err
+		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return st, fmt.Errorf("hub not reachable on port %d: %w", port, err)
+		return fmt.Errorf("hub not reachable on port %d (is `hm up` running?): %w", port, err)
 	}
 	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("read the hub's answer to %s: %w", path, err)
+	}
 	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return st, fmt.Errorf("hub answered %s: %s", resp.Status, strings.TrimSpace(string(b)))
+		var e struct {
+			Error string `json:"error"`
+		}
+		msg := strings.TrimSpace(string(body))
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			msg = e.Error
+		}
+		return fmt.Errorf("hub answered %s: %s", resp.Status, clipText(msg, 300))
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return st, fmt.Errorf("decode status: %w", err)
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("decode the hub's answer to %s: %w", path, err)
 	}
-	return st, nil
+	return nil
+}
+
+// clipText cuts s to at most n bytes for an error message.
+func clipText(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }
 
 func runAttach(ctx context.Context, env Env, args []string) int {

@@ -2,12 +2,9 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"hm/internal/cockpit"
@@ -47,45 +44,11 @@ func runUI(ctx context.Context, env Env, args []string) int {
 // fetchLoginCode asks the hub on port for a login code (POST /ui/code).
 func fetchLoginCode(ctx context.Context, port int, token string) (cockpit.CodeResponse, error) {
 	var cr cockpit.CodeResponse
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:"+strconv.Itoa(port)+"/ui/code", nil)
-	if err != nil {
-		return cr, fmt.Errorf("login code request: %w", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return cr, fmt.Errorf("hub not reachable on port %d (is `hm up` running?): %w", port, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err != nil {
-		return cr, fmt.Errorf("read the hub's answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error string `json:"error"`
-		}
-		msg := strings.TrimSpace(string(body))
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			msg = e.Error
-		}
-		return cr, fmt.Errorf("hub answered %s: %s", resp.Status, shorten(msg, 300))
-	}
-	if err := json.Unmarshal(body, &cr); err != nil {
-		return cr, fmt.Errorf("decode the hub's answer %q: %w", shorten(string(body), 200), err)
+	if err := hubJSON(ctx, http.MethodPost, port, "/ui/code", token, 5*time.Second, &cr); err != nil {
+		return cr, err
 	}
 	if cr.URL == "" {
-		return cr, fmt.Errorf("the hub's answer has no URL: %q", shorten(string(body), 200))
+		return cr, errors.New("the hub's answer has no login URL")
 	}
 	return cr, nil
-}
-
-// shorten cuts s to at most n bytes for an error message.
-func shorten(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
 }
