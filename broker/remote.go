@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"hm/broker/proto"
@@ -166,11 +167,7 @@ func (b *Broker) FlushRemote(ctx context.Context, minAge time.Duration) (sent, q
 		if !ok {
 			continue
 		}
-		has := false
-		for _, mem := range rt.members {
-			has = has || isRemote(mem)
-		}
-		if !has {
+		if !slices.ContainsFunc(rt.members, isRemote) {
 			continue
 		}
 		if b.forwardRemote(ctx, m, rt) {

@@ -74,15 +74,8 @@ func (t *Peers) Accept(p Presence) error {
 		if t.local != nil && t.local(r.Role) {
 			return fmt.Errorf("%w: hub %s claims %s, which this hub hosts", ErrForeignClaim, p.Hub, r.Role)
 		}
-		for hub, q := range t.peers {
-			if hub == p.Hub || !now.Before(q.expires) {
-				continue
-			}
-			for _, qr := range q.p.Roles {
-				if qr.Role == r.Role {
-					return fmt.Errorf("%w: hub %s claims %s, which hub %s hosts", ErrForeignClaim, p.Hub, r.Role, hub)
-				}
-			}
+		if q, ok := t.hostLocked(r.Role, p.Hub, now); ok {
+			return fmt.Errorf("%w: hub %s claims %s, which hub %s hosts", ErrForeignClaim, p.Hub, r.Role, q.Hub)
 		}
 	}
 	t.peers[p.Hub] = peer{p: p, seen: now, expires: now.Add(time.Duration(p.TTLMs) * time.Millisecond)}
@@ -94,8 +87,14 @@ func (t *Peers) Host(role string) (RemotePane, bool) {
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.hostLocked(role, t.self, now) // self is never in the table
+}
+
+// hostLocked returns the live hub other than skip that hosts role; t.mu is
+// held.
+func (t *Peers) hostLocked(role, skip string, now time.Time) (RemotePane, bool) {
 	for hub, q := range t.peers {
-		if !now.Before(q.expires) {
+		if hub == skip || !now.Before(q.expires) {
 			continue
 		}
 		for _, r := range q.p.Roles {

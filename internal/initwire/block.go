@@ -2,6 +2,7 @@ package initwire
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 )
 
@@ -25,10 +26,7 @@ func findBlocks(data []byte) []span {
 	var blocks []span
 	open := -1
 	for off := 0; off < len(data); {
-		next := len(data)
-		if i := bytes.IndexByte(data[off:], '\n'); i >= 0 {
-			next = off + i + 1
-		}
+		next := lineEnd(data, off)
 		switch strings.TrimSpace(string(data[off:next])) {
 		case BeginMarker:
 			open = off
@@ -49,6 +47,27 @@ func lineEnding(data []byte) string {
 		return "\r\n"
 	}
 	return "\n"
+}
+
+// lineEnd is the offset just after the newline that ends the line at off,
+// or len(data) when that line has none.
+func lineEnd(data []byte, off int) int {
+	if i := bytes.IndexByte(data[off:], '\n'); i >= 0 {
+		return off + i + 1
+	}
+	return len(data)
+}
+
+// separator is what goes between data and text appended after it so that a
+// blank line parts them: nothing when data is empty or already ends in one.
+func separator(data []byte, nl string) string {
+	switch {
+	case len(data) == 0, bytes.HasSuffix(data, []byte(nl+nl)):
+		return ""
+	case bytes.HasSuffix(data, []byte("\n")):
+		return nl
+	}
+	return nl + nl
 }
 
 // blockEnding is the line ending a block gets: that of the existing
@@ -85,16 +104,7 @@ func setBlock(data []byte, body string) []byte {
 	nl := blockEnding(data, blocks)
 	block := renderBlock(body, nl)
 	if len(blocks) == 0 {
-		out := append([]byte(nil), data...)
-		switch {
-		case len(out) == 0:
-		case bytes.HasSuffix(out, []byte(nl+nl)):
-		case bytes.HasSuffix(out, []byte("\n")):
-			out = append(out, nl...)
-		default:
-			out = append(out, nl+nl...)
-		}
-		return append(out, block...)
+		return slices.Concat(data, []byte(separator(data, nl)), block)
 	}
 	one := replaceBlocks(data, blocks, block, true)
 	if n := len(findBlocks(one)); n == 1 && string(outside(one)) == string(outside(data)) {

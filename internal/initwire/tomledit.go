@@ -70,11 +70,7 @@ func findHMTable(data []byte) hmTable {
 			table = keyParts(n.Key())
 			inHM = n.Kind == unstable.Table && slices.Equal(table, []string{"mcp_servers", "hm"})
 			if inHM {
-				off := int(n.Child().Raw.Offset)
-				t.headerEnd = len(data)
-				if i := bytes.IndexByte(data[off:], '\n'); i >= 0 {
-					t.headerEnd = off + i + 1
-				}
+				t.headerEnd = lineEnd(data, int(n.Child().Raw.Offset))
 			}
 		case unstable.KeyValue:
 			key := keyParts(n.Key())
@@ -137,10 +133,7 @@ func setCodexMCP(name string, data []byte) ([]byte, bool, error) {
 			}
 			edits = append(edits, edit{e.off, e.n, lines[k]})
 			if k == "command" {
-				at = len(data)
-				if i := bytes.IndexByte(data[e.off+e.n:], '\n'); i >= 0 {
-					at = e.off + e.n + i + 1
-				}
+				at = lineEnd(data, e.off+e.n)
 			}
 		}
 		if missing != "" {
@@ -154,16 +147,7 @@ func setCodexMCP(name string, data []byte) ([]byte, bool, error) {
 		line := 1 + bytes.Count(data[:off], []byte("\n"))
 		return nil, false, fmt.Errorf("%s:%d: mcp_servers or mcp_servers.hm is defined here with dotted keys or an inline table; hm init edits only a [mcp_servers.hm] table: set command = \"hm\" and args = [\"mcp\"] for hm there by hand", name, line)
 	default:
-		sep := ""
-		switch {
-		case len(data) == 0:
-		case bytes.HasSuffix(data, []byte(nl+nl)):
-		case bytes.HasSuffix(data, []byte("\n")):
-			sep = nl
-		default:
-			sep = nl + nl
-		}
-		edits = append(edits, edit{off: len(data), text: sep + "[mcp_servers.hm]" + nl + lines["command"] + nl + lines["args"] + nl})
+		edits = append(edits, edit{off: len(data), text: separator(data, nl) + "[mcp_servers.hm]" + nl + lines["command"] + nl + lines["args"] + nl})
 	}
 	out := applyEdits(data, edits)
 	if err := verifyCodexMCP(old, out); err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"hm/internal/atomicfile"
 	"hm/internal/initwire"
 )
 
@@ -56,33 +57,11 @@ func WriteFiles(dir string) (Files, error) {
 		if err != nil {
 			return Files{}, err
 		}
-		if err := writePrivate(path, append(data, '\n')); err != nil {
+		if err := atomicfile.WriteFile(path, append(data, '\n'), 0o600); err != nil {
 			return Files{}, err
 		}
 	}
 	return f, nil
-}
-
-// writePrivate writes data to path with mode 0600 (also when path exists
-// with another mode), through a temporary file and a rename.
-func writePrivate(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".launch-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // Command returns the command line with hm's launch flags added, and what
