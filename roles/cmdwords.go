@@ -53,8 +53,8 @@ func isShellVar(word string) bool {
 	return word == "$SHELL" || word == "${SHELL}" || strings.HasPrefix(word, "${SHELL:")
 }
 
-// isAssignment reports whether word is a NAME=value assignment.
-func isAssignment(word string) bool {
+// IsAssignment reports whether word is a NAME=value assignment.
+func IsAssignment(word string) bool {
 	i := strings.IndexByte(word, '=')
 	if i <= 0 {
 		return false

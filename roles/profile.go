@@ -89,7 +89,7 @@ var wrappers = map[string]map[string]bool{
 func inferCommand(w []string, depth int) string {
 	for len(w) > 0 {
 		word := w[0]
-		if isAssignment(word) || reservedWords[word] {
+		if IsAssignment(word) || reservedWords[word] {
 			w = w[1:]
 			continue
 		}

@@ -144,8 +144,10 @@ func (w *wiring) plan(agents []string) ([]*file, error) {
 				data, err := os.ReadFile(path)
 				switch {
 				case err == nil:
-					st, _ := os.Stat(path)
-					f.exists, f.old, f.mode = true, data, st.Mode().Perm()
+					f.exists, f.old = true, data
+					if st, err := os.Stat(path); err == nil {
+						f.mode = st.Mode().Perm()
+					}
 				case !errors.Is(err, fs.ErrNotExist):
 					errs = append(errs, err)
 					continue

@@ -13,6 +13,7 @@ import (
 
 	"hm/internal/atomicfile"
 	"hm/internal/initwire"
+	"hm/roles"
 )
 
 // MCPCommand and MCPArgs are how a CLI starts hm's MCP server: the same as
@@ -86,7 +87,7 @@ func rewrite(line string, f Files, depth int) (string, []string) {
 	}
 	i := 0
 	skipAssign := func() {
-		for i < len(words) && words[i].plain && isAssignment(words[i].text) {
+		for i < len(words) && words[i].plain && roles.IsAssignment(words[i].text) {
 			i++
 		}
 	}
@@ -211,19 +212,6 @@ func shQuote(s string) string {
 }
 
 var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "ash": true, "mksh": true, "yash": true}
-
-func isAssignment(w string) bool {
-	name, _, ok := strings.Cut(w, "=")
-	if !ok || name == "" {
-		return false
-	}
-	for k, c := range name {
-		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (k == 0 || c < '0' || c > '9') {
-			return false
-		}
-	}
-	return true
-}
 
 // word is one shell word: its text with quotes removed, its span in the
 // line, and whether it is plain (no expansion: no $ or ` outside single
