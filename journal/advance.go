@@ -105,9 +105,7 @@ func (tx *txn) advance(c Change) (Message, error) {
 	if !changed && c.Event == "" {
 		return cur, nil
 	}
-	detail := make(map[string]any, len(c.Detail)+5)
-	maps.Copy(detail, c.Detail)
-	dj, err := stateDetail(detail, next)
+	dj, err := stateDetail(c.Detail, next)
 	if err != nil {
 		return Message{}, logical(fmt.Errorf("advance %s: %w", c.MessageID, err))
 	}
@@ -122,10 +120,7 @@ func (tx *txn) advance(c Change) (Message, error) {
 		name = status.EventAttempt
 	}
 	if changed {
-		if err := tx.exec("UPDATE comms_journal SET status = ?, ack_status = ?, error_code = ?, attempt = ?, updated_at_ms = ? WHERE row_id = ?",
-			next.Status, next.AckStatus, next.ErrorCode, next.Attempt, next.UpdatedAtMs, next.RowID); err != nil {
-			return Message{}, fmt.Errorf("update message %s: %w", c.MessageID, err)
-		}
+		tx.setRow(next)
 		tx.countMoved(cur, next)
 	}
 	if err := tx.addEvent(c.MessageID, name, c.AtMs, dj, &change{row: &next}); err != nil {
@@ -155,11 +150,6 @@ func (l *Ledger) MarkReminded(ctx context.Context, messageID string) error {
 		}
 		return tx.addEvent(messageID, status.EventObligationReminded, tx.nowMs, detail, &change{row: &row})
 	}})
-}
-
-// get loads a message by id on the writer connection.
-func (tx *txn) get(messageID string) (Message, bool, error) {
-	return getMessage(tx.conn, messageID)
 }
 
 func (tx *txn) exec(query string, args ...any) error {

@@ -207,6 +207,7 @@ func (tx *txn) appendMessage(m Message) (Message, error) {
 		return Message{}, fmt.Errorf("insert message %s: %w", m.MessageID, err)
 	}
 	m.RowID = tx.conn.LastInsertRowID()
+	tx.keepRow(m, false)
 	return tx.afterInsert(m)
 }
 
@@ -243,6 +244,7 @@ func (tx *txn) replaceForeignRecord(id string) (bool, error) {
 	if err := tx.exec("DELETE FROM comms_journal WHERE row_id = ?", rowID); err != nil {
 		return false, fmt.Errorf("replace foreign record %s: %w", id, err)
 	}
+	tx.dropRow(id)
 	return true, nil
 }
 
@@ -426,17 +428,70 @@ func brokeredDetail(m Message) string {
 	return string(append(b, '}'))
 }
 
-// stateDetail adds row's changeable columns to detail (replacing any keys
-// of the same names) and encodes it.
+// stateDetail encodes detail with row's changeable columns added (they
+// replace any keys of the same names), keys sorted as encoding/json sorts
+// a map's. Strings, bools and integers are written directly (every
+// hot-path detail holds only those); other values go through
+// encoding/json.
 func stateDetail(detail map[string]any, row Message) (string, error) {
-	detail[detailStatus] = row.Status
-	detail[detailAckStatus] = row.AckStatus
-	detail[detailErrorCode] = row.ErrorCode
-	detail[detailAttempt] = row.Attempt
-	detail[detailUpdatedAtMs] = row.UpdatedAtMs
-	dj, err := json.Marshal(detail)
-	if err != nil {
-		return "", fmt.Errorf("%w: detail: %w", ErrInvalid, err)
+	keys := make([]string, 0, len(detail)+len(stateKeys))
+	for k := range detail {
+		if !slices.Contains(stateKeys, k) {
+			keys = append(keys, k)
+		}
 	}
-	return string(dj), nil
+	keys = append(keys, stateKeys...)
+	slices.Sort(keys)
+	b := make([]byte, 0, 192)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		var err error
+		switch k {
+		case detailStatus:
+			b = appendJSONString(b, string(row.Status))
+		case detailAckStatus:
+			b = appendJSONString(b, string(row.AckStatus))
+		case detailErrorCode:
+			b = appendJSONString(b, string(row.ErrorCode))
+		case detailAttempt:
+			b = strconv.AppendInt(b, row.Attempt, 10)
+		case detailUpdatedAtMs:
+			b = strconv.AppendInt(b, row.UpdatedAtMs, 10)
+		default:
+			b, err = appendJSONValue(b, detail[k])
+		}
+		if err != nil {
+			return "", fmt.Errorf("%w: detail %q: %w", ErrInvalid, k, err)
+		}
+	}
+	return string(append(b, '}')), nil
+}
+
+// stateKeys are the detail keys stateDetail takes from the row.
+var stateKeys = []string{detailStatus, detailAckStatus, detailErrorCode, detailAttempt, detailUpdatedAtMs}
+
+// appendJSONValue appends v as JSON.
+func appendJSONValue(b []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case string:
+		return appendJSONString(b, v), nil
+	case bool:
+		return strconv.AppendBool(b, v), nil
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case int64:
+		return strconv.AppendInt(b, v, 10), nil
+	case nil:
+		return append(b, "null"...), nil
+	}
+	j, err := json.Marshal(v)
+	if err != nil {
+		return b, err
+	}
+	return append(b, j...), nil
 }

@@ -27,6 +27,9 @@ type txn struct {
 	ftsMore     bool // ... and indexed something
 	mac         *chainMAC
 	counts      map[countKey]*countDelta // summed session-count changes (counts.go)
+	rows        map[string]*txRow        // rows read or written (rows.go)
+	dropped     []string                 // message ids of rows deleted
+	cache       *rowCache                // the writer's committed rows
 }
 
 func (w *writer) process(batch []*op) {
@@ -155,8 +158,13 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 			}
 		}
 	}()
-	tx := &txn{conn: conn, nowMs: w.l.now().UnixMilli(), maxRowID: w.lastRowID, ftsRowID: w.ftsRowID, mac: w.mac}
-	if err := tx.loadTail(); err != nil {
+	if err := w.foreignCommits(conn); err != nil {
+		return nil, err
+	}
+	tx := &txn{conn: conn, nowMs: w.l.now().UnixMilli(), maxRowID: w.lastRowID, ftsRowID: w.ftsRowID, mac: w.mac, cache: w.rows}
+	if w.tailKnown {
+		tx.nextEventID, tx.lastHash = w.tailNext, w.tailHash
+	} else if err := tx.loadTail(); err != nil {
 		return nil, err
 	}
 	firstEvent := tx.nextEventID
@@ -181,6 +189,9 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 		}
 		return errs, nil
 	}
+	if err := tx.flushRows(); err != nil {
+		return nil, classify(err)
+	}
 	if err := tx.flushCounts(); err != nil {
 		return nil, classify(err)
 	}
@@ -193,6 +204,8 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 	if err := sqlitex.Execute(conn, "COMMIT", nil); err != nil {
 		return nil, fmt.Errorf("commit: %w", classify(err))
 	}
+	w.committed(tx)
+	w.tailNext, w.tailHash, w.tailKnown = tx.nextEventID, tx.lastHash, true
 	w.lastRowID = tx.maxRowID
 	w.ftsRowID = tx.ftsRowID
 	w.commitsSinceCkpt++

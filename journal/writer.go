@@ -74,6 +74,15 @@ type writer struct {
 	retry []*op
 
 	mac *chainMAC // keyed hashes of events and the chain head
+
+	// What the writer knows of the committed ledger while no other
+	// connection commits (dataVersion, rows.go): recent rows, and the
+	// chain's tail (the next event id and the last hash).
+	dataVersion int64
+	rows        *rowCache
+	tailKnown   bool
+	tailNext    int64
+	tailHash    string
 }
 
 const (
@@ -82,7 +91,7 @@ const (
 )
 
 func newWriter(l *Ledger, conn *sqlite.Conn) (*writer, error) {
-	w := &writer{l: l, conn: conn, mac: newChainMAC(l.key)}
+	w := &writer{l: l, conn: conn, mac: newChainMAC(l.key), rows: newRowCache()}
 	err := sqlitex.Execute(conn, "SELECT coalesce(max(row_id),0), coalesce((SELECT CAST(value AS INTEGER) FROM kv WHERE key='fts_last_rowid'),0) FROM comms_journal", &sqlitex.ExecOptions{
 		ResultFunc: func(stmt *sqlite.Stmt) error {
 			w.lastRowID = stmt.ColumnInt64(0)

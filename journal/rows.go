@@ -1,0 +1,190 @@
+package journal
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// The writer's rows (issue #18). Every status change reads its message's
+// row and writes it back; the writer keeps the rows it wrote recently so a
+// change usually reads none, and a transaction writes each changed row
+// once, at its end, however many changes it applied to it (a listener's
+// delivered and acked, a pane's typed and submitted, often land in one
+// group commit).
+//
+// The rule: inside a write transaction comms_journal rows are read with
+// tx.get and changed with tx.setRow; their state columns reach the table
+// at tx.flushRows, which runTx calls before it commits. Nothing in the
+// writer reads those columns with SQL. The cache is the writer's alone and
+// only holds committed rows; another connection's commit (a SquidRun tool,
+// an operator's sqlite3) changes PRAGMA data_version, which empties it.
+
+// Bounds of the writer's row cache: recent rows are the hot ones.
+const (
+	rowCacheRows     = 8192
+	rowCacheBytes    = 8 << 20  // raw bodies held, summed
+	rowCacheMaxBody  = 64 << 10 // larger rows are not kept
+	rowCacheSlackCap = 4 * rowCacheRows
+)
+
+// rowCache holds committed rows by message_id, evicting the oldest first.
+type rowCache struct {
+	rows  map[string]Message
+	order []string // insertion order; a key may be gone from rows
+	bytes int
+}
+
+func newRowCache() *rowCache { return &rowCache{rows: make(map[string]Message)} }
+
+func (c *rowCache) get(id string) (Message, bool) {
+	m, ok := c.rows[id]
+	return m, ok
+}
+
+// put keeps m (replacing an older copy in place).
+func (c *rowCache) put(m Message) {
+	old, had := c.rows[m.MessageID]
+	if len(m.RawBody) > rowCacheMaxBody {
+		if had {
+			c.remove(m.MessageID)
+		}
+		return
+	}
+	c.bytes += len(m.RawBody) - len(old.RawBody)
+	c.rows[m.MessageID] = m
+	if !had {
+		c.order = append(c.order, m.MessageID)
+	}
+	for len(c.rows) > rowCacheRows || c.bytes > rowCacheBytes {
+		c.evictOldest()
+	}
+	if len(c.order) > rowCacheSlackCap {
+		c.order = slices.DeleteFunc(c.order, func(id string) bool { _, ok := c.rows[id]; return !ok })
+	}
+}
+
+func (c *rowCache) evictOldest() {
+	for len(c.order) > 0 {
+		id := c.order[0]
+		c.order = c.order[1:]
+		if m, ok := c.rows[id]; ok {
+			c.bytes -= len(m.RawBody)
+			delete(c.rows, id)
+			return
+		}
+	}
+}
+
+func (c *rowCache) remove(id string) {
+	if m, ok := c.rows[id]; ok {
+		c.bytes -= len(m.RawBody)
+		delete(c.rows, id)
+	}
+}
+
+func (c *rowCache) clear() {
+	clear(c.rows)
+	c.order = c.order[:0]
+	c.bytes = 0
+}
+
+// txRow is a row a transaction read or wrote; dirty when its state
+// columns changed and are not written yet.
+type txRow struct {
+	m     Message
+	dirty bool
+}
+
+// get loads a message by id: from this transaction's rows, the writer's
+// cache, or the table.
+func (tx *txn) get(messageID string) (Message, bool, error) {
+	if r, ok := tx.rows[messageID]; ok {
+		return r.m, true, nil
+	}
+	m, ok := tx.cache.get(messageID)
+	if !ok {
+		var err error
+		m, ok, err = getMessage(tx.conn, messageID)
+		if err != nil || !ok {
+			return Message{}, ok, err
+		}
+	}
+	tx.keepRow(m, false)
+	return m, true, nil
+}
+
+// keepRow records m as this transaction's copy of its row.
+func (tx *txn) keepRow(m Message, dirty bool) {
+	if tx.rows == nil {
+		tx.rows = make(map[string]*txRow)
+	}
+	m = m.row()
+	if r, ok := tx.rows[m.MessageID]; ok {
+		r.m, r.dirty = m, r.dirty || dirty
+		return
+	}
+	tx.rows[m.MessageID] = &txRow{m: m, dirty: dirty}
+}
+
+// setRow changes the state columns of a row (written at flushRows).
+func (tx *txn) setRow(m Message) { tx.keepRow(m, true) }
+
+// dropRow forgets a row this transaction deleted.
+func (tx *txn) dropRow(messageID string) {
+	delete(tx.rows, messageID)
+	tx.dropped = append(tx.dropped, messageID)
+}
+
+const updateRowState = "UPDATE comms_journal SET status = ?, ack_status = ?, error_code = ?, attempt = ?, updated_at_ms = ? WHERE row_id = ?"
+
+// flushRows writes the changed rows' state columns, in row order.
+func (tx *txn) flushRows() error {
+	var dirty []*txRow
+	for _, r := range tx.rows {
+		if r.dirty {
+			dirty = append(dirty, r)
+		}
+	}
+	slices.SortFunc(dirty, func(a, b *txRow) int { return cmp.Compare(a.m.RowID, b.m.RowID) })
+	for _, r := range dirty {
+		m := &r.m
+		if err := tx.exec(updateRowState, m.Status, m.AckStatus, m.ErrorCode, m.Attempt, m.UpdatedAtMs, m.RowID); err != nil {
+			return fmt.Errorf("update message %s: %w", m.MessageID, err)
+		}
+		r.dirty = false
+	}
+	return nil
+}
+
+// committed moves a committed transaction's rows into the cache.
+func (w *writer) committed(tx *txn) {
+	for _, id := range tx.dropped {
+		w.rows.remove(id)
+	}
+	for _, r := range tx.rows {
+		w.rows.put(r.m)
+	}
+}
+
+// foreignCommits reports whether another connection committed since the
+// writer last looked (PRAGMA data_version), and forgets the writer's
+// cached rows and chain tail if so. It runs inside the write transaction.
+func (w *writer) foreignCommits(conn *sqlite.Conn) error {
+	var v int64
+	if err := sqlitex.Execute(conn, "PRAGMA data_version", &sqlitex.ExecOptions{ResultFunc: func(stmt *sqlite.Stmt) error {
+		v = stmt.ColumnInt64(0)
+		return nil
+	}}); err != nil {
+		return fmt.Errorf("data version: %w", classify(err))
+	}
+	if v != w.dataVersion {
+		w.dataVersion = v
+		w.rows.clear()
+		w.tailKnown = false
+	}
+	return nil
+}
