@@ -27,6 +27,7 @@ type conn struct {
 	b      *Broker
 	id     int64
 	ws     socket
+	cork   *corkConn // under ws when the hub accepted it (cork.go); nil in tests with a fake socket
 	out    chan outFrame
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -166,13 +167,15 @@ func (b *Broker) accept(w http.ResponseWriter, r *http.Request, operator bool) {
 	}
 	defer b.slots.Add(-1)
 	// The default origin check refuses browser cross-origin requests.
-	ws, err := websocket.Accept(w, r, nil)
+	cw := &corkWriter{ResponseWriter: w}
+	ws, err := websocket.Accept(cw, r, nil)
 	if err != nil {
 		b.log.Info("websocket handshake refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "err", err)
 		return
 	}
 	ws.SetReadLimit(proto.MaxSocketFrame)
 	c := b.newConn(ws)
+	c.cork = cw.conn
 	c.preauthOperator = operator
 	if !b.add(c) {
 		ws.Close(websocket.StatusGoingAway, "hub shutting down")
@@ -286,35 +289,90 @@ func (c *conn) close() {
 	})
 }
 
+// writeTimeout bounds how long a client may take to read what it is sent.
+const writeTimeout = 10 * time.Second
+
 func (c *conn) writeLoop() {
 	defer c.wg.Done()
+	var batch []outFrame
 	for {
 		select {
 		case <-c.ctx.Done():
 			return
 		case f := <-c.out:
-			if f.closeWith != nil {
-				_ = c.ws.Close(*f.closeWith, string(f.data))
-				c.close()
-				return
-			}
-			wctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
-			err := c.ws.Write(wctx, websocket.MessageText, f.data)
-			cancel()
-			c.queued.Add(-int64(len(f.data)))
+			batch = append(batch[:0], f)
+		}
+		// Every frame already queued goes out with the first, corked
+		// (cork.go), up to maxCork bytes or a close.
+		size := len(batch[0].data)
+	more:
+		for size < maxCork && batch[len(batch)-1].closeWith == nil {
 			select {
-			case c.drained <- struct{}{}:
+			case f := <-c.out:
+				batch = append(batch, f)
+				size += len(f.data)
 			default:
-			}
-			if err != nil {
-				c.close()
-				return
-			}
-			if f.onWritten != nil {
-				f.onWritten()
+				break more
 			}
 		}
+		if !c.writeBatch(batch) {
+			return
+		}
+		clear(batch) // drop the callbacks and bytes until the next burst
 	}
+}
+
+// writeBatch writes frames in order, the last possibly a close; it reports
+// false once the connection is done.
+func (c *conn) writeBatch(batch []outFrame) bool {
+	if c.cork != nil {
+		c.cork.cork()
+	}
+	var err error
+	n := 0
+	for _, f := range batch {
+		if f.closeWith != nil {
+			break
+		}
+		if c.cork != nil {
+			err = c.ws.Write(c.ctx, websocket.MessageText, f.data) // kept: it cannot block
+		} else {
+			wctx, cancel := context.WithTimeout(c.ctx, writeTimeout)
+			err = c.ws.Write(wctx, websocket.MessageText, f.data)
+			cancel()
+		}
+		if err != nil {
+			break
+		}
+		n++
+	}
+	if c.cork != nil {
+		if uerr := c.cork.uncork(writeTimeout); err == nil {
+			err = uerr
+		}
+	}
+	for _, f := range batch {
+		c.queued.Add(-int64(len(f.data)))
+	}
+	select {
+	case c.drained <- struct{}{}:
+	default:
+	}
+	if err != nil {
+		c.close()
+		return false
+	}
+	for _, f := range batch[:n] {
+		if f.onWritten != nil {
+			f.onWritten()
+		}
+	}
+	if last := batch[len(batch)-1]; last.closeWith != nil {
+		_ = c.ws.Close(*last.closeWith, string(last.data))
+		c.close()
+		return false
+	}
+	return true
 }
 
 // enqueue queues a frame. A client whose queue is full is not reading: it is
