@@ -62,12 +62,45 @@ type RemoteMessage struct {
 // not be delivered here, now or later.
 var ErrRemoteRefused = errors.New("remote message refused")
 
+// ErrRemoteNotServed is wrapped when AcceptRemote's target is a role this
+// hub may serve but does not now (its listener went away): the message is
+// left for later, here or on the hub that serves the role next.
+var ErrRemoteNotServed = errors.New("remote message: the role is not served here now")
+
 // remoteWaitProgress is how often AcceptRemote says it is still working
 // while a pane types (the consumer's InProgress).
 const remoteWaitProgress = 5 * time.Second
 
 // isRemote reports whether mem is hosted by another hub.
 func isRemote(mem roles.Member) bool { return mem.Transport == roles.TransportRemote }
+
+// Served is how this hub serves a role itself (Serves).
+type Served struct {
+	Pane      bool // a pane of this hub hosts it
+	Listening bool // a WebSocket listener registered for it here
+}
+
+// Hosted reports whether this hub serves the role at all.
+func (s Served) Hosted() bool { return s.Pane || s.Listening }
+
+// Serves is the one rule for which roles this hub serves itself, which its
+// federation advertises in presence and consumes (docs/protocol.md §16): a
+// main member whose pane this hub hosts (transport pty), or a member that is
+// not another hub's (transport not remote) with a WebSocket listener
+// registered here. user and system are no members, so the operator, the
+// cockpit, Telegram and hook connections are never among them.
+func (b *Broker) Serves(role string) Served {
+	mem, ok := b.team.Lookup(role)
+	if !ok || mem.Role != role || isRemote(mem) {
+		return Served{}
+	}
+	var s Served
+	s.Pane = mem.Transport == roles.TransportPTY && b.deps.Panes != nil && b.deps.Panes.Hosted(role)
+	b.mu.Lock()
+	s.Listening = len(b.listeners[role]) > 0
+	b.mu.Unlock()
+	return s
+}
 
 // forwardRemote forwards m to every remote member of rt (a message for
 // several roles gets one row per remote role, id <messageId>:<role>,
@@ -181,8 +214,9 @@ func (b *Broker) FlushRemote(ctx context.Context, minAge time.Duration) (sent, q
 
 // AcceptRemote takes a message another hub forwarded for a role this hub
 // hosts: it records it in the ledger under its id (once: a redelivery
-// finds the row) and hands it to the pane, then waits until the ledger
-// shows it typed, submitted or otherwise settled, calling progress now
+// finds the row) and routes it like any message (to the pane, to the
+// role's listeners), then waits until the ledger shows it typed,
+// submitted, handed to a listener or otherwise settled, calling progress now
 // and then. A nil return lets the consumer acknowledge it. Refusals wrap
 // ErrRemoteRefused.
 func (b *Broker) AcceptRemote(ctx context.Context, rm RemoteMessage, progress func()) error {
@@ -203,15 +237,20 @@ func (b *Broker) AcceptRemote(ctx context.Context, rm RemoteMessage, progress fu
 }
 
 // checkRemote applies the rules a message from another hub must pass here:
-// a valid id, a target this hub hosts in a pane, a sender that is a team
-// member (or user/system) this hub does not host, owner binding.
+// a valid id, a target this hub serves (Serves: a pane or a listener), a
+// sender that is a team member (or user/system) this hub does not serve,
+// owner binding. A target this hub could serve but does not now (no pane,
+// no listener) is ErrRemoteNotServed; another hub's role is refused.
 func (b *Broker) checkRemote(rm RemoteMessage) (roles.Member, error) {
 	if !msgid.Valid(rm.MessageID) {
 		return roles.Member{}, fmt.Errorf("%w: messageId %q", ErrRemoteRefused, rm.MessageID)
 	}
 	mem, ok := b.team.Lookup(rm.Target)
-	if !ok || mem.Role != rm.Target || mem.Transport != roles.TransportPTY || b.deps.Panes == nil || !b.deps.Panes.Hosted(mem.Role) {
+	if !ok || mem.Role != rm.Target || isRemote(mem) {
 		return roles.Member{}, fmt.Errorf("%w: %s is not hosted by this hub", ErrRemoteRefused, rm.Target)
+	}
+	if !b.Serves(mem.Role).Hosted() {
+		return roles.Member{}, fmt.Errorf("%w: %s (no pane, no listener)", ErrRemoteNotServed, rm.Target)
 	}
 	if rm.From == roles.RoleUser || rm.From == roles.RoleSystem {
 		return mem, nil
@@ -220,7 +259,7 @@ func (b *Broker) checkRemote(rm RemoteMessage) (roles.Member, error) {
 	if !ok || sm.Role != rm.From {
 		return roles.Member{}, fmt.Errorf("%w: sender %q is not a member of the team", ErrRemoteRefused, rm.From)
 	}
-	if !isRemote(sm) && b.deps.Panes.Hosted(sm.Role) {
+	if b.Serves(sm.Role).Hosted() {
 		return roles.Member{}, fmt.Errorf("%w: %s is hosted by this hub; another hub may not send as it", ErrRemoteRefused, sm.Role)
 	}
 	if sm.Background && sm.Owner != mem.Role {

@@ -2,16 +2,20 @@ package cockpit_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -19,6 +23,7 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
+	"hm/internal/hub"
 	"hm/internal/poll"
 	"hm/internal/promptlog"
 )
@@ -226,6 +231,35 @@ func TestBrowser(t *testing.T) {
 		t.Logf("oracle: %s in the grid, %s focused", before, strings.TrimPrefix(big, "2 "))
 	})
 
+	t.Run("RemotePanesShowTheirHub", func(t *testing.T) {
+		// The hub's status as a federated hub's would be: a role another
+		// hub serves (from its presence). The status JSON is the hub's own,
+		// with the federation block added on its way to the page.
+		seen := time.Now().Add(-3 * time.Second).UnixMilli()
+		stop := injectFederation(t, ctx, hub.FederationStatus{Hub: "hub-here", Team: "acme", Connected: true,
+			RemotePanes: []hub.RemotePaneStatus{
+				{Role: "reviewer", Hub: "hub-far", State: "listening", LastSeenMs: seen},
+				{Role: "builder", Hub: "hub-shadow", State: "idle", LastSeenMs: seen}, // a pane here: not shown twice
+			}})
+		card := `(() => { const c = document.querySelector('.pane.remote[data-role="reviewer"]'); return c ? [c.dataset.hub, c.dataset.state, c.textContent, !!c.querySelector('.xterm')].join('|') : ''; })()`
+		got := waitJS(t, ctx, 10*time.Second, "the remote pane's card", card, func(s string) bool { return s != "" })
+		parts := strings.SplitN(got, "|", 4)
+		if parts[0] != "hub-far" || parts[1] != "listening" || parts[3] != "false" ||
+			!strings.Contains(parts[2], "reviewer") || !strings.Contains(parts[2], "remote") || !strings.Contains(parts[2], "hub-far") ||
+			!strings.Contains(parts[2], "listening") || !strings.Contains(parts[2], "seen ") {
+			t.Fatalf("remote card: %q", got)
+		}
+		if n, _ := eval[int](ctx, `document.querySelectorAll('.pane[data-role="builder"]').length`); n != 1 {
+			t.Fatalf("%d builder panes: a role hosted here is shown once", n)
+		}
+		waitJS(t, ctx, 5*time.Second, "compose and filter list the remote role",
+			`[...document.getElementById('target').options].map(o => o.value).join(',') + ' ' + [...document.getElementById('rolefilter').options].map(o => o.value).join(',')`,
+			func(s string) bool { return strings.Count(s, "reviewer") == 2 })
+		stop()
+		waitJS(t, ctx, 5*time.Second, "the card goes with the presence", `document.querySelectorAll('.pane.remote').length`,
+			func(n int) bool { return n == 0 })
+	})
+
 	t.Run("NoCookieGets401", func(t *testing.T) {
 		other, cancel := chromedp.NewContext(e.browser, chromedp.WithNewBrowserContext())
 		defer cancel()
@@ -360,4 +394,57 @@ func ptySize(pid int) string {
 		return err.Error()
 	}
 	return fmt.Sprintf("%dx%d", ws.Col, ws.Row)
+}
+
+// injectFederation adds fed to the hub's status on its way to ctx's page
+// (the status of a hub federated through NATS, without NATS): every
+// /ui/api/status answer is paused at the response, its JSON gains
+// "federation", and it goes on. stop ends it (also at t's cleanup).
+func injectFederation(t *testing.T, ctx context.Context, fed hub.FederationStatus) (stop func()) {
+	t.Helper()
+	fctx, cancel := context.WithCancel(ctx)
+	paused := chromedp.Events(fctx, fetch.RequestPaused)
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+		{URLPattern: "*/ui/api/status*", RequestStage: fetch.RequestStageResponse}}}); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			body, err := chromedp.Call(ctx, fetch.GetResponseBody, fetch.GetResponseBodyParams{RequestID: ev.RequestID})
+			var st map[string]any
+			if err == nil && ev.ResponseStatusCode == http.StatusOK && json.Unmarshal(body.Body, &st) == nil {
+				st["federation"] = fed
+				if out, err := json.Marshal(st); err == nil {
+					var hdr []*fetch.HeaderEntry // the hub's, but the length of the old body
+					for _, h := range ev.ResponseHeaders {
+						if !strings.EqualFold(h.Name, "Content-Length") {
+							hdr = append(hdr, h)
+						}
+					}
+					_, _ = chromedp.Call(ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: ev.RequestID,
+						ResponseCode: ev.ResponseStatusCode, ResponseHeaders: hdr, Body: out})
+					continue
+				}
+			}
+			_, _ = chromedp.Call(ctx, fetch.ContinueResponse, fetch.ContinueResponseParams{RequestID: ev.RequestID})
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			if _, err := chromedp.Call(ctx, fetch.Disable, cdp.Empty{}); err != nil {
+				t.Errorf("Fetch.disable: %v", err)
+			}
+			cancel()
+			<-done
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }

@@ -41,6 +41,10 @@ type fedHub struct {
 	c     *federation.Client
 	peers *federation.Peers
 
+	// consumers are the running consumers by role (presenceLoop alone
+	// starts and stops them, following hostedRoles).
+	consumers map[string]context.CancelFunc
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -86,7 +90,7 @@ func (h *Hub) startFederation(deps *broker.Deps) error {
 	if err != nil {
 		return err
 	}
-	f := &fedHub{h: h, log: log.With("hub", c.Hub()), opts: o, c: c}
+	f := &fedHub{h: h, log: log.With("hub", c.Hub()), opts: o, c: c, consumers: map[string]context.CancelFunc{}}
 	f.peers = federation.NewPeers(c.Hub(), h.hostsLocally, c.Signing(), log, nil)
 	h.fed = f
 	deps.Remote = f
@@ -95,8 +99,11 @@ func (h *Hub) startFederation(deps *broker.Deps) error {
 	return nil
 }
 
-// hostsLocally reports whether a pane of this hub hosts role.
-func (h *Hub) hostsLocally(role string) bool { return h.panes != nil && h.panes.Hosted(role) }
+// hostsLocally reports whether this hub serves role itself: a pane of it,
+// or a WebSocket listener registered here (broker.Serves, the one rule).
+func (h *Hub) hostsLocally(role string) bool {
+	return h.Broker != nil && h.Broker.Serves(role).Hosted()
+}
 
 func (f *fedHub) name() string { return "federation" }
 
@@ -122,9 +129,6 @@ func (f *fedHub) run(ctx context.Context) {
 	})
 	f.goLoop(func() { f.presenceLoop(ctx) })
 	f.goLoop(func() { f.outboxLoop(ctx) })
-	for _, role := range f.hostedRoles() {
-		f.goLoop(func() { f.c.Consume(ctx, role, f.take) })
-	}
 }
 
 func (f *fedHub) goLoop(fn func()) {
@@ -144,29 +148,56 @@ func (f *fedHub) stop(context.Context) {
 	f.c.Close()
 }
 
-// hostedRoles are the main roles this hub's panes host.
-func (f *fedHub) hostedRoles() []string {
-	var out []string
+// stateListening is the presence state of a role this hub serves through
+// a WebSocket listener only (no pane).
+const stateListening = "listening"
+
+// presence is the main roles this hub serves (broker.Serves: a pane, or a
+// WebSocket listener), each once, in team order, with its pane's state, or
+// "listening" for a role served by a listener alone.
+func (f *fedHub) presence() []federation.RoleState {
+	var out []federation.RoleState
 	for _, m := range f.h.Team.Members() {
-		if m.Transport == roles.TransportPTY && f.h.hostsLocally(m.Role) {
-			out = append(out, m.Role)
+		s := f.h.Broker.Serves(m.Role)
+		switch {
+		case s.Pane:
+			state, _, _ := f.h.panes.Health(m.Role)
+			out = append(out, federation.RoleState{Role: m.Role, State: state})
+		case s.Listening:
+			out = append(out, federation.RoleState{Role: m.Role, State: stateListening})
 		}
 	}
 	return out
 }
 
-// presence is this hub's roles and their pane states.
-func (f *fedHub) presence() []federation.RoleState {
-	var out []federation.RoleState
-	for _, role := range f.hostedRoles() {
-		state, _, _ := f.h.panes.Health(role)
-		out = append(out, federation.RoleState{Role: role, State: state})
+// syncConsumers runs one consumer for each role in cur and stops those of
+// roles no longer served here (a listener gone): what such a consumer held
+// unacknowledged is redelivered, to whichever hub serves the role next.
+func (f *fedHub) syncConsumers(ctx context.Context, cur []federation.RoleState) {
+	keep := make(map[string]bool, len(cur))
+	for _, r := range cur {
+		keep[r.Role] = true
+		if _, ok := f.consumers[r.Role]; ok {
+			continue
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		f.consumers[r.Role] = cancel
+		role := r.Role
+		f.goLoop(func() { f.c.Consume(cctx, role, f.take) })
+		f.log.Debug("consumer started", "role", role, "state", r.State)
 	}
-	return out
+	for role, cancel := range f.consumers {
+		if !keep[role] {
+			cancel()
+			delete(f.consumers, role)
+			f.log.Info("consumer stopped: the role is no longer served here", "role", role)
+		}
+	}
 }
 
 // presenceLoop publishes presence every PresenceEvery and as soon as a
-// pane's state changes (checked five times as often).
+// role's state changes (checked five times as often), and keeps one
+// consumer per role it lists.
 func (f *fedHub) presenceLoop(ctx context.Context) {
 	tick := time.NewTicker(f.opts.PresenceEvery / 5)
 	defer tick.Stop()
@@ -174,6 +205,7 @@ func (f *fedHub) presenceLoop(ctx context.Context) {
 	var at time.Time
 	for {
 		cur := f.presence()
+		f.syncConsumers(ctx, cur)
 		if !slices.Equal(cur, last) || time.Since(at) >= f.opts.PresenceEvery {
 			if err := f.c.PublishPresence(cur, 3*f.opts.PresenceEvery); err == nil {
 				last, at = cur, time.Now()
@@ -228,7 +260,7 @@ var errUnknownHub = fmt.Errorf("%w: the sending hub's presence has not been seen
 
 // take is the consumers' handler: the sender must be a role its hub's
 // presence claims (or that hub's user/system); then the broker records the
-// message and waits until the pane has it.
+// message and waits until the pane or a listener has it.
 func (f *fedHub) take(ctx context.Context, e federation.Envelope, progress func()) error {
 	if e.From == roles.RoleUser || e.From == roles.RoleSystem {
 		if !f.peers.Live(e.Hub) {
@@ -246,8 +278,11 @@ func (f *fedHub) take(ctx context.Context, e federation.Envelope, progress func(
 		MessageID: e.MessageID, From: e.From, Target: e.Target, Seq: e.Seq, Header: e.Header, Content: e.Content,
 		Priority: e.Priority, Channel: e.Channel, SentAtMs: e.SentAtMs, Metadata: string(e.Metadata), Hub: e.Hub,
 	}, progress)
-	if errors.Is(err, broker.ErrRemoteRefused) {
+	switch {
+	case errors.Is(err, broker.ErrRemoteRefused):
 		return fmt.Errorf("%w: %v", federation.ErrRefused, err)
+	case errors.Is(err, broker.ErrRemoteNotServed):
+		return fmt.Errorf("%w: %v", federation.ErrRetry, err)
 	}
 	return err
 }

@@ -1,10 +1,12 @@
 package hub_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,18 +21,20 @@ import (
 	"hm/internal/hub"
 	"hm/internal/poll"
 	"hm/internal/status"
+	"hm/roles"
 )
 
 const fedTeam = "t1"
 
 // fedSettings hosts local in a fake-agent pane and names remote as hosted
-// by another hub; oracle is a ws role; no background slots.
-func fedSettings(root, local, remote string) string {
+// by another hub; oracle has transport oracle (ws or remote); no
+// background slots.
+func fedSettings(root, local, remote, oracle string) string {
 	return fmt.Sprintf(`{"panes":[
 	 {"role":%q,"command":%q,"profile":"default"},
 	 {"role":%q,"transport":"remote"},
-	 {"role":"oracle","transport":"ws"}],
-	 "background":{"max":0}}`, local, agentCmd(root, local), remote)
+	 {"role":"oracle","transport":%q}],
+	 "background":{"max":0}}`, local, agentCmd(root, local), remote, oracle)
 }
 
 type fedPair struct {
@@ -40,12 +44,18 @@ type fedPair struct {
 }
 
 // startFedPair runs a nats-server and two hubs joined through it: hub-a
-// hosts architect, hub-b builder. It waits until each sees the other.
-func startFedPair(t *testing.T) *fedPair {
+// hosts architect, hub-b builder; oracle is a ws role on both. It waits
+// until each sees the other.
+func startFedPair(t *testing.T) *fedPair { return startFedPairOracle(t, "ws", "ws") }
+
+// startFedPairOracle is startFedPair with oracle's transport on hub-a and
+// on hub-b.
+func startFedPairOracle(t *testing.T, oracleA, oracleB string) *fedPair {
 	t.Helper()
 	srv := natstest.Start(t)
+	oracle := map[string]string{"hub-a": oracleA, "hub-b": oracleB}
 	start := func(root, name, local, remote string) *testHub {
-		return startHubAt(t, root, hubConfig{settings: fedSettings(root, local, remote), opts: func(o *hub.Options) {
+		return startHubAt(t, root, hubConfig{settings: fedSettings(root, local, remote, oracle[name]), opts: func(o *hub.Options) {
 			o.NATS = hub.NATSOptions{URL: srv.URL(), Team: fedTeam, Hub: name, PresenceEvery: 200 * time.Millisecond,
 				OutboxEvery: 200 * time.Millisecond, ReconnectWait: 50 * time.Millisecond, AckWait: 1500 * time.Millisecond}
 		}})
@@ -289,4 +299,145 @@ func TestFederationRedeliveryAndForeignClaims(t *testing.T) {
 	if remoteHub(p.a, "builder") != "hub-b" || remoteHub(p.b, "architect") != "hub-a" {
 		t.Fatalf("presence after foreign claims: a %v, b %v", p.a.h.RemotePanes(), p.b.h.RemotePanes())
 	}
+}
+
+// presenceRoles is hub th's presence as role=state words.
+func presenceRoles(th *testHub) []string {
+	var out []string
+	for _, r := range th.h.FedPresence() {
+		out = append(out, r.Role+"="+r.State)
+	}
+	return out
+}
+
+// remoteOf is th's status entry of role hosted by another hub.
+func remoteOf(t *testing.T, th *testHub, role string) (hub.RemotePaneStatus, bool) {
+	t.Helper()
+	st := th.h.Snapshot(ctxT(t)).Federation
+	if st == nil {
+		t.Fatal("no federation in the status")
+	}
+	for _, r := range st.RemotePanes {
+		if r.Role == role {
+			return r, true
+		}
+	}
+	return hub.RemotePaneStatus{}, false
+}
+
+// Connections that serve no role are not advertised: hub B's presence
+// lists its pane (builder) alone, whatever else is connected.
+func TestFederationPresenceSkipsNonRoles(t *testing.T) {
+	t.Parallel()
+	p := startFedPairOracle(t, "remote", "ws")
+	tests := []struct {
+		name   string
+		role   string
+		listen bool
+	}{
+		{"operator listening as user (hm listen, the cockpit)", roles.RoleUser, true},
+		{"operator sending as user", roles.RoleUser, false},
+		{"send-only connection as a ws role (hm send, hooks, MCP)", "oracle", false},
+		{"send-only connection as the pane role", "builder", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := p.b.as(tt.role, tt.listen)
+			defer c.CloseNow()
+			if tt.listen {
+				poll.For(t, 5*time.Second, func() error {
+					return poll.Want(slices.Contains(p.b.h.Broker.ListenerRoles(), tt.role), "listeners %v", p.b.h.Broker.ListenerRoles())
+				})
+			}
+			if got := presenceRoles(p.b); len(got) != 1 || !strings.HasPrefix(got[0], "builder=") {
+				t.Fatalf("hub b presence: %v", got)
+			}
+		})
+	}
+	if _, ok := remoteOf(t, p.a, roles.RoleUser); ok {
+		t.Fatal("hub a lists user as a remote role")
+	}
+}
+
+// A role hub B serves through a WebSocket listener alone (no pane) is in
+// its presence ("listening"), shown by hub A's status with hub B, and a
+// message from hub A's architect reaches that listener exactly once. A
+// pane role that also has a listener is listed once, with its pane's
+// state. When the listener leaves, hub B stops advertising the role.
+func TestFederationListenerRole(t *testing.T) {
+	t.Parallel()
+	p := startFedPairOracle(t, "remote", "ws")
+	lis := p.b.as("oracle", true)
+	p.b.as("builder", true) // a listener of the pane role as well
+	poll.For(t, 15*time.Second, func() error {
+		r, ok := remoteOf(t, p.a, "oracle")
+		return poll.Want(ok && r.Hub == "hub-b" && r.State == "listening", "hub a sees oracle as %+v (%v)", r, ok)
+	})
+	if got := presenceRoles(p.b); len(got) != 2 || !strings.HasPrefix(got[0], "builder=") || got[0] == "builder=listening" || got[1] != "oracle=listening" {
+		t.Fatalf("hub b presence: %v", got)
+	}
+	if res := healthCheck(t, p.a, "oracle"); !res.Healthy || res.Hub != "hub-b" {
+		t.Fatalf("health-check of oracle on hub a: %+v", res)
+	}
+
+	arch := p.a.as("architect", false)
+	ack := send(t, arch, proto.Frame{Target: "oracle", Content: "look at this", MessageID: "lis-1"})
+	if !ack.OK || ack.Status != string(status.AcceptedUnverified) {
+		t.Fatalf("ack %+v", ack)
+	}
+	m := nextMessage(t, lis)
+	if m.MessageID != "lis-1" || m.From != "architect" || !strings.Contains(m.Content, "look at this") {
+		t.Fatalf("listener got %+v", m)
+	}
+	if err := lis.WriteJSON(ctxT(t), proto.Frame{Type: proto.TypeMessageAck, MessageID: "lis-1"}); err != nil {
+		t.Fatal(err)
+	}
+	poll.For(t, 10*time.Second, func() error {
+		r := row(t, p.b, "lis-1")
+		return poll.Want(r.Status == status.Acked && r.Direction == "inbound" && r.SenderRole == "architect", "hub b row %+v", r)
+	})
+	waitConsumerIdle(t, p.srv.URL(), "oracle")
+	// Exactly once: nothing more comes to the listener.
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	for {
+		typ, raw, err := lis.Next(ctx)
+		if err != nil {
+			break
+		}
+		if typ == proto.TypeMessage {
+			t.Fatalf("a second message at the listener: %s", raw)
+		}
+	}
+	lis.CloseNow()
+	poll.For(t, 10*time.Second, func() error {
+		r, ok := remoteOf(t, p.a, "oracle")
+		return poll.Want(!ok, "hub a still sees oracle: %+v", r)
+	})
+}
+
+// waitConsumerIdle waits until role's consumer has nothing pending or
+// unacknowledged.
+func waitConsumerIdle(t *testing.T, url, role string) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.For(t, 20*time.Second, func() error {
+		cons, err := js.Consumer(ctxT(t), "HM_T1", federation.ConsumerName(role))
+		if err != nil {
+			return err
+		}
+		info, err := cons.Info(ctxT(t))
+		if err != nil {
+			return err
+		}
+		return poll.Want(info.NumPending == 0 && info.NumAckPending == 0, "consumer %s: %d pending, %d unacked", role, info.NumPending, info.NumAckPending)
+	})
 }

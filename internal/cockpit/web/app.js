@@ -92,6 +92,46 @@ function paneList(st) {
   return out;
 }
 
+// remoteList is the roles other hubs host (docs/protocol.md §16), from
+// their presence: the status's federation.remotePanes, without a role
+// this hub shows as a pane of its own.
+function remoteList(st, local) {
+  const names = new Set(local.map((p) => p.name));
+  return ((st.federation && st.federation.remotePanes) || []).filter((r) => r.role && !names.has(r.role));
+}
+
+// RemoteCard is a role another hub hosts: no terminal (it runs on another
+// machine), its hub, its state and when that hub's presence was last seen.
+class RemoteCard {
+  constructor(role) {
+    this.root = el('article', 'pane remote');
+    this.root.dataset.role = role;
+    this.root.dataset.remote = 'true';
+    const head = el('header', 'pane-head');
+    this.stateEl = el('span', 'badge state', '');
+    this.seenEl = el('span', 'seen', '');
+    head.append(el('strong', 'role', role), el('span', 'badge remote', 'remote'), this.stateEl, el('span', 'spacer'), this.seenEl);
+    this.hubEl = el('strong', 'hub', '');
+    const body = el('div', 'pane-body remote-body');
+    body.append(el('span', null, 'hosted by hub '), this.hubEl,
+      el('p', 'note', 'Its terminal is on that machine; messages to it are forwarded through NATS.'));
+    this.root.append(head, body);
+  }
+
+  update(r) {
+    const state = r.state || 'unknown';
+    this.stateEl.textContent = state;
+    this.stateEl.dataset.state = state;
+    this.root.dataset.state = state;
+    this.root.dataset.hub = r.hub || '';
+    this.hubEl.textContent = r.hub || '?';
+    this.seenEl.textContent = r.lastSeenMs ? 'seen ' + age(r.lastSeenMs) + ' ago' : 'not seen';
+    this.seenEl.title = r.lastSeenMs ? new Date(r.lastSeenMs).toLocaleString() : '';
+  }
+}
+
+const remotes = new Map(); // role -> RemoteCard
+
 function updatePanes(st) {
   const list = paneList(st);
   const names = new Set(list.map((p) => p.name));
@@ -107,6 +147,20 @@ function updatePanes(st) {
       v.mount();
     }
     v.update(p);
+  }
+  const far = remoteList(st, list);
+  const farNames = new Set(far.map((r) => r.role));
+  for (const [role, c] of remotes) {
+    if (!farNames.has(role)) { c.root.remove(); remotes.delete(role); }
+  }
+  for (const r of far) {
+    let c = remotes.get(r.role);
+    if (!c) {
+      c = new RemoteCard(r.role);
+      remotes.set(r.role, c);
+      $('panes').appendChild(c.root);
+    }
+    c.update(r);
   }
 }
 
@@ -140,7 +194,9 @@ async function pollStatus() {
     setBadge('hubstate', ledgerOK ? `hub up · pid ${h.pid} · ${age(Date.now() - (h.uptimeMs || 0))}` : 'ledger: ' + st.ledger.error,
       ledgerOK ? 'ready' : 'exited');
     updatePanes(st);
-    roles = paneList(st).map((p) => p.name);
+    const local = paneList(st);
+    // Messages to a remote role are forwarded to its hub: it is a target too.
+    roles = local.map((p) => p.name).concat(remoteList(st, local).map((r) => r.role));
     setOptions($('target'), ['all', ...roles], false);
     setOptions($('rolefilter'), ['user', ...roles], true);
     renderSlots(st.slots || []);
@@ -540,7 +596,7 @@ const hub = new Hub({
   onState: (s) => { document.body.dataset.hub = s; if (s !== 'connected') setBadge('login', 'messages: ' + s, s === 'unauthorized' ? 'exited' : 'starting'); },
   onOpen: () => firstStatus.then(() => { backfill(); pollObligations(); }),
 });
-window.hmCockpit = { hub, panes, msgs, onEvent }; // for the browser tests and the curious
+window.hmCockpit = { hub, panes, remotes, msgs, onEvent }; // for the browser tests and the curious
 
 applyCols();
 await pollStatus();
