@@ -12,6 +12,19 @@ import (
 	"hm/internal/poll"
 )
 
+// capAtCurrentSize caps l's database at its current size: a change that
+// needs a new page cannot commit (SetMaxBytes(ctx, 0) lifts it).
+func capAtCurrentSize(t *testing.T, l *Ledger) {
+	t.Helper()
+	st, err := os.Stat(l.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetMaxBytes(context.Background(), st.Size()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestAsyncAdvanceKeptWhileUnavailable: a fire-and-forget state change that
 // cannot commit because the ledger is full is kept and committed after the
 // next successful transaction, not dropped.
@@ -22,20 +35,12 @@ func TestAsyncAdvanceKeptWhileUnavailable(t *testing.T) {
 	if _, err := l.Append(ctx, &Message{MessageID: "m1", SessionID: "s", SenderRole: "architect", TargetRole: "builder", RawBody: "hi"}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := os.Stat(l.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Cap the database at its current size: a change that needs a new page
-	// cannot commit.
-	if err := l.SetMaxBytes(ctx, st.Size()); err != nil {
-		t.Fatal(err)
-	}
+	capAtCurrentSize(t, l)
 	big := strings.Repeat("x", 64<<10)
 	l.AdvanceAsync(Change{MessageID: "m1", Status: status.Routed, AckStatus: "delivered.websocket", Event: "delivered", Detail: map[string]any{"pad": big}})
 	// The cap refuses a write that needs room: wait until the async change
 	// has been tried and kept (the row is still brokered).
-	_, err = l.Append(ctx, &Message{MessageID: "m2", SessionID: "s", SenderRole: "architect", TargetRole: "builder", RawBody: big})
+	_, err := l.Append(ctx, &Message{MessageID: "m2", SessionID: "s", SenderRole: "architect", TargetRole: "builder", RawBody: big})
 	if err == nil {
 		t.Fatal("append over the cap committed")
 	}

@@ -3,7 +3,6 @@ package journal
 import (
 	"context"
 	"errors"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,13 +82,7 @@ func TestWriterRows(t *testing.T) {
 		}},
 		{"a change that rolled back is not kept", func(t *testing.T, l *Ledger) {
 			ctx := ctxT(t)
-			st, err := os.Stat(l.Path())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := l.SetMaxBytes(ctx, st.Size()); err != nil {
-				t.Fatal(err)
-			}
+			capAtCurrentSize(t, l)
 			big := strings.Repeat("x", 64<<10)
 			if _, err := l.Advance(ctx, Change{MessageID: "m1", Status: status.Routed, Detail: map[string]any{"pad": big}}); err == nil {
 				t.Fatal("a change over the size cap committed")

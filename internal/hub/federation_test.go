@@ -240,15 +240,7 @@ func TestFederationRedeliveryAndForeignClaims(t *testing.T) {
 	waitTypedOnce(t, p.b, "builder", []string{"d-1"})
 	orig := row(t, p.b, "d-1")
 
-	nc, err := nats.Connect(p.srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jsClient(t, p.srv.URL())
 	publish := func(msgID string, e federation.Envelope) {
 		t.Helper()
 		data, _ := e.Marshal()
@@ -416,19 +408,27 @@ func TestFederationListenerRole(t *testing.T) {
 	})
 }
 
-// waitConsumerIdle waits until role's consumer has nothing pending or
-// unacknowledged.
-func waitConsumerIdle(t *testing.T, url, role string) {
+// jsClient is a JetStream client of the NATS server at url, closed at
+// the test's end.
+func jsClient(t *testing.T, url string) jetstream.JetStream {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return js
+}
+
+// waitConsumerIdle waits until role's consumer has nothing pending or
+// unacknowledged.
+func waitConsumerIdle(t *testing.T, url, role string) {
+	t.Helper()
+	js := jsClient(t, url)
 	poll.For(t, 20*time.Second, func() error {
 		cons, err := js.Consumer(ctxT(t), "HM_T1", federation.ConsumerName(role))
 		if err != nil {
