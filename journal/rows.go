@@ -25,8 +25,8 @@ import (
 
 // Bounds of the writer's row cache: recent rows are the hot ones.
 const (
-	rowCacheRows     = 8192
-	rowCacheBytes    = 8 << 20  // raw bodies held, summed
+	rowCacheRows     = 4096
+	rowCacheBytes    = 4 << 20  // raw bodies held, summed
 	rowCacheMaxBody  = 64 << 10 // larger rows are not kept
 	rowCacheSlackCap = 4 * rowCacheRows
 )
