@@ -259,6 +259,13 @@ func (p *Pane) deliver(it *item) (done bool) {
 		return p.typeAgain(pr, it, stage, "before Enter", nil)
 	}
 	for attempt := 0; attempt < enterAttempts; attempt++ {
+		if attempt > 0 && trailer != "" {
+			// The press before this one left the text at the input,
+			// perhaps with a newline under it: this press is judged
+			// against the screen as it stands now, or its own newline
+			// would look like a second row and the text leaving.
+			typed = viewInput(p.Screen(), p.profile, trailer)
+		}
 		p.mu.Lock()
 		out := p.outChanged
 		p.mu.Unlock()

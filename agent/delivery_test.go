@@ -570,3 +570,35 @@ func TestDeliveryCallbacks(t *testing.T) {
 		Delivery{}.Fail(want) // no callbacks: must not panic
 	})
 }
+
+// TestEveryEnterANewline: a program that takes every Enter as a newline in
+// its input (here any Enter within a minute of other input) never gets the
+// message; the pane must say stuck, never submitted. Each press adds one
+// blank row under the text: the second press was judged against the screen
+// from before the first, two rows up, and taken for the text leaving the
+// input (the false "submitted" TestHardCase/EnterWithin150msIsNewline hit
+// when load delayed the program's read of the first Enter).
+func TestEveryEnterANewline(t *testing.T) {
+	t.Parallel()
+	spec, logPath := fakeSpec(t, "FAKEAGENT_ECHO=1", "FAKEAGENT_ENTER_MS=60000")
+	spec.Timing = hardTiming(">", false, true)
+	p := startPane(t, spec)
+	stages := newStageLog()
+	p.Enqueue(Delivery{MessageID: "m1", Content: "(ARCH #1): an Enter is a newline here", Report: stages.reporter("m1")})
+	poll.For(t, 20*time.Second, func() error {
+		return poll.Want(stages.final("m1"), "a final stage for m1, have %v", stages.get("m1"))
+	})
+	got := stages.get("m1")
+	if last := got[len(got)-1]; last.Kind != StageStuck {
+		t.Fatalf("stages %v: want the last one stuck", got)
+	}
+	for _, s := range got {
+		if s.Kind == StageSubmitted {
+			t.Fatalf("stages %v: reported submitted, but the program took no prompt", got)
+		}
+	}
+	settle(t, logPath)
+	if prompts := readPrompts(t, logPath); len(prompts) != 0 {
+		t.Fatalf("the program took %d prompts: %+v", len(prompts), prompts)
+	}
+}
