@@ -4,9 +4,11 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -93,7 +95,7 @@ type conn struct {
 // socket is what a conn needs of its WebSocket (*websocket.Conn); the
 // in-process frame fuzzer supplies its own.
 type socket interface {
-	Read(ctx context.Context) (websocket.MessageType, []byte, error)
+	Reader(ctx context.Context) (websocket.MessageType, io.Reader, error)
 	Write(ctx context.Context, typ websocket.MessageType, p []byte) error
 	Close(code websocket.StatusCode, reason string) error
 	CloseNow() error
@@ -437,16 +439,32 @@ func (c *conn) sendError(code status.Code, msg, requestID, messageID string) {
 }
 
 func (c *conn) readLoop() {
+	// Frames are read into one buffer: readFrame keeps nothing of the
+	// bytes it is given (json.Unmarshal copies what it stores).
+	var buf bytes.Buffer
 	for {
-		typ, data, err := c.ws.Read(c.ctx)
+		// A read ends when the connection closes (c.close closes the
+		// socket); a context that can be cancelled would cost every
+		// read a registration with it (coder/websocket's read timeout).
+		typ, r, err := c.ws.Reader(context.Background())
 		if err != nil {
 			return
 		}
-		if !c.readFrame(typ, data) {
+		buf.Reset()
+		if _, err := buf.ReadFrom(r); err != nil {
+			return // over the read limit, or the connection broke
+		}
+		if !c.readFrame(typ, buf.Bytes()) {
 			return
+		}
+		if buf.Cap() > maxKeptReadBuf {
+			buf = bytes.Buffer{} // one large frame does not pin its buffer
 		}
 	}
 }
+
+// maxKeptReadBuf bounds the read buffer a connection keeps between frames.
+const maxKeptReadBuf = 64 << 10
 
 // readFrame applies the rate and size limits to one frame read from the
 // client, decodes it and hands it to its handler. Every frame refused here

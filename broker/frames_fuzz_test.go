@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -315,9 +317,13 @@ func newFakeSocket() *fakeSocket {
 	return &fakeSocket{out: make(chan []byte, 1024), closed: make(chan struct{}), code: -1}
 }
 
-func (s *fakeSocket) Read(ctx context.Context) (websocket.MessageType, []byte, error) {
-	<-ctx.Done()
-	return 0, nil, ctx.Err()
+func (s *fakeSocket) Reader(ctx context.Context) (websocket.MessageType, io.Reader, error) {
+	select {
+	case <-ctx.Done():
+		return 0, nil, ctx.Err()
+	case <-s.closed:
+		return 0, nil, net.ErrClosed
+	}
 }
 
 func (s *fakeSocket) Write(ctx context.Context, _ websocket.MessageType, p []byte) error {

@@ -119,15 +119,9 @@ func (tx *txn) get(messageID string) (Message, bool, error) {
 
 // keepRow records m as this transaction's copy of its row.
 func (tx *txn) keepRow(m Message, dirty bool) {
-	if tx.rows == nil {
-		tx.rows = make(map[string]*txRow)
-	}
 	m = m.row()
-	if r, ok := tx.rows[m.MessageID]; ok {
-		r.m, r.dirty = m, r.dirty || dirty
-		return
-	}
-	tx.rows[m.MessageID] = &txRow{m: m, dirty: dirty}
+	r := tx.rows[m.MessageID]
+	tx.rows[m.MessageID] = txRow{m: m, dirty: r.dirty || dirty}
 }
 
 // setRow changes the state columns of a row (written at flushRows).
@@ -143,19 +137,18 @@ const updateRowState = "UPDATE comms_journal SET status = ?, ack_status = ?, err
 
 // flushRows writes the changed rows' state columns, in row order.
 func (tx *txn) flushRows() error {
-	var dirty []*txRow
+	var dirty []Message
 	for _, r := range tx.rows {
 		if r.dirty {
-			dirty = append(dirty, r)
+			dirty = append(dirty, r.m)
 		}
 	}
-	slices.SortFunc(dirty, func(a, b *txRow) int { return cmp.Compare(a.m.RowID, b.m.RowID) })
-	for _, r := range dirty {
-		m := &r.m
+	slices.SortFunc(dirty, func(a, b Message) int { return cmp.Compare(a.RowID, b.RowID) })
+	for _, m := range dirty {
 		if err := tx.exec(updateRowState, m.Status, m.AckStatus, m.ErrorCode, m.Attempt, m.UpdatedAtMs, m.RowID); err != nil {
 			return fmt.Errorf("update message %s: %w", m.MessageID, err)
 		}
-		r.dirty = false
+		tx.rows[m.MessageID] = txRow{m: m}
 	}
 	return nil
 }

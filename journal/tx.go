@@ -27,7 +27,7 @@ type txn struct {
 	ftsMore     bool // ... and indexed something
 	mac         *chainMAC
 	counts      map[countKey]*countDelta // summed session-count changes (counts.go)
-	rows        map[string]*txRow        // rows read or written (rows.go)
+	rows        map[string]txRow         // rows read or written (rows.go)
 	dropped     []string                 // message ids of rows deleted
 	cache       *rowCache                // the writer's committed rows
 }
@@ -161,7 +161,8 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 	if err := w.foreignCommits(conn); err != nil {
 		return nil, err
 	}
-	tx := &txn{conn: conn, nowMs: w.l.now().UnixMilli(), maxRowID: w.lastRowID, ftsRowID: w.ftsRowID, mac: w.mac, cache: w.rows}
+	clear(w.txRows) // one map for every transaction's rows
+	tx := &txn{conn: conn, nowMs: w.l.now().UnixMilli(), maxRowID: w.lastRowID, ftsRowID: w.ftsRowID, mac: w.mac, cache: w.rows, rows: w.txRows}
 	if w.tailKnown {
 		tx.nextEventID, tx.lastHash = w.tailNext, w.tailHash
 	} else if err := tx.loadTail(); err != nil {

@@ -383,6 +383,14 @@ func (t *Team) findMain(role string) (Member, bool) {
 	return Member{}, false
 }
 
+// member is all()[i] without copying every member.
+func (t *Team) member(i int) Member {
+	if i < len(t.main) {
+		return t.main[i]
+	}
+	return t.bg[i-len(t.main)]
+}
+
 func (t *Team) all() []Member {
 	out := make([]Member, 0, len(t.main)+len(t.bg))
 	out = append(out, t.main...)
@@ -415,7 +423,7 @@ func (t *Team) Lookup(name string) (Member, bool) {
 	if !ok {
 		return Member{}, false
 	}
-	return t.all()[i], true
+	return t.member(i), true
 }
 
 // Roles returns every member's role name, main members first.
@@ -498,9 +506,11 @@ func (t *Team) RoleForHeader(header string) (string, bool) {
 	case "SYSTEM":
 		return RoleSystem, true
 	}
-	for _, m := range t.all() {
-		if m.Header == h {
-			return m.Role, true
+	for _, ms := range [...][]Member{t.main, t.bg} {
+		for _, m := range ms {
+			if m.Header == h {
+				return m.Role, true
+			}
 		}
 	}
 	return "", false
