@@ -65,7 +65,9 @@ type writer struct {
 	// Auto-checkpointing is off on the writer connection: the writer
 	// checkpoints when it has been idle for idleCheckpointDelay, or after
 	// maxCommitsPerCheckpoint commits under sustained load, so WAL copying
-	// does not land on a random Append.
+	// does not land on a random Append. A PASSIVE checkpoint runs on its
+	// own connection but shares the machine's cores and disk with the
+	// writer: fewer, larger ones copy each hot page once for many commits.
 	commitsSinceCkpt int
 
 	// retry holds fire-and-forget ops that failed because the ledger could
@@ -88,7 +90,7 @@ type writer struct {
 
 const (
 	idleCheckpointDelay     = 50 * time.Millisecond
-	maxCommitsPerCheckpoint = 500
+	maxCommitsPerCheckpoint = 2000
 )
 
 func newWriter(l *Ledger, conn *sqlite.Conn) (*writer, error) {
