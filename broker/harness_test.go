@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
@@ -119,6 +120,49 @@ func send(t *testing.T, c *client.Client, f proto.Frame) proto.Ack {
 		t.Fatalf("send: %v", err)
 	}
 	return ack
+}
+
+// sendPipelined writes frame(id) for every id, up to 32 ahead of their
+// ACKs (within the small send queues some tests configure), reads the
+// ACKs as they come, and fails unless each is ok.
+func sendPipelined(t *testing.T, c *client.Client, ids []string, frame func(id string) proto.Frame) {
+	t.Helper()
+	ctx := ctxT(t)
+	written := make(chan error, 1)
+	window := make(chan struct{}, 32)
+	go func() {
+		for _, id := range ids {
+			select {
+			case window <- struct{}{}:
+			case <-ctx.Done():
+				written <- ctx.Err()
+				return
+			}
+			if err := c.WriteJSON(ctx, frame(id)); err != nil {
+				written <- fmt.Errorf("write %s: %w", id, err)
+				return
+			}
+		}
+		written <- nil
+	}()
+	for n := 0; n < len(ids); {
+		typ, raw, err := c.Next(ctx)
+		if err != nil {
+			t.Fatalf("after %d of %d ACKs: %v", n, len(ids), err)
+		}
+		if typ != proto.TypeSendAck {
+			continue
+		}
+		var a proto.Ack
+		if err := json.Unmarshal(raw, &a); err != nil || !a.OK {
+			t.Fatalf("ACK %d: %s (%v)", n, raw, err)
+		}
+		n++
+		<-window
+	}
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
 }
 
 // nextOf reads frames until one of type typ arrives.

@@ -153,12 +153,14 @@ func TestUnackedReofferedAfterListenerDies(t *testing.T) {
 		r, err := h.ledger.Get(context.Background(), fmt.Sprintf("ok-%04d", acked-1))
 		return poll.Want(err == nil && r.Status == status.Acked, "acks recorded")
 	})
-	// first stops reading now.
+	// first stops reading now. The owed messages are pipelined: written
+	// back to back while their ACKs are read.
 	for i := 0; i < owed; i++ {
-		id := fmt.Sprintf("owed-%04d", i)
-		ids = append(ids, id)
-		send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: body, MessageID: id})
+		ids = append(ids, fmt.Sprintf("owed-%04d", i))
 	}
+	sendPipelined(t, arch, ids, func(id string) proto.Frame {
+		return proto.Frame{Type: "send", Target: "oracle", Content: body, MessageID: id}
+	})
 	poll.For(t, 15*time.Second, func() error { return poll.Want(h.b.ConnCount() == 1, "slow listener dropped") })
 	handed := 0
 	for _, id := range ids {
@@ -279,13 +281,16 @@ func TestOldDuplicateFoundInLedger(t *testing.T) {
 	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.RateLimit = 0 })
 	arch := h.as("architect", false)
 	const n = 1100 // beyond the in-memory window
-	var first proto.Ack
-	for i := 1; i <= n; i++ {
-		a := send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: fmt.Sprintf("(ARCH #%d): note %d", i, i), MessageID: fmt.Sprintf("old-%d", i)})
-		if i == 1 {
-			first = a
-		}
+	note := func(id string) proto.Frame {
+		i := strings.TrimPrefix(id, "old-")
+		return proto.Frame{Type: "send", Target: "oracle", Content: fmt.Sprintf("(ARCH #%s): note %s", i, i), MessageID: id}
 	}
+	first := send(t, arch, note("old-1"))
+	var rest []string
+	for i := 2; i <= n; i++ {
+		rest = append(rest, fmt.Sprintf("old-%d", i))
+	}
+	sendPipelined(t, arch, rest, note)
 	again := send(t, arch, proto.Frame{Type: "send", Target: "oracle", Content: "(ARCH #1): note 1"})
 	if !again.OK || !again.Dedupe || again.MessageID != "old-1" || again.Seq != first.Seq {
 		t.Fatalf("old duplicate: ack = %+v", again)
