@@ -127,7 +127,9 @@ func send(t *testing.T, c *client.Client, f proto.Frame) proto.Ack {
 // ACKs as they come, and fails unless each is ok.
 func sendPipelined(t *testing.T, c *client.Client, ids []string, frame func(id string) proto.Frame) {
 	t.Helper()
-	ctx := ctxT(t)
+	// One deadline for them all, as long as make test's load may need.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	written := make(chan error, 1)
 	window := make(chan struct{}, 32)
 	go func() {

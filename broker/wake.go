@@ -36,7 +36,10 @@ type claimWaiter struct {
 
 // add makes w role's waiting claim, releasing the one it supersedes. A
 // claim whose stop (since) is older than the role's last busy report is
-// released at once: the agent is at work again.
+// released at once: the agent is at work again. since comes in whole
+// milliseconds (waitSinceMs), so the busy report is compared in whole
+// milliseconds too: one in the stop's own millisecond is the turn that
+// stop ended.
 func (ws *claimWaiters) add(role string, w *claimWaiter, since time.Time) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -47,7 +50,7 @@ func (ws *claimWaiters) add(role string, w *claimWaiter, since time.Time) {
 		old.release(proto.ReleasedSuperseded)
 	}
 	ws.byRole[role] = w
-	if busy, ok := ws.busyAt[role]; ok && !since.IsZero() && busy.After(since) {
+	if busy, ok := ws.busyAt[role]; ok && !since.IsZero() && busy.UnixMilli() > since.UnixMilli() {
 		w.release(proto.ReleasedBusy)
 	}
 }
