@@ -30,6 +30,7 @@ type corkConn struct {
 	mu     sync.Mutex
 	corked bool
 	buf    []byte
+	closed bool // Close sent what was kept: uncork has nothing it may count
 }
 
 func (c *corkConn) Write(p []byte) (int, error) {
@@ -54,6 +55,9 @@ func (c *corkConn) uncork(timeout time.Duration) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.corked = false
+	if c.closed {
+		return fmt.Errorf("uncork: %w", net.ErrClosed)
+	}
 	if len(c.buf) == 0 {
 		return nil
 	}
@@ -73,6 +77,28 @@ func (c *corkConn) uncork(timeout time.Duration) error {
 		return fmt.Errorf("uncork: %w", err)
 	}
 	return nil
+}
+
+// closeFlush bounds how long Close waits for the peer to take what was
+// kept.
+const closeFlush = 100 * time.Millisecond
+
+// Close sends what was kept before closing: coder/websocket answers a
+// peer's close frame from its read goroutine and closes the connection at
+// once, and that answer may be kept by a cork. A write in progress (an
+// uncork, or a direct write the peer is not taking) holds mu: the
+// connection is closed under it, as without a cork.
+func (c *corkConn) Close() error {
+	if c.mu.TryLock() {
+		if len(c.buf) > 0 {
+			_ = c.Conn.SetWriteDeadline(time.Now().Add(closeFlush))
+			_, _ = c.Conn.Write(c.buf)
+			c.buf = nil
+		}
+		c.closed = true
+		c.mu.Unlock()
+	}
+	return c.Conn.Close()
 }
 
 // corkWriter hands coder/websocket's Accept a connection it can cork.

@@ -3,7 +3,10 @@ package broker
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -151,5 +154,79 @@ func TestCorkedBurstFailure(t *testing.T) {
 	case <-c.ctx.Done():
 	default:
 		t.Fatal("the connection is still open")
+	}
+}
+
+// TestPeerCloseDuringBurst: a client that closes while the hub writes it a
+// burst gets the hub's close frame back (a clean close handshake), corked
+// or not. coder/websocket answers a close from the read goroutine and
+// closes the connection at once: an answer kept by the cork must still go
+// out.
+func TestPeerCloseDuringBurst(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		cork bool
+	}{
+		{"uncorked", false},
+		{"corked", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newFrameHarness(t)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				cw := &corkWriter{ResponseWriter: w}
+				ws, err := websocket.Accept(cw, r, nil)
+				if err != nil {
+					return
+				}
+				c := h.b.newConn(ws)
+				if tc.cork {
+					c.cork = cw.conn
+				}
+				go func() { // the read loop: answers pings and the close
+					for {
+						_, rd, err := ws.Reader(context.Background())
+						if err != nil {
+							return
+						}
+						if _, err := io.Copy(io.Discard, rd); err != nil {
+							return
+						}
+					}
+				}()
+				data := bytes.Repeat([]byte("x"), 100)
+				batch := make([]outFrame, 32)
+				for {
+					for i := range batch {
+						batch[i] = outFrame{data: data}
+					}
+					if !c.writeBatch(batch) {
+						return
+					}
+				}
+			}))
+			defer srv.Close()
+			for trial := range 30 {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				ws, _, err := websocket.Dial(ctx, "ws://"+srv.Listener.Addr().String(), nil)
+				if err != nil {
+					cancel()
+					t.Fatal(err)
+				}
+				for range 50 + trial*7 {
+					if _, _, err := ws.Read(ctx); err != nil {
+						cancel()
+						t.Fatalf("trial %d: read: %v", trial, err)
+					}
+				}
+				err = ws.Close(websocket.StatusNormalClosure, "bye")
+				cancel()
+				if err != nil {
+					t.Fatalf("trial %d: close handshake: %v", trial, err)
+				}
+			}
+		})
 	}
 }
