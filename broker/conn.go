@@ -29,7 +29,7 @@ type conn struct {
 	b      *Broker
 	id     int64
 	ws     socket
-	cork   *corkConn // under ws when the hub accepted it (cork.go); nil in tests with a fake socket
+	cork   *corkConn // under ws when the hub accepted it (cork.go); nil for tests' fake sockets
 	out    chan outFrame
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -327,31 +327,22 @@ func (c *conn) writeLoop() {
 // writeBatch writes frames in order, the last possibly a close; it reports
 // false once the connection is done.
 func (c *conn) writeBatch(batch []outFrame) bool {
-	if c.cork != nil {
-		c.cork.cork()
-	}
+	c.cork.cork()
 	var err error
 	n := 0
 	for _, f := range batch {
 		if f.closeWith != nil {
 			break
 		}
-		if c.cork != nil {
-			err = c.ws.Write(c.ctx, websocket.MessageText, f.data) // kept: it cannot block
-		} else {
-			wctx, cancel := context.WithTimeout(c.ctx, writeTimeout)
-			err = c.ws.Write(wctx, websocket.MessageText, f.data)
-			cancel()
-		}
-		if err != nil {
+		// Kept by the cork: the write cannot block; uncork's write has
+		// the deadline.
+		if err = c.ws.Write(c.ctx, websocket.MessageText, f.data); err != nil {
 			break
 		}
 		n++
 	}
-	if c.cork != nil {
-		if uerr := c.cork.uncork(writeTimeout); err == nil {
-			err = uerr
-		}
+	if uerr := c.cork.uncork(writeTimeout); err == nil {
+		err = uerr
 	}
 	for _, f := range batch {
 		c.queued.Add(-int64(len(f.data)))

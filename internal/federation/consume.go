@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"hm/internal/periodic"
+
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -121,16 +123,7 @@ func (c *Client) handle(ctx context.Context, m jetstream.Msg, h Handler) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(c.cfg.AckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-hctx.Done():
-				return
-			case <-t.C:
-				progress()
-			}
-		}
+		periodic.Run(hctx, c.cfg.AckWait/3, progress)
 	}()
 	err = h(ctx, e, progress)
 	stop()
