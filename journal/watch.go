@@ -21,8 +21,9 @@ import (
 var ErrFilesGone = fmt.Errorf("%w: ledger file deleted or replaced", ErrUnavailable)
 
 // fileWatch holds an open descriptor of each watched file, so its inode
-// cannot be freed and reused by a new file at the same path, and compares
-// it with a stat of the path.
+// cannot be freed and reused by a new file at the same path: checkFiles
+// asks the descriptors whether the files still have a name, checkPaths
+// compares them with a stat of the paths.
 type fileWatch struct {
 	mu    sync.Mutex
 	files []watchedFile
@@ -33,6 +34,7 @@ type fileWatch struct {
 type watchedFile struct {
 	path     string
 	f        *os.File
+	fd       int    // f's descriptor, for fstat
 	dev, ino uint64 // of f: the path must still name this file
 }
 
@@ -42,7 +44,7 @@ func newWatchedFile(path string, f *os.File) (watchedFile, error) {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return watchedFile{}, fmt.Errorf("watch %s: %w", path, err)
 	}
-	return watchedFile{path: path, f: f, dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil // Dev is an int32 on darwin
+	return watchedFile{path: path, f: f, fd: int(f.Fd()), dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil // Dev is an int32 on darwin
 }
 
 // watchInterval is how often an idle ledger checks its files (the writer
@@ -85,10 +87,37 @@ func (w *fileWatch) close() {
 	w.files = nil
 }
 
-// check stats the watched paths (one stat(2) each, into a reused buffer:
-// it runs after every commit) and returns ErrFilesGone, sticky, once one of
-// them is missing or another file.
+// checkFiles is the check around every commit: one fstat(2) of each
+// descriptor the watch holds, into a reused buffer, and no path lookup. A
+// file deleted, or replaced by another moved or written in its place, has
+// no name left (its link count is 0); the path check then says which.
+// Renamed away, the file still holds what is committed to it, and the next
+// path check (Health, the watch loop's) stops the ledger.
 func (l *Ledger) checkFiles() error {
+	if p := l.files.err.Load(); p != nil {
+		return *p
+	}
+	w := &l.files
+	w.mu.Lock()
+	unlinked := false
+	for _, f := range w.files {
+		if err := unix.Fstat(f.fd, &w.st); err != nil || w.st.Nlink == 0 {
+			unlinked = true
+			break
+		}
+	}
+	n := len(w.files)
+	w.mu.Unlock()
+	if unlinked || n < 2 {
+		return l.checkPaths()
+	}
+	return nil
+}
+
+// checkPaths stats the watched paths (and picks up the WAL once it
+// exists) and returns ErrFilesGone, sticky, once one of them is missing or
+// names another file.
+func (l *Ledger) checkPaths() error {
 	if p := l.files.err.Load(); p != nil {
 		return *p
 	}
@@ -144,7 +173,7 @@ func (l *Ledger) Health() error {
 		return ErrClosed
 	default:
 	}
-	return l.checkFiles()
+	return l.checkPaths()
 }
 
 // watchLoop checks the files every watchInterval so a deletion is noticed
@@ -158,7 +187,7 @@ func (l *Ledger) watchLoop() {
 		case <-l.closing:
 			return
 		case <-t.C:
-			if l.checkFiles() != nil {
+			if l.checkPaths() != nil {
 				return
 			}
 		}

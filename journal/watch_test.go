@@ -32,16 +32,28 @@ func TestLedgerFilesWatched(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	renameAway := func(t *testing.T, path string) {
+		if err := os.Rename(path, path+".moved"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// commitSees: the check around each commit (an fstat of the held
+	// descriptor) notices it alone, before any Health or watch-loop stat
+	// of the path. A file renamed away keeps its name and its commits, so
+	// only the path check notices it.
 	for _, tc := range []struct {
-		name   string
-		suffix string
-		do     func(*testing.T, string)
-		want   string
+		name       string
+		suffix     string
+		do         func(*testing.T, string)
+		want       string
+		commitSees bool
 	}{
-		{"database deleted", "", remove, "was deleted"},
-		{"WAL deleted", "-wal", remove, "was deleted"},
-		{"database replaced", "", replace, "replaced"},
-		{"WAL replaced", "-wal", replace, "replaced"},
+		{"database deleted", "", remove, "was deleted", true},
+		{"WAL deleted", "-wal", remove, "was deleted", true},
+		{"database replaced", "", replace, "replaced", true},
+		{"WAL replaced", "-wal", replace, "replaced", true},
+		{"database renamed away", "", renameAway, "was deleted", false},
+		{"WAL renamed away", "-wal", renameAway, "was deleted", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxT(t)
@@ -54,6 +66,11 @@ func TestLedgerFilesWatched(t *testing.T) {
 				t.Fatalf("Health of a sound ledger: %v", err)
 			}
 			tc.do(t, path+tc.suffix)
+			if tc.commitSees {
+				if _, err := l.Append(ctx, msg("first-after", "architect", "builder", 9, "z")); !errors.Is(err, ErrFilesGone) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("the first Append after the file was %s = %v, want ErrFilesGone (%s)", tc.want, err, tc.want)
+				}
+			}
 			// Noticed without a write (the watch loop / Health stats).
 			if err := l.Health(); !errors.Is(err, ErrFilesGone) || !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Health = %v, want ErrFilesGone (%s)", err, tc.want)
