@@ -62,12 +62,16 @@ func ParseCheckpoint(data []byte) (Checkpoint, error) {
 	return c, nil
 }
 
-// Checkpoint signs the current chain head with the ledger key. The head is
-// read from kv chain_head and must carry a valid signature itself, so a
-// head rewritten without the key is never signed.
+// Checkpoint signs the current chain head with the ledger key. The writer
+// first brings the head to the last committed event (head.go); the head is
+// then read from kv chain_head and must carry a valid signature itself, so
+// a head rewritten without the key is never signed.
 func (l *Ledger) Checkpoint(ctx context.Context) (Checkpoint, error) {
 	key, err := l.ledgerKey()
 	if err != nil {
+		return Checkpoint{}, fmt.Errorf("journal checkpoint: %w", err)
+	}
+	if err := l.signHead(ctx); err != nil {
 		return Checkpoint{}, fmt.Errorf("journal checkpoint: %w", err)
 	}
 	mac := newChainMAC(key)

@@ -47,9 +47,11 @@
 // decimal; detail_json is a JSON string holding its stored text; strings
 // are escaped as Go's encoding/json does with HTML escaping off.
 //
-// The kv row chain_head holds "<last event_id>:<last hash>:<signature>",
-// signed with the key and updated in the same transaction, so events
-// removed from the end are detected. Verify also checks every row against
+// The kv row chain_head holds "<event_id>:<hash>:<signature>" of an event
+// of the chain, signed with the key: the last event once the writer has
+// been idle for a moment, a checkpoint was taken or the ledger closed, and
+// at most 20 ms behind it under load (head.go). Events removed from the
+// end of a stopped ledger are detected. Verify also checks every row against
 // the chain, and every comms_signals and comms_obligations row (what the
 // briefing and handoff read) against the events that wrote it.
 //

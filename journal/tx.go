@@ -25,6 +25,7 @@ type txn struct {
 	ftsRowID    int64
 	ftsRan      bool // an FTS chunk ran in this transaction
 	ftsMore     bool // ... and indexed something
+	signHead    bool // write the chain head whatever its age (head.go)
 	mac         *chainMAC
 	counts      map[countKey]*countDelta // summed session-count changes (counts.go)
 	rows        map[string]txRow         // rows read or written (rows.go)
@@ -196,16 +197,18 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 	if err := tx.flushCounts(); err != nil {
 		return nil, classify(err)
 	}
-	if tx.nextEventID != firstEvent {
-		head := tx.mac.headValue(tx.nextEventID-1, tx.lastHash)
-		if err := sqlitex.Execute(conn, kvUpsert, &sqlitex.ExecOptions{Args: []any{kvChainHead, head}}); err != nil {
-			return nil, fmt.Errorf("chain head: %w", classify(err))
+	added := tx.nextEventID != firstEvent
+	head := w.wantHead(tx, added)
+	if head {
+		if err := tx.writeHead(); err != nil {
+			return nil, err
 		}
 	}
 	if err := sqlitex.Execute(conn, "COMMIT", nil); err != nil {
 		return nil, fmt.Errorf("commit: %w", classify(err))
 	}
 	w.committed(tx)
+	w.headSigned(head, added)
 	w.tailNext, w.tailHash, w.tailKnown = tx.nextEventID, tx.lastHash, true
 	w.lastRowID = tx.maxRowID
 	w.ftsRowID = tx.ftsRowID

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"hm/internal/status"
@@ -243,9 +244,11 @@ func (v *verifier) kv(key string) (string, error) {
 	return val, nil
 }
 
-// head checks kv chain_head, "<event_id>:<hash>:<signature>": it must name
-// the last event and, once the chain is keyed, be signed with the key, so
-// moving it back over a cut tail needs the key.
+// head checks kv chain_head, "<event_id>:<hash>:<signature>": once the
+// chain is keyed it must be signed with the key, so moving it back over a
+// cut tail needs the key, and it must name an event of the chain with that
+// event's hash. The writer signs it lazily (head.go), so it may name an
+// event before the last: a running hub's, or one killed with -9.
 func (v *verifier) head(lastID int64, lastHash string, keyed bool) error {
 	r := v.r
 	head, found := "", false
@@ -269,8 +272,29 @@ func (v *verifier) head(lastID int64, lastHash string, keyed bool) error {
 		r.bad("kv chain_head: not signed with the ledger key (it was rewritten, e.g. after events were removed at the end)")
 		return nil
 	}
-	if want := fmt.Sprintf("%d:%s", lastID, lastHash); plain != want {
+	id, err := strconv.ParseInt(idText, 10, 64)
+	switch {
+	case err != nil || id < 0:
+		r.bad("kv chain_head: %q names no event", idText)
+		return nil
+	case id > lastID:
 		r.bad("comms_events: chain head records event_id %s but the chain ends at event_id %d (events removed or altered at the end)", idText, lastID)
+		return nil
+	case id == lastID:
+		if hash != lastHash {
+			r.bad("comms_events: chain head records event_id %s but the chain ends at event_id %d (events removed or altered at the end)", idText, lastID)
+		}
+		return nil
+	}
+	want, ok := GenesisHash, id == 0
+	if err := execArgs(v.conn, "SELECT hash FROM comms_events WHERE event_id = ?", func(stmt *sqlite.Stmt) error {
+		want, ok = stmt.ColumnText(0), true
+		return nil
+	}, id); err != nil {
+		return fmt.Errorf("read the chain head's event: %w", err)
+	}
+	if !ok || hash != want {
+		r.bad("comms_events event_id %d: differs from the chain head's record of it (events removed or altered)", id)
 	}
 	return nil
 }

@@ -86,6 +86,11 @@ type writer struct {
 	tailKnown   bool
 	tailNext    int64
 	tailHash    string
+
+	// The chain head (head.go): committed events it does not name yet,
+	// and when it was last written.
+	headPending bool
+	headAt      time.Time
 }
 
 const (
@@ -175,8 +180,13 @@ func (w *writer) run() {
 				}
 				var idle <-chan time.Time
 				var timer *time.Timer
-				if w.commitsSinceCkpt > 0 {
+				switch {
+				case w.headPending:
+					timer = time.NewTimer(headIdle)
+				case w.commitsSinceCkpt > 0:
 					timer = time.NewTimer(idleCheckpointDelay)
+				}
+				if timer != nil {
 					idle = timer.C
 				}
 				select {
@@ -188,6 +198,11 @@ func (w *writer) run() {
 				}
 				if timer != nil {
 					timer.Stop()
+				}
+				if first == nil && w.headPending {
+					w.headPending = false // one try; the next change sets it again
+					w.process([]*op{signHeadOp()})
+					continue
 				}
 				if first == nil {
 					w.requestCheckpoint()
@@ -330,6 +345,9 @@ drain:
 		}
 		w.process(rest[:n])
 		rest = rest[n:]
+	}
+	if w.headPending {
+		w.process([]*op{signHeadOp()})
 	}
 	for w.lastRowID > w.ftsRowID {
 		before := w.ftsRowID
