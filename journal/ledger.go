@@ -96,7 +96,7 @@ type Ledger struct {
 	// The checkpointer copies WAL frames into the database on its own
 	// connection, concurrently with the writer, when the writer asks.
 	ckptReq    chan struct{}
-	walFrames  atomic.Int64 // WAL length at the last PASSIVE checkpoint
+	walFrames  atomic.Int64 // WAL length at the last PASSIVE checkpoint, until the writer takes it (boundWAL)
 	ckptStop   chan struct{}
 	ckptDone   chan struct{}
 	ftsQueued  atomic.Bool // an FTS tick op is waiting in ops

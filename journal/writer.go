@@ -69,6 +69,10 @@ type writer struct {
 	// own connection but shares the machine's cores and disk with the
 	// writer: fewer, larger ones copy each hot page once for many commits.
 	commitsSinceCkpt int
+	// boundWAL's: commits between PASSIVE checkpoints (learned from their
+	// reports) and commits since the WAL last restarted.
+	ckptEvery           int
+	commitsSinceRestart int
 
 	// retry holds fire-and-forget ops that failed because the ledger could
 	// not commit; flushRetries commits them after the next successful
@@ -99,7 +103,7 @@ const (
 )
 
 func newWriter(l *Ledger, conn *sqlite.Conn) (*writer, error) {
-	w := &writer{l: l, conn: conn, mac: newChainMAC(l.key), rows: newRowCache(), txRows: make(map[string]txRow)}
+	w := &writer{l: l, conn: conn, mac: newChainMAC(l.key), rows: newRowCache(), txRows: make(map[string]txRow), ckptEvery: maxCommitsPerCheckpoint}
 	err := sqlitex.Execute(conn, "SELECT coalesce(max(row_id),0), coalesce((SELECT CAST(value AS INTEGER) FROM kv WHERE key='fts_last_rowid'),0) FROM comms_journal", &sqlitex.ExecOptions{
 		ResultFunc: func(stmt *sqlite.Stmt) error {
 			w.lastRowID = stmt.ColumnInt64(0)
@@ -230,17 +234,30 @@ func (w *writer) run() {
 			batch, pending = w.linger(batch)
 		}
 		w.process(batch)
-		if w.l.walFrames.Load() > maxWALFrames {
-			// Everything is copied up to the last PASSIVE checkpoint;
-			// RESTART on the writer's own connection waits only for
-			// readers to leave the WAL, so the next commit starts it
-			// from the beginning.
-			w.l.walFrames.Store(0)
+		w.boundWAL()
+	}
+}
+
+// boundWAL keeps the WAL near maxWALFrames under sustained load. When a
+// PASSIVE checkpoint reports the WAL's length, the writer learns how many
+// frames a commit adds; it spaces the next checkpoints so that at most
+// about maxWALFrames frames come between two (never more than
+// maxCommitsPerCheckpoint commits), and restarts the WAL when it would
+// pass maxWALFrames before the next one. Everything is copied up to that
+// PASSIVE checkpoint, so RESTART on the writer's own connection waits
+// only for readers to leave the WAL, and the next commit starts it from
+// the beginning.
+func (w *writer) boundWAL() {
+	if frames := w.l.walFrames.Swap(0); frames > 0 {
+		perCommit := max(frames/int64(max(w.commitsSinceRestart, 1)), 1)
+		w.ckptEvery = int(min(max(maxWALFrames/perCommit, 16), maxCommitsPerCheckpoint))
+		if frames+perCommit*int64(w.ckptEvery) > maxWALFrames {
 			w.checkpoint("RESTART")
+			w.commitsSinceRestart = 0
 		}
-		if w.commitsSinceCkpt >= maxCommitsPerCheckpoint {
-			w.requestCheckpoint()
-		}
+	}
+	if w.commitsSinceCkpt >= w.ckptEvery {
+		w.requestCheckpoint()
 	}
 }
 
