@@ -27,8 +27,15 @@ var (
 )
 
 // TestMain fails the run if a test left a goroutine behind, then removes
-// the fake agent.
+// the fake agent. Started as a pane keeper, the test binary is one.
 func TestMain(m *testing.M) {
+	if os.Getenv(keeperTestEnv) != "" { // a pane keeper (keeper_test.go)
+		if err := RunKeeper(KeeperGrace); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		if fakeDir != "" {
 			os.RemoveAll(fakeDir)

@@ -95,6 +95,11 @@ type Spec struct {
 	// each message right after writing its first Enter (see ReadEntered):
 	// a record that survives a kill -9 of the hub, written in microseconds.
 	EnteredLog string
+	// Keeper, when set, starts a keeper process beside each run of the
+	// program (keeper.go), so that the program's terminal stays open for
+	// KeeperGrace after a hub killed with -9, and the program takes the
+	// input it already has (the Enter the entered log recorded).
+	Keeper *Keeper
 	// LogPath, when set, receives all pane output (appended; directory
 	// created 0700, file 0600). LogMaxBytes rotates it to LogPath+".1"
 	// (default 32 MiB; negative = never).

@@ -35,6 +35,9 @@ func (p *Pane) spawn() (*proc, error) {
 	p.procChanged = make(chan struct{})
 	p.mu.Unlock()
 	p.log.Info("pane program started", "pid", pr.pid, "command", p.spec.Command, "profile", p.profile.Name)
+	if pr.keeperErr != nil {
+		p.log.Warn("pane program runs without a keeper: a hub killed with -9 hangs its terminal up at once", "err", pr.keeperErr)
+	}
 	return pr, nil
 }
 
@@ -111,6 +114,9 @@ func (p *Pane) runProc(pr *proc) time.Duration {
 	}
 	t.Stop()
 	pr.master.Close()
+	if pr.keeper != nil {
+		pr.keeper.stop()
+	}
 	<-pr.readerDone
 	<-pr.repliesDone
 

@@ -27,6 +27,9 @@ type proc struct {
 
 	replies     chan []byte   // terminal answers to type back; closed by the reader
 	repliesDone chan struct{} // closed when replyLoop ended
+
+	keeper    *keeper // holds the terminal for a moment after the hub's death (keeper.go)
+	keeperErr error   // why no keeper runs, if one was asked for
 }
 
 // openPTY opens a PTY pair sized cols x rows. The master is returned in
@@ -102,7 +105,7 @@ func startProc(spec *Spec, cols, rows uint16) (*proc, error) {
 		master.Close()
 		return nil, fmt.Errorf("start %s -c %q: %w", shellPath, spec.Command, err)
 	}
-	return &proc{
+	pr := &proc{
 		cmd:        cmd,
 		master:     master,
 		pid:        cmd.Process.Pid,
@@ -112,7 +115,11 @@ func startProc(spec *Spec, cols, rows uint16) (*proc, error) {
 
 		replies:     make(chan []byte, replyQueue),
 		repliesDone: make(chan struct{}),
-	}, nil
+	}
+	if spec.Keeper != nil {
+		pr.keeper, pr.keeperErr = startKeeper(spec.Keeper, master)
+	}
+	return pr, nil
 }
 
 // replyQueue bounds the terminal answers waiting to be typed back.

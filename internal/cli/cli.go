@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 
+	"hm/agent"
+
 	"hm/internal/layout"
 )
 
@@ -82,6 +84,13 @@ func MainContext(ctx context.Context, args []string, env Env) int {
 		usage(env.Stderr)
 		if len(args) == 0 {
 			return ExitUsage
+		}
+		return ExitOK
+	}
+	if args[0] == agent.KeeperCommand { // started by the hub beside each pane program
+		if err := agent.RunKeeper(agent.KeeperGrace); err != nil {
+			fmt.Fprintln(env.Stderr, "hm:", err)
+			return ExitFailed
 		}
 		return ExitOK
 	}

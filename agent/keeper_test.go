@@ -1,0 +1,131 @@
+package agent
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"hm/internal/poll"
+)
+
+// keeperTestEnv makes the test binary a pane keeper (TestMain).
+const keeperTestEnv = "HM_AGENT_TEST_KEEPER"
+
+// testKeeper runs this test binary as the keeper.
+func testKeeper() *Keeper {
+	return &Keeper{Argv: []string{os.Args[0]}, Env: []string{keeperTestEnv + "=1"}}
+}
+
+// lockedBuffer collects a terminal's output for the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestKeeperHoldsTerminalAfterHubDeath: a message typed with its Enter
+// while the program was busy, just before the hub died (its PTY master
+// and the keeper's pipe closed with the process, the program not
+// signalled), is still taken by the program when a keeper holds the
+// terminal: the keeper drains the program's output and hangs the terminal
+// up only after KeeperGrace. Without a keeper the kernel hangs it up at
+// once and the program dies with the message unread: the loss the kill -9
+// loop test met (a session message typed and entered, in the entered log,
+// never submitted).
+func TestKeeperHoldsTerminalAfterHubDeath(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		keeper     bool
+		wantSecond bool
+	}{
+		{"with a keeper", true, true},
+		{"without a keeper", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// Every Enter submits (no newline window); after each prompt the
+			// program is busy for 500 ms and reads nothing.
+			spec, logPath := fakeSpec(t, "FAKEAGENT_ENTER_MS=0", "FAKEAGENT_BUSY_MS=500", "FAKEAGENT_NO_PASTE=1")
+			if tc.keeper {
+				spec.Keeper = testKeeper()
+			}
+			pr, err := startProc(&spec, 80, 24)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pr.keeperErr != nil {
+				t.Fatal(pr.keeperErr)
+			}
+			exited := make(chan struct{})
+			go func() {
+				_ = pr.cmd.Wait()
+				close(exited)
+			}()
+			out := &lockedBuffer{}
+			drained := make(chan struct{})
+			go func() {
+				defer close(drained)
+				_, _ = pr.master.WriteTo(out)
+			}()
+			poll.For(t, 10*time.Second, func() error {
+				if !strings.Contains(out.String(), "fakeagent ready") {
+					return fmt.Errorf("no banner yet: %q", out.String())
+				}
+				return nil
+			})
+			if _, err := pr.master.Write([]byte("first\r")); err != nil {
+				t.Fatal(err)
+			}
+			poll.For(t, 10*time.Second, func() error {
+				if ps := readPrompts(t, logPath); len(ps) != 1 || ps[0].Prompt != "first" {
+					return fmt.Errorf("prompts %+v, want first", ps)
+				}
+				return nil
+			})
+			// Busy now: the second message waits in the terminal.
+			if _, err := pr.master.Write([]byte("second\r")); err != nil {
+				t.Fatal(err)
+			}
+			// The hub dies: its descriptors close; nobody signals the program.
+			pr.master.Close()
+			<-drained
+			if pr.keeper != nil {
+				pr.keeper.pipe.Close()
+			}
+			select {
+			case <-exited:
+			case <-time.After(10 * time.Second):
+				_ = signalGroup(pr.pid, syscall.SIGKILL)
+				<-exited
+				t.Fatal("the program outlived its terminal by 10 s")
+			}
+			if pr.keeper != nil {
+				pr.keeper.stop()
+			}
+			var got []string
+			for _, p := range readPrompts(t, logPath) {
+				got = append(got, p.Prompt)
+			}
+			if second := len(got) == 2 && got[1] == "second"; second != tc.wantSecond || got[0] != "first" {
+				t.Fatalf("prompts %q; want the second one submitted: %v", got, tc.wantSecond)
+			}
+		})
+	}
+}
