@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 
+	"hm/agent"
+
 	"hm/internal/hub"
 )
 
@@ -61,7 +63,8 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	err = hub.Run(ctx, hub.Options{
 		Layout: lay, Port: *port, NoPanes: *noPanes, AllowAnonymous: *anon,
 		RateLimit: *rate, Durable: *durable, Pprof: *pprof, Logger: logger, Getenv: env.Getenv,
-		NATS: hub.NATSOptions{URL: *natsURL, Creds: *natsCreds, Team: *natsTeam, Hub: *natsHub},
+		NATS:       hub.NATSOptions{URL: *natsURL, Creds: *natsCreds, Team: *natsTeam, Hub: *natsHub},
+		PaneKeeper: paneKeeper(),
 		Ready: func(h *hub.Hub) {
 			fmt.Fprintf(env.Stderr, "hm: hub listening on %s (session %d, root %s); Ctrl-C stops it\n", h.URL(), h.Session, h.Layout.Root)
 		},
@@ -71,4 +74,14 @@ func runUp(ctx context.Context, env Env, args []string) int {
 		return ExitFailed
 	}
 	return ExitOK
+}
+
+// paneKeeper runs `hm pane-keeper` (this executable) beside each pane
+// program (agent.Keeper); nil when the executable cannot be found.
+func paneKeeper() *agent.Keeper {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return &agent.Keeper{Argv: []string{exe, agent.KeeperCommand}}
 }

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"hm/agent"
+
 	"hm/broker"
 	"hm/broker/telegram"
 	"hm/internal/layout"
@@ -44,8 +46,13 @@ type Options struct {
 	// NATS joins the hub to its team's other hubs through NATS JetStream
 	// (hm up --nats URL --nats-creds FILE --team NAME; settings.json
 	// "nats"). Empty URL in both: nothing of NATS runs.
-	NATS   NATSOptions
-	Logger *slog.Logger
+	NATS NATSOptions
+	// PaneKeeper starts a keeper beside each pane program (agent.Keeper:
+	// hm up's `hm pane-keeper`), so that a hub killed with -9 does not
+	// hang the programs' terminals up before they took what was typed.
+	// nil: none (tests that run the hub in their own process).
+	PaneKeeper *agent.Keeper
+	Logger     *slog.Logger
 	// Ready, if set, is called once the hub is listening.
 	Ready func(h *Hub)
 	// Getenv overrides os.Getenv (tests).

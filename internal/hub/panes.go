@@ -307,7 +307,7 @@ func (h *Hub) paneSpec(m roles.Member, restart bool) agent.Spec {
 		Dir:      h.Layout.Root, Env: paneEnv(h.Layout, h.Team, m, h.Port, h.Tokens.Issue(m.Role)),
 		LogPath:    filepath.Join(h.Layout.PaneLogs(), m.Role+".log"),
 		EnteredLog: enteredLogPath(h.Layout, m.Role),
-		Keeper:     paneKeeper(),
+		Keeper:     h.opts.PaneKeeper,
 		PointerDir: h.Layout.FullMessages(),
 		Restart:    restart, MinBackoff: h.opts.PaneMinBackoff, MaxBackoff: h.opts.PaneMaxBackoff,
 		KillGrace: h.opts.StopGracePeriod,
@@ -388,16 +388,4 @@ func (h *Hub) authorizeAttach(r *http.Request) bool {
 	name := strings.TrimPrefix(r.URL.Path, "/attach/")
 	t, err := h.Team.Resolve(name)
 	return err == nil && t.Kind == roles.TargetMember && t.Member.Role == id.Role
-}
-
-// paneKeeper runs `hm pane-keeper` (this executable) beside each pane
-// program, so that a hub killed with -9 does not hang the programs'
-// terminals up before they took what was typed (agent.Keeper). nil (no
-// keeper) when the executable cannot be found.
-func paneKeeper() *agent.Keeper {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil
-	}
-	return &agent.Keeper{Argv: []string{exe, agent.KeeperCommand}}
 }
