@@ -55,6 +55,28 @@ func (w *writer) headSigned(wrote, added bool) {
 	}
 }
 
+// signHeadIdle signs the head while the writer is idle. A failure (the
+// ledger cannot commit) is retried after headRetry, warned about once.
+func (w *writer) signHeadIdle() {
+	o := signHeadOp()
+	o.then = func(err error) {
+		if err == nil {
+			w.headFailing = false
+			return
+		}
+		w.headRetryAt = time.Now().Add(headRetry)
+		if !w.headFailing {
+			w.headFailing = true
+			w.l.log.Warn("journal: cannot sign the chain head; retrying while idle", "err", err)
+		}
+	}
+	w.process([]*op{o})
+}
+
+// headRetry spaces an idle writer's attempts to sign the head while the
+// ledger cannot commit.
+const headRetry = time.Second
+
 // signHeadOp is a transaction that only signs the head.
 func signHeadOp() *op {
 	return &op{kind: opTx, name: "sign chain head", apply: func(tx *txn) error {

@@ -69,10 +69,9 @@ type writer struct {
 	// own connection but shares the machine's cores and disk with the
 	// writer: fewer, larger ones copy each hot page once for many commits.
 	commitsSinceCkpt int
-	// boundWAL's: commits between PASSIVE checkpoints (learned from their
-	// reports) and commits since the WAL last restarted.
-	ckptEvery           int
-	commitsSinceRestart int
+	// Commits between PASSIVE checkpoints, learned from their reports
+	// (boundWAL).
+	ckptEvery int
 
 	// retry holds fire-and-forget ops that failed because the ledger could
 	// not commit; flushRetries commits them after the next successful
@@ -92,9 +91,19 @@ type writer struct {
 	tailHash    string
 
 	// The chain head (head.go): committed events it does not name yet,
-	// and when it was last written.
+	// when it was last written, and when an idle writer may try again
+	// after a failed signing.
 	headPending bool
 	headAt      time.Time
+	headRetryAt time.Time
+	headFailing bool
+
+	// boundWAL's estimate of the frames a commit adds, from the last
+	// PASSIVE checkpoint's report and the commits since.
+	perCommit     int64
+	commits       int64 // committed transactions, ever
+	reportFrames  int64 // WAL length at the last report (0 after a restart)
+	reportCommits int64 // commits at the last report
 }
 
 const (
@@ -186,7 +195,7 @@ func (w *writer) run() {
 				var timer *time.Timer
 				switch {
 				case w.headPending:
-					timer = time.NewTimer(headIdle)
+					timer = time.NewTimer(max(headIdle, time.Until(w.headRetryAt)))
 				case w.commitsSinceCkpt > 0:
 					timer = time.NewTimer(idleCheckpointDelay)
 				}
@@ -203,9 +212,8 @@ func (w *writer) run() {
 				if timer != nil {
 					timer.Stop()
 				}
-				if first == nil && w.headPending {
-					w.headPending = false // one try; the next change sets it again
-					w.process([]*op{signHeadOp()})
+				if first == nil && w.headPending && !time.Now().Before(w.headRetryAt) {
+					w.signHeadIdle()
 					continue
 				}
 				if first == nil {
@@ -239,21 +247,29 @@ func (w *writer) run() {
 }
 
 // boundWAL keeps the WAL near maxWALFrames under sustained load. When a
-// PASSIVE checkpoint reports the WAL's length, the writer learns how many
-// frames a commit adds; it spaces the next checkpoints so that at most
-// about maxWALFrames frames come between two (never more than
-// maxCommitsPerCheckpoint commits), and restarts the WAL when it would
-// pass maxWALFrames before the next one. Everything is copied up to that
-// PASSIVE checkpoint, so RESTART on the writer's own connection waits
-// only for readers to leave the WAL, and the next commit starts it from
-// the beginning.
+// PASSIVE checkpoint reports the WAL's length, the writer estimates how
+// many frames a commit adds (from the growth since the last report; a WAL
+// shorter than then started over by itself after a complete checkpoint,
+// and the estimate decays slowly so that such a sample does not lower it
+// at once); it spaces the next checkpoints so that about maxWALFrames
+// frames come between two (never more than maxCommitsPerCheckpoint
+// commits), and restarts the WAL when it would pass maxWALFrames before
+// the next one. Everything is copied up to that PASSIVE checkpoint, so
+// RESTART on the writer's own connection waits only for readers to leave
+// the WAL, and the next commit starts it from the beginning.
 func (w *writer) boundWAL() {
 	if frames := w.l.walFrames.Swap(0); frames > 0 {
-		perCommit := max(frames/int64(max(w.commitsSinceRestart, 1)), 1)
-		w.ckptEvery = int(min(max(maxWALFrames/perCommit, 16), maxCommitsPerCheckpoint))
-		if frames+perCommit*int64(w.ckptEvery) > maxWALFrames {
+		n := max(w.commits-w.reportCommits, 1)
+		grown := frames - w.reportFrames
+		if grown <= 0 {
+			grown = frames
+		}
+		w.perCommit = max(grown/n, w.perCommit*3/4, 1)
+		w.reportFrames, w.reportCommits = frames, w.commits
+		w.ckptEvery = int(min(max(maxWALFrames/w.perCommit, 16), maxCommitsPerCheckpoint))
+		if frames+w.perCommit*int64(w.ckptEvery) > maxWALFrames {
 			w.checkpoint("RESTART")
-			w.commitsSinceRestart = 0
+			w.reportFrames = 0
 		}
 	}
 	if w.commitsSinceCkpt >= w.ckptEvery {
