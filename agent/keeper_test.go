@@ -1,11 +1,9 @@
 package agent
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,24 +17,6 @@ const keeperTestEnv = "HM_AGENT_TEST_KEEPER"
 // testKeeper runs this test binary as the keeper.
 func testKeeper() *Keeper {
 	return &Keeper{Argv: []string{os.Args[0]}, Env: []string{keeperTestEnv + "=1"}}
-}
-
-// lockedBuffer collects a terminal's output for the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestKeeperHoldsTerminalAfterHubDeath: a message typed with its Enter
@@ -78,7 +58,7 @@ func TestKeeperHoldsTerminalAfterHubDeath(t *testing.T) {
 				_ = pr.cmd.Wait()
 				close(exited)
 			}()
-			out := &lockedBuffer{}
+			out := &syncBuffer{}
 			drained := make(chan struct{})
 			go func() {
 				defer close(drained)
