@@ -58,16 +58,7 @@ func (c *conn) claim(f proto.Frame) {
 	role := c.role
 	c.mu.Unlock()
 	hook := clip(req.Hook, 80)
-	if sr, ok := c.b.deps.Panes.(PaneStateReporter); ok && req.State != "" && role != "" {
-		if err := sr.ReportState(role, req.State); err != nil {
-			c.b.log.Debug("hook state not taken", "role", role, "hook", hook, "err", err)
-		}
-	}
-	if req.State == proto.PaneStateBusy && role != "" {
-		// The agent is at work: nothing wakes it now; its next stop
-		// waits anew.
-		c.b.wakers.busy(role, c.b.now())
-	}
+	c.reportHookState(role, hook, req.State)
 	res := proto.ClaimResult{Role: role, Messages: []proto.ClaimedMessage{}, LeaseMs: c.b.cfg.ClaimLease.Milliseconds()}
 	if req.Session {
 		res.Session = c.b.sessionContext(role)
@@ -92,6 +83,24 @@ func (c *conn) claim(f proto.Frame) {
 		since = time.UnixMilli(req.WaitSinceMs)
 	}
 	c.waitClaim(role, hook, wait, since, max, pc, res, answer)
+}
+
+// reportHookState gives the pane of role the state a hook tells (a
+// claim's, or a claim-ack's after the hook printed), if any.
+func (c *conn) reportHookState(role, hook, state string) {
+	if state == "" || role == "" {
+		return
+	}
+	if sr, ok := c.b.deps.Panes.(PaneStateReporter); ok {
+		if err := sr.ReportState(role, state); err != nil {
+			c.b.log.Debug("hook state not taken", "role", role, "hook", hook, "err", err)
+		}
+	}
+	if state == proto.PaneStateBusy {
+		// The agent is at work: nothing wakes it now; its next stop
+		// waits anew.
+		c.b.wakers.busy(role, c.b.now())
+	}
 }
 
 // claimedMessages is how a claim's answer shows the messages it took.
@@ -182,6 +191,12 @@ func (c *conn) claimAck(f proto.Frame) {
 	c.claimMu.Unlock()
 	slices.Sort(res.Returned)
 	c.returnClaims(0)
+	if len(done) > 0 {
+		c.mu.Lock()
+		role := c.role
+		c.mu.Unlock()
+		c.reportHookState(role, done[0].hook, req.State)
+	}
 	c.b.recordContext(done)
 	c.sendJSON(proto.Response{Type: proto.TypeResponse, RequestID: f.RequestID, OK: true, Result: res})
 }

@@ -113,6 +113,11 @@ type ClaimResult struct {
 // emitted into the agent's context.
 type ClaimAck struct {
 	MessageIDs []string `json:"messageIds"`
+	// State, when set, is the pane's state now that the hook printed what
+	// it names, reported as ClaimRequest.State is: a stop hook that
+	// printed messages blocked the stop (or woke the session), so the
+	// agent is at work on them ("busy"), not "ready" as its claim said.
+	State string `json:"state,omitempty"`
 }
 
 // ClaimAckResult answers a claim-ack.

@@ -120,7 +120,13 @@ func runHook(ctx context.Context, env Env, args []string) int {
 	// (delivered.context) and gives the rest back to the pane.
 	actx, cancel2 := context.WithTimeout(ctx, hookAckTimeout)
 	defer cancel2()
-	payload, _ := json.Marshal(proto.ClaimAck{MessageIDs: out.Emitted})
+	ack := proto.ClaimAck{MessageIDs: out.Emitted}
+	if len(out.Emitted) > 0 && (ev.Kind == hook.Stop || ev.Kind == hook.Wake) {
+		// The stop is blocked (or the session woken) with them: the agent
+		// works on them, not ready as the claim said.
+		ack.State = hook.StateBusy
+	}
+	payload, _ := json.Marshal(ack)
 	_ = cl.Request(actx, proto.Frame{Type: proto.TypeClaimAck, RequestID: "hook-ack", Payload: payload}, proto.TypeResponse, nil)
 	return exit
 }

@@ -555,25 +555,11 @@ func TestHookLiveness(t *testing.T) {
 			t.Fatalf("%s %s printed %q", s.cli, s.event, out) // it takes nothing
 		}
 		// The claim is answered after the state is recorded: no wait.
-		var st hub.Status
-		var out, errb bytes.Buffer
-		env := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return vars[k] }}
-		if code := MainContext(context.Background(), []string{"status", "--json"}, env); code != ExitOK {
-			t.Fatalf("hm status --json: exit %d, %s", code, errb.String())
-		}
-		if err := json.Unmarshal(out.Bytes(), &st); err != nil {
-			t.Fatal(err)
-		}
-		var got string
-		for _, p := range st.Panes {
-			if p.Role == "builder" {
-				got = p.State
-			}
-		}
-		if got != s.want {
+		if got := paneStateOf(t, vars, "builder"); got != s.want {
 			t.Fatalf("after %s %s: builder state %q, want %q", s.cli, s.event, got, s.want)
 		}
-		out.Reset()
+		var out, errb bytes.Buffer
+		env := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return vars[k] }}
 		if code := MainContext(context.Background(), []string{"status"}, env); code != ExitOK {
 			t.Fatalf("hm status: exit %d, %s", code, errb.String())
 		}
@@ -686,4 +672,56 @@ func TestHookWake(t *testing.T) {
 			t.Errorf("exit %d, stdout %q, stderr %q; want 0 and nothing", code, out, errs)
 		}
 	})
+}
+
+// paneStateOf is role's pane state as `hm status --json` shows it.
+func paneStateOf(t *testing.T, vars map[string]string, role string) string {
+	t.Helper()
+	var st hub.Status
+	var out, errb bytes.Buffer
+	env := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return vars[k] }}
+	if code := MainContext(context.Background(), []string{"status", "--json"}, env); code != ExitOK {
+		t.Fatalf("hm status --json: exit %d, %s", code, errb.String())
+	}
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range st.Panes {
+		if p.Role == role {
+			return p.State
+		}
+	}
+	return ""
+}
+
+// TestHookStopBlockedIsBusy: a Stop hook that carries queued messages
+// blocks the stop, so the agent goes on working on them; its claim-ack
+// says so and the pane is busy, not ready. Before the fix the pane stayed
+// ready (the Stop claim's state) while the agent worked: hm would type
+// into a busy program. A Stop with nothing to carry leaves it ready.
+func TestHookStopBlockedIsBusy(t *testing.T) {
+	t.Parallel()
+	hh := startHookHub(t, neverReady)
+	vars := hh.env() // hm status with the operator token
+	delete(vars, "HM_TOKEN")
+	delete(vars, "SQUIDRUN_ROLE")
+	stop := []byte(`{"hook_event_name":"Stop","stop_hook_active":false}`)
+	hh.drain(t) // the session message
+	if out := hh.hook(t, "claude", "Stop", stop); out != "" {
+		t.Fatalf("Stop with nothing queued printed %q", out)
+	}
+	if got := paneStateOf(t, vars, "builder"); got != "ready" {
+		t.Fatalf("after an empty Stop: builder %q, want ready", got)
+	}
+	sendTo(t, hh.sender(t, "architect"), "builder", "stop-busy-1", "(ARCH #1): one more thing")
+	out := hh.hook(t, "claude", "Stop", stop)
+	if !strings.Contains(out, `"decision":"block"`) || !strings.Contains(out, "one more thing") {
+		t.Fatalf("Stop with a message queued printed %q, want a block carrying it", out)
+	}
+	if got := paneStateOf(t, vars, "builder"); got != "busy" {
+		t.Fatalf("after a Stop that blocked with a message: builder %q, want busy", got)
+	}
+	if m := hh.row(t, "stop-busy-1"); m.AckStatus != status.DeliveredContext {
+		t.Fatalf("stop-busy-1: %s/%s, want delivered.context", m.Status, m.AckStatus)
+	}
 }
