@@ -240,6 +240,11 @@ func TestClaimRequests(t *testing.T) {
 	if res := request[proto.ClaimResult](t, user, proto.TypeClaim, "c2", proto.ClaimRequest{Session: true}); len(res.Messages) != 0 || res.Session != nil {
 		t.Errorf("user's claim %+v, want nothing", res)
 	}
+	// A state no pane knows, on an ack of nothing held: answered as any
+	// ack, the state ignored.
+	if res := request[proto.ClaimAckResult](t, builder, proto.TypeClaimAck, "c3", proto.ClaimAck{MessageIDs: []string{"nope"}, State: "dancing"}); len(res.Delivered) != 0 || len(res.Unknown) != 1 {
+		t.Errorf("ack with an unknown state: %+v", res)
+	}
 	for _, tc := range []struct {
 		name     string
 		c        *client.Client
@@ -249,6 +254,7 @@ func TestClaimRequests(t *testing.T) {
 		{"unregistered", h.dial(), `{"type":"claim","requestId":"r1"}`, status.CodeNotRegistered},
 		{"unknown field", builder, `{"type":"claim","requestId":"r1","payload":{"bogus":1}}`, status.CodeBadRequest},
 		{"bad ack payload", builder, `{"type":"claim-ack","requestId":"r1","payload":{"messageIds":"m1"}}`, status.CodeBadRequest},
+		{"ack state not a string", builder, `{"type":"claim-ack","requestId":"r1","payload":{"messageIds":[],"state":7}}`, status.CodeBadRequest},
 	} {
 		if err := tc.c.WriteText(ctxT(t), []byte(tc.frame)); err != nil {
 			t.Fatal(err)
