@@ -93,11 +93,7 @@ func startKeeper(k *Keeper, master *os.File) (*keeper, error) {
 		w.Close()
 		return nil, fmt.Errorf("pane keeper: start %s: %w", k.Argv[0], err)
 	}
-	p, err := os.FindProcess(pid)
-	if err != nil { // never on Unix
-		w.Close()
-		return nil, fmt.Errorf("pane keeper: %w", err)
-	}
+	p, _ := os.FindProcess(pid) // cannot fail on Unix
 	kp := &keeper{proc: p, pipe: w, done: make(chan struct{})}
 	go func() {
 		defer close(kp.done)

@@ -15,8 +15,10 @@
 // index new bodies into the external-content FTS5 table comms_fts; indexing
 // is never done inside Append, and a backlog is worked off in small chunks
 // while the writer is idle. SQLite's auto-checkpoint is off on the writer:
-// it checkpoints the WAL after 50ms without work (or every 500 commits under
-// sustained load), so WAL copying does not stall a random Append.
+// it checkpoints the WAL after 50ms without work, and under sustained load
+// about every maxWALFrames frames (at most every 2,000 commits), restarting
+// it before it grows past that (writer.boundWAL), so WAL copying does not
+// stall a random Append.
 //
 // Options.ReadOnly opens an existing ledger for queries only (for CLI
 // commands beside a running hub).

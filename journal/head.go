@@ -61,14 +61,13 @@ func (w *writer) signHeadIdle() {
 	o := signHeadOp()
 	o.then = func(err error) {
 		if err == nil {
-			w.headFailing = false
+			w.headRetryAt = time.Time{}
 			return
 		}
-		w.headRetryAt = time.Now().Add(headRetry)
-		if !w.headFailing {
-			w.headFailing = true
+		if w.headRetryAt.IsZero() { // the first failure of a run
 			w.l.log.Warn("journal: cannot sign the chain head; retrying while idle", "err", err)
 		}
+		w.headRetryAt = time.Now().Add(headRetry)
 	}
 	w.process([]*op{o})
 }

@@ -213,7 +213,6 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 	w.lastRowID = tx.maxRowID
 	w.ftsRowID = tx.ftsRowID
 	w.commitsSinceCkpt++
-	w.commits++
 	w.l.commits.Add(1)
 	w.l.opsDone.Add(int64(okCount))
 	w.l.committedRowID.Store(w.lastRowID)

@@ -92,18 +92,16 @@ type writer struct {
 
 	// The chain head (head.go): committed events it does not name yet,
 	// when it was last written, and when an idle writer may try again
-	// after a failed signing.
+	// after a failed signing (zero: it has not failed).
 	headPending bool
 	headAt      time.Time
 	headRetryAt time.Time
-	headFailing bool
 
 	// boundWAL's estimate of the frames a commit adds, from the last
 	// PASSIVE checkpoint's report and the commits since.
 	perCommit     int64
-	commits       int64 // committed transactions, ever
 	reportFrames  int64 // WAL length at the last report (0 after a restart)
-	reportCommits int64 // commits at the last report
+	reportCommits int64 // Ledger.commits at the last report
 }
 
 const (
@@ -259,13 +257,14 @@ func (w *writer) run() {
 // the WAL, and the next commit starts it from the beginning.
 func (w *writer) boundWAL() {
 	if frames := w.l.walFrames.Swap(0); frames > 0 {
-		n := max(w.commits-w.reportCommits, 1)
+		commits := w.l.commits.Load()
+		n := max(commits-w.reportCommits, 1)
 		grown := frames - w.reportFrames
 		if grown <= 0 {
 			grown = frames
 		}
 		w.perCommit = max(grown/n, w.perCommit*3/4, 1)
-		w.reportFrames, w.reportCommits = frames, w.commits
+		w.reportFrames, w.reportCommits = frames, commits
 		w.ckptEvery = int(min(max(maxWALFrames/w.perCommit, 16), maxCommitsPerCheckpoint))
 		if frames+w.perCommit*int64(w.ckptEvery) > maxWALFrames {
 			w.checkpoint("RESTART")
