@@ -42,8 +42,12 @@ func hardTiming(ready string, busy bool, multi bool) Profile {
 func hardCases() []hardCase {
 	enter := hardTiming(">", false, true)
 	// Enter always within the program's 150 ms: every message needs its
-	// Enter pressed again, so the wait before that is short.
-	enter.EnterDelay, enter.Verify = 50*time.Millisecond, 200*time.Millisecond
+	// Enter pressed again, so the wait before that is short, but not so
+	// short that the program's own lag on a loaded machine (it times the
+	// second Enter from when it read the first) puts the second press
+	// within 150 ms too: at 200 ms that left 50 ms of slack, and a make
+	// test run got a message stuck after its two presses.
+	enter.EnterDelay, enter.Verify = 50*time.Millisecond, 250*time.Millisecond
 	dialog := hardTiming(">", false, true)
 	dialog.Screen.Blocked = []string{"Do you want to proceed?"}
 	return []hardCase{
