@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,15 +25,14 @@ type frameSeen struct {
 	raw       []byte
 }
 
-var probes int
+var probes atomic.Int64 // parallel tests probe at once
 
 // answersTo writes a frame of an unknown type and returns every frame that
 // arrives before its unknown_type answer: what the connection was sent in
 // answer to the frames written before it.
 func answersTo(t *testing.T, c *client.Client) []frameSeen {
 	t.Helper()
-	probes++
-	id := "probe-" + strconv.Itoa(probes)
+	id := "probe-" + strconv.FormatInt(probes.Add(1), 10)
 	if err := c.WriteJSON(ctxT(t), map[string]string{"type": "hm-test-probe", "requestId": id}); err != nil {
 		t.Fatal(err)
 	}
