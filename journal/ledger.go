@@ -131,6 +131,7 @@ type Ledger struct {
 // migrations and starts the writer and indexing goroutines, which Close
 // stops. ctx bounds the opening only.
 func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
+	pinAllocatorPages()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
