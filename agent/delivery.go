@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"hm/internal/atomicfile"
 	"hm/internal/status"
@@ -325,13 +327,15 @@ func (p *Pane) deliver(it *item) (done bool) {
 		p.inputMu.Lock()
 		locked = true
 	}
-	unlock()
 	if trailer == "" {
+		unlock()
 		p.log.Warn("message typed but no reaction seen", "id", it.d.MessageID)
 		p.report(it, stage(StageUnverified, nil))
 		return true
 	}
-	err = fmt.Errorf("%w: the text stayed at the input after %d presses of Enter", ErrStuck, enterAttempts)
+	left := p.eraseStuck(pr, before, trailer, utf8.RuneCount(text))
+	unlock()
+	err = fmt.Errorf("%w: the text stayed at the input after %d presses of Enter; %s", ErrStuck, enterAttempts, left)
 	p.log.Warn("message stuck", "id", it.d.MessageID, "err", err)
 	p.report(it, stage(StageStuck, err))
 	return true
@@ -344,6 +348,42 @@ const (
 	enterAttempts = 2
 	typeAttempts  = 3
 )
+
+// eraseStuck clears the text of a message that stayed at the program's
+// input after its presses of Enter, so that the next message is not typed
+// onto it: the profile's erase keys first, then, if the text is still at
+// the input (an input box whose Ctrl-U deletes one line, with the newlines
+// the presses added under the text), a Backspace for every character typed
+// and every press. It erases nothing after a person's keys, which stand at
+// the input too. The caller holds inputMu. It returns what became of the
+// text, for the stuck reason.
+func (p *Pane) eraseStuck(pr *proc, before inputView, trailer string, typed int) string {
+	if p.personTypedAfterHM() {
+		return "left at the input: a person typed after it"
+	}
+	gone := func(s Screen) bool {
+		v := viewInput(s, p.profile, trailer)
+		return v.count <= before.count && (!v.pasted || before.pasted)
+	}
+	for i, keys := range []string{p.profile.erase(), strings.Repeat(backspace, typed+enterAttempts)} {
+		if _, err := p.writeTo(context.Background(), pr, []byte(keys)); err != nil {
+			return fmt.Sprintf("left at the input: erase: %v", err)
+		}
+		ok, ended := p.waitScreen(pr, p.profile.echoWait(), gone)
+		switch {
+		case ok && i == 0:
+			return "erased from the input"
+		case ok:
+			return "erased from the input with Backspace"
+		case ended:
+			return "the program ended before it was erased"
+		}
+	}
+	return "left at the input: neither the erase keys nor Backspace cleared it"
+}
+
+// backspace is what the Backspace key sends (DEL).
+const backspace = "\x7f"
 
 // notShown handles text that never appeared on the screen: the program was
 // not listening. Whatever it may hold of the text is erased, and the

@@ -602,3 +602,51 @@ func TestEveryEnterANewline(t *testing.T) {
 		t.Fatalf("the program took %d prompts: %+v", len(prompts), prompts)
 	}
 }
+
+// TestStuckTextErased: a message whose text stays at the program's input
+// after both presses of Enter is reported stuck, and its text is erased
+// before the next message is typed: the next prompt the program takes is
+// that message alone. Before the erase, the second message was typed onto
+// the first's leftover text and the program took both as one prompt.
+func TestStuckTextErased(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		env  []string
+		why  string // in m1's stuck reason
+	}{
+		{name: "EraseKeysClearIt", env: []string{"FAKEAGENT_NEWLINE_ENTERS=2"}, why: "erased from the input"},
+		{name: "EraseKeysClearOneLine", env: []string{"FAKEAGENT_NEWLINE_ENTERS=2", "FAKEAGENT_KILL_LINE=1"}, why: "erased from the input with Backspace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			spec, logPath := fakeSpec(t, append([]string{"FAKEAGENT_ECHO=1"}, tc.env...)...)
+			spec.Timing = hardTiming(">", false, true)
+			p := startPane(t, spec)
+			stages := newStageLog()
+			p.Enqueue(Delivery{MessageID: "m1", Content: "(ARCH #1): first, left at the input", Report: stages.reporter("m1")})
+			p.Enqueue(Delivery{MessageID: "m2", Content: "(ARCH #2): second, taken", Report: stages.reporter("m2")})
+			poll.For(t, 30*time.Second, func() error {
+				if !stages.final("m1") || !stages.final("m2") {
+					return fmt.Errorf("final stages for m1 and m2, have %v and %v", stages.get("m1"), stages.get("m2"))
+				}
+				return nil
+			})
+			m1, m2 := stages.get("m1"), stages.get("m2")
+			if last := m2[len(m2)-1]; last.Kind != StageSubmitted {
+				t.Fatalf("m2 stages %v: want the last one submitted", m2)
+			}
+			settle(t, logPath)
+			prompts := readPrompts(t, logPath)
+			if len(prompts) != 1 {
+				t.Fatalf("the program took %d prompts, want 1 (m2's): %+v", len(prompts), prompts)
+			}
+			if got := prompts[0].Prompt; strings.Contains(got, "first") || strings.Contains(got, "hm:m1") || !strings.Contains(got, "[hm:m2]") {
+				t.Fatalf("prompt %q: want m2's text alone", got)
+			}
+			if last := m1[len(m1)-1]; last.Kind != StageStuck || last.Err == nil || !strings.HasSuffix(last.Err.Error(), tc.why) {
+				t.Fatalf("m1 stages %v: want the last one stuck, its reason ending %q", m1, tc.why)
+			}
+		})
+	}
+}

@@ -13,7 +13,13 @@
 //   - FAKEAGENT_EXIT_AFTER=N exits with code 3 after the Nth prompt;
 //   - FAKEAGENT_DONE_WORD=w prints FAKEAGENT_DONE_LINE (default
 //     __HM_BG_DONE__) on a line of its own after a prompt containing w;
-//   - Ctrl-U empties the input line (hm's erase key);
+//   - Ctrl-U empties the input (hm's erase key), or with
+//     FAKEAGENT_KILL_LINE=1 only its last line, as a multi-line input box
+//     whose Ctrl-U deletes to the start of the line; Backspace deletes a
+//     character, a newline too (the input is redrawn a row up);
+//   - FAKEAGENT_NEWLINE_ENTERS=N: the first N Enters (CR outside a paste)
+//     are newlines in the input whatever their timing, as a program that
+//     is not taking prompts yet;
 //   - an Esc read on its own interrupts a busy spell (FAKEAGENT_SILENT_MS,
 //     FAKEAGENT_SPINNER_MS, below), logged as {"interrupted":true,...};
 //   - FAKEAGENT_IGNORE_HUP=1 ignores SIGHUP;
@@ -158,7 +164,9 @@ type agent struct {
 	resetOnInput bool     // FAKEAGENT_RESET_ON_INPUT
 	queryOnInput bool     // FAKEAGENT_QUERY_ON_INPUT
 	resets       int
-	exitMid      int // FAKEAGENT_EXIT_MID
+	exitMid      int  // FAKEAGENT_EXIT_MID
+	killLine     bool // FAKEAGENT_KILL_LINE
+	newlineEnter int  // FAKEAGENT_NEWLINE_ENTERS still to come
 
 	prompts   int
 	buf       []byte
@@ -186,6 +194,8 @@ func run() error {
 		resetOnInput: os.Getenv("FAKEAGENT_RESET_ON_INPUT") == "1",
 		queryOnInput: os.Getenv("FAKEAGENT_QUERY_ON_INPUT") == "1",
 		exitMid:      envInt("FAKEAGENT_EXIT_MID", 0),
+		killLine:     os.Getenv("FAKEAGENT_KILL_LINE") == "1",
+		newlineEnter: envInt("FAKEAGENT_NEWLINE_ENTERS", 0),
 	}
 	if a.doneLine == "" {
 		a.doneLine = "__HM_BG_DONE__"
@@ -314,7 +324,8 @@ func (a *agent) feed(chunk []byte, now time.Time) bool {
 		case a.inPaste:
 			a.buf = append(a.buf, c)
 		case c == '\r':
-			if now.Sub(a.lastInput) < a.threshold {
+			if a.newlineEnter > 0 || now.Sub(a.lastInput) < a.threshold {
+				a.newlineEnter = max(0, a.newlineEnter-1)
 				a.buf = append(a.buf, '\n') // too soon after typing: newline
 				echo = append(echo, '\r', '\n')
 				a.lastInput = now
@@ -334,8 +345,7 @@ func (a *agent) feed(chunk []byte, now time.Time) bool {
 		case c == 0x7f || c == 0x08:
 			if len(a.buf) > 0 {
 				_, size := utf8.DecodeLastRune(a.buf)
-				a.buf = a.buf[:len(a.buf)-size]
-				echo = append(echo, '\b', ' ', '\b')
+				echo = a.cut(echo, len(a.buf)-size)
 			}
 		case c == 0x03: // Ctrl-C
 			if len(a.buf) == 0 {
@@ -343,11 +353,12 @@ func (a *agent) feed(chunk []byte, now time.Time) bool {
 			}
 			a.buf = a.buf[:0]
 			echo = append(echo, "^C\r\n> "...)
-		case c == 0x15: // Ctrl-U: kill the line, as line editors do
-			for range utf8.RuneCount(a.buf) {
-				echo = append(echo, '\b', ' ', '\b')
+		case c == 0x15: // Ctrl-U: kill the input (or its last line)
+			from := 0
+			if a.killLine {
+				from = bytes.LastIndexByte(a.buf, '\n') + 1
 			}
-			a.buf = a.buf[:0]
+			echo = a.cut(echo, from)
 		case c == 0x04 && len(a.buf) == 0: // Ctrl-D
 			a.printf("\r\nbye\r\n")
 			return true
@@ -359,6 +370,27 @@ func (a *agent) feed(chunk []byte, now time.Time) bool {
 	}
 	a.flushEcho(echo)
 	return false
+}
+
+// cut shortens the input to its first n bytes and returns echo with what
+// shows the change: a Backspace-space-Backspace per character when the cut
+// stays on the input's last line, else a redraw from the prompt's row.
+func (a *agent) cut(echo []byte, n int) []byte {
+	gone := a.buf[n:]
+	rows := bytes.Count(gone, []byte("\n"))
+	if rows == 0 {
+		for range utf8.RuneCount(gone) {
+			echo = append(echo, '\b', ' ', '\b')
+		}
+		a.buf = a.buf[:n]
+		return echo
+	}
+	up := bytes.Count(a.buf, []byte("\n")) // rows below the prompt's
+	a.buf = a.buf[:n]
+	echo = append(echo, '\r')
+	echo = fmt.Appendf(echo, "\x1b[%dA", up)
+	echo = append(echo, "\x1b[J> "...)
+	return append(echo, bytes.ReplaceAll(a.buf, []byte("\n"), []byte("\r\n"))...)
 }
 
 // flushEcho shows typed input, unless echo is off (a TUI redraws instead).
