@@ -1,9 +1,12 @@
 package journal
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,5 +167,92 @@ func TestVerifyHeadBehind(t *testing.T) {
 				t.Fatalf("Verify = %+v, want FirstBad %q", r, tc.wantFirst)
 			}
 		})
+	}
+}
+
+// warnCounter counts the warnings whose message contains want.
+type warnCounter struct {
+	slog.Handler
+	want string
+	n    *atomic.Int32
+}
+
+func (h *warnCounter) WithAttrs(as []slog.Attr) slog.Handler {
+	return &warnCounter{Handler: h.Handler.WithAttrs(as), want: h.want, n: h.n}
+}
+
+func (h *warnCounter) WithGroup(name string) slog.Handler {
+	return &warnCounter{Handler: h.Handler.WithGroup(name), want: h.want, n: h.n}
+}
+
+func (h *warnCounter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelWarn && strings.Contains(r.Message, h.want) {
+		h.n.Add(1)
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// TestChainHeadSignRetried: when the idle writer cannot sign the head (here
+// another connection holds the write lock past the busy timeout), it warns
+// once and tries again while idle, so the head names the last event soon
+// after the ledger can commit again.
+func TestChainHeadSignRetried(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	path := filepath.Join(t.TempDir(), "runtime", "evidence-ledger.db")
+	warns := &warnCounter{Handler: testLogger(t).Handler(), want: "cannot sign the chain head", n: new(atomic.Int32)}
+	l := openAt(t, path, Options{Logger: slog.New(warns), FTSInterval: time.Hour}) // no FTS commit to sign it instead
+	lock, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	// Two appends in a row: the second commits before the head is
+	// headEvery old, so the head is left for the idle writer. Take the
+	// write lock before that (headIdle later); if the writer was quicker,
+	// let go and try again.
+	locked := false
+	for i := 0; i < 50 && !locked; i++ {
+		for j := range 2 {
+			id := fmt.Sprintf("m%d-%d", i, j)
+			if _, err := l.Append(ctx, msg(id, "architect", "builder", int64(2*i+j+1), "x")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := sqlitex.ExecuteTransient(lock, "BEGIN IMMEDIATE", nil); err != nil {
+			t.Fatal(err)
+		}
+		if last, head := chainEnd(t, path); head != last {
+			locked = true
+			break
+		}
+		if err := sqlitex.ExecuteTransient(lock, "ROLLBACK", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !locked {
+		t.Fatal("the idle writer signed the head before the lock every time")
+	}
+	// The writer's attempt waits out its busy timeout and fails.
+	poll.For(t, 15*time.Second, func() error {
+		return poll.Want(warns.n.Load() == 1, "one warning, have %d", warns.n.Load())
+	})
+	if last, head := chainEnd(t, path); head == last {
+		t.Fatalf("chain head %s signed while another connection held the write lock", head)
+	}
+	if err := sqlitex.ExecuteTransient(lock, "ROLLBACK", nil); err != nil {
+		t.Fatal(err)
+	}
+	poll.For(t, 5*time.Second, func() error {
+		if last, head := chainEnd(t, path); head != last {
+			return fmt.Errorf("chain head %s, the chain ends at %s", head, last)
+		}
+		return nil
+	})
+	if n := warns.n.Load(); n != 1 {
+		t.Fatalf("%d warnings, want 1", n)
+	}
+	if r, err := l.Verify(ctx); err != nil || !r.OK {
+		t.Fatalf("Verify = %+v, %v", r, err)
 	}
 }
