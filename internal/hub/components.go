@@ -12,6 +12,7 @@ import (
 	"hm/broker"
 	"hm/broker/telegram"
 	"hm/internal/periodic"
+	"hm/roles"
 	"hm/triggers"
 )
 
@@ -71,16 +72,22 @@ func (h *Hub) mountEndpoints(ctx context.Context, mux *http.ServeMux) {
 	mux.Handle("/debug/pprof/", h.pprofHandler())
 }
 
+// lookupPane finds the pane an /attach/ name stands for: a member of the
+// team (role, pane id, header or alias) first, then a running background
+// slot (N, alias, header or pane id). A name the team knows never reaches a
+// slot: a slot's number is also a pane id ("1" is the first pane, not slot
+// 1). authorizeAttach checks the token against the pane found here.
 func (h *Hub) lookupPane(name string) (*agent.Pane, bool) {
-	if h.slots != nil {
-		if p, ok := h.slots.Lookup(name); ok {
-			return p, true
+	if t, err := h.Team.Resolve(name); err == nil && t.Kind == roles.TargetMember {
+		if h.panes == nil {
+			return nil, false
 		}
+		return h.panes.lookup(name)
 	}
-	if h.panes == nil {
-		return nil, false
+	if h.slots != nil {
+		return h.slots.Lookup(name)
 	}
-	return h.panes.lookup(name)
+	return nil, false
 }
 
 // runLoops starts the components' loops under ctx, tracked by wg: the

@@ -372,7 +372,8 @@ func (h *Hub) startPanes(ps *paneSet) {
 }
 
 // authorizeAttach accepts the operator token, or a pane's own token for that
-// pane, as "Authorization: Bearer" or ?token=.
+// pane, as "Authorization: Bearer" or ?token=. The pane is the one
+// lookupPane finds for the name, so the check and the attach agree.
 func (h *Hub) authorizeAttach(r *http.Request) bool {
 	tok := r.URL.Query().Get("token")
 	if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
@@ -385,7 +386,6 @@ func (h *Hub) authorizeAttach(r *http.Request) bool {
 	if id.Operator {
 		return true
 	}
-	name := strings.TrimPrefix(r.URL.Path, "/attach/")
-	t, err := h.Team.Resolve(name)
-	return err == nil && t.Kind == roles.TargetMember && t.Member.Role == id.Role
+	p, ok := h.lookupPane(strings.TrimPrefix(r.URL.Path, "/attach/"))
+	return ok && p.Spec().Role == id.Role
 }
