@@ -59,7 +59,10 @@ func (c *conn) handle(f proto.Frame, received time.Time) bool {
 	case proto.TypeHealthCheck:
 		c.sendJSON(c.b.health(f))
 	case proto.TypeDeliveryCheck:
-		c.sendJSON(c.b.deliveryCheck(c.ctx, f))
+		c.mu.Lock()
+		id := c.identity
+		c.mu.Unlock()
+		c.sendJSON(c.b.deliveryCheck(c.ctx, id, f))
 	case proto.TypeHeartbeat:
 		c.sendJSON(proto.HeartbeatAck{Type: proto.TypeHeartbeatAck, RequestID: f.RequestID, Timestamp: time.Now().UnixMilli()})
 	case proto.TypeMessageAck:
@@ -369,13 +372,16 @@ func (b *Broker) health(f proto.Frame) proto.HealthResult {
 	return res
 }
 
-func (b *Broker) deliveryCheck(ctx context.Context, f proto.Frame) proto.DeliveryResult {
+// deliveryCheck answers from the ledger for a message id may read (it sent
+// or received it; the operator any): any other is known:false, as an id
+// the ledger never had.
+func (b *Broker) deliveryCheck(ctx context.Context, id Identity, f proto.Frame) proto.DeliveryResult {
 	res := proto.DeliveryResult{Type: proto.TypeDeliveryCheckResult, RequestID: f.RequestID, MessageID: f.MessageID}
 	if f.MessageID == "" {
 		return res
 	}
 	m, err := b.deps.Ledger.Get(ctx, f.MessageID)
-	if err != nil {
+	if err != nil || !b.visibleTo(id).Sees(m) {
 		return res
 	}
 	res.Known = true

@@ -395,3 +395,52 @@ func TestAckThenRegisterListens(t *testing.T) {
 		t.Errorf("acknowledged %s handed to the listener", m.MessageID)
 	}
 }
+
+// TestDeliveryCheckOwnRows: delivery-check answers a role only for messages
+// it may read (it sent or received them, as query get and subscribe): for
+// any other it is known:false, as for an id the ledger never had. It told
+// any registered role the status, target and seq of every message.
+func TestDeliveryCheckOwnRows(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	arch := h.as("architect", false)
+	for _, f := range []proto.Frame{
+		{Type: proto.TypeSend, Target: "oracle", Content: "for oracle", MessageID: "to-oracle"},
+		{Type: proto.TypeBroadcast, Content: "for everyone", MessageID: "to-all"},
+	} {
+		if ack := send(t, arch, f); !ack.OK {
+			t.Fatalf("%s: %+v", f.MessageID, ack)
+		}
+	}
+	builder := h.as("builder", false)
+	if ack := send(t, builder, proto.Frame{Type: proto.TypeSend, Target: "architect", Content: "to arch", MessageID: "to-arch"}); !ack.OK {
+		t.Fatalf("to-arch: %+v", ack)
+	}
+	clients := map[string]*client.Client{"architect": arch, "builder": builder, "oracle": h.as("oracle", false), "user": h.as("user", false)}
+	for _, tc := range []struct {
+		who, id string
+		known   bool
+	}{
+		{"architect", "to-oracle", true}, // its sender
+		{"oracle", "to-oracle", true},    // its target
+		{"builder", "to-oracle", false},  // neither
+		{"user", "to-oracle", true},      // the operator
+		{"builder", "to-all", true},      // a broadcast reached it
+		{"oracle", "to-arch", false},
+		{"architect", "to-arch", true},
+		{"builder", "never-sent", false},
+	} {
+		t.Run(tc.who+"/"+tc.id, func(t *testing.T) {
+			var dc proto.DeliveryResult
+			if err := clients[tc.who].Request(ctxT(t), proto.Frame{Type: proto.TypeDeliveryCheck, RequestID: "d-" + tc.id, MessageID: tc.id}, proto.TypeDeliveryCheckResult, &dc); err != nil {
+				t.Fatal(err)
+			}
+			if dc.Known != tc.known || dc.MessageID != tc.id {
+				t.Fatalf("delivery-check = %+v, want known %v", dc, tc.known)
+			}
+			if !dc.Known && (dc.Status != "" || dc.Target != "" || dc.Seq != 0 || dc.AckStatus != "") {
+				t.Fatalf("an unknown answer tells %+v", dc)
+			}
+		})
+	}
+}
