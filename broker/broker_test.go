@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -489,5 +490,45 @@ func TestOnlyRootPathServed(t *testing.T) {
 		if err == nil || resp == nil || resp.StatusCode != 404 {
 			t.Errorf("/%s: err %v, resp %v; want 404", path, err, resp)
 		}
+	}
+}
+
+// TestWaitMsDoesNotHoldLaterSends: a send that waits for a definitive
+// stage (waitMs) is answered when its wait ends; the sends after it on the
+// same connection are routed and answered meanwhile. The acker waited in
+// line, so every later send was delivered and ACKed only after the wait.
+func TestWaitMsDoesNotHoldLaterSends(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	builder := h.as("builder", true)
+	arch := h.as("architect", false)
+	// Nobody listens for oracle: w1 waits its full 5 s for a definitive
+	// stage; p2 and p3 go to builder's listener.
+	frames := []proto.Frame{
+		{Type: proto.TypeSend, Target: "oracle", Content: "wait for it", MessageID: "w1", WaitMs: 5000},
+		{Type: proto.TypeSend, Target: "builder", Content: "go on", MessageID: "p2"},
+		{Type: proto.TypeSend, Target: "builder", Content: "and on", MessageID: "p3"},
+	}
+	for _, f := range frames {
+		if err := arch.WriteJSON(ctxT(t), f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// p2 and p3 reach the listener before w1's wait ends.
+	for _, want := range []string{"p2", "p3"} {
+		if m := decode[proto.Message](t, nextOf(t, builder, proto.TypeMessage)); m.MessageID != want {
+			t.Fatalf("listener got %s, want %s", m.MessageID, want)
+		}
+	}
+	var order []string
+	for range frames {
+		ack := decode[proto.Ack](t, nextOf(t, arch, proto.TypeSendAck))
+		if !ack.OK {
+			t.Fatalf("ack %+v", ack)
+		}
+		order = append(order, ack.MessageID)
+	}
+	if want := []string{"p2", "p3", "w1"}; !slices.Equal(order, want) {
+		t.Fatalf("ACKs in order %v, want %v (w1 answered when its wait ends)", order, want)
 	}
 }

@@ -498,13 +498,31 @@ func (c *conn) ackLoop() {
 		if c.ctx.Err() != nil {
 			in.p.s.Wait = 0 // nobody is waiting for this ACK any more
 		}
-		ack, _ := c.b.end(c.ctx, in.p)
-		ack.RequestID = in.requestID
-		if in.isSend {
-			ack.Target = in.target
+		ack, err := c.b.route(c.ctx, in.p)
+		if in.p.wake != nil {
+			// The sender asked to wait (waitMs): its ACK is written when
+			// the wait ends, and the sends after it go on meanwhile.
+			c.wg.Add(1) // this loop holds the group open: never from zero
+			go func() {
+				defer c.wg.Done()
+				ack := c.b.awaitDefinitive(c.ctx, in.p, ack)
+				c.writeAck(in, ack, err)
+			}()
+			continue
 		}
-		c.sendJSON(ack) // a no-op once the client is gone
+		c.writeAck(in, ack, err)
 	}
+}
+
+// writeAck seals a send's ACK and writes it (a no-op once the client is
+// gone).
+func (c *conn) writeAck(in inflightSend, ack proto.Ack, err error) {
+	ack, _ = c.b.sealAck(in.p, ack, err)
+	ack.RequestID = in.requestID
+	if in.isSend {
+		ack.Target = in.target
+	}
+	c.sendJSON(ack)
 }
 
 // queueInflight hands a begun send to the acker. Once the acker has

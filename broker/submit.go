@@ -91,6 +91,9 @@ type queuedSubmit struct {
 	st     *senderSeq
 	d      seqDecision
 	body   string
+	// wake is set by route while the sender waits for a definitive stage
+	// (waitMs); awaitDefinitive ends the wait.
+	wake chan struct{}
 }
 
 // begin does everything up to queueing the commit: validation, target
@@ -106,12 +109,35 @@ func (b *Broker) begin(ctx context.Context, s Submission) *queuedSubmit {
 	return p
 }
 
-// end waits for p's commit, routes the message and returns its ACK.
+// end waits for p's commit, routes the message and returns its ACK, after
+// the waitMs wait for a definitive stage when the sender asked for one.
 func (b *Broker) end(ctx context.Context, p *queuedSubmit) (proto.Ack, error) {
-	ack, err := p.ack, p.err
-	if err == nil {
-		ack, err = b.finish(ctx, p)
+	ack, err := b.route(ctx, p)
+	if p.wake != nil {
+		ack = b.awaitDefinitive(ctx, p, ack)
 	}
+	return b.sealAck(p, ack, err)
+}
+
+// route waits for p's commit and routes the message: end without the
+// waitMs wait. When it leaves p.wake set, the sender asked to wait and the
+// stage is not definitive yet: awaitDefinitive must follow.
+func (b *Broker) route(ctx context.Context, p *queuedSubmit) (proto.Ack, error) {
+	if p.err != nil {
+		return p.ack, p.err
+	}
+	return b.finish(ctx, p)
+}
+
+// awaitDefinitive waits up to p's waitMs for a definitive stage (SPEC §5.2)
+// and ends p's wait.
+func (b *Broker) awaitDefinitive(ctx context.Context, p *queuedSubmit, ack proto.Ack) proto.Ack {
+	defer b.removeWaiter(p.s.MessageID, p.wake)
+	return b.waitDefinitive(ctx, ack, p.s.Wait, p.wake)
+}
+
+// sealAck completes p's ACK: type, session, latency and the refusal.
+func (b *Broker) sealAck(p *queuedSubmit, ack proto.Ack, err error) (proto.Ack, error) {
 	ack.Type = proto.TypeSendAck
 	ack.SessionID = b.cfg.SessionID
 	if ack.Warnings == nil {
@@ -296,10 +322,13 @@ func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error)
 			ack.Targets = append(ack.Targets, mem.Role)
 		}
 	}
+	// A sender that waits for a definitive stage is registered before the
+	// message is dispatched, so no wake-up is missed; the wait itself is
+	// the caller's (awaitDefinitive), so that a connection's later sends
+	// are not held behind it.
 	var wake chan struct{}
 	if p.s.Wait > 0 {
 		wake = b.addWaiter(p.s.MessageID)
-		defer b.removeWaiter(p.s.MessageID, wake)
 	}
 	if b.dispatch(committed, p.rt, "") {
 		ack.SetStage(status.DeliveredWebSocket)
@@ -307,8 +336,10 @@ func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error)
 	if b.forwardRemote(ctx, committed, p.rt) {
 		ack.SetStage(status.AcceptedQueuedRemote) // in the ledger; the outbox forwards it
 	}
-	if p.s.Wait > 0 && !ack.Stage().Delivered() {
-		ack = b.waitDefinitive(ctx, ack, p.s.Wait, wake)
+	if wake != nil && ack.Stage().Delivered() {
+		b.removeWaiter(p.s.MessageID, wake)
+		wake = nil
 	}
+	p.wake = wake
 	return ack, nil
 }
