@@ -203,6 +203,8 @@ func TestErrorCodes(t *testing.T) {
 		{arch, proto.Frame{Type: "send", Target: "nobody", Content: "x"}, status.CodeInvalidTarget},
 		{arch, proto.Frame{Type: "send", Target: "../etc", Content: "x"}, status.CodeInvalidTarget},
 		{arch, proto.Frame{Type: "send", Target: "builder", Content: "   "}, status.CodeEmptyContent},
+		{arch, proto.Frame{Type: "send", Target: "builder", Content: "(ARCH #1):"}, status.CodeEmptyContent},        // a header and nothing after it
+		{arch, proto.Frame{Type: "send", Target: "builder", Content: "(ARCH #1): \n\t  \n"}, status.CodeEmptyContent}, // or only blanks
 		{arch, proto.Frame{Type: "send", Target: "builder", Content: "(BUILDER #1): forged"}, status.CodeRoleMismatch},
 		{arch, proto.Frame{Type: "send", Target: "builder-bg-2", Content: "are you there"}, status.CodeNoRoute},
 		{arch, proto.Frame{Type: "send", Target: "telegram", Content: "hi"}, status.CodeTelegramUnconfigured},

@@ -194,6 +194,9 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 		case !known || hdrRole != sender:
 			return refuse(status.CodeRoleMismatch, "header %s does not match the sender %s", h.Role, sender)
 		}
+		if strings.TrimSpace(body) == "" {
+			return refuse(status.CodeEmptyContent, "message has a header (%s #%d) and no content after it", h.Role, h.Seq)
+		}
 	}
 	if sender == "" {
 		sender = roles.RoleUser
