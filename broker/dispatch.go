@@ -47,9 +47,7 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 					}
 					b.advance(journal.Change{MessageID: id, Status: status.Routed, AckStatus: ack, Event: status.EventSubmitted, Detail: map[string]any{"pane": mem.Role, "proven": proven}})
 				},
-				Failed: func(err error) {
-					b.advance(journal.Change{MessageID: id, Status: status.Failed, ErrorCode: status.CodePaneFailed, Event: status.EventFailed, Detail: map[string]any{"pane": mem.Role, "error": err.Error()}})
-				},
+				Failed: func(err error) { b.paneFailed(m, mem.Role, err) },
 				Stuck: func(err error) { b.stuck(m, mem.Role, err) },
 				// The program ended while the message was being typed:
 				// another attempt (the row is unchanged but its attempt
@@ -89,15 +87,30 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 func (b *Broker) stuck(m journal.Message, role string, err error) {
 	b.advance(journal.Change{MessageID: m.MessageID, AckStatus: status.Stuck, Event: status.EventStuck, Detail: map[string]any{"pane": role, "error": err.Error()}})
 	b.log.Warn("message stuck at a pane", "messageId", m.MessageID, "pane", role, "err", err)
+	b.tellSender(m, msgid.Stuck(m.MessageID), fmt.Sprintf("Your message %s to %s is stuck: %v. hm comms history shows it; it is typed again when the hub restarts if it never reached the program.", m.MessageID, role, err))
+}
+
+// paneFailed records that the pane of role could not take m at all (a
+// background slot that ended first, a pointer file that could not be
+// written): status failed, pane_failed; m's sender is told with a system
+// notice.
+func (b *Broker) paneFailed(m journal.Message, role string, err error) {
+	b.advance(journal.Change{MessageID: m.MessageID, Status: status.Failed, ErrorCode: status.CodePaneFailed, Event: status.EventFailed, Detail: map[string]any{"pane": role, "error": err.Error()}})
+	b.log.Warn("message failed at a pane", "messageId", m.MessageID, "pane", role, "err", err)
+	b.tellSender(m, msgid.Failed(m.MessageID), fmt.Sprintf("Your message %s to %s failed: %v. It was not delivered; send it again if it still matters.", m.MessageID, role, err))
+}
+
+// tellSender sends m's sender a system notice with the hub-made id, in the
+// background (the caller may be a pane's report). The hub's own rows get
+// none, so a notice never begets notices.
+func (b *Broker) tellSender(m journal.Message, id, text string) {
 	if m.SenderRole == "" || m.SenderRole == roles.RoleSystem {
 		return
 	}
-	text := fmt.Sprintf("Your message %s to %s is stuck: %v. hm comms history shows it; it is typed again when the hub restarts if it never reached the program.", m.MessageID, role, err)
 	b.goBackground(func() {
-		_, serr := b.Submit(b.ctx, Submission{From: roles.RoleSystem, Target: m.SenderRole, Content: text, Channel: ChannelSystem,
-			MessageID: msgid.Stuck(m.MessageID), HubID: true})
-		if serr != nil && !errors.Is(serr, proto.ErrNoRoute) {
-			b.log.Warn("tell the sender a message is stuck", "messageId", m.MessageID, "err", serr)
+		_, err := b.Submit(b.ctx, Submission{From: roles.RoleSystem, Target: m.SenderRole, Content: text, Channel: ChannelSystem, MessageID: id, HubID: true})
+		if err != nil && !errors.Is(err, proto.ErrNoRoute) && b.ctx.Err() == nil {
+			b.log.Warn("tell the sender", "messageId", m.MessageID, "notice", id, "err", err)
 		}
 	})
 }

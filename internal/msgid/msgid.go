@@ -103,6 +103,10 @@ func Reminder(obligationID string) string { return fit(ReminderPrefix + obligati
 // messageID is stuck at a pane (one per message).
 func Stuck(messageID string) string { return fit(SystemPrefix + "stuck-" + messageID) }
 
+// Failed is the row id of the notice telling a sender that a pane could
+// not take its message (failed, pane_failed).
+func Failed(messageID string) string { return fit(SystemPrefix + "failed-" + messageID) }
+
 // Waiting is the row id of the one notice telling the human that role's
 // pane has waited for a person since since (one per waiting spell).
 func Waiting(role string, since time.Time) string {
