@@ -203,8 +203,12 @@ func TestErrorCodes(t *testing.T) {
 		{arch, proto.Frame{Type: "send", Target: "nobody", Content: "x"}, status.CodeInvalidTarget},
 		{arch, proto.Frame{Type: "send", Target: "../etc", Content: "x"}, status.CodeInvalidTarget},
 		{arch, proto.Frame{Type: "send", Target: "builder", Content: "   "}, status.CodeEmptyContent},
-		{arch, proto.Frame{Type: "send", Target: "builder", Content: "(ARCH #1):"}, status.CodeEmptyContent},        // a header and nothing after it
+		{arch, proto.Frame{Type: "send", Target: "builder", Content: "(ARCH #1):"}, status.CodeEmptyContent},          // a header and nothing after it
 		{arch, proto.Frame{Type: "send", Target: "builder", Content: "(ARCH #1): \n\t  \n"}, status.CodeEmptyContent}, // or only blanks
+		{arch, proto.Frame{Type: "send", Target: "builder", Content: "x", Priority: "bogus"}, status.CodeBadRequest},
+		{arch, proto.Frame{Type: "send", Target: "builder", Content: "x", Priority: "URGENT"}, status.CodeBadRequest},
+		{arch, proto.Frame{Type: "send", Target: "builder", Content: "x", Metadata: json.RawMessage(`[1,2]`)}, status.CodeBadRequest},
+		{arch, proto.Frame{Type: "send", Target: "builder", Content: "x", Metadata: json.RawMessage(`"text"`)}, status.CodeBadRequest},
 		{arch, proto.Frame{Type: "send", Target: "builder", Content: "(BUILDER #1): forged"}, status.CodeRoleMismatch},
 		{arch, proto.Frame{Type: "send", Target: "builder-bg-2", Content: "are you there"}, status.CodeNoRoute},
 		{arch, proto.Frame{Type: "send", Target: "telegram", Content: "hi"}, status.CodeTelegramUnconfigured},
@@ -225,6 +229,14 @@ func TestErrorCodes(t *testing.T) {
 	op := h.as("user", false)
 	if ack := send(t, op, proto.Frame{Type: "send", Target: "builder", Content: "(ORACLE #1): as oracle"}); !ack.OK || ack.Header != "ORACLE" {
 		t.Errorf("operator as oracle: %+v", ack)
+	}
+	// Every priority a sender may name, and metadata that is an object or
+	// null, are taken.
+	for i, p := range append([]string{""}, status.Priorities...) {
+		f := proto.Frame{Type: "send", Target: "builder", Content: "prio " + p, Priority: p, Metadata: json.RawMessage([]string{`{"k":1}`, `null`, `{}`, ` {"a":[1]} `, `{"b":2}`}[i])}
+		if ack := send(t, arch, f); !ack.OK {
+			t.Errorf("priority %q, metadata %s: %+v", p, f.Metadata, ack)
+		}
 	}
 	// Invalid UTF-8 is repaired, not refused.
 	if ack := send(t, arch, proto.Frame{Type: "send", Target: "builder", Content: "bad \xff bytes"}); !ack.OK {

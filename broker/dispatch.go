@@ -20,7 +20,7 @@ import (
 // a listener took the message.
 func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 	content := prefix + m.RawBody
-	urgent := roles.HasTag(bodyOf(m.RawBody), roles.TagUrgent) || m.Priority == "urgent"
+	urgent := roles.HasTag(bodyOf(m.RawBody), roles.TagUrgent) || m.Priority == status.PriorityUrgent
 	handed := false
 	for _, mem := range rt.members {
 		listened := b.toListeners(mem.Role, m, content)
@@ -48,7 +48,7 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 					b.advance(journal.Change{MessageID: id, Status: status.Routed, AckStatus: ack, Event: status.EventSubmitted, Detail: map[string]any{"pane": mem.Role, "proven": proven}})
 				},
 				Failed: func(err error) { b.paneFailed(m, mem.Role, err) },
-				Stuck: func(err error) { b.stuck(m, mem.Role, err) },
+				Stuck:  func(err error) { b.stuck(m, mem.Role, err) },
 				// The program ended while the message was being typed:
 				// another attempt (the row is unchanged but its attempt
 				// count), with the reason, before it is typed again.

@@ -3,8 +3,10 @@
 package broker
 
 import (
+	"bytes"
 	"encoding/json"
 
+	"hm/internal/status"
 	"hm/journal"
 	"hm/roles"
 )
@@ -15,12 +17,12 @@ func (b *Broker) ledgerMessage(s Submission, sender string, rt route, seq int64,
 	now := b.now()
 	priority := s.Priority
 	if priority == "" {
-		priority = "normal"
+		priority = status.PriorityNormal
 	}
 	tags := roles.Tags(body)
 	for _, t := range tags {
-		if t == roles.TagUrgent && priority == "normal" {
-			priority = "urgent"
+		if t == roles.TagUrgent && priority == status.PriorityNormal {
+			priority = status.PriorityUrgent
 		}
 	}
 	channel := s.Channel
@@ -32,8 +34,8 @@ func (b *Broker) ledgerMessage(s Submission, sender string, rt route, seq int64,
 		direction = "outbound"
 	}
 	meta := "{}"
-	if len(s.Metadata) > 0 && json.Valid(s.Metadata) {
-		meta = string(s.Metadata)
+	if t := bytes.TrimSpace(s.Metadata); len(t) > 0 && string(t) != "null" && json.Valid(t) {
+		meta = string(t)
 	}
 	sent := s.SentAt
 	if sent.IsZero() {

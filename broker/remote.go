@@ -281,7 +281,7 @@ func (b *Broker) recordRemote(ctx context.Context, rm RemoteMessage, mem roles.M
 	}
 	priority := rm.Priority
 	if priority == "" {
-		priority = "normal"
+		priority = status.PriorityNormal
 	}
 	meta := rm.Metadata
 	if meta == "" {

@@ -5,6 +5,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -179,6 +180,12 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	if err := roles.CheckHeader(s.Content); err != nil {
 		return refuse(status.CodeBadHeader, "%v", err)
 	}
+	if !status.ValidPriority(s.Priority) {
+		return refuse(status.CodeBadRequest, "priority %q is none of %s", clip(s.Priority, 64), strings.Join(status.Priorities, ", "))
+	}
+	if !metadataObject(s.Metadata) {
+		return refuse(status.CodeBadRequest, "metadata must be a JSON object")
+	}
 
 	// Effective sender: the authenticated role, or for trusted senders the
 	// role named by the header.
@@ -345,4 +352,14 @@ func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error)
 	}
 	p.wake = wake
 	return ack, nil
+}
+
+// metadataObject reports whether raw, a send's metadata, is absent, null
+// or a JSON object.
+func metadataObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || string(t) == "null" {
+		return true
+	}
+	return t[0] == '{' && json.Valid(t)
 }

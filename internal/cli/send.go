@@ -111,7 +111,7 @@ func runSend(ctx context.Context, env Env, args []string) int {
 	root := rootFlag(fs)
 	port := portFlag(fs)
 	role := fs.String("role", "", "sender role (default $SQUIDRUN_ROLE, else user)")
-	priority := fs.String("priority", "normal", "priority: normal, high, urgent, low")
+	priority := fs.String("priority", status.PriorityNormal, "priority: "+strings.Join(status.Priorities, ", "))
 	file := fs.String("file", "", "read the message from this file")
 	stdin := fs.Bool("stdin", false, "read the message from standard input")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the hub's ACK before falling back")

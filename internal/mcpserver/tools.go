@@ -86,7 +86,13 @@ type GetInput struct {
 type StatusInput struct{}
 
 // Priorities hm_send accepts.
-var priorities = []any{"normal", "high", "urgent", "low"}
+var priorities = func() []any {
+	out := make([]any, len(status.Priorities))
+	for i, p := range status.Priorities {
+		out[i] = p
+	}
+	return out
+}()
 
 func (s *Server) addTools() {
 	// Hints: no tool destroys anything; only hm_send reaches beyond the team (Telegram).
