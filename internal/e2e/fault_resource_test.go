@@ -210,6 +210,7 @@ func TestFaultSlowConsumer(t *testing.T) {
 		{name: "64KiB", bodySize: 64 << 10, afterDrop: 1500, boundMB: 150, growMB: 50},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // two hubs of their own: the RSS of each is its own
 			slowConsumer(t, tc.bodySize, tc.afterDrop, tc.boundMB, tc.growMB)
 		})
 	}
