@@ -53,8 +53,10 @@ func TestPaneDeliveryEndsToldToSender(t *testing.T) {
 			notice: msgid.Stuck("end-1"), says: "is stuck: message stuck: the text never appeared",
 		},
 		{
-			name:   "failed",
-			end:    func(d broker.PaneDelivery) { d.Failed(errors.New("builder-bg-1 ended (killed) before the message was typed")) },
+			name: "failed",
+			end: func(d broker.PaneDelivery) {
+				d.Failed(errors.New("builder-bg-1 ended (killed) before the message was typed"))
+			},
 			status: status.Failed, code: status.CodePaneFailed, event: status.EventFailed,
 			notice: msgid.Failed("end-1"), says: "failed: builder-bg-1 ended (killed) before the message was typed",
 		},
