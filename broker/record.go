@@ -3,9 +3,6 @@
 package broker
 
 import (
-	"bytes"
-	"encoding/json"
-
 	"hm/internal/status"
 	"hm/journal"
 	"hm/roles"
@@ -33,10 +30,7 @@ func (b *Broker) ledgerMessage(s Submission, sender string, rt route, seq int64,
 	if direction == "" {
 		direction = "outbound"
 	}
-	meta := "{}"
-	if t := bytes.TrimSpace(s.Metadata); len(t) > 0 && string(t) != "null" && json.Valid(t) {
-		meta = string(t)
-	}
+	meta, _ := metadataJSON(s.Metadata) // queue refused any other
 	sent := s.SentAt
 	if sent.IsZero() {
 		sent = now

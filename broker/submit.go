@@ -183,7 +183,7 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	if !status.ValidPriority(s.Priority) {
 		return refuse(status.CodeBadRequest, "priority %q is none of %s", clip(s.Priority, 64), strings.Join(status.Priorities, ", "))
 	}
-	if !metadataObject(s.Metadata) {
+	if _, ok := metadataJSON(s.Metadata); !ok {
 		return refuse(status.CodeBadRequest, "metadata must be a JSON object")
 	}
 
@@ -354,12 +354,16 @@ func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error)
 	return ack, nil
 }
 
-// metadataObject reports whether raw, a send's metadata, is absent, null
-// or a JSON object.
-func metadataObject(raw json.RawMessage) bool {
+// metadataJSON is the metadata_json stored for a send's metadata: "{}"
+// when it is absent or null, its text when it is a JSON object; ok is
+// false for anything else (queue refuses it).
+func metadataJSON(raw json.RawMessage) (meta string, ok bool) {
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || string(t) == "null" {
-		return true
+		return "{}", true
 	}
-	return t[0] == '{' && json.Valid(t)
+	if t[0] != '{' || !json.Valid(t) {
+		return "{}", false
+	}
+	return string(t), true
 }

@@ -82,7 +82,7 @@ func (h *Hub) lookupPane(name string) (*agent.Pane, bool) {
 		if h.panes == nil {
 			return nil, false
 		}
-		return h.panes.lookup(name)
+		return h.panes.get(t.Member.Role)
 	}
 	if h.slots != nil {
 		return h.slots.Lookup(name)

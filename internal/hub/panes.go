@@ -190,15 +190,11 @@ func (s *paneSet) Describe(role string) (proto.PaneView, bool) {
 		Readiness: st.Readiness, Waiting: st.Waiting, Queued: st.Queued, LastSeen: st.LastActivity.UnixMilli()}, true
 }
 
-// lookup finds a pane by role, pane id, header or alias.
-func (s *paneSet) lookup(name string) (*agent.Pane, bool) {
-	t, err := s.team.Resolve(name)
-	if err != nil || t.Kind != roles.TargetMember {
-		return nil, false
-	}
+// get finds the pane of role.
+func (s *paneSet) get(role string) (*agent.Pane, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	p, ok := s.panes[t.Member.Role]
+	p, ok := s.panes[role]
 	return p, ok
 }
 
