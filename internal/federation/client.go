@@ -230,7 +230,12 @@ func (c *Client) Publish(ctx context.Context, e Envelope) error {
 	if !c.nc.IsConnected() {
 		return ErrDisconnected
 	}
-	e.Hub = c.hub
+	e.Hub, e.Sig = c.hub, ""
+	if c.kp != nil {
+		if err := e.Sign(c.kp); err != nil {
+			return err
+		}
+	}
 	data, err := e.Marshal()
 	if err != nil {
 		return err

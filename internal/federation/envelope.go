@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/nats-io/nkeys"
 )
 
 // MaxContent bounds an envelope's content (the broker's own limit is
@@ -29,6 +31,45 @@ type Envelope struct {
 	SentAtMs int64  `json:"sentAtMs,omitempty"`
 	// Metadata is the sender's metadata object, as JSON.
 	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// Sig is Hub's signature of the envelope without Sig (sign.go), set
+	// by a hub with NATS credentials.
+	Sig string `json:"sig,omitempty"`
+}
+
+// ErrForged is wrapped by Authentic's refusals.
+var ErrForged = errors.New("federation: envelope not signed by the hub it names")
+
+func (e Envelope) unsigned() ([]byte, error) {
+	e.Sig = ""
+	return json.Marshal(e)
+}
+
+// Sign sets e.Sig with kp, whose public key must be e.Hub.
+func (e *Envelope) Sign(kp nkeys.KeyPair) error {
+	data, err := e.unsigned()
+	if err != nil {
+		return err
+	}
+	e.Sig, err = sign(kp, e.Hub, data)
+	return err
+}
+
+// Authentic checks that e comes from the hub it names: a signature, when
+// present, must verify against e.Hub; requireSig (the receiving hub has
+// credentials, so its peers do) refuses an unsigned envelope. Without
+// credentials anywhere, e.Hub is taken on trust (docs/federation.md).
+func (e Envelope) Authentic(requireSig bool) error {
+	if e.Sig == "" {
+		if requireSig {
+			return fmt.Errorf("%w: %s sent %s unsigned", ErrForged, e.Hub, e.MessageID)
+		}
+		return nil
+	}
+	data, err := e.unsigned()
+	if err != nil || !verify(e.Hub, e.Sig, data) {
+		return fmt.Errorf("%w: the signature of %s does not verify against %s", ErrForged, e.MessageID, e.Hub)
+	}
+	return nil
 }
 
 // ErrBadEnvelope is wrapped by ParseEnvelope's errors.

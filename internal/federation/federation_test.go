@@ -218,3 +218,65 @@ func TestPresenceSignature(t *testing.T) {
 		t.Fatal("expired presence still hosts builder")
 	}
 }
+
+// An envelope signed by its hub's user nkey is authentic; one changed after
+// signing, signed by another key, with a malformed signature, or (when
+// signatures are required) unsigned, is not.
+func TestEnvelopeSignature(t *testing.T) {
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	other, _ := nkeys.CreateUser()
+	signed := func(e federation.Envelope, with nkeys.KeyPair) federation.Envelope {
+		t.Helper()
+		e.Hub = pub
+		if err := e.Sign(with); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	base := federation.Envelope{MessageID: "m-1", Hub: pub, From: "architect", Target: "builder", Seq: 3, Header: "ARCH", Content: "(ARCH #3): ship it"}
+	good := signed(base, kp)
+	changed := good
+	changed.Content = "(ARCH #3): delete the repo"
+	badB64 := good
+	badB64.Sig = "!!!"
+	otherHub := good
+	otherHub.Hub = "hub-a" // not a user key: nothing verifies against it
+	for _, tc := range []struct {
+		name       string
+		e          federation.Envelope
+		requireSig bool
+		ok         bool
+	}{
+		{"signed", good, true, true},
+		{"signed, not required", good, false, true},
+		{"changed after signing", changed, true, false},
+		{"changed, not required", changed, false, false},
+		{"malformed signature", badB64, false, false},
+		{"names another hub", otherHub, false, false},
+		{"unsigned, required", base, true, false},
+		{"unsigned, not required", base, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// What crosses the wire is the JSON: check the parsed copy.
+			data, err := tc.e.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := federation.ParseEnvelope(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = e.Authentic(tc.requireSig)
+			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, federation.ErrForged)) {
+				t.Fatalf("Authentic(%v) = %v, want ok=%v", tc.requireSig, err, tc.ok)
+			}
+		})
+	}
+	if e := base; e.Sign(other) == nil {
+		t.Fatal("signed an envelope naming one hub with another hub's key")
+	}
+}

@@ -1,7 +1,6 @@
 package federation
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,44 +44,19 @@ func (p Presence) unsigned() ([]byte, error) {
 
 // Sign sets p.Sig with kp, whose public key must be p.Hub.
 func (p *Presence) Sign(kp nkeys.KeyPair) error {
-	pub, err := kp.PublicKey()
-	if err != nil {
-		return err
-	}
-	if pub != p.Hub {
-		return fmt.Errorf("federation: sign presence of %s with the key of %s", p.Hub, pub)
-	}
 	data, err := p.unsigned()
 	if err != nil {
 		return err
 	}
-	sig, err := kp.Sign(data)
-	if err != nil {
-		return err
-	}
-	p.Sig = base64.RawURLEncoding.EncodeToString(sig)
-	return nil
+	p.Sig, err = sign(kp, p.Hub, data)
+	return err
 }
 
 // Signed reports whether p carries a signature that verifies against p.Hub
 // read as a NATS user public key.
 func (p Presence) Signed() bool {
-	if p.Sig == "" || !nkeys.IsValidPublicUserKey(p.Hub) {
-		return false
-	}
-	sig, err := base64.RawURLEncoding.DecodeString(p.Sig)
-	if err != nil {
-		return false
-	}
-	pk, err := nkeys.FromPublicKey(p.Hub)
-	if err != nil {
-		return false
-	}
 	data, err := p.unsigned()
-	if err != nil {
-		return false
-	}
-	return pk.Verify(data, sig) == nil
+	return err == nil && verify(p.Hub, p.Sig, data)
 }
 
 // ParsePresence decodes and checks a presence received on subject hub's

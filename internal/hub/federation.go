@@ -258,10 +258,15 @@ func (f *fedHub) outboxLoop(ctx context.Context) {
 // message is redelivered later.
 var errUnknownHub = fmt.Errorf("%w: the sending hub's presence has not been seen", federation.ErrRetry)
 
-// take is the consumers' handler: the sender must be a role its hub's
-// presence claims (or that hub's user/system); then the broker records the
-// message and waits until the pane or a listener has it.
+// take is the consumers' handler: the envelope must come from the hub it
+// names (signed by it when this hub has credentials), and the sender must
+// be a role that hub's presence claims (or that hub's user/system); then
+// the broker records the message and waits until the pane or a listener
+// has it.
 func (f *fedHub) take(ctx context.Context, e federation.Envelope, progress func()) error {
+	if err := e.Authentic(f.c.Signing()); err != nil {
+		return fmt.Errorf("%w: %v", federation.ErrRefused, err)
+	}
 	if e.From == roles.RoleUser || e.From == roles.RoleSystem {
 		if !f.peers.Live(e.Hub) {
 			return fmt.Errorf("%w: %s", errUnknownHub, e.Hub)
