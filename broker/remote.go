@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"hm/broker/proto"
@@ -222,9 +223,10 @@ func (b *Broker) FlushRemote(ctx context.Context, minAge time.Duration) (sent, q
 func (b *Broker) AcceptRemote(ctx context.Context, rm RemoteMessage, progress func()) error {
 	mem, err := b.checkRemote(rm)
 	if err != nil {
+		b.refusedRemote(rm, err)
 		return err
 	}
-	_, gerr := b.deps.Ledger.Get(ctx, rm.MessageID)
+	prev, gerr := b.deps.Ledger.Get(ctx, rm.MessageID)
 	switch {
 	case errors.Is(gerr, journal.ErrNotFound):
 		if err := b.recordRemote(ctx, rm, mem); err != nil {
@@ -232,8 +234,38 @@ func (b *Broker) AcceptRemote(ctx context.Context, rm RemoteMessage, progress fu
 		}
 	case gerr != nil:
 		return gerr
+	case !sameRemote(prev, rm):
+		err := fmt.Errorf("%w: %s: messageId %s is already used here by %s", ErrRemoteRefused, status.CodeDuplicateID, rm.MessageID, prev.SenderRole)
+		b.refusedRemote(rm, err)
+		return err
 	}
 	return b.waitSettled(ctx, rm.MessageID, progress)
+}
+
+// sameRemote reports whether prev, the row this ledger holds under rm's id,
+// is rm recorded before (a redelivery): the same sender, target and text,
+// received from another hub. Anything else is another message that took
+// the id first.
+func sameRemote(prev journal.Message, rm RemoteMessage) bool {
+	return prev.Direction == journal.DirectionInbound && prev.SenderRole == rm.From &&
+		prev.TargetRole == rm.Target && prev.RawBody == rm.Content
+}
+
+// refusedRemote tells the sender of a message this hub refuses, through
+// its own hub, why it was not delivered (the sending hub ACKed it when
+// JetStream stored it). A message whose hub or sender could not be trusted
+// never gets here (the federation refuses it first); nor does a role this
+// hub does not serve now, which is retried.
+func (b *Broker) refusedRemote(rm RemoteMessage, err error) {
+	if !errors.Is(err, ErrRemoteRefused) {
+		return
+	}
+	if sm, ok := b.team.Lookup(rm.From); !ok || sm.Role != rm.From || b.Serves(sm.Role).Hosted() {
+		return // not a member another hub hosts: nobody to tell there
+	}
+	b.log.Warn("message from another hub refused", "messageId", rm.MessageID, "hub", rm.Hub, "from", rm.From, "err", err)
+	b.tellSender(journal.Message{MessageID: rm.MessageID, SenderRole: rm.From}, msgid.Failed(rm.MessageID),
+		fmt.Sprintf("Your message %s to %s was refused by the hub that hosts %s: %v. It was not delivered.", rm.MessageID, rm.Target, rm.Target, err))
 }
 
 // checkRemote applies the rules a message from another hub must pass here:
@@ -252,6 +284,9 @@ func (b *Broker) checkRemote(rm RemoteMessage) (roles.Member, error) {
 	if !b.Serves(mem.Role).Hosted() {
 		return roles.Member{}, fmt.Errorf("%w: %s (no pane, no listener)", ErrRemoteNotServed, rm.Target)
 	}
+	if err := b.checkRemoteContent(rm); err != nil {
+		return roles.Member{}, err
+	}
 	if rm.From == roles.RoleUser || rm.From == roles.RoleSystem {
 		return mem, nil
 	}
@@ -266,6 +301,31 @@ func (b *Broker) checkRemote(rm RemoteMessage) (roles.Member, error) {
 		return roles.Member{}, fmt.Errorf("%w: %s: %s may message %s only", ErrRemoteRefused, status.CodeOwnerBindingViolation, sm.Role, sm.Owner)
 	}
 	return mem, nil
+}
+
+// checkRemoteContent applies the local send rules (queue) to what another
+// hub forwards: the header, in the header field and at the start of the
+// content, names the sender; the content is not blank after it; the
+// priority is one the hub knows.
+func (b *Broker) checkRemoteContent(rm RemoteMessage) error {
+	names := func(header string) bool {
+		role, known := b.team.RoleForHeader(header)
+		return known && role == rm.From
+	}
+	if rm.Header != "" && !names(rm.Header) {
+		return fmt.Errorf("%w: %s: header %s does not name the sender %s", ErrRemoteRefused, status.CodeRoleMismatch, rm.Header, rm.From)
+	}
+	h, body, hasHeader := roles.ParseHeader(rm.Content)
+	if hasHeader && !names(h.Role) {
+		return fmt.Errorf("%w: %s: the content's header %s does not name the sender %s", ErrRemoteRefused, status.CodeRoleMismatch, h.Role, rm.From)
+	}
+	if strings.TrimSpace(body) == "" {
+		return fmt.Errorf("%w: %s: no content", ErrRemoteRefused, status.CodeEmptyContent)
+	}
+	if !status.ValidPriority(rm.Priority) {
+		return fmt.Errorf("%w: %s: priority %q", ErrRemoteRefused, status.CodeBadRequest, clip(rm.Priority, 64))
+	}
+	return nil
 }
 
 // remoteChannels are the channels a received row may keep (the ledger's
