@@ -280,3 +280,60 @@ func TestEnvelopeSignature(t *testing.T) {
 		t.Fatal("signed an envelope naming one hub with another hub's key")
 	}
 }
+
+// A presence captured earlier cannot keep its hub alive: one older than
+// the latest accepted from that hub is refused, the same one again does
+// not extend its life, and one that ended more than MaxPresenceSkew ago is
+// refused (a receiver that restarted remembers nothing).
+func TestPresenceReplay(t *testing.T) {
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	start := time.UnixMilli(1_700_000_000_000)
+	presence := func(at time.Time) federation.Presence {
+		t.Helper()
+		p := federation.Presence{Hub: pub, Roles: []federation.RoleState{{Role: "builder", State: "idle"}}, AtMs: at.UnixMilli(), TTLMs: 15_000}
+		if err := p.Sign(kp); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first, second := presence(start), presence(start.Add(5*time.Second))
+	now := start
+	peers := federation.NewPeers("self", nil, true, nil, func() time.Time { return now })
+	for _, step := range []struct {
+		name    string
+		after   time.Duration // since start
+		p       federation.Presence
+		refused bool
+		live    bool // builder hosted right after the step
+	}{
+		{"first", 0, first, false, true},
+		{"newer", 5 * time.Second, second, false, true},
+		{"older replayed", 6 * time.Second, first, true, true},
+		{"same again", 18 * time.Second, second, false, true},
+		{"same again does not extend", 21 * time.Second, second, false, false},
+	} {
+		now = start.Add(step.after)
+		err := peers.Accept(step.p)
+		if step.refused != (err != nil) || (err != nil && !errors.Is(err, federation.ErrStalePresence)) {
+			t.Fatalf("%s: Accept = %v, want refused=%v", step.name, err, step.refused)
+		}
+		if _, ok := peers.Host("builder"); ok != step.live {
+			t.Fatalf("%s: builder hosted = %v, want %v", step.name, ok, step.live)
+		}
+	}
+	// A receiver that starts later takes a recent presence, not one whose
+	// end is more than MaxPresenceSkew behind its clock.
+	fresh := federation.NewPeers("self", nil, true, nil, func() time.Time { return now })
+	now = start.Add(20*time.Second + federation.MaxPresenceSkew + time.Second)
+	if err := fresh.Accept(second); !errors.Is(err, federation.ErrStalePresence) {
+		t.Fatalf("stale presence: %v", err)
+	}
+	now = start.Add(20*time.Second + federation.MaxPresenceSkew - time.Second)
+	if err := fresh.Accept(second); err != nil {
+		t.Fatalf("presence within the skew: %v", err)
+	}
+}

@@ -41,7 +41,21 @@ type Peers struct {
 
 	mu    sync.Mutex
 	peers map[string]peer // hub -> latest accepted presence
+	// lastAt is the AtMs of each hub's latest accepted presence, kept
+	// after it expires: an older presence is a replay (or out of order)
+	// and is refused, and the same one again does not extend its life.
+	lastAt map[string]int64
 }
+
+// MaxPresenceSkew is how far behind this hub's clock a presence's end
+// (AtMs + TTLMs) may be before the presence is refused as stale: the
+// hubs' clocks may differ by that much, and a presence captured earlier
+// cannot be replayed to keep a hub that is gone alive.
+const MaxPresenceSkew = time.Minute
+
+// ErrStalePresence is wrapped when a presence is older than the latest
+// accepted from its hub, or ended more than MaxPresenceSkew ago.
+var ErrStalePresence = errors.New("federation: stale or replayed presence")
 
 // NewPeers returns an empty table for hub self. local reports the roles
 // this hub hosts.
@@ -52,7 +66,7 @@ func NewPeers(self string, local func(role string) bool, requireSig bool, log *s
 	if now == nil {
 		now = time.Now
 	}
-	return &Peers{self: self, local: local, requireSig: requireSig, log: log, now: now, peers: map[string]peer{}}
+	return &Peers{self: self, local: local, requireSig: requireSig, log: log, now: now, peers: map[string]peer{}, lastAt: map[string]int64{}}
 }
 
 // Accept records p, or refuses it (logged by the caller) and keeps what
@@ -68,8 +82,15 @@ func (t *Peers) Accept(p Presence) error {
 		return fmt.Errorf("%w: hub %s: the signature does not verify", ErrUnsigned, p.Hub)
 	}
 	now := t.now()
+	if end := time.UnixMilli(p.AtMs + p.TTLMs); now.Sub(end) > MaxPresenceSkew {
+		return fmt.Errorf("%w: hub %s: it ended at %s", ErrStalePresence, p.Hub, end.UTC().Format(time.RFC3339))
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	last, seenBefore := t.lastAt[p.Hub]
+	if seenBefore && p.AtMs < last {
+		return fmt.Errorf("%w: hub %s: made at %d, before the one accepted (%d)", ErrStalePresence, p.Hub, p.AtMs, last)
+	}
 	for _, r := range p.Roles {
 		if t.local != nil && t.local(r.Role) {
 			return fmt.Errorf("%w: hub %s claims %s, which this hub hosts", ErrForeignClaim, p.Hub, r.Role)
@@ -78,7 +99,12 @@ func (t *Peers) Accept(p Presence) error {
 			return fmt.Errorf("%w: hub %s claims %s, which hub %s hosts", ErrForeignClaim, p.Hub, r.Role, q.Hub)
 		}
 	}
-	t.peers[p.Hub] = peer{p: p, seen: now, expires: now.Add(time.Duration(p.TTLMs) * time.Millisecond)}
+	expires := now.Add(time.Duration(p.TTLMs) * time.Millisecond)
+	if q, ok := t.peers[p.Hub]; ok && seenBefore && p.AtMs == last {
+		expires = q.expires // the same presence again lives no longer
+	}
+	t.peers[p.Hub] = peer{p: p, seen: now, expires: expires}
+	t.lastAt[p.Hub] = p.AtMs
 	return nil
 }
 
