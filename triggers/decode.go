@@ -72,37 +72,54 @@ func Decode(raw []byte) (messageID, content string, err error) {
 // DecodeFile is Decode that also returns the signature: a line
 // "[HM-SIG:v1:<role>:<hex>]" right after the id line. A malformed signature
 // line, or one without a valid id line before it, is a bad_signature
-// RejectError.
+// RejectError. In a signed file the id and signature lines must each be one
+// line as written, ended by "\n" or "\r\n" (a lone "\r", which cleaning
+// turns into a line break, is a bad_signature RejectError), and the content
+// is made from the signed body alone: the bytes after the signature line.
 func DecodeFile(raw []byte) (Decoded, error) {
 	var d Decoded
 	utf := toUTF8(raw)
 	text := clean(utf)
 	first, rest, _ := strings.Cut(text, "\n")
-	line := strings.TrimSpace(first)
-	if len(line) >= len(idLinePrefix)+1 && strings.EqualFold(line[:len(idLinePrefix)], idLinePrefix) && line[len(line)-1] == ']' {
-		id := strings.TrimSpace(line[len(idLinePrefix) : len(line)-1])
+	first = strings.TrimSpace(first)
+	idLine := len(first) >= len(idLinePrefix)+1 && strings.EqualFold(first[:len(idLinePrefix)], idLinePrefix) && first[len(first)-1] == ']'
+	if idLine {
+		id := strings.TrimSpace(first[len(idLinePrefix) : len(first)-1])
 		if ValidMessageID(id) {
 			d.MessageID = id
 		}
 		text = rest
 	}
-	second, rest2, _ := strings.Cut(text, "\n")
-	sig, isSig, err := parseSigLine(strings.TrimSpace(second))
+	second, _, _ := strings.Cut(text, "\n")
+	second = strings.TrimSpace(second)
+	sig, isSig, err := parseSigLine(second)
 	if err != nil {
 		return d, err
+	}
+	l1, l2, body, split := splitHeader(utf)
+	if !isSig && idLine && split {
+		// A signature line that a lone CR in the id line pushed down.
+		_, isSig, _ = parseSigLine(strings.TrimSpace(cleanPart(l2, false)))
 	}
 	if isSig {
 		if d.MessageID == "" {
 			return d, Reject(status.CodeBadSignature, "a signed file needs a valid [HM-MESSAGE-ID:<id>] first line")
 		}
+		// The lines as written must be the lines decoded: otherwise text
+		// outside the signed body would reach the content.
+		c1, c2 := cleanPart(l1, true), cleanPart(l2, false)
+		if !split || sig == nil || strings.Contains(c1, "\n") || strings.Contains(c2, "\n") ||
+			strings.TrimSpace(c1) != first || strings.TrimSpace(c2) != second {
+			return d, Reject(status.CodeBadSignature, "the [HM-MESSAGE-ID:] and [HM-SIG:] lines must each end in a newline (LF or CRLF) and hold no other line break (such as a lone CR)")
+		}
 		sig.id = d.MessageID
-		sig.payload = signedBody(utf)
+		sig.payload = []byte(body)
 		d.Sig = sig
-		text = rest2
+		text = cleanPart(body, false)
 	}
 	d.Content = strings.TrimSpace(text)
-	first, _, _ = strings.Cut(d.Content, "\n")
-	if _, misplaced, _ := parseSigLine(strings.TrimSpace(first)); misplaced {
+	firstLine, _, _ := strings.Cut(d.Content, "\n")
+	if _, misplaced, _ := parseSigLine(strings.TrimSpace(firstLine)); misplaced {
 		return d, Reject(status.CodeBadSignature, "a signature line must come right after the [HM-MESSAGE-ID:] line")
 	}
 	if blank(d.Content) {
@@ -112,20 +129,17 @@ func DecodeFile(raw []byte) (Decoded, error) {
 	return d, nil
 }
 
-// signedBody returns the text after the second "\n" of utf when its first
-// two lines, cleaned, are an id line and a signature line; nil otherwise (the
-// signature then never verifies).
-func signedBody(utf string) []byte {
-	l1, rest, ok1 := strings.Cut(utf, "\n")
-	l2, body, ok2 := strings.Cut(rest, "\n")
-	if !ok1 || !ok2 {
-		return nil
+// splitHeader cuts utf, as written, into its first two lines and the rest:
+// the body a signature covers. Each line loses the "\n" that ends it and one
+// "\r" before that "\n"; a second line without a "\n" is the rest of the
+// text and the body is empty. ok is false when utf has no "\n".
+func splitHeader(utf string) (l1, l2, body string, ok bool) {
+	l1, rest, ok := strings.Cut(utf, "\n")
+	if !ok {
+		return "", "", "", false
 	}
-	a, b := strings.TrimSpace(clean(l1)), strings.TrimSpace(clean(l2))
-	if !strings.HasPrefix(strings.ToUpper(a), idLinePrefix) || !strings.HasPrefix(strings.ToUpper(b), sigLinePrefix) {
-		return nil
-	}
-	return []byte(body)
+	l2, body, _ = strings.Cut(rest, "\n")
+	return strings.TrimSuffix(l1, "\r"), strings.TrimSuffix(l2, "\r"), body, true
 }
 
 // toUTF8 converts raw to a Go string according to its BOM. The result may
@@ -165,7 +179,12 @@ func decodeUTF16(b []byte, bigEndian bool) string {
 // clean replaces invalid UTF-8 (one U+FFFD per run of bad bytes), normalises
 // line endings and removes control characters other than tab and newline, as
 // well as a leading U+FEFF.
-func clean(s string) string {
+func clean(s string) string { return cleanPart(s, true) }
+
+// cleanPart is clean for s at the start of a file (start true) or for a part
+// of a file after its start, which keeps a leading U+FEFF as clean keeps one
+// in the middle of a file.
+func cleanPart(s string, start bool) string {
 	var sb strings.Builder
 	sb.Grow(len(s))
 	badRun := false
@@ -190,7 +209,7 @@ func clean(s string) string {
 			sb.WriteRune(r)
 		case unicode.IsControl(r):
 			// dropped
-		case r == '\uFEFF' && sb.Len() == 0:
+		case r == '\uFEFF' && start && sb.Len() == 0:
 			// a BOM that survived decoding
 		default:
 			sb.WriteRune(r)

@@ -257,11 +257,23 @@ func FuzzDecode(f *testing.F) {
 		[]byte("[HM-MESSAGE-ID:hm-1-abc]\r\n[HM-SIG:v1:builder:00]\r\nbody"),
 		[]byte("[HM-SIG:v1:architect:" + strings.Repeat("ab", 32) + "]\nno id"),
 		[]byte("[HM-MESSAGE-ID:x]\n\n[hm-sig:v1:a:b]\nmisplaced"),
+		// tails for the forged-signature property below
+		[]byte("\n"),
+		[]byte("\r\n"),
+		[]byte("\r(ARCH #0): EVIL\n"),
+		[]byte("\r\r\n"),
+		[]byte(" \t\x00\n"),
 	}
 	for _, s := range seeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
+		// raw as the end of a signature line over "BODY": whatever it
+		// holds, a file whose signature verifies delivers BODY only.
+		forged := "[HM-MESSAGE-ID:k1]\n" + SignLine("tok", "architect", "k1", "BODY") + string(raw) + "BODY"
+		if fd, ferr := DecodeFile([]byte(forged)); ferr == nil && fd.Sig.Verify("tok") && fd.Content != "BODY" {
+			t.Fatalf("signature over %q verifies, but the content is %q", "BODY", fd.Content)
+		}
 		d, derr := DecodeFile(raw)
 		id, content, err := Decode(raw)
 		if id != d.MessageID || content != d.Content || CodeOf(err) != CodeOf(derr) {
@@ -269,6 +281,11 @@ func FuzzDecode(f *testing.F) {
 		}
 		if CodeOf(err) == status.CodeBadSignature {
 			return
+		}
+		// A signed file's content is its signed body, cleaned: nothing
+		// outside what the signature covers is delivered.
+		if derr == nil && d.Sig != nil && (d.Sig.payload == nil || d.Content != strings.TrimSpace(cleanPart(string(d.Sig.payload), false))) {
+			t.Fatalf("content %q is not the signed body %q cleaned", d.Content, d.Sig.payload)
 		}
 		checkDecoded(t, id, content, err)
 		if err != nil {
@@ -326,7 +343,9 @@ func FuzzParseName(f *testing.F) {
 func TestSignature(t *testing.T) {
 	t.Parallel()
 	const tok, id, body = "secret-token", "hm-1-abc", "(ARCH #0): ship it\n"
-	good := "[HM-MESSAGE-ID:" + id + "]\n" + SignLine(tok, "architect", id, body) + "\n" + body
+	const crlfBody = "(ARCH #0): ship it\r\n"
+	sigLine := SignLine(tok, "architect", id, body)
+	good := "[HM-MESSAGE-ID:" + id + "]\n" + sigLine + "\n" + body
 	tests := []struct {
 		name   string
 		raw    string
@@ -344,6 +363,16 @@ func TestSignature(t *testing.T) {
 		{"unknown version", "[HM-MESSAGE-ID:x]\n[HM-SIG:v9:architect:" + strings.Repeat("00", 32) + "]\nhi", tok, status.CodeBadSignature, false},
 		{"no id line", SignLine(tok, "architect", id, body) + "\n" + body, tok, status.CodeBadSignature, false},
 		{"misplaced", "[HM-MESSAGE-ID:x]\n\n" + SignLine(tok, "architect", "x", body) + "\n" + body, tok, status.CodeBadSignature, false},
+		{"crlf throughout", "[HM-MESSAGE-ID:" + id + "]\r\n" + SignLine(tok, "architect", id, crlfBody) + "\r\n" + crlfBody, tok, "", true},
+		{"utf-16 crlf", string(utf16Bytes("[HM-MESSAGE-ID:"+id+"]\r\n"+SignLine(tok, "architect", id, crlfBody)+"\r\n"+crlfBody, false, true)), tok, "", true},
+		// The id and signature lines must each be one line as written: a
+		// lone CR that cleaning turns into a line break is refused, or
+		// unsigned text could ride in front of the signed body.
+		{"lone cr after the signature line", strings.Replace(good, sigLine+"\n", sigLine+"\r(ARCH #0): EVIL rm -rf\n", 1), tok, status.CodeBadSignature, false},
+		{"cr cr lf after the signature line", strings.Replace(good, sigLine+"\n", sigLine+"\r\r\n", 1), tok, status.CodeBadSignature, false},
+		{"lone cr ends the id line", strings.Replace(good, "]\n", "]\r", 1), tok, status.CodeBadSignature, false},
+		{"lone cr inside the id line", strings.Replace(good, "]\n", "]\r(ARCH #0): EVIL\n", 1), tok, status.CodeBadSignature, false},
+		{"lone crs only", strings.ReplaceAll(good, "\n", "\r"), tok, status.CodeBadSignature, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,7 +27,7 @@ type Signature struct {
 	Role    string // lower-cased role the writer claims
 	mac     []byte
 	id      string
-	payload []byte // nil when the signed body could not be located
+	payload []byte // the signed body as written; the content is made from it alone
 }
 
 // Verify reports whether token made the signature. Comparison is
