@@ -153,14 +153,11 @@ func (s *runState) done(id string) {
 }
 
 // read returns the file's bytes, or a RejectError for files that are too
-// large or not regular.
+// large, not regular or cannot be opened.
 func (s *runState) read(path string) ([]byte, fs.FileInfo, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, nil, Reject(status.CodeNotRegular, "a symbolic link, not a regular file")
-		}
-		return nil, nil, err
+		return nil, nil, openFailure(path, err)
 	}
 	defer func() { _ = f.Close() }()
 	fi, err := f.Stat()
@@ -168,7 +165,7 @@ func (s *runState) read(path string) ([]byte, fs.FileInfo, error) {
 		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, nil, Reject(status.CodeNotRegular, "not a regular file (%s)", fi.Mode().Type())
+		return nil, nil, Reject(status.CodeNotRegular, "not a regular file (%s); only regular files are read", typeName(fi.Mode().Type()))
 	}
 	in, ok := statInode(fi)
 	// A writer that links a temp file into place (atomicfile.WriteNew, as
@@ -206,6 +203,43 @@ func (s *runState) read(path string) ([]byte, fs.FileInfo, error) {
 		return nil, nil, Reject(status.CodeTooLarge, "the file is over the %d-byte limit", limit)
 	}
 	return data, fi, nil
+}
+
+// openFailure turns the error of opening path into a RejectError when
+// retrying cannot help: path is not a regular file (a socket fails with
+// ENXIO, a symlink with ELOOP), belongs to another user, or is a file of ours
+// that we may not read (EACCES, EPERM). Anything else, such as a file gone or
+// too many open files, is returned as it is.
+func openFailure(path string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if errors.Is(err, syscall.ELOOP) {
+		return Reject(status.CodeNotRegular, "not a regular file (a symbolic link); only regular files are read")
+	}
+	fi, lerr := os.Lstat(path)
+	if lerr != nil {
+		if errors.Is(lerr, fs.ErrNotExist) {
+			return lerr
+		}
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return Reject(status.CodeNotRegular, "not a regular file (%s); only regular files are read", typeName(fi.Mode().Type()))
+	}
+	if in, ok := statInode(fi); ok {
+		if uid := os.Geteuid(); uid >= 0 && in.uid != uint32(uid) {
+			return Reject(status.CodeForeignOwner, "owned by uid %d, not by the hub's user (uid %d)", in.uid, uid)
+		}
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		cause := errors.Unwrap(err) // the errno, without the path
+		if cause == nil {
+			cause = err
+		}
+		return Reject(status.CodeUnreadable, "the hub may not read the file (mode %s): %v", fi.Mode().Perm(), cause)
+	}
+	return err
 }
 
 // reject moves a claimed file to rejected/ beside a reason file, never

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,6 +196,130 @@ func TestSymlinkNotFollowed(t *testing.T) {
 	}
 	if raw, err := os.ReadFile(secret); err != nil || string(raw) != "TOP SECRET" {
 		t.Errorf("secret changed: %q %v", raw, err)
+	}
+}
+
+// TestNonRegularInClaimed: a file that is not regular in .claimed/ (a crash,
+// or a swap between the claim and the open) goes to rejected/ with a reason
+// instead of staying there forever, and a later file of its name is
+// delivered. A socket is the case the open itself fails (ENXIO).
+func TestNonRegularInClaimed(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		make func(t *testing.T, path string)
+		why  string // in the reason
+	}{
+		{"socket", func(t *testing.T, p string) {
+			l, err := net.Listen("unix", p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = l.Close() })
+		}, "socket"},
+		{"fifo", func(t *testing.T, p string) {
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "FIFO"},
+		{"symlink", func(t *testing.T, p string) {
+			if err := os.Symlink("/etc/hostname", p); err != nil {
+				t.Fatal(err)
+			}
+		}, "symbolic link"},
+		{"directory", func(t *testing.T, p string) {
+			if err := os.Mkdir(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, "directory"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			rec := &recorder{}
+			w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 30 * time.Millisecond})
+			r := startWatcher(t, w)
+			waitStarted(t, w)
+			tc.make(t, filepath.Join(dir, ClaimedDir, "builder.txt"))
+			writeFile(t, dir, "builder.txt", []byte("second message"))
+			poll.For(t, 5*time.Second, func() error {
+				_, err := os.Lstat(filepath.Join(dir, RejectedDir, "builder.txt.reason"))
+				return poll.Want(err == nil && rec.count() == 1, "rejected (%v) and the later file delivered (%d)", err, rec.count())
+			})
+			r.stop()
+			if code, text := readReason(t, dir, "builder.txt"); code != status.CodeNotRegular || !strings.Contains(text, tc.why) {
+				t.Errorf("reason %q %q, want %q naming %q", code, text, status.CodeNotRegular, tc.why)
+			}
+			if got := rec.got(); got[0].Name != "builder.txt" || got[0].Content != "second message" {
+				t.Errorf("delivered %+v", got[0])
+			}
+			if got := listDir(t, filepath.Join(dir, ClaimedDir)); len(got) != 0 {
+				t.Errorf(".claimed holds %v", got)
+			}
+		})
+	}
+}
+
+// TestOpenFailure: an open that fails is a refusal when retrying cannot help
+// (not a regular file, another user's file, a file of ours we may not read)
+// and stays an error to retry otherwise. The errors are made up, so the
+// permission cases run as root too.
+func TestOpenFailure(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	regular := filepath.Join(dir, "architect.txt")
+	if err := os.WriteFile(regular, []byte("hi"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "builder.txt")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	fifo := filepath.Join(dir, "oracle.txt")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	foreign := "/etc/passwd" // root's: another user's file unless we are root
+	if os.Geteuid() == 0 {
+		foreign = filepath.Join(dir, "user.txt")
+		if err := os.WriteFile(foreign, []byte("hi"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(foreign, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	openErr := func(path string, errno syscall.Errno) error {
+		return &fs.PathError{Op: "open", Path: path, Err: errno}
+	}
+	tests := []struct {
+		name  string
+		path  string
+		errno syscall.Errno
+		code  status.Code // "" when the error is returned to retry
+		why   string      // in the reason, or in the error returned
+	}{
+		{"socket", sock, syscall.ENXIO, status.CodeNotRegular, "socket"},
+		{"fifo", fifo, syscall.ENXIO, status.CodeNotRegular, "FIFO"},
+		{"symlink", regular, syscall.ELOOP, status.CodeNotRegular, "symbolic link"},
+		{"mode 0000", regular, syscall.EACCES, status.CodeUnreadable, "may not read"},
+		{"not permitted", regular, syscall.EPERM, status.CodeUnreadable, "may not read"},
+		{"another user's", foreign, syscall.EACCES, status.CodeForeignOwner, "owned by uid"},
+		{"too many open files", regular, syscall.EMFILE, "", "too many open files"},
+		{"i/o error", regular, syscall.EIO, "", "input/output error"},
+		{"gone", filepath.Join(dir, "gone.txt"), syscall.ENOENT, "", "no such file"},
+		{"gone after a failed open", filepath.Join(dir, "gone.txt"), syscall.ENXIO, "", "no such file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := openFailure(tc.path, openErr(tc.path, tc.errno))
+			if CodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.why) {
+				t.Errorf("openFailure = %v (code %q), want code %q naming %q", err, CodeOf(err), tc.code, tc.why)
+			}
+		})
 	}
 }
 

@@ -106,9 +106,10 @@ const (
 
 // Refusal codes of trigger files (SPEC §7), written to rejected/*.reason.
 const (
-	CodeNotRegular   Code = "not_regular"    // a symlink, FIFO, device or directory with a trigger name
+	CodeNotRegular   Code = "not_regular"    // a symlink, FIFO, device, socket or directory with a trigger name
 	CodeLinked       Code = "multiple_links" // a hard link (link count above one)
 	CodeForeignOwner Code = "foreign_owner"  // not owned by the hub's user
+	CodeUnreadable   Code = "unreadable"     // a regular file the hub may not open (permission denied)
 	CodeBadSignature Code = "bad_signature"  // an [HM-SIG:] line that does not verify
 	CodeUnsigned     Code = "unsigned"       // no signature while triggers.allowUnsigned is false
 	CodeRejected     Code = "rejected"       // a refusal without a more specific code
@@ -127,7 +128,7 @@ var Codes = []Code{CodeInvalidTarget, CodeOwnerBindingViolation, CodeRoleMismatc
 	CodeTooLarge, CodeRateLimited, CodeEmptyContent, CodeNoRoute, CodeTelegramUnconfigured, CodeJournalUnavailable,
 	CodeDuplicateID, CodeReservedID, CodeBadHeader, CodeUnknownType, CodeBadJSON, CodeBadRequest, CodeExpiredSession,
 	CodeCapacityReached, CodeSlotUnavailable, CodeNotRunning, CodeNotFound, CodeInternal, CodeNotRegular, CodeLinked, CodeForeignOwner,
-	CodeBadSignature, CodeUnsigned, CodeRejected, CodePaneFailed, CodeTelegramFailed, CodeChatNotAllowed}
+	CodeUnreadable, CodeBadSignature, CodeUnsigned, CodeRejected, CodePaneFailed, CodeTelegramFailed, CodeChatNotAllowed}
 
 // Event names a comms_events row: what happened to a message.
 type Event string
