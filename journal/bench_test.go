@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"hm/internal/status"
 	"hm/journal"
 	"hm/journal/journaltest"
 
@@ -299,6 +300,31 @@ func BenchmarkSearch(b *testing.B) {
 			b.Fatalf("Search = %d hits, %v", len(hits), err)
 		}
 		lat = append(lat, time.Since(start))
+	}
+	reportLatency(b, lat)
+}
+
+// BenchmarkLifecycleSerial is the ledger's share of #18's serial
+// send→ACK (broker BenchmarkAckedLatency) without sockets or JSON: each
+// message is appended (timed: the ACK waits for this commit), then marked
+// delivered and acknowledged with fire-and-forget changes as the broker
+// does for a listener, which commit with the next append. p50-µs is the
+// Append latency.
+func BenchmarkLifecycleSerial(b *testing.B) {
+	l := openBench(b, journal.Options{})
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, b.N)
+	for i := 0; b.Loop(); i++ {
+		id := fmt.Sprint("ls-", i)
+		m := &journal.Message{MessageID: id, SessionID: "app-session-1", SenderRole: "architect", TargetRole: "builder",
+			Channel: "ws", Header: "ARCH", Seq: int64(i + 1), RawBody: fmt.Sprintf("(ARCH #%d): tests pass", i+1)}
+		start := time.Now()
+		if _, err := l.Append(ctx, m); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+		l.AdvanceAsync(journal.Change{MessageID: id, Status: status.Routed, AckStatus: status.DeliveredWebSocket, Event: status.EventDelivered, Detail: map[string]any{"client": 1}})
+		l.AdvanceAsync(journal.Change{MessageID: id, Status: status.Acked, AckStatus: status.DeliveredVerified, Event: status.EventAcked, Detail: map[string]any{"by": "builder"}})
 	}
 	reportLatency(b, lat)
 }

@@ -247,6 +247,9 @@ func speedBenches(quick bool) []bench {
 			{issue: "#18", what: "NATS JetStream throughput with sync_interval: always (fsync before each PubAck)", unit: "msgs/s", floor: "js-tput-sync"},
 			{issue: "#18", what: "NATS JetStream sync_interval: always: process CPU per message", unit: "cpu-µs/msg", floor: "js-cpu-sync"},
 		}},
+		{pkg: "./journal", name: "BenchmarkLifecycleSerial", benchtime: n("10000x", "2000x"), count: 3, metrics: []metric{
+			{issue: "#18", what: "the ledger's share of hm's serial send→ACK: Append p50, each message then marked delivered and acked (committed with the next Append), no sockets", unit: "p50-µs", goal: "reported"},
+		}},
 		{pkg: "./broker", name: "BenchmarkAckedLatency", benchtime: n("10000x", "2000x"), count: 3, metrics: []metric{
 			{issue: "#18", what: "hm send→ACK, one sender, serial, a listener sending message-ack for each, p50", unit: "p50-µs",
 				goal: "≤ 2× JetStream's p50", ok: times("js-p50", 2, false), vs: "js-p50", vsLabel: js},
