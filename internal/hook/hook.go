@@ -8,6 +8,7 @@ package hook
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -168,9 +169,14 @@ func (e Event) State(in Input) string {
 	return ""
 }
 
-// ParseInput reads a hook's input, a JSON object.
+// ParseInput reads a hook's input, a JSON object. Any other JSON value is
+// refused: null would decode as an empty object, and an array, string or
+// number is not a CLI's hook input either.
 func ParseInput(data []byte) (Input, error) {
 	var in Input
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return Input{}, errors.New("hook input: not a JSON object")
+	}
 	if err := json.Unmarshal(data, &in); err != nil {
 		return Input{}, fmt.Errorf("hook input: %w", err)
 	}

@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -92,6 +93,50 @@ func TestReceipts(t *testing.T) {
 	if _, err := ParseInput([]byte("plain text")); err == nil {
 		t.Error("plain text parsed as a hook's input")
 	}
+}
+
+// TestParseInput: a hook's input is a JSON object; anything else (null,
+// an array, a string, a number, text) is refused, so `hm hook` prints
+// nothing and neither registers nor claims (docs/protocol.md §14).
+func TestParseInput(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, input string
+		ok          bool
+	}{
+		{"an object", `{"prompt":"go"}`, true},
+		{"the empty object", `{}`, true},
+		{"an object in whitespace", " \n\t{\"stop_hook_active\":true} \r\n", true},
+		{"null", `null`, false},
+		{"null in whitespace", " null \n", false},
+		{"an array", `[{"prompt":"go"}]`, false},
+		{"a string", `"{}"`, false},
+		{"a number", `42`, false},
+		{"true", `true`, false},
+		{"empty", ``, false},
+		{"whitespace", " \n", false},
+		{"text", `plain text`, false},
+		{"an object and more", `{} {}`, false},
+	}
+	for _, tt := range tests {
+		in, err := ParseInput([]byte(tt.input))
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: ParseInput(%q) = %+v, %v; want ok %v", tt.name, tt.input, in, err, tt.ok)
+		}
+	}
+}
+
+// FuzzParseInput: whatever ParseInput accepts is a JSON object: it starts
+// with '{' once surrounding whitespace is trimmed.
+func FuzzParseInput(f *testing.F) {
+	for _, s := range []string{`{}`, `{"prompt":"x"}`, `null`, ` null `, `[]`, `"s"`, `1`, ``, `{"a":null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := ParseInput(data); err == nil && !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+			t.Errorf("accepted %q, which is not a JSON object", data)
+		}
+	})
 }
 
 func TestOutput(t *testing.T) {
