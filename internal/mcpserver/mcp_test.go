@@ -387,3 +387,54 @@ func TestHubErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestTooLarge: an argument that would make a frame over the hub's
+// 256 KiB limit is refused by the server itself, too_large, before
+// anything is written (a frame over the hub's 1 MiB socket limit used to
+// reset the connection: "hub connection failed"), and the server goes on
+// serving.
+func TestTooLarge(t *testing.T) {
+	t.Parallel()
+	h := startHub(t)
+	arch, _ := connect(t, env(h.root, "HM_TOKEN="+h.Tokens.Issue("architect"), "SQUIDRUN_ROLE=architect"))
+	builder, _ := connect(t, env(h.root, "HM_TOKEN="+h.Tokens.Issue("builder"), "SQUIDRUN_ROLE=builder"))
+	opBuilder, _ := connect(t, env(h.root), "--role", "builder")
+	big, over := strings.Repeat("x", 2<<20), strings.Repeat("y", proto.MaxMessageFrame+1)
+	task := result[proto.Ack](t, arch, mcpserver.ToolSend, map[string]any{"to": "builder", "body": "[ACK REQUIRED] task"})
+	tests := []struct {
+		name, tool string
+		args       map[string]any
+	}{
+		{"hm_send, 2 MiB body", mcpserver.ToolSend, map[string]any{"to": "architect", "body": big, "message_id": "big-1"}},
+		{"hm_send, a body just over 256 KiB", mcpserver.ToolSend, map[string]any{"to": "architect", "body": over, "message_id": "big-2"}},
+		{"hm_ack, 2 MiB note", mcpserver.ToolAck, map[string]any{"message_ids": []string{task.MessageID}, "note": big}},
+		{"hm_search, 2 MiB query", mcpserver.ToolSearch, map[string]any{"query": big}},
+		{"hm_get, a 2 MiB id", mcpserver.ToolGet, map[string]any{"message_ids": []string{big}}},
+		{"hm_timeline, a 2 MiB id", mcpserver.ToolTimeline, map[string]any{"message_id": big}},
+	}
+	for _, cs := range []struct {
+		name string
+		cs   *mcp.ClientSession
+	}{{"pane token", builder}, {"operator token", opBuilder}} {
+		for _, tt := range tests {
+			t.Run(cs.name+"/"+tt.name, func(t *testing.T) {
+				res := call(t, cs.cs, tt.tool, tt.args)
+				if got := text(res); !res.IsError || !strings.HasPrefix(got, string(status.CodeTooLarge)+": ") {
+					t.Errorf("want too_large, got %v %.200s", res.IsError, got)
+				}
+				if st := call(t, cs.cs, mcpserver.ToolStatus, nil); st.IsError {
+					t.Errorf("hm_status after it: %.200s", text(st))
+				}
+			})
+		}
+	}
+	for _, id := range []string{"big-1", "big-2"} {
+		if _, err := h.Ledger.Get(t.Context(), id); !errors.Is(err, journal.ErrNotFound) {
+			t.Errorf("%s was stored: %v", id, err)
+		}
+	}
+	// The refused hm_ack acknowledged nothing (nor answered anything).
+	if m, _ := h.Ledger.Get(t.Context(), task.MessageID); m.AckStatus == status.DeliveredVerified {
+		t.Errorf("the refused hm_ack verified %s", task.MessageID)
+	}
+}

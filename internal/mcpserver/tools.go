@@ -216,7 +216,7 @@ func (s *Server) send(ctx context.Context, _ *mcp.CallToolRequest, in SendInput)
 			meta, _ = json.Marshal(map[string]string{"replyTo": in.ReplyTo})
 		}
 		var err error
-		ack, _, err = hs.cl.Send(ctx, proto.Frame{Type: proto.TypeSend, RequestID: hs.requestID(), Target: in.To, Content: body,
+		ack, err = hs.send(ctx, proto.Frame{Type: proto.TypeSend, RequestID: hs.requestID(), Target: in.To, Content: body,
 			MessageID: id, Priority: in.Priority, AckRequired: &in.AckRequired, Metadata: meta})
 		return err
 	})
@@ -300,6 +300,10 @@ func (s *Server) status(ctx context.Context, _ *mcp.CallToolRequest, _ StatusInp
 // way any answer does (SPEC §10).
 func (s *Server) ack(ctx context.Context, _ *mcp.CallToolRequest, in AckInput) (*mcp.CallToolResult, AckOutput, error) {
 	out := AckOutput{Acked: []AckResult{}, Replies: []proto.Ack{}}
+	if len(in.Note) > proto.MaxMessageFrame {
+		// Refused before anything is acknowledged: no ACK message could carry it.
+		return nil, out, proto.Errorf(status.CodeTooLarge, fmt.Sprintf("note is %d bytes; the limit is %d", len(in.Note), proto.MaxMessageFrame))
+	}
 	ids := dedupe(in.MessageIDs)
 	replyIDs := map[string]string{} // requester -> the ACK message's id, fixed before any retry
 	err := s.hub.do(ctx, func(ctx context.Context, hs session) error {
@@ -334,7 +338,7 @@ func (s *Server) ack(ctx context.Context, _ *mcp.CallToolRequest, in AckInput) (
 				replyIDs[a.to] = id
 			}
 			meta, _ := json.Marshal(map[string]any{"replyTo": a.ids[0], "acks": a.ids})
-			ack, _, err := hs.cl.Send(ctx, proto.Frame{Type: proto.TypeSend, RequestID: hs.requestID(), Target: a.to, Content: body, MessageID: id, Metadata: meta})
+			ack, err := hs.send(ctx, proto.Frame{Type: proto.TypeSend, RequestID: hs.requestID(), Target: a.to, Content: body, MessageID: id, Metadata: meta})
 			if err != nil {
 				return err
 			}
@@ -368,10 +372,10 @@ func (s *Server) ack(ctx context.Context, _ *mcp.CallToolRequest, in AckInput) (
 // request; otherwise the check shows whether the row is now verified.
 func (hs session) acknowledge(ctx context.Context, id string) (AckResult, error) {
 	rid := hs.requestID()
-	if err := hs.cl.WriteJSON(ctx, proto.Frame{Type: proto.TypeMessageAck, MessageID: id, RequestID: rid}); err != nil {
+	if err := hs.write(ctx, proto.Frame{Type: proto.TypeMessageAck, MessageID: id, RequestID: rid}); err != nil {
 		return AckResult{}, err
 	}
-	if err := hs.cl.WriteJSON(ctx, proto.Frame{Type: proto.TypeDeliveryCheck, MessageID: id, RequestID: rid}); err != nil {
+	if err := hs.write(ctx, proto.Frame{Type: proto.TypeDeliveryCheck, MessageID: id, RequestID: rid}); err != nil {
 		return AckResult{}, err
 	}
 	var dc proto.DeliveryResult
