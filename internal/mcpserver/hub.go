@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/status"
+	"hm/roles"
 )
 
 // DialFunc connects to the hub and registers (not as a listener). It is
@@ -29,11 +31,18 @@ type hubConn struct {
 	timeout time.Duration
 	log     *slog.Logger
 
-	mu     sync.Mutex
-	cl     *client.Client
-	reg    proto.Registered
-	header string // the registered role's header, fetched once per connection
-	n      int64
+	mu  sync.Mutex
+	cl  *client.Client
+	reg proto.Registered
+	me  *self // the registered role, fetched once per connection
+	n   int64
+}
+
+// self is what the server acts as, from the hub's status answer.
+type self struct {
+	role, header string
+	operator     bool // registered with the operator token
+	main         bool // a main pane (broadcasts reach it), not a background slot
 }
 
 // session is what a tool call holds while it talks to the hub.
@@ -61,7 +70,7 @@ func (h *hubConn) do(ctx context.Context, fn func(ctx context.Context, s session
 				h.log.Warn("hm mcp: cannot reach the hub", "err", err)
 				return err
 			}
-			h.cl, h.reg, h.header, fresh = cl, reg, "", true
+			h.cl, h.reg, h.me, fresh = cl, reg, nil, true
 		}
 		err := fn(ctx, session{h: h, cl: h.cl, reg: h.reg})
 		var pe *proto.Error
@@ -151,16 +160,38 @@ func (s session) query(ctx context.Context, op string, payload, out any) error {
 	return nil
 }
 
-// myHeader is the registered role's header name (from the status query,
-// once per connection).
-func (s session) myHeader(ctx context.Context) (string, error) {
-	if s.h.header != "" {
-		return s.h.header, nil
+// whoami is the registered role as the hub describes it (from the status
+// query, once per connection).
+func (s session) whoami(ctx context.Context) (self, error) {
+	if s.h.me != nil {
+		return *s.h.me, nil
 	}
 	var st proto.StatusResult
 	if err := s.query(ctx, proto.QueryStatus, proto.StatusQuery{}, &st); err != nil {
-		return "", err
+		return self{}, err
 	}
-	s.h.header = st.Header
-	return st.Header, nil
+	me := self{role: st.Role, header: st.Header, operator: st.Operator}
+	for _, p := range st.Panes {
+		if p.Role == st.Role && !p.Background {
+			me.main = true
+		}
+	}
+	s.h.me = &me
+	return me, nil
+}
+
+// recipient reports whether me received m, as the hub decides who may
+// acknowledge a message (broker recipient): its target, or, for a main
+// pane, a group row (all, others-<another role>) another role sent.
+func (me self) recipient(m proto.MessageView) bool {
+	switch {
+	case m.To == me.role:
+		return true
+	case !me.main || m.From == me.role:
+		return false
+	case m.To == roles.RoleAll:
+		return true
+	}
+	other, ok := strings.CutPrefix(m.To, "others-")
+	return ok && other != me.role
 }

@@ -388,6 +388,88 @@ func TestHubErrors(t *testing.T) {
 	})
 }
 
+// TestAckOnlyOwnMessages: hm_ack acting as a role verifies only the
+// messages that role received (its target, or a broadcast another role
+// sent, for a main pane), whatever token it holds: with the operator token
+// (which the hub lets acknowledge anything) the server refuses the rest
+// itself, role_mismatch, and sends no ACK message for them.
+func TestAckOnlyOwnMessages(t *testing.T) {
+	t.Parallel()
+	h := startHub(t)
+	arch, _ := connect(t, env(h.root, "HM_TOKEN="+h.Tokens.Issue("architect"), "SQUIDRUN_ROLE=architect"))
+	builder, _ := connect(t, env(h.root, "HM_TOKEN="+h.Tokens.Issue("builder"), "SQUIDRUN_ROLE=builder"))
+	opBuilder, _ := connect(t, env(h.root), "--role", "builder") // operator token from runtime/hub-token
+	ctx := t.Context()
+	// answers counts the ACK messages builder sent architect.
+	answers := func() int {
+		n := 0
+		in := result[proto.InboxResult](t, arch, mcpserver.ToolInbox, map[string]any{"unread_only": false, "limit": 200})
+		for _, m := range in.Messages {
+			if m.From == "builder" && strings.Contains(m.Body, ": ACK ARCH #") {
+				n++
+			}
+		}
+		return n
+	}
+	tests := []struct {
+		name     string
+		from     *mcp.ClientSession
+		to, body string
+		want     status.Code // "" is delivered.verified
+	}{
+		{"a message to another role", arch, "oracle", "[ACK REQUIRED] for oracle only", status.CodeRoleMismatch},
+		{"a message to the role", arch, "builder", "[ACK REQUIRED] for builder", ""},
+		{"a broadcast another role sent", arch, "all", "for everyone", ""},
+		{"the role's own broadcast", builder, "all", "from builder to everyone", status.CodeRoleMismatch},
+	}
+	for _, acker := range []struct {
+		name string
+		cs   *mcp.ClientSession
+	}{{"pane token", builder}, {"operator token", opBuilder}} {
+		for _, tt := range tests {
+			t.Run(acker.name+"/"+tt.name, func(t *testing.T) {
+				sent := result[proto.Ack](t, tt.from, mcpserver.ToolSend, map[string]any{"to": tt.to, "body": tt.body})
+				before := answers()
+				res := call(t, acker.cs, mcpserver.ToolAck, map[string]any{"message_ids": []string{sent.MessageID}, "note": "seen"})
+				out := decode[mcpserver.AckOutput](t, res)
+				m, err := h.Ledger.Get(ctx, sent.MessageID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tt.want != "" {
+					if !res.IsError || len(out.Acked) != 1 || out.Acked[0].Status != string(tt.want) || len(out.Replies) != 0 {
+						t.Errorf("want %s and no reply, got %v %+v", tt.want, res.IsError, out)
+					}
+					if m.AckStatus == status.DeliveredVerified {
+						t.Errorf("builder verified a message to %s from %s", m.TargetRole, m.SenderRole)
+					}
+					if n := answers(); n != before {
+						t.Errorf("builder sent %d ACK messages for it", n-before)
+					}
+					return
+				}
+				if res.IsError || len(out.Acked) != 1 || out.Acked[0].Status != string(status.DeliveredVerified) || len(out.Replies) != 1 || !out.Replies[0].OK {
+					t.Errorf("want delivered.verified and one reply, got %v %+v %s", res.IsError, out, text(res))
+				}
+				if m.AckStatus != status.DeliveredVerified {
+					t.Errorf("row %s/%s", m.Status, m.AckStatus)
+				}
+				if n := answers(); n != before+1 {
+					t.Errorf("builder sent %d ACK messages, want 1", n-before)
+				}
+			})
+		}
+	}
+	t.Run("unknown id", func(t *testing.T) {
+		for _, cs := range []*mcp.ClientSession{builder, opBuilder} {
+			res := call(t, cs, mcpserver.ToolAck, map[string]any{"message_ids": []string{"nope"}})
+			if out := decode[mcpserver.AckOutput](t, res); !res.IsError || len(out.Acked) != 1 || out.Acked[0].Status != string(status.CodeNotFound) {
+				t.Errorf("want not_found, got %v %+v", res.IsError, out)
+			}
+		}
+	})
+}
+
 // TestTooLarge: an argument that would make a frame over the hub's
 // 256 KiB limit is refused by the server itself, too_large, before
 // anything is written (a frame over the hub's 1 MiB socket limit used to

@@ -193,12 +193,12 @@ func (s *Server) send(ctx context.Context, _ *mcp.CallToolRequest, in SendInput)
 		// other header; the operator token may send as anyone, so the
 		// server holds it to the role it registered as.
 		if h, _, ok := roles.ParseHeader(body); ok {
-			mine, err := hs.myHeader(ctx)
+			me, err := hs.whoami(ctx)
 			if err != nil {
 				return err
 			}
-			if !strings.EqualFold(h.Role, mine) {
-				return proto.Errorf(status.CodeRoleMismatch, fmt.Sprintf("the body's header names %s, but you are %s (%s); leave the header out and the hub adds yours", h.Role, hs.reg.Role, mine))
+			if !strings.EqualFold(h.Role, me.header) {
+				return proto.Errorf(status.CodeRoleMismatch, fmt.Sprintf("the body's header names %s, but you are %s (%s); leave the header out and the hub adds yours", h.Role, hs.reg.Role, me.header))
 			}
 		}
 		var meta json.RawMessage
@@ -308,8 +308,16 @@ func (s *Server) ack(ctx context.Context, _ *mcp.CallToolRequest, in AckInput) (
 	replyIDs := map[string]string{} // requester -> the ACK message's id, fixed before any retry
 	err := s.hub.do(ctx, func(ctx context.Context, hs session) error {
 		out = AckOutput{Acked: make([]AckResult, 0, len(ids)), Replies: []proto.Ack{}}
+		notMine, err := hs.notMine(ctx, ids)
+		if err != nil {
+			return err
+		}
 		var verified []string
 		for _, id := range ids {
+			if r, ok := notMine[id]; ok {
+				out.Acked = append(out.Acked, r)
+				continue
+			}
 			r, err := hs.acknowledge(ctx, id)
 			if err != nil {
 				return err
@@ -364,6 +372,31 @@ func (s *Server) ack(ctx context.Context, _ *mcp.CallToolRequest, in AckInput) (
 		}
 	}
 	return nil, out, nil
+}
+
+// notMine refuses, role_mismatch, the ids of messages the role did not
+// receive, when the server holds the operator token: the hub lets the
+// operator acknowledge any message, but acting as a role the server holds
+// it to that role's messages, as the hub holds a pane token (and as hm_send
+// holds it to the role's header). A pane token is left to the hub, and so
+// is an id the get query does not know (not_found).
+func (hs session) notMine(ctx context.Context, ids []string) (map[string]AckResult, error) {
+	me, err := hs.whoami(ctx)
+	if err != nil || !me.operator {
+		return nil, err
+	}
+	var got proto.GetResult
+	if err := hs.query(ctx, proto.QueryGet, proto.GetQuery{MessageIDs: ids}, &got); err != nil {
+		return nil, err
+	}
+	out := map[string]AckResult{}
+	for _, m := range got.Messages {
+		if !me.recipient(m.MessageView) {
+			out[m.MessageID] = AckResult{MessageID: m.MessageID, Status: string(status.CodeRoleMismatch),
+				Reason: fmt.Sprintf("%s is for %s; %s may not acknowledge it", m.MessageID, m.To, me.role)}
+		}
+	}
+	return out, nil
 }
 
 // acknowledge sends message-ack for id, then delivery-check with the same
