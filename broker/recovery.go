@@ -11,13 +11,16 @@ import (
 
 	"hm/internal/status"
 
+	"hm/broker/proto"
 	"hm/journal"
 	"hm/roles"
 )
 
 // routeFor rebuilds a route from a committed row (restart recovery and late
-// listeners).
-func (b *Broker) routeFor(m journal.Message) (route, bool) {
+// listeners). A row with no route left is refused: no_route for a target
+// the team no longer has, telegram_unconfigured for a `telegram` row with
+// no chat to send to (telegramChat).
+func (b *Broker) routeFor(m journal.Message) (route, error) {
 	switch m.TargetRole {
 	case roles.RoleAll:
 		rt := route{name: m.TargetRole, kind: roles.TargetAll}
@@ -26,14 +29,15 @@ func (b *Broker) routeFor(m journal.Message) (route, bool) {
 				rt.members = append(rt.members, mem)
 			}
 		}
-		return rt, true
+		return rt, nil
 	case roles.RoleUser:
-		return route{name: m.TargetRole, kind: roles.TargetUser}, true
+		return route{name: m.TargetRole, kind: roles.TargetUser}, nil
 	case roles.RoleTelegram:
-		if b.deps.Telegram == nil || !b.deps.Telegram.Enabled() {
-			return route{}, false
+		chat, err := b.telegramChat()
+		if err != nil {
+			return route{}, err
 		}
-		return route{name: m.TargetRole, kind: roles.TargetTelegram, telegram: b.deps.Telegram.OwnerChat()}, true
+		return route{name: m.TargetRole, kind: roles.TargetTelegram, telegram: chat}, nil
 	}
 	if strings.HasPrefix(m.TargetRole, "others-") {
 		skip := strings.TrimPrefix(m.TargetRole, "others-")
@@ -43,13 +47,13 @@ func (b *Broker) routeFor(m journal.Message) (route, bool) {
 				rt.members = append(rt.members, mem)
 			}
 		}
-		return rt, true
+		return rt, nil
 	}
 	mem, ok := b.team.Lookup(m.TargetRole)
 	if !ok {
-		return route{}, false
+		return route{}, refuse(status.CodeNoRoute, "%s is not a member of the team", m.TargetRole)
 	}
-	return route{name: m.TargetRole, kind: roles.TargetMember, members: []roles.Member{mem}}, true
+	return route{name: m.TargetRole, kind: roles.TargetMember, members: []roles.Member{mem}}, nil
 }
 
 // Recover re-routes messages left pending by earlier sessions: under
@@ -72,9 +76,9 @@ func (b *Broker) Recover(ctx context.Context) (delivered, expired int, err error
 			expired++
 			continue
 		}
-		rt, ok := b.routeFor(m)
-		if !ok {
-			b.advance(journal.Change{MessageID: m.MessageID, Status: status.Failed, ErrorCode: status.CodeNoRoute, Event: status.EventFailed})
+		rt, err := b.routeFor(m)
+		if err != nil {
+			b.advance(journal.Change{MessageID: m.MessageID, Status: status.Failed, ErrorCode: proto.CodeOf(err), Event: status.EventFailed, Detail: map[string]any{"reason": err.Error()}})
 			expired++
 			continue
 		}

@@ -197,8 +197,8 @@ func (b *Broker) FlushRemote(ctx context.Context, minAge time.Duration) (sent, q
 		if m.BrokeredAtMs > cutoff || ctx.Err() != nil {
 			continue
 		}
-		rt, ok := b.routeFor(m)
-		if !ok {
+		rt, rerr := b.routeFor(m)
+		if rerr != nil {
 			continue
 		}
 		if !slices.ContainsFunc(rt.members, isRemote) {

@@ -68,10 +68,11 @@ func (b *Broker) resolve(sender string, s Submission) (route, error) {
 		}
 		rt.members = []roles.Member{t.Member}
 	case roles.TargetTelegram:
-		if b.deps.Telegram == nil || !b.deps.Telegram.Enabled() {
-			return rt, refuse(status.CodeTelegramUnconfigured, "no Telegram bot token is configured")
+		chat, err := b.telegramChat()
+		if err != nil {
+			return rt, err
 		}
-		rt.telegram = b.deps.Telegram.OwnerChat()
+		rt.telegram = chat
 	case roles.TargetUser:
 		if tg := b.deps.Telegram; tg != nil && tg.Enabled() {
 			if chat, at := tg.LastInbound(); chat != "" && b.now().Sub(at) <= b.cfg.UserWindow {
@@ -80,6 +81,22 @@ func (b *Broker) resolve(sender string, s Submission) (route, error) {
 		}
 	}
 	return rt, nil
+}
+
+// telegramChat is the chat `telegram` sends go to (the owner chat), or
+// the telegram_unconfigured refusal when there is none: no relay (no bot
+// token), or a relay with neither TELEGRAM_CHAT_ID nor an allowlist. Sends
+// and restart recovery share it, so no row is ever routed to no chat.
+func (b *Broker) telegramChat() (string, error) {
+	tg := b.deps.Telegram
+	if tg == nil || !tg.Enabled() {
+		return "", refuse(status.CodeTelegramUnconfigured, "no Telegram bot token is configured")
+	}
+	chat := tg.OwnerChat()
+	if chat == "" {
+		return "", refuse(status.CodeTelegramUnconfigured, "no Telegram chat to send to: set TELEGRAM_CHAT_ID or TELEGRAM_CHAT_ALLOWLIST")
+	}
+	return chat, nil
 }
 
 func (b *Broker) backgroundRunning(role string) bool {
