@@ -21,12 +21,22 @@ import (
 // or, for a row another role sent, one of Groups (the group targets that
 // reach Role, e.g. "all" and "others-<another role>"; the journal does not
 // know the team, so the caller names them). A role never sees rows the hub
-// recorded without ever routing them (status recorded, such as refused
-// Telegram updates): they were kept out of its panes on purpose.
+// recorded without ever routing them (ForRoles): they were kept out of its
+// panes on purpose.
 type Reader struct {
 	Role   string
 	Groups []string
 }
+
+// ForRoles reports whether a row of status s may ever reach a role. Rows
+// the hub recorded without routing them (status recorded: a refused
+// Telegram update, an outbound Telegram part not yet sent) are the
+// operator's alone. Reader, `hm mcp --channel` and the reports typed into
+// panes (briefing, handoff) all apply this one rule.
+func ForRoles(s status.Status) bool { return s != status.Recorded }
+
+// ForRolesSQL is ForRoles as an SQL condition over the status column col.
+func ForRolesSQL(col string) string { return col + " <> '" + string(status.Recorded) + "'" }
 
 // Operator reports whether r sees every row.
 func (r Reader) Operator() bool { return r.Role == "" }
@@ -34,7 +44,7 @@ func (r Reader) Operator() bool { return r.Role == "" }
 // Received reports whether m reached r's role (always false for the
 // operator, who has no mailbox of its own).
 func (r Reader) Received(m Message) bool {
-	if r.Role == "" || m.Status == status.Recorded {
+	if r.Role == "" || !ForRoles(m.Status) {
 		return false
 	}
 	if m.TargetRole == r.Role {
@@ -56,15 +66,15 @@ func (r Reader) Sees(m Message) bool {
 	if r.Role == "" {
 		return true
 	}
-	return m.Status != status.Recorded && (m.SenderRole == r.Role || r.Received(m))
+	return ForRoles(m.Status) && (m.SenderRole == r.Role || r.Received(m))
 }
 
 // received is the SQL condition, over table alias j, that a row reached
 // r's role (Received), and its arguments.
 func (r Reader) received() (string, []any) {
 	var b strings.Builder
-	args := []any{string(status.Recorded), r.Role}
-	b.WriteString("(j.status <> ? AND (j.target_role = ?")
+	args := []any{r.Role}
+	b.WriteString("(" + ForRolesSQL("j.status") + " AND (j.target_role = ?")
 	if len(r.Groups) > 0 {
 		b.WriteString(" OR (j.sender_role <> ? AND j.target_role IN (")
 		args = append(args, r.Role)
@@ -88,7 +98,7 @@ func (r Reader) visible() (string, []any) {
 		return "1", nil
 	}
 	cond, args := r.received()
-	return "(" + cond + " OR (j.status <> ? AND j.sender_role = ?))", append(args, string(status.Recorded), r.Role)
+	return "(" + cond + " OR (" + ForRolesSQL("j.status") + " AND j.sender_role = ?))", append(args, r.Role)
 }
 
 // unreadCond is the SQL condition that a row has no proof of receipt.

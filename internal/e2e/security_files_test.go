@@ -348,7 +348,7 @@ func TestSecurityTelegramForeignChat(t *testing.T) {
 		ctx := context.Background()
 		for _, id := range []int64{foreign, foreignGroup} {
 			m, err := l.Get(ctx, fmt.Sprintf("telegram-refused-%d", id))
-			if err != nil || m.Status != status.Failed || m.ErrorCode != "chat_not_allowed" {
+			if err != nil || m.Status != status.Recorded || m.ErrorCode != "chat_not_allowed" {
 				t.Errorf("refused update %d in the ledger: %+v %v", id, m, err)
 			}
 			if _, err := l.Get(ctx, fmt.Sprintf("telegram-in-%d", id)); !errors.Is(err, journal.ErrNotFound) {

@@ -70,15 +70,19 @@ func (s telegramStore) FinishPart(ctx context.Context, partID string, ok bool, r
 	return err
 }
 
+// RecordRefused keeps an update from a chat that is not allowed in as a
+// row the hub only recorded (status recorded, error_code
+// chat_not_allowed): never routed, so no role sees it (journal.Reader) and
+// only the operator can read it.
 func (s telegramStore) RecordRefused(ctx context.Context, in telegram.Inbound) error {
 	meta, _ := json.Marshal(map[string]any{"chatId": in.ChatID, "sender": in.Sender, "updateId": in.UpdateID})
 	_, err := s.h.Ledger.Append(ctx, &journal.Message{
 		MessageID: msgid.TelegramRefused(in.UpdateID), SessionID: s.h.SessionID(),
 		SenderRole: roles.RoleUser, TargetRole: "architect", Channel: broker.ChannelTelegram, Direction: "inbound",
-		RawBody: in.Text, MetadataJSON: string(meta), Status: status.Failed, ErrorCode: status.CodeChatNotAllowed,
+		RawBody: in.Text, MetadataJSON: string(meta), Status: status.Recorded, ErrorCode: status.CodeChatNotAllowed,
 	})
 	if errors.Is(err, journal.ErrDuplicate) {
 		return nil
 	}
-	return err
+	return err // the relay wraps it with the update id
 }

@@ -13,6 +13,7 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/status"
+	"hm/journal"
 	"hm/roles"
 )
 
@@ -118,7 +119,7 @@ func (s *Server) followJournal(ctx context.Context, push func(ChannelParams) err
 			continue
 		}
 		r := ev.Row
-		if r.Event != string(status.Brokered) || r.Status == string(status.Recorded) || seen[r.MessageID] || !reaches(reg.Role, r.SenderRole, r.TargetRole) {
+		if r.Event != string(status.Brokered) || !journal.ForRoles(status.Status(r.Status)) || seen[r.MessageID] || !reaches(reg.Role, r.SenderRole, r.TargetRole) {
 			continue
 		}
 		if len(seen) > 10000 {

@@ -58,11 +58,13 @@ var (
 	// first.
 	qPending = `SELECT ` + journal.MessageColumns + ` FROM comms_journal INDEXED BY comms_journal_pending WHERE status = '` + string(status.Brokered) + `' ORDER BY row_id DESC LIMIT ?1`
 
-	// qRecent lists the newest messages of the whole ledger.
-	qRecent = `SELECT ` + journal.MessageColumns + ` FROM comms_journal ORDER BY row_id DESC LIMIT ?1`
+	// qRecent lists the newest messages of the whole ledger that roles may
+	// see (journal.ForRoles: the briefing is typed into a pane).
+	qRecent = `SELECT ` + journal.MessageColumns + ` FROM comms_journal WHERE ` + journal.ForRolesSQL("status") + ` ORDER BY row_id DESC LIMIT ?1`
 
-	// qRecentSession lists the newest messages of one session.
-	qRecentSession = `SELECT ` + journal.MessageColumns + ` FROM comms_journal WHERE session_id = ?1 ORDER BY row_id DESC LIMIT ?2`
+	// qRecentSession lists the newest messages of one session that roles
+	// may see (the handoff is what panes are told to read).
+	qRecentSession = `SELECT ` + journal.MessageColumns + ` FROM comms_journal WHERE session_id = ?1 AND ` + journal.ForRolesSQL("status") + ` ORDER BY row_id DESC LIMIT ?2`
 
 	// qOpenObligations lists open obligations of up to two sessions,
 	// newest first, with the body of the message that opened them. Each

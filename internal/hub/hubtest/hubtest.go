@@ -14,8 +14,8 @@ import (
 )
 
 // Start runs hub.Run for root with opts (its Layout, Port 0, a logger of
-// warnings to t's output, Ready and an empty Getenv are set here) and
-// waits until it serves. stop ends it and checks that Run returned no
+// warnings to t's output, Ready and, unless opts has one, an empty Getenv
+// are set here) and waits until it serves. stop ends it and checks that Run returned no
 // error; it is also run at t's cleanup.
 func Start(t testing.TB, root string, opts hub.Options) (h *hub.Hub, stop func()) {
 	t.Helper()
@@ -29,7 +29,9 @@ func Start(t testing.TB, root string, opts hub.Options) (h *hub.Hub, stop func()
 	opts.Layout, opts.Port = lay, 0
 	opts.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts.Ready = func(h *hub.Hub) { ready <- h }
-	opts.Getenv = func(string) string { return "" }
+	if opts.Getenv == nil { // no environment of the test's own
+		opts.Getenv = func(string) string { return "" }
+	}
 	go func() { done <- hub.Run(ctx, opts) }()
 	select {
 	case h = <-ready:
