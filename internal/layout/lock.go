@@ -70,13 +70,20 @@ func (k *HubLock) Record(pid, port int) error {
 }
 
 // Release empties and unlocks the file. It is safe to call more than once.
+// It unlocks before closing: a child another goroutine is forking holds a
+// copy of every descriptor until it execs, and the flock lasts as long as
+// any copy does, while LOCK_UN releases it for all of them.
 func (k *HubLock) Release() error {
 	if k == nil || k.f == nil {
 		return nil
 	}
 	_ = k.f.Truncate(0)
-	err := k.f.Close() // closing the last descriptor releases the flock
+	uerr := unix.Flock(int(k.f.Fd()), unix.LOCK_UN)
+	err := k.f.Close()
 	k.f = nil
+	if uerr != nil {
+		return fmt.Errorf("hub lock: unlock: %w", uerr)
+	}
 	return err
 }
 
