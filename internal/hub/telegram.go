@@ -27,9 +27,31 @@ func (h *Hub) telegramDeliver(ctx context.Context, in telegram.Inbound, text str
 		return err
 	}
 	if err != nil {
-		h.log.Warn("telegram update refused", "update", in.UpdateID, "err", err)
+		h.telegramRefused(ctx, in, err)
 	}
 	return nil
+}
+
+// telegramRefused handles an update from an allowed chat that the hub
+// refuses (a header naming a role, nothing after a header, no architect in
+// the team): nothing is silently dropped. The update is recorded for the
+// operator with the refusal's code, like one from a foreign chat (status
+// recorded: no role sees it), and the chat it came from is told why.
+func (h *Hub) telegramRefused(ctx context.Context, in telegram.Inbound, refusal error) {
+	code := proto.CodeOf(refusal)
+	h.log.Warn("telegram update refused", "update", in.UpdateID, "code", code, "err", refusal)
+	if err := recordRefusedUpdate(ctx, h, in, code); err != nil {
+		h.log.Warn("record refused telegram update", "update", in.UpdateID, "err", err)
+	}
+	reason := refusal.Error()
+	var pe *proto.Error
+	if errors.As(refusal, &pe) {
+		reason = pe.Message
+	}
+	text := fmt.Sprintf("Not delivered to the architect (%s): %s", code, reason)
+	if err := h.relay.Send(ctx, msgid.Failed(in.MessageID()), in.ChatID, roles.RoleSystem, text); err != nil {
+		h.log.Warn("tell the telegram chat of a refused update", "update", in.UpdateID, "err", err)
+	}
 }
 
 // telegramStore keeps the relay's state in the ledger.
@@ -75,11 +97,18 @@ func (s telegramStore) FinishPart(ctx context.Context, partID string, ok bool, r
 // chat_not_allowed): never routed, so no role sees it (journal.Reader) and
 // only the operator can read it.
 func (s telegramStore) RecordRefused(ctx context.Context, in telegram.Inbound) error {
+	return recordRefusedUpdate(ctx, s.h, in, status.CodeChatNotAllowed)
+}
+
+// recordRefusedUpdate records an update the hub refused as
+// telegram-refused-<update_id>, status recorded (never routed, seen by the
+// operator alone) with the refusal's code; once, whatever the retries.
+func recordRefusedUpdate(ctx context.Context, h *Hub, in telegram.Inbound, code status.Code) error {
 	meta, _ := json.Marshal(map[string]any{"chatId": in.ChatID, "sender": in.Sender, "updateId": in.UpdateID})
-	_, err := s.h.Ledger.Append(ctx, &journal.Message{
-		MessageID: msgid.TelegramRefused(in.UpdateID), SessionID: s.h.SessionID(),
+	_, err := h.Ledger.Append(ctx, &journal.Message{
+		MessageID: msgid.TelegramRefused(in.UpdateID), SessionID: h.SessionID(),
 		SenderRole: roles.RoleUser, TargetRole: "architect", Channel: broker.ChannelTelegram, Direction: "inbound",
-		RawBody: in.Text, MetadataJSON: string(meta), Status: status.Recorded, ErrorCode: status.CodeChatNotAllowed,
+		RawBody: in.Text, MetadataJSON: string(meta), Status: status.Recorded, ErrorCode: code,
 	})
 	if errors.Is(err, journal.ErrDuplicate) {
 		return nil

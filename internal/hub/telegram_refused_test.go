@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -107,5 +108,38 @@ func TestTelegramRefusedHiddenFromRoles(t *testing.T) {
 	})
 	if !strings.Contains(briefing, "zebracanary") || strings.Contains(briefing, "IGNORE PREVIOUS") || strings.Contains(briefing, refusedID) {
 		t.Errorf("briefing typed into the architect's pane, want the allowed update and not the refused one:\n%s", briefing)
+	}
+}
+
+// An update from an allowed chat that the hub refuses (here: architect is
+// hosted by another hub and this one has no federation, so no_route) is
+// not dropped in silence: it is
+// recorded for the operator with the refusal's code, hidden from roles, and
+// the chat it came from is told why.
+func TestTelegramRefusedUpdateToldToChat(t *testing.T) {
+	t.Parallel()
+	fake := telegramtest.NewServer("123:secret")
+	defer fake.Close()
+	root := t.TempDir()
+	settings := fmt.Sprintf(`{"panes":[{"role":"architect","transport":"remote"},{"role":"builder","command":%q,"profile":"default"}],"background":{"max":0}}`, agentCmd(root, "builder"))
+	th := startHubAt(t, root, hubConfig{settings: settings, opts: telegramEnv(fake)})
+	poll.For(t, 30*time.Second, func() error {
+		return poll.Want(th.h.Snapshot(context.Background()).Telegram.State == "polling", "relay polling")
+	})
+	id := fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Dana", Text: "ship it"})
+	refusedID := "telegram-refused-" + itoa64(id)
+	poll.For(t, 30*time.Second, func() error {
+		r := row(t, th, refusedID)
+		return poll.Want(r.ErrorCode == status.CodeNoRoute && r.Status == status.Recorded, "refused update recorded: %+v", r)
+	})
+	sent, err := fake.WaitSent(ctxT(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent[0].ChatID != "42" || !strings.Contains(sent[0].Text, "Not delivered") || !strings.Contains(sent[0].Text, string(status.CodeNoRoute)) {
+		t.Fatalf("the chat was told %+v", sent)
+	}
+	if r := row(t, th, "telegram-in-"+itoa64(id)); r.MessageID != "" {
+		t.Fatalf("a refused update has a delivery row: %+v", r)
 	}
 }
