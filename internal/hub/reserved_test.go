@@ -1,7 +1,6 @@
 package hub_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,13 +19,7 @@ import (
 // refused reserved_id, and the update lands with the human's words.
 func TestSecurityTelegramIDNotPreempted(t *testing.T) {
 	t.Parallel()
-	fake := telegramtest.NewServer("123:secret")
-	defer fake.Close()
-	root := t.TempDir()
-	th := startHubAt(t, root, hubConfig{settings: fakeTeam(root), opts: telegramEnv(fake)})
-	poll.For(t, 30*time.Second, func() error {
-		return poll.Want(th.h.Snapshot(context.Background()).Telegram.State == "polling", "relay polling")
-	})
+	th, fake := startTelegramHub(t, t.TempDir(), "")
 
 	next := msgid.TelegramIn(telegramtest.FirstUpdateID)
 	oracle := th.as("oracle", false, th.paneToken("oracle"))

@@ -24,17 +24,28 @@ func telegramEnv(fake *telegramtest.Server) func(*hub.Options) {
 	}
 }
 
+// startTelegramHub starts a hub at root with settings (fakeTeam(root) when
+// empty) whose relay talks to a fake Bot API, and waits until it polls.
+func startTelegramHub(t *testing.T, root, settings string) (*testHub, *telegramtest.Server) {
+	t.Helper()
+	fake := telegramtest.NewServer("123:secret")
+	t.Cleanup(fake.Close) // after the hub's own cleanup has stopped it
+	if settings == "" {
+		settings = fakeTeam(root)
+	}
+	th := startHubAt(t, root, hubConfig{settings: settings, opts: telegramEnv(fake)})
+	poll.For(t, 30*time.Second, func() error {
+		st := th.h.Snapshot(context.Background()).Telegram.State
+		return poll.Want(st == "polling", "relay polling, have %v", st)
+	})
+	return th, fake
+}
+
 func TestTelegramThroughTheHub(t *testing.T) {
 	t.Parallel()
-	fake := telegramtest.NewServer("123:secret")
-	defer fake.Close()
 	root := t.TempDir()
-	th := startHubAt(t, root, hubConfig{settings: fakeTeam(root), opts: telegramEnv(fake)})
+	th, fake := startTelegramHub(t, root, "")
 	archLog := filepath.Join(root, "architect.jsonl")
-
-	poll.For(t, 30*time.Second, func() error {
-		return poll.Want(th.h.Snapshot(context.Background()).Telegram.State == "polling", "relay polling, have %v", th.h.Snapshot(context.Background()).Telegram.State)
-	})
 	id := fake.Enqueue(telegramtest.Message{ChatID: 42, FromName: "Dana", Text: "ship it"})
 	poll.For(t, 30*time.Second, func() error {
 		return poll.Want(containsPrompt(prompts(t, archLog), "[Telegram from Dana]: ship it"), "inbound typed into the architect pane")

@@ -2,17 +2,13 @@ package mcpserver_test
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"hm/broker/telegram/telegramtest"
 	"hm/internal/hub"
 	"hm/internal/hub/hubtest"
-	"hm/internal/mcpserver"
 	"hm/internal/poll"
 )
 
@@ -29,23 +25,9 @@ func TestChannelSkipsRefusedTelegram(t *testing.T) {
 		return poll.Want(h.Snapshot(context.Background()).Telegram.State == "polling", "relay polling")
 	})
 
-	cmd := exec.Command(hmBinary(t), "mcp", "--channel")
-	cmd.Env = env(root, "HM_TOKEN="+h.Tokens.Issue("architect"), "SQUIDRUN_ROLE=architect")
-	var stderr strings.Builder
-	cmd.Stderr = &lockedWriter{w: &stderr}
-	got := make(chan mcpserver.ChannelParams, 100)
+	_, got, stderr := channelClient(t, env(root, "HM_TOKEN="+h.Tokens.Issue("architect"), "SQUIDRUN_ROLE=architect"))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "hm-test", Version: "1"}, nil)
-	arch, err := c.Connect(ctx, &catchChannel{Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, got: got}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v\n%s", err, stderr.String())
-	}
-	defer func() {
-		if err := arch.Close(); err != nil {
-			t.Errorf("close: %v\n%s", err, stderr.String())
-		}
-	}()
 
 	// The subscription starts after initialize: enqueue a refused and an
 	// allowed update in turn until an allowed one is pushed. Pushes follow

@@ -59,23 +59,9 @@ func TestChannel(t *testing.T) {
 	h := startHub(t)
 	builder, _ := connect(t, env(h.root, "HM_TOKEN="+h.Tokens.Issue("builder"), "SQUIDRUN_ROLE=builder"))
 
-	cmd := exec.Command(hmBinary(t), "mcp", "--channel")
-	cmd.Env = env(h.root, "HM_TOKEN="+h.Tokens.Issue("architect"), "SQUIDRUN_ROLE=architect")
-	var stderr strings.Builder
-	cmd.Stderr = &lockedWriter{w: &stderr}
-	got := make(chan mcpserver.ChannelParams, 100)
+	arch, got, stderr := channelClient(t, env(h.root, "HM_TOKEN="+h.Tokens.Issue("architect"), "SQUIDRUN_ROLE=architect"))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "hm-test", Version: "1"}, nil)
-	arch, err := c.Connect(ctx, &catchChannel{Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, got: got}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v\n%s", err, stderr.String())
-	}
-	defer func() {
-		if err := arch.Close(); err != nil {
-			t.Errorf("close: %v\n%s", err, stderr.String())
-		}
-	}()
 	if _, ok := arch.InitializeResult().Capabilities.Experimental[mcpserver.ChannelCapability]; !ok {
 		t.Fatalf("capabilities %+v lack %s", arch.InitializeResult().Capabilities, mcpserver.ChannelCapability)
 	}
@@ -138,4 +124,29 @@ wait:
 	if !unread[direct.MessageID] || !unread[all.MessageID] {
 		t.Errorf("pushed messages not unread: %+v", inbox.Messages)
 	}
+}
+
+// channelClient runs `hm mcp --channel` with the environment env and
+// connects to it; what it pushes arrives on got. The session is closed at
+// the test's end; stderr is the server's, for failure messages.
+func channelClient(t *testing.T, env []string) (arch *mcp.ClientSession, got chan mcpserver.ChannelParams, stderr *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(hmBinary(t), "mcp", "--channel")
+	cmd.Env = env
+	stderr = &strings.Builder{}
+	cmd.Stderr = &lockedWriter{w: stderr}
+	got = make(chan mcpserver.ChannelParams, 100)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "hm-test", Version: "1"}, nil)
+	arch, err := c.Connect(ctx, &catchChannel{Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, got: got}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	t.Cleanup(func() {
+		if err := arch.Close(); err != nil {
+			t.Errorf("close: %v\n%s", err, stderr.String())
+		}
+	})
+	return arch, got, stderr
 }
