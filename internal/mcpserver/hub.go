@@ -101,11 +101,11 @@ func (s session) requestID() string {
 	return "mcp-" + strconv.FormatInt(s.h.n, 10)
 }
 
-// write sends f, unless the hub would not take it: a frame over
-// proto.MaxMessageFrame is too_large (the hub answers so and drops it, and
-// over its socket limit, proto.MaxSocketFrame, closes the connection
-// instead). Refused here, before anything is written, the connection stays.
-func (s session) write(ctx context.Context, f proto.Frame) error {
+// fits refuses f before anything is written when the hub would not take
+// it: a frame over proto.MaxMessageFrame is too_large (the hub answers so
+// and drops it, and over its socket limit, proto.MaxSocketFrame, closes the
+// connection instead). Refused here, the connection stays.
+func fits(f proto.Frame) error {
 	if len(f.Content) > proto.MaxMessageFrame {
 		return proto.Errorf(status.CodeTooLarge, fmt.Sprintf("content is %d bytes; the limit is %d", len(f.Content), proto.MaxMessageFrame))
 	}
@@ -116,23 +116,24 @@ func (s session) write(ctx context.Context, f proto.Frame) error {
 	if len(data) > proto.MaxMessageFrame {
 		return proto.Errorf(status.CodeTooLarge, fmt.Sprintf("the %s frame is %d bytes; the limit is %d", f.Type, len(data), proto.MaxMessageFrame))
 	}
-	return s.cl.WriteText(ctx, data)
+	return nil
 }
 
-// send sends a send frame and waits for its send-ack.
+// write sends f if it fits.
+func (s session) write(ctx context.Context, f proto.Frame) error {
+	if err := fits(f); err != nil {
+		return err
+	}
+	return s.cl.WriteJSON(ctx, f)
+}
+
+// send sends a send frame, if it fits, and waits for its send-ack.
 func (s session) send(ctx context.Context, f proto.Frame) (proto.Ack, error) {
-	var ack proto.Ack
-	if err := s.write(ctx, f); err != nil {
-		return ack, err
+	if err := fits(f); err != nil {
+		return proto.Ack{}, err
 	}
-	raw, err := s.cl.Await(ctx, proto.TypeSendAck, f.RequestID, f.MessageID)
-	if err != nil {
-		return ack, err
-	}
-	if err := json.Unmarshal(raw, &ack); err != nil {
-		return ack, fmt.Errorf("decode send-ack: %w", err)
-	}
-	return ack, nil
+	ack, _, err := s.cl.Send(ctx, f)
+	return ack, err
 }
 
 // query runs a query frame and decodes its result into out.
@@ -142,17 +143,14 @@ func (s session) query(ctx context.Context, op string, payload, out any) error {
 		return proto.Errorf(status.CodeInternal, "encode "+op+" query: "+err.Error())
 	}
 	f := proto.Frame{Type: proto.TypeQuery, Op: op, Payload: raw, RequestID: s.requestID()}
-	if err := s.write(ctx, f); err != nil {
-		return err
-	}
-	if raw, err = s.cl.Await(ctx, proto.TypeResponse, f.RequestID, ""); err != nil {
+	if err := fits(f); err != nil {
 		return err
 	}
 	var resp struct {
 		Result json.RawMessage `json:"result"`
 	}
-	if err := json.Unmarshal(raw, &resp); err != nil {
-		return fmt.Errorf("decode %s: %w", proto.TypeResponse, err)
+	if err := s.cl.Request(ctx, f, proto.TypeResponse, &resp); err != nil {
+		return err
 	}
 	if err := json.Unmarshal(resp.Result, out); err != nil {
 		return proto.Errorf(status.CodeInternal, "decode "+op+" result: "+err.Error())
