@@ -137,12 +137,13 @@ const updateRowState = "UPDATE comms_journal SET status = ?, ack_status = ?, err
 
 // flushRows writes the changed rows' state columns, in row order.
 func (tx *txn) flushRows() error {
-	var dirty []Message
+	dirty := tx.dirty[:0]
 	for _, r := range tx.rows {
 		if r.dirty {
 			dirty = append(dirty, r.m)
 		}
 	}
+	tx.dirty = dirty
 	slices.SortFunc(dirty, func(a, b Message) int { return cmp.Compare(a.RowID, b.RowID) })
 	for _, m := range dirty {
 		if err := tx.exec(updateRowState, m.Status, m.AckStatus, m.ErrorCode, m.Attempt, m.UpdatedAtMs, m.RowID); err != nil {

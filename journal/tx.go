@@ -31,6 +31,7 @@ type txn struct {
 	rows        map[string]txRow         // rows read or written (rows.go)
 	dropped     []string                 // message ids of rows deleted
 	cache       *rowCache                // the writer's committed rows
+	dirty       []Message                // flushRows' scratch, reused
 }
 
 func (w *writer) process(batch []*op) {
@@ -163,7 +164,12 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 		return nil, err
 	}
 	clear(w.txRows) // one map for every transaction's rows
-	tx := &txn{conn: conn, nowMs: w.l.now().UnixMilli(), maxRowID: w.lastRowID, ftsRowID: w.ftsRowID, mac: w.mac, cache: w.rows, rows: w.txRows}
+	// The events and scratch slices are the writer's too: publish copies
+	// each event into the subscribers' channels before the next
+	// transaction reuses them.
+	tx := &txn{conn: conn, nowMs: w.l.now().UnixMilli(), maxRowID: w.lastRowID, ftsRowID: w.ftsRowID, mac: w.mac, cache: w.rows, rows: w.txRows,
+		events: w.txEvents[:0], dirty: w.txDirty[:0]}
+	defer func() { w.txEvents, w.txDirty = tx.events[:0], tx.dirty[:0] }()
 	if w.tailKnown {
 		tx.nextEventID, tx.lastHash = w.tailNext, w.tailHash
 	} else if err := tx.loadTail(); err != nil {

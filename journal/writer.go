@@ -86,6 +86,8 @@ type writer struct {
 	dataVersion int64
 	rows        *rowCache
 	txRows      map[string]txRow // the running transaction's (rows.go)
+	txEvents    []Event          // the running transaction's events, for publish
+	txDirty     []Message        // flushRows' scratch
 	tailKnown   bool
 	tailNext    int64
 	tailHash    string
