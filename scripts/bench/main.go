@@ -250,6 +250,15 @@ func speedBenches(quick bool) []bench {
 		{pkg: "./journal", name: "BenchmarkLifecycleSerial", benchtime: n("10000x", "2000x"), count: 3, metrics: []metric{
 			{issue: "#18", what: "the ledger's share of hm's serial send→ACK: Append p50, each message then marked delivered and acked (committed with the next Append), no sockets", unit: "p50-µs", goal: "reported"},
 		}},
+		{pkg: "./journal", name: "BenchmarkRowShapeFloor", benchtime: n("100000x", "20000x"), count: 3, metrics: []metric{
+			{issue: "floor", what: "SQLite floor for the rows SPEC §9 fixes per delivered and acked message (its row, 3 chained events, 1 update, FTS, counts; plain SQL, 36 messages per transaction), cost per message", unit: "µs/msg"},
+			{issue: "floor", what: "the same floor as a message rate (one SQLite writer)", unit: "msgs/s", floor: "row-floor"},
+		}},
+		{pkg: "./journal", name: "BenchmarkLifecyclePipelined", benchtime: n("100000x", "20000x"), count: 3, metrics: []metric{
+			{issue: "#18", what: "the ledger alone at #18's throughput: 64 appends in flight, each committed one marked delivered and acked, no sockets", unit: "msgs/s",
+				goal: "reported", vs: "row-floor", vsLabel: "the row floor"},
+			{issue: "#18", what: "messages per group commit in that run", unit: "msgs/commit", goal: "reported"},
+		}},
 		{pkg: "./broker", name: "BenchmarkAckedLatency", benchtime: n("10000x", "2000x"), count: 3, metrics: []metric{
 			{issue: "#18", what: "hm send→ACK, one sender, serial, a listener sending message-ack for each, p50", unit: "p50-µs",
 				goal: "≤ 2× JetStream's p50", ok: times("js-p50", 2, false), vs: "js-p50", vsLabel: js},
