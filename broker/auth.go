@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"sync"
@@ -81,6 +83,15 @@ func (t *Tokens) Check(token string) (Identity, bool) {
 func (t *Tokens) IsOperator(token string) bool {
 	id, ok := t.Check(token)
 	return ok && id.Operator
+}
+
+// Key derives a key for purpose from the operator secret (HMAC-SHA256 of
+// purpose): what is made with it is void once the secret is replaced (hm
+// token rotate), and the secret itself is never handed out.
+func (t *Tokens) Key(purpose string) []byte {
+	m := hmac.New(sha256.New, []byte(t.operator))
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
 }
 
 // Match finds the token that passes verify among the operator secret and

@@ -5,13 +5,24 @@
 package cockpit
 
 import (
+	"bytes"
+	"cmp"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
 	"net/http"
+	"os"
+	"slices"
 	"sync"
 	"time"
 
 	"hm/broker"
+	"hm/internal/atomicfile"
 )
 
 const (
@@ -40,20 +51,92 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// store holds the login codes and sessions, in memory only: they die with
-// the hub. Keys are random 128/256-bit values looked up in maps, so a
-// timing side channel would reveal nothing useful. Neither is ever logged.
+// store holds the login codes, in memory only (they die with the hub), and
+// the sessions, by a MAC of their id under key (Deps.SessionKey), also
+// kept in file (Deps.SessionFile) so that a page open across a hub restart
+// stays logged in. Keys are random 128/256-bit values looked up in maps,
+// so a timing side channel would reveal nothing useful. Neither codes nor
+// session ids are ever logged or written.
 type store struct {
-	now func() time.Time
+	now  func() time.Time
+	key  []byte
+	file string // "": sessions are not kept across restarts
+	log  *slog.Logger
 
 	mu       sync.Mutex
 	codes    map[string]time.Time // code -> expiry
-	sessions map[string]uint64    // session id -> creation order
+	sessions map[string]uint64    // MAC of a session id -> creation order
 	order    uint64
 }
 
 func newStore(now func() time.Time) *store {
-	return &store{now: now, codes: map[string]time.Time{}, sessions: map[string]uint64{}}
+	return &store{now: now, log: slog.New(slog.DiscardHandler), codes: map[string]time.Time{}, sessions: map[string]uint64{}}
+}
+
+// newPersistentStore is newStore whose sessions are MACs under key, read
+// from file and written back to it at each login. A file that cannot be
+// read is logged and the store starts empty.
+func newPersistentStore(now func() time.Time, key []byte, file string, log *slog.Logger) *store {
+	s := newStore(now)
+	s.key, s.file, s.log = key, file, log
+	if file == "" {
+		return s
+	}
+	macs, err := readSessions(file)
+	if err != nil {
+		log.Warn("cockpit: sessions of the last run not kept", "err", err)
+	}
+	for _, m := range macs[max(0, len(macs)-MaxSessions):] {
+		s.order++
+		s.sessions[m] = s.order
+	}
+	return s
+}
+
+// readSessions reads a session file: one MAC in hex per line, oldest
+// first; lines of another shape are skipped. A missing file holds none.
+func readSessions(file string) ([]string, error) {
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", file, err)
+	}
+	var macs []string
+	for line := range bytes.Lines(data) {
+		if m := string(bytes.TrimSpace(line)); validHex(m, sha256.Size) {
+			macs = append(macs, m)
+		}
+	}
+	return macs, nil
+}
+
+// saveLocked writes the live sessions' MACs to s.file, oldest first; s.mu
+// is held. A failure is logged: the sessions still hold in memory.
+func (s *store) saveLocked() {
+	if s.file == "" {
+		return
+	}
+	macs := make([]string, 0, len(s.sessions))
+	for m := range s.sessions {
+		macs = append(macs, m)
+	}
+	slices.SortFunc(macs, func(a, b string) int { return cmp.Compare(s.sessions[a], s.sessions[b]) })
+	var b bytes.Buffer
+	for _, m := range macs {
+		b.WriteString(m + "\n")
+	}
+	if err := atomicfile.WriteFile(s.file, b.Bytes(), 0o600); err != nil {
+		s.log.Warn("cockpit: sessions not kept for the next run", "err", err)
+	}
+}
+
+// mac is what the store keeps of session id.
+func (s *store) mac(id string) string {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte(id))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // issueCode makes a single-use login code and returns it with its expiry.
@@ -113,7 +196,8 @@ func (s *store) redeem(code string) (string, bool) {
 		s.dropOldestSession()
 	}
 	s.order++
-	s.sessions[id] = s.order
+	s.sessions[s.mac(id)] = s.order
+	s.saveLocked()
 	return id, true
 }
 
@@ -121,9 +205,9 @@ func (s *store) redeem(code string) (string, bool) {
 func (s *store) dropOldestSession() {
 	var oldest string
 	var n uint64
-	for id, o := range s.sessions {
+	for m, o := range s.sessions {
 		if oldest == "" || o < n {
-			oldest, n = id, o
+			oldest, n = m, o
 		}
 	}
 	delete(s.sessions, oldest)
@@ -134,9 +218,10 @@ func (s *store) valid(id string) bool {
 	if !validHex(id, sessionBytes) {
 		return false
 	}
+	m := s.mac(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.sessions[id]
+	_, ok := s.sessions[m]
 	return ok
 }
 

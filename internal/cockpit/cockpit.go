@@ -48,6 +48,13 @@ type Deps struct {
 	// MessageChain returns one message's events and whether their chain
 	// links hold; found is false for an unknown message.
 	MessageChain func(ctx context.Context, messageID string) (chain MessageChain, found bool, err error)
+	// SessionKey keys what is kept of the login sessions: the hub derives
+	// it from the operator secret, so a new secret (hm token rotate) ends
+	// every session.
+	SessionKey []byte
+	// SessionFile keeps the login sessions across hub restarts (MACs of
+	// their ids under SessionKey, mode 0600); "" keeps them in memory only.
+	SessionFile string
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Now is the clock for login codes; nil is time.Now.
@@ -72,7 +79,7 @@ func New(d Deps) *Cockpit {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	c := &Cockpit{d: d, log: d.Logger, store: newStore(d.Now), verifying: make(chan struct{}, 1)}
+	c := &Cockpit{d: d, log: d.Logger, store: newPersistentStore(d.Now, d.SessionKey, d.SessionFile, d.Logger), verifying: make(chan struct{}, 1)}
 	if d.Attach != nil {
 		c.attach = d.Attach(c.store.authenticated)
 	}

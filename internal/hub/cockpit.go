@@ -22,6 +22,8 @@ func (h *Hub) cockpitHandler(ctx context.Context) http.Handler {
 		Handoff:      h.cockpitHandoff,
 		Verify:       h.cockpitVerify,
 		MessageChain: h.messageChain,
+		SessionKey:   h.Tokens.Key("hm cockpit sessions"),
+		SessionFile:  h.Layout.CockpitSessions(),
 		Logger:       h.log.With("component", "cockpit"),
 	})
 }

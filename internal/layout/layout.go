@@ -73,6 +73,12 @@ func (l Layout) Briefing() string    { return filepath.Join(l.Handoffs(), "brief
 func (l Layout) Session() string     { return filepath.Join(l.Handoffs(), "session.md") }
 func (l Layout) LastSession() string { return filepath.Join(l.Handoffs(), "last-session.md") }
 
+// CockpitSessions keeps the web cockpit's login sessions across hub
+// restarts (keyed MACs of their ids, never the ids themselves).
+func (l Layout) CockpitSessions() string {
+	return filepath.Join(l.Runtime(), "cockpit-sessions")
+}
+
 // LedgerCheckpoint is the hub's latest signed ledger checkpoint (SPEC §9).
 func (l Layout) LedgerCheckpoint() string {
 	return filepath.Join(l.Handoffs(), "ledger-checkpoint.json")
