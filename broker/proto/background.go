@@ -55,6 +55,9 @@ type BgAgent struct {
 	PID              int    `json:"pid"`
 	Queued           int    `json:"queued"`
 	Status           string `json:"status"`
+	// State is the slot pane's state as a pane's in hm status (ready,
+	// busy, waiting_for_human, exited); set only in the hub's status.
+	State string `json:"state,omitempty"`
 }
 
 // BgTargetMapResult answers target-map: every slot's alias and pane id, in

@@ -115,6 +115,11 @@ func (h *Hub) Snapshot(ctx context.Context) Status {
 	s.Slots = []proto.BgAgent{}
 	if h.slots != nil {
 		s.Slots = h.slots.List()
+		for i, sl := range s.Slots {
+			if p, ok := h.slots.Lookup(sl.Alias); ok {
+				s.Slots[i].State = string(p.Status().State)
+			}
+		}
 	}
 	s.Listeners = h.Broker.ListenerRoles()
 	if s.Listeners == nil {

@@ -87,7 +87,7 @@ function paneList(st) {
   }
   for (const s of st.slots || []) {
     if (seen.has(s.paneId)) continue;
-    out.push({ name: s.alias, role: s.alias, paneId: s.paneId, command: s.command, state: s.status, queued: s.queued });
+    out.push({ name: s.alias, role: s.alias, paneId: s.paneId, command: s.command, state: s.state || s.status, queued: s.queued });
   }
   return out;
 }
