@@ -25,7 +25,15 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 	for _, mem := range rt.members {
 		listened := b.toListeners(mem.Role, m, content)
 		handed = handed || listened
-		if mem.Transport == roles.TransportPTY && b.deps.Panes != nil && b.deps.Panes.Hosted(mem.Role) {
+		hosted := b.deps.Panes != nil && b.deps.Panes.Hosted(mem.Role)
+		if mem.Background && mem.Transport == roles.TransportPTY && !hosted && !listened && len(rt.members) == 1 {
+			// The slot ended after the send was checked, or the row is
+			// recovered from an earlier session with no slot running:
+			// nothing will ever take it.
+			b.noRoute(m, mem.Role)
+			continue
+		}
+		if mem.Transport == roles.TransportPTY && hosted {
 			id := m.MessageID
 			b.deps.Panes.Deliver(mem.Role, PaneDelivery{
 				MessageID: id,
@@ -98,6 +106,15 @@ func (b *Broker) paneFailed(m journal.Message, role string, err error) {
 	b.advance(journal.Change{MessageID: m.MessageID, Status: status.Failed, ErrorCode: status.CodePaneFailed, Event: status.EventFailed, Detail: map[string]any{"pane": role, "error": err.Error()}})
 	b.log.Warn("message failed at a pane", "messageId", m.MessageID, "pane", role, "err", err)
 	b.tellSender(m, msgid.Failed(m.MessageID), fmt.Sprintf("Your message %s to %s failed: %v. It was not delivered; send it again if it still matters.", m.MessageID, role, err))
+}
+
+// noRoute records that m's target, a background slot, is not running to
+// take it (status failed, no_route) and tells m's sender with a system
+// notice.
+func (b *Broker) noRoute(m journal.Message, role string) {
+	b.advance(journal.Change{MessageID: m.MessageID, Status: status.Failed, ErrorCode: status.CodeNoRoute, Event: status.EventFailed, Detail: map[string]any{"pane": role, "error": role + " is not running"}})
+	b.log.Warn("message for a background slot that is not running", "messageId", m.MessageID, "slot", role)
+	b.tellSender(m, msgid.Failed(m.MessageID), fmt.Sprintf("Your message %s to %s failed: no_route: %s is not running. It was not delivered; spawn the slot and send it again if it still matters.", m.MessageID, role, role))
 }
 
 // tellSender sends m's sender a system notice with the hub-made id, in the
