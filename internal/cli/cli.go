@@ -80,11 +80,12 @@ func MainContext(ctx context.Context, args []string, env Env) int {
 	if env.Getenv == nil {
 		env.Getenv = os.Getenv
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(env.Stderr)
-		if len(args) == 0 {
-			return ExitUsage
-		}
+		return ExitUsage
+	}
+	if isHelp(args[0]) || args[0] == "help" {
+		usage(env.Stdout)
 		return ExitOK
 	}
 	if args[0] == agent.KeeperCommand { // started by the hub beside each pane program
@@ -116,6 +117,21 @@ func Send(args []string, env Env) int { return Main(append([]string{"send"}, arg
 
 // Bg runs hm-bg.
 func Bg(args []string, env Env) int { return Main(append([]string{"bg"}, args...), env) }
+
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool { return arg == "-h" || arg == "--help" }
+
+// subcommandUsage answers a command that needs a subcommand when it got
+// none or asked for help: the synopsis on stdout and exit 0 for -h/--help,
+// else on stderr and exit 2.
+func subcommandUsage(env Env, args []string, synopsis string) int {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintln(env.Stdout, "usage: "+synopsis)
+		return ExitOK
+	}
+	fmt.Fprintln(env.Stderr, "usage: "+synopsis)
+	return ExitUsage
+}
 
 // flagLike matches what is taken as a flag: -x, --name, --name=value.
 var flagLike = regexp.MustCompile(`^--?[A-Za-z][A-Za-z0-9-]*(=.*)?$`)

@@ -40,9 +40,8 @@ func openLedger(ctx context.Context, lay layout.Layout) (*journal.Ledger, error)
 const commsSynopsis = "hm comms history [--last N] [--session N|all] [--json] | hm comms search <query> [--limit N] [--json] | hm comms tail [-f]"
 
 func runComms(ctx context.Context, env Env, args []string) int {
-	if len(args) == 0 {
-		fmt.Fprintln(env.Stderr, "usage: "+commsSynopsis)
-		return ExitUsage
+	if len(args) == 0 || isHelp(args[0]) {
+		return subcommandUsage(env, args, commsSynopsis)
 	}
 	switch args[0] {
 	case "history":
@@ -309,6 +308,8 @@ func runJournal(ctx context.Context, env Env, args []string) int {
 			return runJournalCheckpoint(ctx, env, args[1:])
 		}
 	}
-	fmt.Fprintln(env.Stderr, "usage: "+journalSynopsis)
-	return ExitUsage
+	if len(args) > 0 && !isHelp(args[0]) {
+		fmt.Fprintf(env.Stderr, "hm journal: unknown subcommand %q\n", args[0])
+	}
+	return subcommandUsage(env, args, journalSynopsis)
 }
