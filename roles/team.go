@@ -150,7 +150,7 @@ type paneSettings struct {
 
 type backgroundSettings struct {
 	Owner   string `json:"owner"`
-	Max     int    `json:"max"`
+	Max     *int   `json:"max"` // absent: 3; 0 turns the slots off
 	Command string `json:"command"`
 	IdleTTL string `json:"idleTTL"`
 }
@@ -315,8 +315,8 @@ func build(s settings) (*Team, error) {
 		if b.Owner != "" {
 			bg.Owner = strings.ToLower(b.Owner)
 		}
-		if b.Max != 0 {
-			bg.Max = b.Max
+		if b.Max != nil {
+			bg.Max = *b.Max
 		}
 		bg.Command = b.Command
 		if b.IdleTTL != "" {

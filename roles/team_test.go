@@ -152,3 +152,31 @@ func TestWaitingNotice(t *testing.T) {
 		t.Errorf("default team: %v", Default().WaitingNotice)
 	}
 }
+
+// TestBackgroundMax: settings' background max is the number of slots; 0
+// turns them off (and leaves no builder-bg-N targets), absent is 3. Before
+// the fix "max": 0 was read as absent and gave 3 slots.
+func TestBackgroundMax(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		settings string
+		want     int
+	}{
+		{`{}`, 3},
+		{`{"background":{"owner":"builder"}}`, 3},
+		{`{"background":{"max":0}}`, 0},
+		{`{"background":{"max":1}}`, 1},
+		{`{"background":{"max":9}}`, 9},
+	} {
+		team, err := Parse([]byte(tc.settings))
+		if err != nil {
+			t.Fatalf("Parse(%s): %v", tc.settings, err)
+		}
+		if team.Background.Max != tc.want || len(team.BackgroundMembers()) != tc.want {
+			t.Errorf("Parse(%s): max %d, %d slots; want %d", tc.settings, team.Background.Max, len(team.BackgroundMembers()), tc.want)
+		}
+		if _, err := team.Resolve("builder-bg-1"); (err == nil) != (tc.want > 0) {
+			t.Errorf("Parse(%s): Resolve(builder-bg-1) err = %v", tc.settings, err)
+		}
+	}
+}
