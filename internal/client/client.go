@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"hm/internal/status"
 
@@ -20,6 +21,8 @@ import (
 type Client struct {
 	ws       *websocket.Conn
 	ClientID int64
+	// sends numbers the requestId Send gives a send frame without one.
+	sends int64
 	// Unsolicited frames (messages, journal events) read while waiting for
 	// an answer are kept here in order.
 	backlog [][]byte
@@ -112,7 +115,10 @@ func (c *Client) Await(ctx context.Context, want, requestID, messageID string) (
 		if err := json.Unmarshal(raw, &h); err != nil {
 			return nil, fmt.Errorf("bad frame from hub: %w", err)
 		}
-		matches := (requestID == "" || h.RequestID == requestID) && (messageID == "" || h.MessageID == messageID || h.MessageID == "")
+		// A requestId answered is the request's answer, whatever its
+		// messageId: the ACK of a duplicate carries the first copy's.
+		matches := requestID != "" && h.RequestID == requestID ||
+			requestID == "" && (messageID == "" || h.MessageID == messageID || h.MessageID == "")
 		if h.Type == want && matches {
 			return raw, nil
 		}
@@ -139,11 +145,18 @@ func (c *Client) Register(ctx context.Context, role, token string, listen bool) 
 	return r, nil
 }
 
-// Send sends a send (or broadcast) frame and waits for its ACK.
+// Send sends a send (or broadcast) frame and waits for its ACK, matched by
+// the frame's requestId (one is made when f has none): the ACK of a
+// duplicate (same sender, header number and body) repeats the first copy's
+// messageId, not f's.
 func (c *Client) Send(ctx context.Context, f proto.Frame) (proto.Ack, []byte, error) {
 	var ack proto.Ack
 	if f.Type == "" {
 		f.Type = proto.TypeSend
+	}
+	if f.RequestID == "" {
+		c.sends++
+		f.RequestID = "send-" + strconv.FormatInt(c.sends, 10)
 	}
 	if err := c.WriteJSON(ctx, f); err != nil {
 		return ack, nil, err

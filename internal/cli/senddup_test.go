@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"hm/internal/hub"
+	"hm/internal/hub/hubtest"
+)
+
+// TestSendRepeatedHeaderAndBody: hm-send of a message whose sender, header
+// number and body repeat an earlier one (SPEC §2: a duplicate, not
+// delivered again, ACKed ok with "dedupe":true) prints its ACK at once and
+// exits 0. The hub's ACK repeats the first copy, whose messageId is not
+// the one this hm-send chose: before the fix hm-send waited for an ACK
+// with its own id, fell back after its timeout (exit 0, a trigger file)
+// or, with --no-fallback, exited 1.
+func TestSendRepeatedHeaderAndBody(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	h, _ := hubtest.Start(t, root, hub.Options{NoPanes: true, HandoffEvery: time.Hour})
+	port := strconv.Itoa(h.Port)
+	send := func(extra ...string) (int, string, string, time.Duration) {
+		var out, errb bytes.Buffer
+		env := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+		args := append([]string{"send", "--root", root, "--port", port, "--timeout", "3s", "--role", "architect", "oracle", "(ARCH #1): the parser is done"}, extra...)
+		start := time.Now()
+		code := MainContext(t.Context(), args, env)
+		return code, out.String(), errb.String(), time.Since(start)
+	}
+	if code, out, errOut, _ := send(); code != ExitOK || out != "accepted for oracle (accepted.unverified, seq 1)\n" {
+		t.Fatalf("first send: exit %d stdout %q stderr %q", code, out, errOut)
+	}
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		want  string
+	}{
+		{"plain", nil, "accepted for oracle (accepted.unverified, seq 1)\n"},
+		{"no fallback", []string{"--no-fallback"}, "accepted for oracle (accepted.unverified, seq 1)\n"},
+		{"json", []string{"--json"}, `"dedupe":true`},
+	} {
+		code, out, errOut, took := send(tc.extra...)
+		if code != ExitOK || !strings.Contains(out, tc.want) || errOut != "" || took > 2*time.Second {
+			t.Errorf("%s: exit %d in %s, stdout %q (want %q), stderr %q", tc.name, code, took, out, tc.want, errOut)
+		}
+	}
+}
