@@ -229,10 +229,7 @@ func (s sender) run(ctx context.Context, priority string, timeout, wait time.Dur
 		fmt.Fprintln(s.env.Stdout, string(raw))
 	}
 	if !ack.OK {
-		if s.json {
-			return ExitFailed
-		}
-		return s.refused(ack.Status, ack.Reason)
+		return s.refused(ack.Status, ack.Reason) // on stderr, --json or not
 	}
 	if !s.json {
 		verb := "accepted for"

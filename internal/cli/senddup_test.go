@@ -49,3 +49,27 @@ func TestSendRepeatedHeaderAndBody(t *testing.T) {
 		}
 	}
 }
+
+// TestSendJSONRefusalReason: a refused send exits 1 with the reason on
+// stderr (SPEC §12) with --json too, where stdout carries the ACK. Before
+// the fix --json printed the ACK and said nothing on stderr.
+func TestSendJSONRefusalReason(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	h, _ := hubtest.Start(t, root, hub.Options{NoPanes: true, HandoffEvery: time.Hour})
+	port := strconv.Itoa(h.Port)
+	for _, tc := range []struct {
+		target, code string
+	}{
+		{"nobody", "invalid_target"},
+		{"builder-bg-1", "no_route"},
+		{"telegram", "telegram_unconfigured"},
+	} {
+		var out, errb bytes.Buffer
+		env := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+		code := MainContext(t.Context(), []string{"send", "--root", root, "--port", port, "--json", tc.target, "hello"}, env)
+		if code != ExitFailed || !strings.Contains(out.String(), `"status":"`+tc.code+`"`) || !strings.Contains(errb.String(), "refused: "+tc.code) {
+			t.Errorf("hm send --json %s: exit %d, stdout %q, stderr %q; want 1, the ACK, and the refusal on stderr", tc.target, code, out.String(), errb.String())
+		}
+	}
+}
