@@ -221,6 +221,11 @@ func TestErrorCodes(t *testing.T) {
 		if ack.OK || ack.Status != string(r.code) || ack.Error == nil || *ack.Error != string(r.code) {
 			t.Errorf("%+v: ack %+v, want %s", r.f, ack, r.code)
 		}
+		// The reason says why in words; the code is in status already
+		// (hm-send prints "refused: <code>: <reason>").
+		if ack.Reason == "" || strings.HasPrefix(ack.Reason, string(r.code)) {
+			t.Errorf("%+v: reason %q, want words that do not repeat the code", r.f, ack.Reason)
+		}
 	}
 	if ack := send(t, bg, proto.Frame{Type: "send", Target: "builder", Content: "done"}); !ack.OK || ack.Header != "BUILDER-BG-1" {
 		t.Errorf("background to owner: %+v", ack)

@@ -66,8 +66,11 @@ type Submission struct {
 	Received time.Time
 }
 
+// refuse makes a refusal with code. Its reason is words: a leading
+// "<code>: " (an error that names its code, such as roles' unknown target)
+// is dropped, since the ACK's status says it.
 func refuse(code status.Code, format string, args ...any) error {
-	return proto.Errorf(code, fmt.Sprintf(format, args...))
+	return proto.Errorf(code, strings.TrimPrefix(fmt.Sprintf(format, args...), string(code)+": "))
 }
 
 // Submit validates, sequences, commits and routes one message. The returned
