@@ -56,6 +56,39 @@ func (b *Broker) routeFor(m journal.Message) (route, error) {
 	return route{name: m.TargetRole, kind: roles.TargetMember, members: []roles.Member{mem}}, nil
 }
 
+// ExpireStale fails, with expired_session, the messages earlier sessions
+// left pending that are older than DelayedMaxAge, and returns how many.
+// The hub calls it before it builds the startup briefing, which lists
+// them as failed (SPEC §10); Recover does the same for any it finds.
+func (b *Broker) ExpireStale(ctx context.Context) (int, error) {
+	pending, err := b.deps.Ledger.Pending(ctx, "")
+	if err != nil {
+		return 0, fmt.Errorf("expire pending: %w", err)
+	}
+	now := b.now()
+	expired := 0
+	for _, m := range pending {
+		if b.expire(m, now) {
+			expired++
+		}
+	}
+	return expired, nil
+}
+
+// expire fails m with expired_session if an earlier session left it and it
+// is older than DelayedMaxAge at now.
+func (b *Broker) expire(m journal.Message, now time.Time) bool {
+	if m.SessionID == b.cfg.SessionID {
+		return false
+	}
+	age := now.Sub(time.UnixMilli(m.BrokeredAtMs))
+	if age <= b.cfg.DelayedMaxAge {
+		return false
+	}
+	b.advance(journal.Change{MessageID: m.MessageID, Status: status.Failed, ErrorCode: status.CodeExpiredSession, Event: status.EventFailed, Detail: map[string]any{"ageMs": age.Milliseconds()}})
+	return true
+}
+
 // Recover re-routes messages left pending by earlier sessions: under
 // DelayedMaxAge they are delivered with a "[delayed from session N]" prefix,
 // older ones fail with expired_session. Call once at start, after panes are
@@ -70,9 +103,7 @@ func (b *Broker) Recover(ctx context.Context) (delivered, expired int, err error
 		if m.SessionID == b.cfg.SessionID {
 			continue
 		}
-		age := now.Sub(time.UnixMilli(m.BrokeredAtMs))
-		if age > b.cfg.DelayedMaxAge {
-			b.advance(journal.Change{MessageID: m.MessageID, Status: status.Failed, ErrorCode: status.CodeExpiredSession, Event: status.EventFailed, Detail: map[string]any{"ageMs": age.Milliseconds()}})
+		if b.expire(m, now) {
 			expired++
 			continue
 		}

@@ -14,6 +14,12 @@ import (
 // and re-routes what earlier sessions left pending.
 func (h *Hub) startup(ctx context.Context) {
 	now := time.Now()
+	// Messages too old to deliver late are failed first, so the briefing
+	// lists them as expired_session failures (SPEC §10), not as pending.
+	stale, err := h.Broker.ExpireStale(ctx)
+	if err != nil {
+		h.log.Error("expire pending messages", "err", err)
+	}
 	opts := report.Options{SessionID: h.SessionID(), Session: h.Session, Now: now, Roles: report.RolesFromTeam(h.Team)}
 	briefing, err := report.Briefing(ctx, h.Ledger, opts)
 	if err != nil {
@@ -41,7 +47,7 @@ func (h *Hub) startup(ctx context.Context) {
 	delivered, expired, err := h.Broker.Recover(ctx)
 	if err != nil {
 		h.log.Error("recover pending messages", "err", err)
-	} else if delivered+expired > 0 {
+	} else if expired += stale; delivered+expired > 0 {
 		h.log.Info("pending messages from earlier sessions", "delivered", delivered, "expired", expired)
 	}
 }
