@@ -49,7 +49,12 @@ func (b *Broker) ledgerMessage(s Submission, sender string, rt route, seq int64,
 		BrokeredAtMs: now.UnixMilli(),
 		RawBody:      content,
 		MetadataJSON: meta,
-		Refs:         roles.Refs(body),
+	}
+	// A reference answers an obligation or resolves a TASK/BLOCKER only
+	// when an agent or the human writes it: the hub's own messages name
+	// refs to remind of them (RemindOnce), never to answer them.
+	if sender != roles.RoleSystem {
+		m.Refs = roles.Refs(body)
 	}
 	for _, sg := range roles.Signals(body) {
 		m.Signals = append(m.Signals, journal.Signal{Kind: sg.Kind, Text: sg.Text})

@@ -100,3 +100,33 @@ func TestObligationReminderAndClose(t *testing.T) {
 		t.Fatalf("still open after the reply: %+v, %v", obs, err)
 	}
 }
+
+// TestReminderLeavesTaskOpen: the hub's reminder names the obligation's ref
+// ("Reply with a message that references ARCH #1"); that must not resolve a
+// TASK or BLOCKER the [ACK REQUIRED] message carried. Before the fix the
+// reminder resolved it and the task vanished from the briefing and handoff.
+func TestReminderLeavesTaskOpen(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.ReminderAfter = time.Millisecond })
+	builder := h.as("builder", true)
+	arch := h.as("architect", false)
+	if ack := send(t, arch, proto.Frame{Type: "send", Target: "builder", Content: "[ACK REQUIRED] TASK: review the parser", MessageID: "ob-task"}); !ack.OK {
+		t.Fatal(ack)
+	}
+	nextOf(t, builder, "message")
+	poll.For(t, 15*time.Second, func() error {
+		obs, _ := h.ledger.OpenObligations(context.Background(), 1)
+		return poll.Want(len(obs) == 1, "obligation due, have %v", len(obs))
+	})
+	h.b.RemindOnce(context.Background())
+	if m := decode[proto.Message](t, nextOf(t, builder, "message")); !strings.Contains(m.Content, "Reminder") {
+		t.Fatalf("reminder = %+v", m)
+	}
+	sigs, err := h.ledger.Signals(context.Background(), "app-session-1")
+	if err != nil || len(sigs) != 1 || sigs[0].Kind != "TASK" {
+		t.Fatalf("signals = %+v, %v", sigs, err)
+	}
+	if sigs[0].ResolvedBy != "" {
+		t.Fatalf("the reminder resolved the TASK (resolved_by %s)", sigs[0].ResolvedBy)
+	}
+}
