@@ -281,3 +281,58 @@ func TestSquidRunToolsLeaveJournalIntact(t *testing.T) {
 		t.Fatalf("route proof row = %v, want [routed|acked outbound app-session-3]", proof)
 	}
 }
+
+// TestVerifySquidRunRecords: SquidRun's hm-send.js records each message
+// (status recorded, no event) before sending it; a record the hub never
+// took over (the hub refused the message, or has not read its trigger file
+// yet) is another program's row, not tampering: verify counts it as
+// foreign and says ok. A row that claims more than that with no event is
+// still reported. Before the fix a left-over record failed verify ("no
+// brokered event", and the session counts).
+func TestVerifySquidRunRecords(t *testing.T) {
+	t.Parallel()
+	const insert = `INSERT INTO comms_journal (message_id, session_id, sender_role, target_role, channel, direction,
+ sent_at_ms, brokered_at_ms, raw_body, body_hash, body_bytes, status, ack_status, error_code, attempt, metadata_json, updated_at_ms)
+ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	tests := []struct {
+		name        string
+		status      string
+		adopt       bool // the hub then appends the same message id
+		wantOK      bool
+		wantForeign int64
+		wantFirst   string
+	}{
+		{"record left alone", "recorded", false, true, 1, ""},
+		{"record taken over by the hub", "recorded", true, true, 0, ""},
+		{"brokered row with no event", "brokered", false, false, 0, "comms_journal row_id 2 (message_id sq-2): no brokered event"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := ctxT(t)
+			path := filepath.Join(t.TempDir(), "evidence-ledger.db")
+			l := openAt(t, path, Options{})
+			if _, err := l.Append(ctx, msg("hm-1", "architect", "builder", 1, "first")); err != nil {
+				t.Fatal(err)
+			}
+			l.Close()
+			for _, s := range squidRunIndexes {
+				rawExec(t, path, s)
+			}
+			rawExec(t, path, insert, "sq-2", nil, "cli", "builder", "ws", "outbound", 1000, nil, "hello", nil, 5, tt.status, nil, nil, 1, `{"source":"hm-send"}`, 1000)
+			l = openAt(t, path, Options{})
+			if tt.adopt {
+				if _, err := l.Append(ctx, msg("sq-2", "architect", "builder", 2, "hello")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := l.Verify(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.OK != tt.wantOK || r.Foreign != tt.wantForeign || !strings.HasPrefix(r.FirstBad, tt.wantFirst) {
+				t.Fatalf("Verify = %+v, want ok %v, foreign %d, first bad %q", r, tt.wantOK, tt.wantForeign, tt.wantFirst)
+			}
+		})
+	}
+}

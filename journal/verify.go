@@ -26,6 +26,10 @@ type VerifyReport struct {
 	// Unverifiable counts events made with another ledger key (the key
 	// file was lost or replaced): they cannot be checked, so OK is false.
 	Unverifiable int64 `json:"unverifiable_events,omitempty"`
+	// Foreign counts comms_journal rows another program wrote (status
+	// recorded, no event: SquidRun's hm-send.js records each message before
+	// sending it). The chain does not cover them; they are not problems.
+	Foreign int64 `json:"foreign_rows,omitempty"`
 	// Checkpoint is set when a checkpoint was checked: "ok" or the problem.
 	Checkpoint string `json:"checkpoint,omitempty"`
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"hm/internal/status"
+
 	"zombiezen.com/go/sqlite"
 )
 
@@ -24,8 +26,15 @@ func (v *verifier) messages() error {
  error_code, attempt, updated_at_ms FROM comms_journal ORDER BY row_id`, func(stmt *sqlite.Stmt) error {
 		r.Messages++
 		rowID, msgID := stmt.ColumnInt64(0), stmt.ColumnText(1)
-		v.counts.add(stmt, [4]int{6, 4, 7, 8}, stmt.ColumnInt64(9))
 		st := v.states[msgID]
+		if st == nil && stmt.ColumnText(4) == string(status.Recorded) {
+			// Another program's pre-send record (SquidRun's hm-send.js):
+			// no event, never counted, hidden from roles, and replaced by
+			// the hub's row if the message reaches it. Not hm's evidence.
+			r.Foreign++
+			return nil
+		}
+		v.counts.add(stmt, [4]int{6, 4, 7, 8}, stmt.ColumnInt64(9))
 		if st == nil || st.brokeredID == 0 {
 			r.bad("comms_journal row_id %d (message_id %s): no brokered event", rowID, msgID)
 			return nil
@@ -48,12 +57,12 @@ func (v *verifier) messages() error {
 		case len(colHash) != 64 || colErr != nil || column != st.bodyHash:
 			r.bad("comms_journal row_id %d (message_id %s): body_hash column changed", rowID, msgID)
 		}
-		status, ack := stmt.ColumnText(4), stmt.ColumnText(5)
+		rowStatus, ack := stmt.ColumnText(4), stmt.ColumnText(5)
 		code, attempt, updated := stmt.ColumnText(10), stmt.ColumnInt64(11), stmt.ColumnInt64(12)
 		switch {
-		case st.hasState && (status != st.status || ack != st.ack):
+		case st.hasState && (rowStatus != st.status || ack != st.ack):
 			r.bad("comms_journal row_id %d (message_id %s): state changed (row says %s/%s, events say %s/%s)",
-				rowID, msgID, status, ack, st.status, st.ack)
+				rowID, msgID, rowStatus, ack, st.status, st.ack)
 		case st.hasRow && (code != st.errorCode || attempt != st.attempt || updated != st.updatedAtMs):
 			r.bad("comms_journal row_id %d (message_id %s): state changed (row says error_code %q attempt %d updated_at_ms %d, events say %q %d %d)",
 				rowID, msgID, code, attempt, updated, st.errorCode, st.attempt, st.updatedAtMs)

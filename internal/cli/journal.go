@@ -66,6 +66,9 @@ func runJournalVerify(ctx context.Context, env Env, args []string) int {
 		if rep.Legacy > 0 {
 			fmt.Fprintf(env.Stdout, " (the first %d events with the unkeyed rule of older versions)", rep.Legacy)
 		}
+		if rep.Foreign > 0 {
+			fmt.Fprintf(env.Stdout, "; %d rows recorded by other programs (SquidRun's hm-send.js) are not covered", rep.Foreign)
+		}
 		if rep.Checkpoint != "" {
 			fmt.Fprintf(env.Stdout, "; checkpoint %s", rep.Checkpoint)
 		}
