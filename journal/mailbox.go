@@ -225,7 +225,7 @@ func (l *Ledger) SearchWith(ctx context.Context, q SearchQuery) ([]Hit, error) {
 		limit = 20
 	}
 	cond, vargs := q.Reader.visible()
-	args := []any{q.Query}
+	args := []any{ftsQuery(q.Query)}
 	where := "comms_fts MATCH ? AND " + cond
 	args = append(args, vargs...)
 	for _, f := range []struct{ col, v string }{{"j.session_id", q.SessionID}, {"j.sender_role", q.From}, {"j.target_role", q.To}} {

@@ -206,8 +206,9 @@ type Hit struct {
 
 // Search runs an FTS5 MATCH query over message bodies, newest first, at most
 // limit hits (limit <= 0: 20). Rows committed within the last FTSInterval
-// may not be indexed yet (FlushFTS forces it). A malformed query returns
-// ErrBadQuery wrapped with SQLite's message.
+// may not be indexed yet (FlushFTS forces it). Words with punctuation FTS5
+// has no syntax for (hm-send, #12) are searched as phrases (ftsQuery). A
+// malformed query returns ErrBadQuery wrapped with SQLite's message.
 func (l *Ledger) Search(ctx context.Context, q string, limit int) ([]Hit, error) {
 	return l.SearchWith(ctx, SearchQuery{Query: q, Limit: limit})
 }
