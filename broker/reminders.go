@@ -31,6 +31,9 @@ func (b *Broker) RunReminders(ctx context.Context, every time.Duration) {
 }
 
 // RemindOnce sends the due reminders now (RunReminders calls it on a tick).
+// Only this session's obligations are reminded: an earlier session's ref
+// ("ARCH #1") names another message now that numbers started again, and
+// no reply in this session closes it; the briefing lists it instead.
 func (b *Broker) RemindOnce(ctx context.Context) {
 	obs, err := b.deps.Ledger.OpenObligations(ctx, b.cfg.ReminderAfter.Milliseconds())
 	if err != nil {
@@ -38,7 +41,7 @@ func (b *Broker) RemindOnce(ctx context.Context) {
 		return
 	}
 	for _, o := range obs {
-		if o.RemindedAtMs != 0 {
+		if o.RemindedAtMs != 0 || o.SessionID != b.cfg.SessionID {
 			continue
 		}
 		text := fmt.Sprintf("Reminder: %s asked for an acknowledgement %s ago. Reply with a message that references %s.",

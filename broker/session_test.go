@@ -130,3 +130,40 @@ func TestReminderLeavesTaskOpen(t *testing.T) {
 		t.Fatalf("the reminder resolved the TASK (resolved_by %s)", sigs[0].ResolvedBy)
 	}
 }
+
+// TestReminderOnlyForThisSession: an obligation opened in an earlier
+// session is not reminded in this one. Its ref ("ARCH #1") names another
+// message here (numbers start again each session) and a reply here could
+// never close it; it stays open for the briefing instead. Before the fix
+// the new session's builder was told to reference ARCH #1.
+func TestReminderOnlyForThisSession(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	h := newHarnessAt(t, dir+"/l.db", 1)
+	if ack := send(t, h.as("architect", false), proto.Frame{Type: "send", Target: "builder", Content: "[ACK REQUIRED] review the parser", MessageID: "old-ob"}); !ack.OK {
+		t.Fatal(ack)
+	}
+	h.close()
+	h2 := newHarnessAt(t, dir+"/l.db", 2, func(c *broker.Config, _ *broker.Deps) { c.ReminderAfter = time.Millisecond })
+	builder := h2.as("builder", true)
+	poll.For(t, 15*time.Second, func() error {
+		obs, _ := h2.ledger.OpenObligations(context.Background(), 1)
+		return poll.Want(len(obs) == 1, "obligation due, have %v", len(obs))
+	})
+	// The listener first gets the old message itself (redelivered on recovery or replay).
+	h2.b.RemindOnce(context.Background())
+	send(t, h2.as("architect", false), proto.Frame{Type: "send", Target: "builder", Content: "sentinel", MessageID: "sentinel-2"})
+	for {
+		m := decode[proto.Message](t, nextOf(t, builder, "message"))
+		if strings.Contains(m.Content, "Reminder") {
+			t.Fatalf("old session's obligation reminded: %+v", m)
+		}
+		if m.MessageID == "sentinel-2" {
+			break
+		}
+	}
+	obs, err := h2.ledger.OpenObligations(context.Background(), 0)
+	if err != nil || len(obs) != 1 || obs[0].MessageID != "old-ob" || obs[0].RemindedAtMs != 0 {
+		t.Fatalf("open obligations = %+v, %v", obs, err)
+	}
+}
