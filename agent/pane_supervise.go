@@ -100,8 +100,10 @@ func (p *Pane) runProc(pr *proc) time.Duration {
 	}()
 	select {
 	case <-pr.exited:
-		// Hang up what the program left behind, as a closing terminal does.
-		_ = signalGroup(pr.pid, syscall.SIGHUP)
+		// Hang up what the program left behind, as a closing terminal
+		// does, and end what ignores that: the next run gets a session
+		// of its own, so nothing would find these again, not even Stop.
+		p.killGroup(pr)
 	case <-p.stopCh:
 		p.killGroup(pr)
 	}
@@ -137,9 +139,10 @@ func (p *Pane) runProc(pr *proc) time.Duration {
 	return ran
 }
 
-// killGroup stops a run: SIGHUP to the process group and to whatever else
-// of the pane's session still runs (descendants moved to groups of their
-// own), SIGKILL to all of them once KillGrace passed and any still runs.
+// killGroup stops a run, or ends what a run that ended left behind: SIGHUP
+// to the process group and to whatever else of the pane's session still
+// runs (descendants moved to groups of their own), SIGKILL to all of them
+// once KillGrace passed and any still runs.
 func (p *Pane) killGroup(pr *proc) {
 	deadline := time.Now().Add(p.spec.KillGrace)
 	// The session's other members are listed before the hang-up: once the
