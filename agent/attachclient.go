@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,7 +16,9 @@ import (
 	"golang.org/x/term"
 )
 
-// DetachKey (Ctrl-\) typed locally ends an AttachClient session.
+// DetachKey (Ctrl-\) typed locally ends an AttachClient session; so does
+// Ctrl-\ in the kitty keyboard protocol's or xterm's modifyOtherKeys
+// encoding, which a pane program may have switched the person's terminal to.
 const DetachKey = 0x1c
 
 // Attach client errors.
@@ -175,14 +176,15 @@ func sendResize(ctx context.Context, c *websocket.Conn, sz [2]uint16) error {
 // errDetach marks the local detach key.
 var errDetach = errors.New("detach")
 
-// pumpInput sends local input until Ctrl-\ (errDetach), EOF or an error.
+// pumpInput sends local input until Ctrl-\ (errDetach, however the
+// terminal encodes it: see detachIndex), EOF or an error.
 func pumpInput(ctx context.Context, c *websocket.Conn, view bool, in io.Reader) error {
 	buf := make([]byte, 4096)
 	for {
 		n, err := in.Read(buf)
 		if n > 0 {
 			chunk := buf[:n]
-			i := bytes.IndexByte(chunk, DetachKey)
+			i := detachIndex(chunk)
 			if i >= 0 {
 				chunk = chunk[:i]
 			}
