@@ -110,6 +110,9 @@ func (t *Terminal) csi(cmd ansi.Cmd, p ansi.Params) {
 			t.reply(fmt.Sprintf("\x1b[?%d;%d;1R", t.cur.y+1, t.cur.x+1))
 		}
 		return
+	case prefix == 0 && inter == '$' && final == 'p':
+		t.reportANSIMode(p)
+		return
 	case prefix != 0 || inter != 0:
 		if inter == '!' && final == 'p' { // DECSTR
 			t.SoftReset()

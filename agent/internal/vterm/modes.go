@@ -1,7 +1,8 @@
 package vterm
 
 // Modes and queries: DEC private modes, the alternate screen, mode reports
-// (DECRQM), the kitty keyboard flags and OSC (title, colour queries).
+// (DECRQM), the kitty keyboard flags, OSC (title, colour queries) and the
+// DCS queries (DECRQSS, XTGETTCAP).
 
 import (
 	"fmt"
@@ -101,6 +102,63 @@ func (t *Terminal) reportMode(p ansi.Params) {
 		state = 2
 	}
 	t.reply(fmt.Sprintf("\x1b[?%d;%d$y", v, state))
+}
+
+// reportANSIMode answers DECRQM for an ANSI (non-private) mode: insert
+// mode is kept, line feed/new line mode is always reset, the rest is not
+// recognised.
+func (t *Terminal) reportANSIMode(p ansi.Params) {
+	v, _, _ := p.Param(0, 0)
+	state := 0 // not recognised
+	switch v {
+	case 4: // IRM
+		state = 2
+		if t.modes&modeInsert != 0 {
+			state = 1
+		}
+	case 20: // LNM
+		state = 2
+	}
+	t.reply(fmt.Sprintf("\x1b[%d;%d$y", v, state))
+}
+
+// dcs answers the device control strings that ask the terminal something,
+// as xterm does: DECRQSS (a setting: the graphic rendition, which this
+// terminal does not keep and reports as the default, and the scroll
+// region; any other is reported invalid) and XTGETTCAP (every capability
+// name is reported unknown, so the program uses its defaults).
+func (t *Terminal) dcs(cmd ansi.Cmd, _ ansi.Params, data []byte) {
+	if cmd.Prefix() != 0 || cmd.Final() != 'q' {
+		return
+	}
+	switch cmd.Intermediate() {
+	case '$': // DECRQSS
+		switch string(data) {
+		case "m":
+			t.reply("\x1bP1$r0m\x1b\\")
+		case "r":
+			t.reply(fmt.Sprintf("\x1bP1$r%d;%dr\x1b\\", t.top+1, t.bot+1))
+		default:
+			t.reply("\x1bP0$r\x1b\\")
+		}
+	case '+': // XTGETTCAP
+		name, _, _ := strings.Cut(string(data), ";")
+		if !isHex(name) {
+			name = ""
+		}
+		t.reply("\x1bP0+r" + name + "\x1b\\")
+	}
+}
+
+// isHex reports whether s is hex digits only (a capability name as
+// XTGETTCAP sends it).
+func isHex(s string) bool {
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 func (t *Terminal) osc(cmd int, data []byte) {

@@ -2,7 +2,8 @@
 // program's output the way a terminal does and keeps what a person would see
 // on the screen (text, cursor, alternate screen, modes, title), and it
 // composes the replies a terminal gives to queries (cursor position, device
-// attributes, colours, keyboard protocol, version).
+// attributes, colours, keyboard protocol, version, mode reports, settings
+// and capabilities).
 //
 // Escape sequences are decoded by github.com/charmbracelet/x/ansi's parser
 // (a maintained DEC/ECMA-48 state machine); this package keeps the screen.
@@ -87,6 +88,7 @@ func New(cols, rows int) *Terminal {
 		HandleCsi: t.csi,
 		HandleEsc: t.esc,
 		HandleOsc: t.osc,
+		HandleDcs: t.dcs,
 	})
 	t.cols, t.rows = clampDim(cols), clampDim(rows)
 	t.scr[0].lines = newLines(t.cols, t.rows)

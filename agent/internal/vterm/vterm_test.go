@@ -113,6 +113,11 @@ func TestReplies(t *testing.T) {
 		{"background colour", "\x1b]11;?\x1b\\", "\x1b]11;rgb:0000/0000/0000\x1b\\"},
 		{"mode report paste", "\x1b[?2004h\x1b[?2004$p", "\x1b[?2004;1$y"},
 		{"window size", "\x1b[18t", "\x1b[8;24;80t"},
+		{"ANSI mode report insert", "\x1b[4h\x1b[4$p", "\x1b[4;1$y"},
+		{"ANSI mode report unknown", "\x1b[3$p", "\x1b[3;0$y"},
+		{"settings scroll region", "\x1b[2;10r\x1bP$qr\x1b\\", "\x1bP1$r2;10r\x1b\\"},
+		{"settings unknown", "\x1bP$q\"q\x1b\\", "\x1bP0$r\x1b\\"},
+		{"capability unknown", "\x1bP+q544e;636f6c6f7273\x1b\\", "\x1bP0+r544e\x1b\\"},
 		{"no query no reply", "hello \x1b[31mred\x1b[0m", ""},
 		{"several in order", "\x1b[c\x1b[6n", "\x1b[?62;22c\x1b[1;1R"},
 	}
