@@ -29,6 +29,11 @@ type composeOpts struct {
 	Bracketed bool   // the program last enabled bracketed paste
 	MultiLine bool   // the profile takes a multi-line paste as one prompt
 	Dir       string // the program's working directory, for a relative pointer path
+	// MaxLine, when positive, is the longest line the program can read,
+	// in bytes with its newline: the terminal's canonical-mode limit
+	// while the program reads cooked lines. A longer text would reach it
+	// cut, so the body goes to the pointer file.
+	MaxLine int
 }
 
 // composition is the text to type for one message.
@@ -66,6 +71,9 @@ func compose(o composeOpts, pointerPath string) composition {
 	// submit part of it.
 	multiLine := strings.Contains(body, "\n")
 	c.Pointer = len(body) > MaxInlineBody || multiLine && !(o.Bracketed && o.MultiLine)
+	if !c.Pointer && o.MaxLine > 0 && len(renderLine(o, body, trailer)) >= o.MaxLine {
+		c.Pointer = true
+	}
 	line := body
 	if c.Pointer {
 		line = pointerLine(body, len(full), pointerPath)

@@ -179,6 +179,12 @@ func (p *Pane) deliver(it *item) (done bool) {
 	p.mu.Lock()
 	bracketed := p.bracketed
 	p.mu.Unlock()
+	// A program reading cooked lines gets at most canonLineMax bytes of
+	// one from the kernel, which echoes the rest all the same.
+	maxLine := 0
+	if pr.canonical() {
+		maxLine = canonLineMax
+	}
 	c := compose(composeOpts{
 		ID:        it.d.MessageID,
 		Content:   it.d.Content,
@@ -186,6 +192,7 @@ func (p *Pane) deliver(it *item) (done bool) {
 		Bracketed: bracketed,
 		MultiLine: p.profile.MultiLine,
 		Dir:       p.spec.Dir,
+		MaxLine:   maxLine,
 	}, p.pointerPath(it))
 	if c.Pointer && it.pointer == "" {
 		path, err := p.writePointer(it, c.Body)
