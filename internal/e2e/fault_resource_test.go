@@ -33,6 +33,7 @@ import (
 func TestFaultLedgerUnwritable(t *testing.T) {
 	t.Parallel()
 	t.Run("disk-full", func(t *testing.T) {
+		t.Parallel() // each case has a hub and a root of its own
 		var filler string
 		ledgerUnwritable(t,
 			func(t *testing.T, lay layout.Layout) { mountTmpfs(t, lay.Runtime(), "8m") },
@@ -47,6 +48,7 @@ func TestFaultLedgerUnwritable(t *testing.T) {
 			})
 	})
 	t.Run("read-only", func(t *testing.T) {
+		t.Parallel()
 		// chattr +i refuses writes even through descriptors opened before.
 		// The -shm file stays writable: it is memory-mapped, and SQLite
 		// needs it to read at all.

@@ -388,6 +388,7 @@ func TestFaultPaneKilledDuringInjection(t *testing.T) {
 		{name: "mid-typing", midTyping: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a hub and a root of its own
 			root := t.TempDir()
 			writeSettings(t, root, typingTeam(root))
 			archLog := root + "/architect.jsonl"
