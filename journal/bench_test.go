@@ -449,3 +449,51 @@ func BenchmarkRowShapeFloor(b *testing.B) {
 	b.ReportMetric(float64(el.Nanoseconds())/1e3/float64(b.N), "µs/msg")
 	b.ReportMetric(float64(b.N)/el.Seconds(), "msgs/s")
 }
+
+// BenchmarkEventLogFloor is the floor of the leanest write path #18
+// sketches: only the three hash-chained event rows of a delivered and
+// acknowledged message, in a comms_events table with no index, 36 messages
+// per transaction, hashes precomputed; no message row, no state, no FTS.
+// comms_journal's current state (SPEC §9) would still have to be
+// materialised by the same single writer, so a sustained rate cannot pass
+// BenchmarkRowShapeFloor's; this shows what moving it off the hot path can
+// buy at most.
+func BenchmarkEventLogFloor(b *testing.B) {
+	const batch = 36
+	conn, err := sqlite.OpenConn(filepath.Join(b.TempDir(), "events.db"), sqlite.OpenReadWrite|sqlite.OpenCreate|sqlite.OpenWAL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	for _, q := range []string{"PRAGMA synchronous=NORMAL", `CREATE TABLE comms_events (event_id INTEGER PRIMARY KEY, message_id TEXT NOT NULL,
+ event TEXT NOT NULL, at_ms INTEGER NOT NULL, detail_json TEXT NOT NULL DEFAULT '{}', prev_hash TEXT NOT NULL, hash TEXT NOT NULL)`} {
+		if err := sqlitex.ExecuteTransient(conn, q, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	hash := fmt.Sprintf("%064x", 0)
+	detail := `{"ack_status":"delivered.websocket","attempt":0,"client":1,"error_code":"","status":"routed","updated_at_ms":1}`
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; {
+		if err := sqlitex.Execute(conn, "BEGIN IMMEDIATE", nil); err != nil {
+			b.Fatal(err)
+		}
+		for end := min(i+batch, b.N); i < end; i++ {
+			id := fmt.Sprint("el-", i)
+			for _, e := range []string{"brokered", "delivered", "acked"} {
+				if err := sqlitex.Execute(conn, "INSERT INTO comms_events(message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)",
+					&sqlitex.ExecOptions{Args: []any{id, e, 1, detail, hash, hash}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		if err := sqlitex.Execute(conn, "COMMIT", nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(el.Nanoseconds())/1e3/float64(b.N), "µs/msg")
+	b.ReportMetric(float64(b.N)/el.Seconds(), "msgs/s")
+}

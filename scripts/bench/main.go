@@ -254,6 +254,10 @@ func speedBenches(quick bool) []bench {
 			{issue: "floor", what: "SQLite floor for the rows SPEC §9 fixes per delivered and acked message (its row, 3 chained events, 1 update, FTS, counts; plain SQL, 36 messages per transaction), cost per message", unit: "µs/msg"},
 			{issue: "floor", what: "the same floor as a message rate (one SQLite writer)", unit: "msgs/s", floor: "row-floor"},
 		}},
+		{pkg: "./journal", name: "BenchmarkEventLogFloor", benchtime: n("100000x", "20000x"), count: 3, metrics: []metric{
+			{issue: "floor", what: "SQLite floor of the leanest path #18 sketches: only the 3 chained event rows per message, no index, no message row, state or FTS (36 messages per transaction)", unit: "µs/msg"},
+			{issue: "floor", what: "that event-log floor as a message rate (comms_journal's state still to be written by the same writer)", unit: "msgs/s"},
+		}},
 		{pkg: "./journal", name: "BenchmarkLifecyclePipelined", benchtime: n("100000x", "20000x"), count: 3, metrics: []metric{
 			{issue: "#18", what: "the ledger alone at #18's throughput: 64 appends in flight, each committed one marked delivered and acked, no sockets", unit: "msgs/s",
 				goal: "reported", vs: "row-floor", vsLabel: "the row floor"},
