@@ -257,7 +257,8 @@ func TestSessionCountsMigration(t *testing.T) {
 
 // downgrade turns the closed ledger at path into a schema-2 ledger: what
 // migrations 3 (comms_session_counts), 4 (signal and obligation indexes)
-// 5 (the unacked index) and 7 (the stuck index) added is dropped, the
+// 5 (the unacked index), 7 (the stuck index) and 8 (the failed-at index)
+// added is dropped, the
 // version is 2.
 func downgrade(t *testing.T, path string) {
 	t.Helper()
@@ -268,7 +269,7 @@ func downgrade(t *testing.T, path string) {
 	defer conn.Close()
 	if err := sqlitex.ExecuteScript(conn, `DROP TABLE comms_session_counts; DROP INDEX comms_signals_session; DROP INDEX comms_signals_decisions;
  DROP INDEX comms_signals_open; DROP INDEX comms_obligations_open_session; DROP INDEX comms_journal_unacked;
- DROP INDEX comms_journal_stuck; UPDATE schema_version SET version = 2;`, nil); err != nil {
+ DROP INDEX comms_journal_stuck; DROP INDEX comms_journal_failed_at; UPDATE schema_version SET version = 2;`, nil); err != nil {
 		t.Fatal(err)
 	}
 	var tables []string
@@ -282,7 +283,7 @@ func downgrade(t *testing.T, path string) {
 	}
 	// Migration 6 (the SquidRun-compatible comms_journal) rebuilds the
 	// table from itself, so it can run again on the table it made.
-	if len(migrations) != 7 {
-		t.Fatalf("downgrade knows migrations up to 7; update it")
+	if len(migrations) != 8 {
+		t.Fatalf("downgrade knows migrations up to 8; update it")
 	}
 }

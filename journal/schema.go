@@ -154,6 +154,11 @@ CREATE INDEX IF NOT EXISTS comms_journal_unacked ON comms_journal(row_id, target
 	// 7: hm status and the handoff list messages stuck at a pane
 	// (ack_status stuck: typed but never shown, or never submitted).
 	`CREATE INDEX comms_journal_stuck ON comms_journal(row_id) WHERE ack_status = '` + string(status.Stuck) + `';`,
+	// 8: the briefing lists the failures since the previous session began,
+	// also of rows older than that session (a message an earlier session
+	// left pending that expires at this start): failed rows by the time of
+	// their last change.
+	`CREATE INDEX IF NOT EXISTS comms_journal_failed_at ON comms_journal(updated_at_ms, row_id) WHERE status = '` + string(status.Failed) + `';`,
 }
 
 // squidRunCompatJournal is migration 6; see SquidRunChannels.

@@ -1,8 +1,10 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,7 +80,7 @@ func loadBriefing(conn *sqlite.Conn, o Options) (briefingData, error) {
 		s2 = s1
 	}
 
-	if b.failed, b.moreFailed, err = loadMessages(conn, qFailed, BriefingListLimit, b.failedFrom, int64(allRows), ""); err != nil {
+	if b.failed, b.moreFailed, err = loadFailedSince(conn, b.failedFrom, b.prev.firstMs); err != nil {
 		return b, fmt.Errorf("failed deliveries: %w", err)
 	}
 	if b.pending, b.morePending, err = loadMessages(conn, qPending, BriefingListLimit); err != nil {
@@ -203,4 +205,29 @@ func renderBriefing(b briefingData, o Options) []byte {
 			return []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), statusCell(m), m.RawBody}
 		}), false, BriefingRecentLimit, "messages", 0)
 	return d.bytes()
+}
+
+// loadFailedSince lists, oldest row first and at most BriefingListLimit of
+// them, the failed messages from row id fromRow on, and those of earlier
+// rows that changed (failed) at or after sinceMs: a message an earlier
+// session left pending fails at this start or during the previous
+// session, after its row.
+func loadFailedSince(conn *sqlite.Conn, fromRow, sinceMs int64) ([]journal.Message, bool, error) {
+	failed, more, err := loadMessages(conn, qFailed, BriefingListLimit, fromRow, int64(allRows), "")
+	if err != nil || fromRow <= 0 {
+		return failed, more, err
+	}
+	late, moreLate, err := loadMessages(conn, qFailedSince, BriefingListLimit, sinceMs, fromRow)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(late) == 0 {
+		return failed, more, nil
+	}
+	all := append(late, failed...)
+	slices.SortFunc(all, func(a, b journal.Message) int { return cmp.Compare(a.RowID, b.RowID) })
+	if n := len(all) - BriefingListLimit; n > 0 {
+		all, more = all[n:], true
+	}
+	return all, more || moreLate, nil
 }

@@ -45,6 +45,15 @@ var (
  WHERE status = '` + string(status.Failed) + `' AND row_id BETWEEN ?1 AND ?2 AND (?3 = '' OR session_id = ?3)
  ORDER BY row_id DESC LIMIT ?4`
 
+	// qFailedSince lists failed messages whose row comes before row id ?2
+	// and whose last change (the failure, or a later one) is at or after
+	// ?1 ms, most recently changed first: rows of earlier sessions that
+	// failed late, such as a message left pending through a session that
+	// expires at the next start.
+	qFailedSince = `SELECT ` + journal.MessageColumns + ` FROM comms_journal INDEXED BY comms_journal_failed_at
+ WHERE status = '` + string(status.Failed) + `' AND updated_at_ms >= ?1 AND row_id < ?2
+ ORDER BY updated_at_ms DESC, row_id DESC LIMIT ?3`
+
 	// qStuck lists messages stuck at a pane, optionally of one session
 	// (?1, "" = any), newest first, each with the reason of its latest
 	// stuck event.

@@ -419,6 +419,7 @@ func TestQueryPlans(t *testing.T) {
 		{"session first", qSessionFirst, []any{"s"}, []string{"SEARCH comms_journal USING", "(session_id=?)"}},
 		{"session last", qSessionLast, []any{"s"}, []string{"SEARCH comms_journal USING", "(session_id=?)"}},
 		{"failed", qFailed, []any{1, 2, "s", 3}, []string{"SEARCH comms_journal USING INDEX comms_journal_failed", "(row_id>? AND row_id<?)"}},
+		{"failed since", qFailedSince, []any{1, 2, 3}, []string{"SEARCH comms_journal USING INDEX comms_journal_failed_at (updated_at_ms>?)"}},
 		{"stuck", qStuck, []any{"s", 3}, []string{"USING INDEX comms_journal_stuck", "SEARCH e USING INDEX comms_events_message (message_id=?)"}},
 		{"pending", qPending, []any{3}, []string{"comms_journal USING INDEX comms_journal_pending"}},
 		{"recent", qRecent, []any{3}, []string{"SCAN comms_journal"}},
