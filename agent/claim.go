@@ -88,12 +88,17 @@ func (p *Pane) Unclaim(cs ...Claimed) {
 	}
 	p.qmu.Lock()
 	jumped := false
+	var fail []*item
 	for _, c := range cs {
 		it := c.it
 		if it == nil || !it.claimed {
 			continue
 		}
 		it.claimed = false
+		if p.qfail != nil {
+			fail = append(fail, it) // FailQueued: nothing will ever type it
+			continue
+		}
 		at := 0
 		for at < len(p.queue) && (p.queue[at].started || !queuedBefore(it, p.queue[at])) {
 			at++
@@ -104,7 +109,11 @@ func (p *Pane) Unclaim(cs ...Claimed) {
 	if jumped {
 		p.jumpLocked() // the head waiting for readiness gives way
 	}
+	err := p.qfail
 	p.qmu.Unlock()
+	for _, it := range fail {
+		it.d.Fail(err)
+	}
 	select {
 	case p.qwake <- struct{}{}:
 	default:

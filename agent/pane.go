@@ -226,6 +226,8 @@ type Pane struct {
 	qseq  uint64 // the last item's seq
 	qwake chan struct{}
 	qjump chan struct{} // closed (and replaced) when an urgent message becomes the head
+	// qfail, once set by FailQueued, fails every later Enqueue at once.
+	qfail error
 
 	logMu   sync.Mutex
 	logFile *os.File

@@ -32,6 +32,11 @@ func (p *Pane) Enqueue(d Delivery) {
 	d.Urgent = d.Urgent || hasUrgentTag(d.Content)
 	it := &item{d: d, enqueuedAt: time.Now()}
 	p.qmu.Lock()
+	if err := p.qfail; err != nil {
+		p.qmu.Unlock()
+		d.Fail(err) // FailQueued: nothing will ever type it
+		return
+	}
 	p.qseq++
 	it.seq = p.qseq
 	at := len(p.queue)
@@ -82,6 +87,21 @@ func (p *Pane) Undelivered() []Delivery {
 		out[i] = it.d
 	}
 	return out
+}
+
+// FailQueued fails (Delivery.Fail, on the calling goroutine) every message
+// still queued, and every message enqueued from now on, with err: for a
+// pane that will never run again (a background slot that ended), so that a
+// delivery racing its end is not left queued for ever. Call it after Stop.
+func (p *Pane) FailQueued(err error) {
+	p.qmu.Lock()
+	p.qfail = err
+	left := p.queue
+	p.queue = nil
+	p.qmu.Unlock()
+	for _, it := range left {
+		it.d.Fail(err)
+	}
 }
 
 // deliverLoop is the pane's delivery engine: it owns the head of the queue.

@@ -362,10 +362,9 @@ func (s *Set) end(slotNo int, reason string) bool {
 		s.log.Warn("stop background slot", "slot", sl.m.Role, "err", err)
 	}
 	// What was queued for the slot can no longer be typed: fail it rather
-	// than leave it pending for a slot that is gone.
-	for _, d := range sl.pane.Undelivered() {
-		d.Fail(fmt.Errorf("%s ended (%s) before the message was typed", sl.m.Role, reason))
-	}
+	// than leave it pending for a slot that is gone, and so too what a
+	// dispatch that found the pane before its removal enqueues later.
+	sl.pane.FailQueued(fmt.Errorf("%s ended (%s) before the message was typed", sl.m.Role, reason))
 	s.host.RemovePane(sl.m.Role)
 	s.host.RevokeToken(sl.m.Role)
 	s.mu.Lock()

@@ -29,6 +29,9 @@ type fakeHost struct {
 	// loaded machine may: its first output can come before Spawn has the
 	// pane. Set before the first spawn.
 	startDelay time.Duration
+	// onRemove, if set, runs as RemovePane is called, with the pane being
+	// removed. Set before the first spawn.
+	onRemove func(role string, p *agent.Pane)
 
 	mu      sync.Mutex
 	panes   map[string]*agent.Pane
@@ -59,8 +62,12 @@ func (f *fakeHost) AddPane(role string, p *agent.Pane) {
 
 func (f *fakeHost) RemovePane(role string) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	p := f.panes[role]
 	delete(f.panes, role)
+	f.mu.Unlock()
+	if f.onRemove != nil && p != nil {
+		f.onRemove(role, p)
+	}
 }
 
 func (f *fakeHost) RevokeToken(role string) {
