@@ -145,13 +145,18 @@ func (c *conn) register(f proto.Frame) bool {
 		c.sendError(status.CodeBadRequest, `ack must be "message-ack" (the default) or "handover"`, f.RequestID, "")
 		return true
 	}
+	listening, refusal := c.reregister(role, f)
+	if refusal != nil {
+		c.sendError(refusal.Code, refusal.Message, f.RequestID, "")
+		return true
+	}
 	id.Role = role
 	c.mu.Lock()
 	c.registered, c.identity, c.role = true, id, role
 	c.mu.Unlock()
 	b.touch(role)
 	c.sendJSON(proto.Registered{Type: proto.TypeRegistered, Role: role, PaneID: paneID, ClientID: c.id})
-	if f.Listen {
+	if f.Listen && !listening {
 		b.mu.Lock()
 		c.handover = f.Ack == ackHandover
 		if b.listeners[role] == nil {
@@ -166,6 +171,35 @@ func (c *conn) register(f proto.Frame) bool {
 		}()
 	}
 	return true
+}
+
+// reregister checks a register on a connection that may already be
+// registered: it keeps the role it registered as (a listener stays one for
+// that role only), so a register naming another role is refused with
+// role_mismatch, and a listener's register must keep listening with the
+// same ack policy (bad_request). A fresh connection passes. listening says
+// whether c already listens for role.
+func (c *conn) reregister(role string, f proto.Frame) (listening bool, refusal *proto.Error) {
+	c.mu.Lock()
+	registered, was := c.registered, c.role
+	c.mu.Unlock()
+	if !registered {
+		return false, nil
+	}
+	if role != was {
+		return false, proto.Errorf(status.CodeRoleMismatch, "this connection is registered as "+was+"; open another connection to register as "+clip(role, 40))
+	}
+	c.b.mu.Lock()
+	_, listening = c.b.listeners[role][c.id]
+	handover := c.handover
+	c.b.mu.Unlock()
+	switch {
+	case listening && !f.Listen:
+		return true, proto.Errorf(status.CodeBadRequest, "this connection listens for "+role+"; close it to stop listening")
+	case listening && (f.Ack == ackHandover) != handover:
+		return true, proto.Errorf(status.CodeBadRequest, "this connection listens for "+role+" with another ack policy; open another connection to change it")
+	}
+	return listening, nil
 }
 
 // Listener ack policies (register's "ack").
