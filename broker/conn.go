@@ -478,6 +478,11 @@ func (c *conn) readFrame(typ websocket.MessageType, data []byte) bool {
 		c.sendError(status.CodeBadJSON, "frame is not a JSON object: "+clip(err.Error(), 120), "", "")
 		return true
 	}
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		// null decodes into an empty frame without an error.
+		c.sendError(status.CodeBadJSON, "frame is not a JSON object", "", "")
+		return true
+	}
 	return c.handle(f, time.Now())
 }
 

@@ -126,8 +126,8 @@ func (h *frameHarness) check(t *testing.T, data []byte, role string) {
 	switch {
 	case len(data) > proto.MaxMessageFrame:
 		wantCode = status.CodeTooLarge
-	case json.Unmarshal(data, &f) != nil:
-		wantCode = status.CodeBadJSON
+	case json.Unmarshal(data, &f) != nil, !bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{")):
+		wantCode = status.CodeBadJSON // a frame is a JSON object; null is not one
 	default:
 		if _, known := answers[f.Type]; !known {
 			wantCode = status.CodeUnknownType
