@@ -30,10 +30,38 @@ func (b *Broker) repeatAck(m journal.Message) proto.Ack {
 		Dedupe: true, Warnings: []string{},
 	}
 	ack.SetStage(ackStatusOf(m))
+	if !ack.Stage().Delivered() && b.handedToListener(m.MessageID) {
+		// The ledger records the hand-over once the frame is written;
+		// the first ACK said delivered.websocket as soon as a listener
+		// took it.
+		ack.SetStage(status.DeliveredWebSocket)
+	}
 	if m.Status == status.Failed {
 		ack.Refuse(m.ErrorCode, "")
 	}
 	return ack
+}
+
+// handedToListener reports whether a live listener has taken the message
+// id (its frame queued or written).
+func (b *Broker) handedToListener(id string) bool {
+	b.mu.Lock()
+	var ls []*conn
+	for _, m := range b.listeners {
+		for _, c := range m {
+			ls = append(ls, c)
+		}
+	}
+	b.mu.Unlock()
+	for _, c := range ls {
+		c.mu.Lock()
+		_, took := c.delivered[id]
+		c.mu.Unlock()
+		if took {
+			return true
+		}
+	}
+	return false
 }
 
 // ackStatusOf maps a ledger row to the ACK status vocabulary.
