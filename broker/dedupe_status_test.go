@@ -36,3 +36,25 @@ func TestDuplicateRepeatsFirstStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicateBroadcastKeepsTargets: a broadcast's ACK names its targets
+// (SPEC §5.2), and so does the ACK of its duplicate, which repeats the
+// first one's; it used to have no targets at all.
+func TestDuplicateBroadcastKeepsTargets(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.as("builder", true)
+	arch := h.as("architect", false)
+	first := send(t, arch, proto.Frame{Type: proto.TypeBroadcast, Content: "standup", MessageID: "bc-dup"})
+	dups := map[string]proto.Frame{
+		"same messageId":       {Type: proto.TypeBroadcast, Content: "standup", MessageID: "bc-dup"},
+		"same header and body": {Type: proto.TypeBroadcast, Content: fmt.Sprintf("(ARCH #%d): standup", first.Seq)},
+		"send to all":          {Type: proto.TypeSend, Target: "all", Content: "standup", MessageID: "bc-dup"},
+	}
+	for name, f := range dups {
+		dup := send(t, arch, f)
+		if !first.OK || !dup.Dedupe || dup.MessageID != "bc-dup" || fmt.Sprint(dup.Targets) != "[builder oracle]" || fmt.Sprint(first.Targets) != "[builder oracle]" {
+			t.Errorf("%s: duplicate ACK %+v, want dedupe:true with the first ACK's targets %v", name, dup, first.Targets)
+		}
+	}
+}

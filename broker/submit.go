@@ -297,7 +297,7 @@ func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error)
 		for {
 			prev, err := b.deps.Ledger.Get(ctx, p.dupOf)
 			if err == nil {
-				return b.repeatAck(prev), nil
+				return p.rt.withTargets(b.repeatAck(prev), prev), nil
 			}
 			if !errors.Is(err, journal.ErrNotFound) || time.Now().After(deadline) {
 				return ack, refuse(status.CodeJournalUnavailable, "look up duplicate: %v", err)
@@ -322,19 +322,18 @@ func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error)
 		p.st.forget(p.d, p.body, p.s.MessageID)
 		p.st.mu.Unlock()
 		if errors.Is(err, journal.ErrDuplicate) {
-			return b.duplicateAck(ack, committed, p.sender)
+			ack, err := b.duplicateAck(ack, committed, p.sender)
+			if err == nil {
+				ack = p.rt.withTargets(ack, committed)
+			}
+			return ack, err
 		}
 		b.log.Error("ledger commit failed", "messageId", p.s.MessageID, "err", err)
 		return ack, refuse(status.CodeJournalUnavailable, "ledger cannot commit: %v", err)
 	}
 	ack.OK, ack.Accepted = true, true
 	ack.SetStage(status.AcceptedUnverified)
-	if p.rt.kind == roles.TargetAll || len(p.rt.members) > 1 {
-		ack.Targets = []string{}
-		for _, mem := range p.rt.members {
-			ack.Targets = append(ack.Targets, mem.Role)
-		}
-	}
+	ack = p.rt.withTargets(ack, committed)
 	// A sender that waits for a definitive stage is registered before the
 	// message is dispatched, so no wake-up is missed; the wait itself is
 	// the caller's (awaitDefinitive), so that a connection's later sends
@@ -355,6 +354,20 @@ func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error)
 	}
 	p.wake = wake
 	return ack, nil
+}
+
+// withTargets names the recipients in the ACK of a message for several
+// (SPEC §5.2 broadcast "targets"), when row, the stored message the ACK is
+// about, went to this route's target (the first copy of a duplicate too).
+func (rt route) withTargets(ack proto.Ack, row journal.Message) proto.Ack {
+	if row.TargetRole != rt.name || (rt.kind != roles.TargetAll && len(rt.members) <= 1) {
+		return ack
+	}
+	ack.Targets = make([]string, 0, len(rt.members))
+	for _, mem := range rt.members {
+		ack.Targets = append(ack.Targets, mem.Role)
+	}
+	return ack
 }
 
 // metadataJSON is the metadata_json stored for a send's metadata: "{}"
