@@ -420,6 +420,10 @@ func (b *Broker) deliveryCheck(ctx context.Context, id Identity, f proto.Frame) 
 	}
 	res.Known = true
 	res.Status, res.AckStatus, res.ErrorCode, res.Target, res.Seq = m.Status, m.AckStatus, m.ErrorCode, m.TargetRole, m.Seq
+	if res.AckStatus == "" && m.Status != status.Failed {
+		// Committed with no stage recorded yet: what its ACK said.
+		res.AckStatus = status.AcceptedUnverified
+	}
 	return res
 }
 
