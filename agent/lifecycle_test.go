@@ -349,6 +349,10 @@ func TestProfileSelection(t *testing.T) {
 		{"exec sleep 30", "", ProfileDefault},
 		{"exec sleep 30", "Codex", ProfileCodex},
 		{"exec sleep 30", "nonsense", ProfileDefault},
+		// A name that is no profile falls back to default, and so must
+		// never type message text into a shell either.
+		{"exec /bin/sh", "nonsense", ProfileShell},
+		{"exec /bin/sh", " default ", ProfileShell},
 	}
 	for _, tc := range tests {
 		t.Run(tc.command+"/"+tc.profile, func(t *testing.T) {

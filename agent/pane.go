@@ -253,9 +253,10 @@ func Start(ctx context.Context, spec Spec, logger *slog.Logger) (*Pane, error) {
 	switch {
 	case profName == "":
 		profName = inferred
-	case strings.EqualFold(profName, ProfileDefault) && inferred == ProfileShell:
-		// Never type message text into an interactive shell as a command.
-		logger.Info("pane runs an interactive shell: using the shell profile", "pane", spec.PaneID, "command", spec.Command)
+	case inferred == ProfileShell && isDefaultProfile(profName, spec.Profiles):
+		// Never type message text into an interactive shell as a command,
+		// also when the profile is a name that falls back to default.
+		logger.Info("pane runs an interactive shell: using the shell profile", "pane", spec.PaneID, "command", spec.Command, "profile", profName)
 		profName = ProfileShell
 	}
 	p := &Pane{

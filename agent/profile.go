@@ -247,6 +247,18 @@ func lookupProfile(name string, extra map[string]Profile) Profile {
 	return base
 }
 
+// isDefaultProfile reports whether lookupProfile(name, extra) is the
+// built-in default profile: name is "default" or names no profile at all.
+func isDefaultProfile(name string, extra map[string]Profile) bool {
+	key := strings.ToLower(strings.TrimSpace(name))
+	if key == ProfileDefault {
+		return true
+	}
+	_, custom := extra[key]
+	_, builtin := builtinProfiles[key]
+	return !custom && !builtin
+}
+
 // withOverrides returns p with every non-zero field of o replacing p's.
 func (p Profile) withOverrides(o Profile) Profile {
 	if o.Idle > 0 {
