@@ -240,6 +240,7 @@ func Parse(data []byte) (*Team, error) {
 
 func build(s settings) (*Team, error) {
 	members := defaultMembers()
+	listed := map[string]bool{}
 	for _, p := range s.Panes {
 		role := strings.ToLower(strings.TrimSpace(p.Role))
 		if !ValidName(role) {
@@ -248,6 +249,10 @@ func build(s settings) (*Team, error) {
 		if isReserved(role) {
 			return nil, fmt.Errorf("pane role %q is reserved", role)
 		}
+		if listed[role] {
+			return nil, fmt.Errorf("pane role %q is listed twice in panes: give each role one entry", role)
+		}
+		listed[role] = true
 		pos := -1
 		for i := range members {
 			if members[i].Role == role {
