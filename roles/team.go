@@ -277,7 +277,12 @@ func build(s settings) (*Team, error) {
 			}
 		}
 		if p.Profile != "" { // an explicit profile always wins
-			m.Profile = strings.ToLower(p.Profile)
+			prof := strings.ToLower(strings.TrimSpace(p.Profile))
+			if !knownProfile(prof, s.Profiles) {
+				return nil, fmt.Errorf("pane %q: profile %q is not %s, %s, %s, %s, %s or a name in settings.json \"profiles\"",
+					role, p.Profile, ProfileClaude, ProfileCodex, ProfileGemini, ProfileShell, ProfileDefault)
+			}
+			m.Profile = prof
 		}
 		if p.Transport != "" {
 			tr := strings.ToLower(p.Transport)
@@ -368,6 +373,21 @@ func build(s settings) (*Team, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// knownProfile reports whether name (lower-cased, trimmed) is a built-in
+// profile or one the settings' "profiles" section defines.
+func knownProfile(name string, defined map[string]ProfileSettings) bool {
+	switch name {
+	case ProfileClaude, ProfileCodex, ProfileGemini, ProfileShell, ProfileDefault:
+		return true
+	}
+	for k := range defined {
+		if strings.ToLower(strings.TrimSpace(k)) == name {
+			return true
+		}
+	}
+	return false
 }
 
 func isReserved(role string) bool {
