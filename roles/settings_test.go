@@ -17,6 +17,17 @@ func TestParseRefusesMistakes(t *testing.T) {
 		{"default role twice", `{"panes":[{"role":"architect","command":"claude"},{"role":"Architect","command":"codex"}]}`, `"architect"`},
 		{"unknown profile", `{"panes":[{"role":"architect","command":"bash","profile":"clade"}]}`, `"clade"`},
 		{"profile of another section", `{"panes":[{"role":"reviewer","profile":"mine"}],"profiles":{"yours":{"quietMs":10}}}`, `"mine"`},
+		{"header is user", `{"panes":[{"role":"reviewer","header":"USER"}]}`, `"USER"`},
+		{"header is system", `{"panes":[{"role":"reviewer","header":"system"}]}`, `"SYSTEM"`},
+		{"header is all", `{"panes":[{"role":"reviewer","header":"ALL"}]}`, `"ALL"`},
+		{"header is telegram", `{"panes":[{"role":"reviewer","header":"TELEGRAM"}]}`, `"TELEGRAM"`},
+		{"header is unverified", `{"panes":[{"role":"reviewer","header":"UNVERIFIED"}]}`, `"UNVERIFIED"`},
+		{"header is another role's alias", `{"panes":[{"role":"reviewer","header":"LEAD"}]}`, `"LEAD"`},
+		{"default member's header is another's alias", `{"panes":[{"role":"oracle","header":"DEVOPS"}]}`, `"DEVOPS"`},
+		{"pane id is all", `{"panes":[{"role":"reviewer","id":"all"}]}`, `"all"`},
+		{"pane id is user", `{"panes":[{"role":"reviewer","id":"User"}]}`, `"User"`},
+		{"pane id is telegram", `{"panes":[{"role":"builder","id":"telegram"}]}`, `"telegram"`},
+		{"pane id is another role's alias", `{"panes":[{"role":"reviewer","id":"devops"}]}`, `"devops"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,6 +60,21 @@ func TestParseAcceptsProfiles(t *testing.T) {
 		}
 		if m, _ := team.Lookup("reviewer"); m.Profile != tc.want {
 			t.Errorf("Parse(%s): profile %q, want %q", tc.settings, m.Profile, tc.want)
+		}
+	}
+}
+
+// TestParseAcceptsOwnAlias: a header or pane id that is one of the member's
+// own aliases names the same member, so it is fine.
+func TestParseAcceptsOwnAlias(t *testing.T) {
+	t.Parallel()
+	team, err := Parse([]byte(`{"panes":[{"role":"architect","header":"LEAD","id":"arch"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"lead", "arch", "director", "architect"} {
+		if got, err := team.Resolve(name); err != nil || got.Member.Role != "architect" {
+			t.Errorf("Resolve(%q) = %+v, %v", name, got, err)
 		}
 	}
 }

@@ -139,42 +139,6 @@ type NATS struct {
 	Hub string `json:"hub"`
 }
 
-type paneSettings struct {
-	Role      string `json:"role"`
-	ID        string `json:"id"`
-	Header    string `json:"header"`
-	Command   string `json:"command"`
-	Profile   string `json:"profile"`
-	Transport string `json:"transport"`
-}
-
-type backgroundSettings struct {
-	Owner   string `json:"owner"`
-	Max     *int   `json:"max"` // absent: 3; 0 turns the slots off
-	Command string `json:"command"`
-	IdleTTL string `json:"idleTTL"`
-}
-
-type settings struct {
-	Port       int                        `json:"port"`
-	Panes      []paneSettings             `json:"panes"`
-	Background *backgroundSettings        `json:"background"`
-	Telegram   *Telegram                  `json:"telegram"`
-	SecretEnv  []string                   `json:"secretEnv"`
-	Profiles   map[string]ProfileSettings `json:"profiles"`
-	// LaunchWiring false: hm adds no launch flags to the commands of the
-	// panes it launches (internal/launchwire).
-	LaunchWiring *bool `json:"launchWiring"`
-	Triggers     *struct {
-		AllowUnsigned *bool `json:"allowUnsigned"`
-	} `json:"triggers"`
-	WaitingForHumanMinutes *float64 `json:"waitingForHumanMinutes"`
-	// Pprof true serves net/http/pprof at /debug/pprof/ (as `hm up
-	// --pprof` does).
-	Pprof bool  `json:"pprof"`
-	NATS  *NATS `json:"nats"`
-}
-
 // DefaultWaitingNotice is Team.WaitingNotice without settings.
 const DefaultWaitingNotice = 5 * time.Minute
 
@@ -301,6 +265,11 @@ func build(s settings) (*Team, error) {
 			return nil, fmt.Errorf("pane %q: header %q: letters, digits and single hyphens only", role, m.Header)
 		}
 	}
+	for _, m := range members {
+		if err := checkNames(m); err != nil {
+			return nil, err
+		}
+	}
 	t := &Team{Port: s.Port, SecretEnv: s.SecretEnv, Profiles: s.Profiles, main: members, Triggers: Triggers{AllowUnsigned: true}}
 	t.NoLaunchWiring = s.LaunchWiring != nil && !*s.LaunchWiring
 	t.Pprof = s.Pprof
@@ -373,30 +342,6 @@ func build(s settings) (*Team, error) {
 		return nil, err
 	}
 	return t, nil
-}
-
-// knownProfile reports whether name (lower-cased, trimmed) is a built-in
-// profile or one the settings' "profiles" section defines.
-func knownProfile(name string, defined map[string]ProfileSettings) bool {
-	switch name {
-	case ProfileClaude, ProfileCodex, ProfileGemini, ProfileShell, ProfileDefault:
-		return true
-	}
-	for k := range defined {
-		if strings.ToLower(strings.TrimSpace(k)) == name {
-			return true
-		}
-	}
-	return false
-}
-
-func isReserved(role string) bool {
-	switch role {
-	case RoleUser, RoleSystem, RoleTelegram, RoleAll, RoleUnverified, "workers":
-		return true
-	}
-	_, alias := Aliases[role]
-	return alias
 }
 
 func (t *Team) findMain(role string) (Member, bool) {
