@@ -160,13 +160,16 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 	if err != nil {
 		return fail(err)
 	}
-	st, err := lay.NextSession(Version, time.Now())
-	if err != nil {
-		return fail(err)
-	}
+	// The ledger opens before the session counter moves: a hub that cannot
+	// open it does not start and leaves no gap in the sessions.
 	ledger, err := journal.Open(ctx, lay.Ledger(), journal.Options{Durable: opts.Durable, Logger: opts.Logger.With("component", "journal"), MaxBytes: opts.LedgerMaxBytes, KeyPath: lay.LedgerKey()})
 	if err != nil {
 		return fail(fmt.Errorf("open ledger: %w", err))
+	}
+	st, err := lay.NextSession(Version, time.Now())
+	if err != nil {
+		ledger.Close()
+		return fail(err)
 	}
 	h := &Hub{
 		opts: opts, log: opts.Logger, lock: lock, Layout: lay, Team: team, Session: st.Session,
