@@ -25,6 +25,7 @@ import (
 	"hm/internal/layout"
 	"hm/internal/slots"
 	"hm/journal"
+	"hm/journal/report"
 	"hm/roles"
 	"hm/triggers"
 )
@@ -166,7 +167,12 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 	if err != nil {
 		return fail(fmt.Errorf("open ledger: %w", err))
 	}
-	st, err := lay.NextSession(Version, time.Now())
+	last, err := report.LastSession(ctx, ledger)
+	if err != nil {
+		ledger.Close()
+		return fail(err)
+	}
+	st, err := lay.NextSession(Version, time.Now(), last)
 	if err != nil {
 		ledger.Close()
 		return fail(err)

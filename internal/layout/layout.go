@@ -143,12 +143,14 @@ func (l Layout) WriteAppStatus(s AppStatus) error {
 }
 
 // NextSession increments the session counter and returns the new status.
-func (l Layout) NextSession(version string, now time.Time) (AppStatus, error) {
+// The new session is above after too (the last session the ledger holds),
+// so that a lost or older app-status.json never repeats a session.
+func (l Layout) NextSession(version string, now time.Time, after int) (AppStatus, error) {
 	s, err := l.ReadAppStatus()
 	if err != nil {
 		return s, err
 	}
-	s.Session++
+	s.Session = max(s.Session, after) + 1
 	ts := now.UTC().Format(time.RFC3339)
 	s.Started, s.LastUpdated, s.Version, s.Hub = ts, ts, version, nil
 	return s, l.WriteAppStatus(s)

@@ -64,7 +64,7 @@ func TestEnsureStatusTokenModes(t *testing.T) {
 		t.Errorf("token mode %o", st.Mode().Perm())
 	}
 	for want := 1; want <= 3; want++ {
-		st, err := l.NextSession("test", time.Now())
+		st, err := l.NextSession("test", time.Now(), 0)
 		if err != nil || st.Session != want {
 			t.Fatalf("session %d: %+v %v", want, st, err)
 		}
@@ -75,7 +75,7 @@ func TestEnsureStatusTokenModes(t *testing.T) {
 	if err := os.WriteFile(l.AppStatus(), []byte("{broken"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.NextSession("test", time.Now()); err == nil {
+	if _, err := l.NextSession("test", time.Now(), 0); err == nil {
 		t.Error("a corrupt app-status.json was silently reset")
 	}
 	if err := l.WriteHubInfo(HubInfo{PID: 1, Port: 9, URL: "ws://127.0.0.1:9/", Session: 3}); err != nil {
