@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,6 +11,9 @@ import (
 
 	"hm/internal/hub"
 )
+
+// maxPort is the highest TCP port.
+const maxPort = 65535
 
 const upSynopsis = "hm up [--root D] [--port N] [--no-panes] [--allow-anonymous] [--rate-limit N] [--durable] [--pprof] [--nats URL [--nats-creds FILE] [--team NAME] [--hub NAME]]"
 
@@ -33,6 +37,11 @@ func runUp(ctx context.Context, env Env, args []string) int {
 			err = fmt.Errorf("unexpected argument %q", pos[0])
 		}
 		return usageError(env, fs, upSynopsis, err)
+	}
+	portSet := false
+	fs.Visit(func(f *flag.Flag) { portSet = portSet || f.Name == "port" })
+	if portSet && (*port < 0 || *port > maxPort) {
+		return usageError(env, fs, upSynopsis, fmt.Errorf("--port %d: want 0 (any free port) to %d", *port, maxPort))
 	}
 	if *rate < 0 {
 		return usageError(env, fs, upSynopsis, fmt.Errorf("--rate-limit must be >= 0"))
