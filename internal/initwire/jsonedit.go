@@ -48,6 +48,9 @@ func parseJSON(name string, data []byte) (*jsonDoc, error) {
 	if !ok {
 		return nil, d.errAt(&d.root, "the top-level value is not an object")
 	}
+	if err := d.checkUnique(&d.root, ""); err != nil {
+		return nil, err
+	}
 	if len(obj.Members) > 0 {
 		if ws := lastLineIndent(obj.Members[0].Name.BeforeExtra); ws != "" {
 			d.unit = ws
@@ -55,6 +58,38 @@ func parseJSON(name string, data []byte) (*jsonDoc, error) {
 		d.compact = !bytes.ContainsRune(bytes.TrimSpace(data), '\n')
 	}
 	return d, nil
+}
+
+// checkUnique refuses an object, at v or inside it, that has a key twice:
+// the CLIs' JSON readers take the last one, so an edit of the first would
+// never be seen. path is v's dotted key path, for the error.
+func (d *jsonDoc) checkUnique(v *hujson.Value, path string) error {
+	switch c := v.Value.(type) {
+	case *hujson.Object:
+		seen := make(map[string]bool, len(c.Members))
+		for i := range c.Members {
+			m := &c.Members[i]
+			name := m.Name.Value.(hujson.Literal).String()
+			key := name
+			if path != "" {
+				key = path + "." + name
+			}
+			if seen[name] {
+				return d.errAt(&m.Name, "%q appears twice in one object; JSON readers take the last one: keep one", key)
+			}
+			seen[name] = true
+			if err := d.checkUnique(&m.Value, key); err != nil {
+				return err
+			}
+		}
+	case *hujson.Array:
+		for i := range c.Elements {
+			if err := d.checkUnique(&c.Elements[i], path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // hujsonPos takes hujson's "line N, column M: message" apart.

@@ -102,6 +102,12 @@ func TestJSONRefused(t *testing.T) {
 		{"event not an array", "{\"hooks\": {\n\n\"SessionStart\": {}}}", "f.json:3: hooks.SessionStart is not an array"},
 		{"hm not an object", "{\"mcpServers\": {\"hm\": \"hm mcp\"}}", "f.json:1: mcpServers.hm is not an object"},
 		{"byte order mark", "\ufeff{}", "f.json:1:1: invalid character"},
+		// A JSON reader takes the last of two equal keys: an edit of the
+		// first would never be seen.
+		{"mcpServers twice", "{\"mcpServers\": {\"a\": {}},\n\"mcpServers\": {}}", `f.json:2: "mcpServers" appears twice`},
+		{"hooks twice", "{\"hooks\": {}, \"hooks\": {}}", `f.json:1: "hooks" appears twice`},
+		{"event twice", "{\"hooks\": {\"Stop\": [],\n\n \"Stop\": []}}", `f.json:3: "hooks.Stop" appears twice`},
+		{"escaped twin", `{"hooks": {}, "hoo\u006bs": {}}`, `f.json:1: "hooks" appears twice`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
