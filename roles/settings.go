@@ -1,7 +1,11 @@
 package roles
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -87,4 +91,97 @@ func checkNames(m Member) error {
 		}
 	}
 	return nil
+}
+
+// Load reads settings.json at path. A missing file gives the default team.
+func Load(path string) (*Team, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Default(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read settings: %w", err)
+	}
+	t, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("settings %s: %w", path, err)
+	}
+	return t, nil
+}
+
+// Parse builds a team from settings.json content. Pane entries override the
+// default member with the same role; new roles are added.
+// A key Parse does not know is ignored, and named in Team.Warnings (a
+// misspelt "comand" would otherwise run $SHELL without a word); it is not
+// refused, since SquidRun's settings.json, at the same path, has keys of
+// its own.
+func Parse(data []byte) (*Team, error) {
+	var s settings
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("parse settings: %w", err)
+	}
+	t, err := build(s)
+	if err != nil {
+		return nil, err
+	}
+	t.Warnings = unknownKeys(data)
+	return t, nil
+}
+
+// unknownKeys names the keys of data settings does not have, at any
+// level, as warnings. encoding/json stops at the first, so the document is
+// decoded again with each key found dropped, up to a few.
+func unknownKeys(data []byte) []string {
+	var warnings []string
+	for range 8 {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		var s settings
+		err := dec.Decode(&s)
+		name, ok := strings.CutPrefix(fmt.Sprint(err), `json: unknown field "`)
+		if err == nil || !ok {
+			break
+		}
+		name = strings.TrimSuffix(name, `"`)
+		warnings = append(warnings, fmt.Sprintf("settings.json: unknown key %q ignored (misspelt?)", name))
+		next, changed := dropKey(data, name)
+		if !changed {
+			break
+		}
+		data = next
+	}
+	return warnings
+}
+
+// dropKey removes every member named name from every object of the JSON
+// document data.
+func dropKey(data []byte, name string) ([]byte, bool) {
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return data, false
+	}
+	changed := false
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if _, ok := x[name]; ok {
+				delete(x, name)
+				changed = true
+			}
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	out, err := json.Marshal(v)
+	if err != nil {
+		return data, false
+	}
+	return out, changed
 }

@@ -78,3 +78,38 @@ func TestParseAcceptsOwnAlias(t *testing.T) {
 		}
 	}
 }
+
+// TestParseWarnsUnknownKeys: a key settings.json does not know, at any
+// level, is ignored but named (a misspelt "comand" would otherwise run
+// $SHELL without a word); it is not refused, since SquidRun's settings.json
+// at the same path has keys of its own. Before the fix nothing was said.
+func TestParseWarnsUnknownKeys(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		settings string
+		want     []string
+	}{
+		{`{"port":9901}`, nil},
+		{`{"pane":[{"role":"reviewer","command":"gemini"}]}`, []string{`"pane"`}},
+		{`{"panes":[{"role":"architect","comand":"claude"}]}`, []string{`"comand"`}},
+		{`{"background":{"maximum":1}}`, []string{`"maximum"`}},
+		{`{"profiles":{"mine":{"redy":[">"]}}}`, []string{`"redy"`}},
+		{`{"squidrunOnly":true,"panes":[{"role":"architect","comand":"claude","colour":"red"}]}`, []string{`"squidrunOnly"`, `"comand"`, `"colour"`}},
+	}
+	for _, tc := range tests {
+		team, err := Parse([]byte(tc.settings))
+		if err != nil {
+			t.Errorf("Parse(%s) = %v, want the team with warnings", tc.settings, err)
+			continue
+		}
+		if len(team.Warnings) != len(tc.want) {
+			t.Errorf("Parse(%s) warnings %q, want %d naming %v", tc.settings, team.Warnings, len(tc.want), tc.want)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(strings.Join(team.Warnings, "\n"), w) {
+				t.Errorf("Parse(%s) warnings %q do not name %s", tc.settings, team.Warnings, w)
+			}
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package roles
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -71,6 +70,9 @@ type Triggers struct {
 
 // Team is the resolved team definition.
 type Team struct {
+	// Warnings name what settings.json holds that hm ignored (unknown
+	// keys); hm up logs them.
+	Warnings   []string
 	Port       int
 	Background Background
 	Telegram   Telegram
@@ -174,32 +176,6 @@ func Default() *Team {
 		panic(err) // the default team is always valid
 	}
 	return t
-}
-
-// Load reads settings.json at path. A missing file gives the default team.
-func Load(path string) (*Team, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return Default(), nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read settings: %w", err)
-	}
-	t, err := Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("settings %s: %w", path, err)
-	}
-	return t, nil
-}
-
-// Parse builds a team from settings.json content. Pane entries override the
-// default member with the same role; new roles are added.
-func Parse(data []byte) (*Team, error) {
-	var s settings
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("parse settings: %w", err)
-	}
-	return build(s)
 }
 
 func build(s settings) (*Team, error) {

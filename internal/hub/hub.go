@@ -131,6 +131,9 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, w := range team.Warnings {
+		opts.Logger.Warn(w, "file", lay.Settings())
+	}
 	port := opts.Port
 	if port < 0 {
 		port = team.Port
