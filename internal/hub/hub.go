@@ -168,7 +168,7 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 	// open it does not start and leaves no gap in the sessions.
 	ledger, err := journal.Open(ctx, lay.Ledger(), journal.Options{Durable: opts.Durable, Logger: opts.Logger.With("component", "journal"), MaxBytes: opts.LedgerMaxBytes, KeyPath: lay.LedgerKey()})
 	if err != nil {
-		return fail(fmt.Errorf("open ledger: %w", err))
+		return fail(err) // journal.Open's errors say "open ledger"
 	}
 	last, err := report.LastSession(ctx, ledger)
 	if err != nil {
