@@ -49,6 +49,54 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(at(0.99), "p99-µs")
 }
 
+// rawConn opens a bare connection to path (created if missing) in WAL mode
+// and applies stmts (pragmas, a table), for the floor benchmarks.
+func rawConn(b *testing.B, path string, stmts ...string) *sqlite.Conn {
+	b.Helper()
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite|sqlite.OpenCreate|sqlite.OpenWAL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = conn.Close() })
+	for _, q := range stmts {
+		if err := sqlitex.ExecuteTransient(conn, q, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return conn
+}
+
+// rawExec runs q with args on conn or fails b.
+func rawExec(b *testing.B, conn *sqlite.Conn, q string, args ...any) {
+	if err := sqlitex.Execute(conn, q, &sqlitex.ExecOptions{Args: args}); err != nil {
+		b.Fatalf("%s: %v", q, err)
+	}
+}
+
+// batchedRate writes b.N items on conn, batch per IMMEDIATE transaction:
+// item(i) for each, then done(from, to) for the batch's items before its
+// COMMIT (done may be nil). It reports the cost per item (µs/<unit>) and
+// the rate (<unit>s/s).
+func batchedRate(b *testing.B, conn *sqlite.Conn, batch int, unit string, item func(i int), done func(from, to int)) {
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; {
+		rawExec(b, conn, "BEGIN IMMEDIATE")
+		from := i
+		for end := min(i+batch, b.N); i < end; i++ {
+			item(i)
+		}
+		if done != nil {
+			done(from, i)
+		}
+		rawExec(b, conn, "COMMIT")
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(el.Nanoseconds())/1e3/float64(b.N), "µs/"+unit)
+	b.ReportMetric(float64(b.N)/el.Seconds(), unit+"s/s")
+}
+
 var benchBody = "(BUILDER #7): [ACK REQUIRED] Refactored the ledger writer; group commit drains the op channel into one IMMEDIATE transaction.\nDECISION: keep FTS off the append path"
 
 // BenchmarkRawCommit is the floor: one INSERT per IMMEDIATE transaction on a
@@ -57,16 +105,7 @@ var benchBody = "(BUILDER #7): [ACK REQUIRED] Refactored the ledger writer; grou
 func BenchmarkRawCommit(b *testing.B) {
 	for _, sync := range []string{"NORMAL", "FULL"} {
 		b.Run("sync="+sync, func(b *testing.B) {
-			conn, err := sqlite.OpenConn(filepath.Join(b.TempDir(), "raw.db"), sqlite.OpenReadWrite|sqlite.OpenCreate|sqlite.OpenWAL)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer conn.Close()
-			for _, q := range []string{"PRAGMA synchronous=" + sync, "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT UNIQUE, body TEXT)"} {
-				if err := sqlitex.ExecuteTransient(conn, q, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
+			conn := rawConn(b, filepath.Join(b.TempDir(), "raw.db"), "PRAGMA synchronous="+sync, "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT UNIQUE, body TEXT)")
 			lat := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
@@ -93,36 +132,10 @@ func BenchmarkRawCommit(b *testing.B) {
 // the same table as BenchmarkRawCommit. b.N counts rows; it reports the
 // cost per row (µs/row) and rows/s.
 func BenchmarkRawCommitBatch64(b *testing.B) {
-	const batch = 64
-	conn, err := sqlite.OpenConn(filepath.Join(b.TempDir(), "raw.db"), sqlite.OpenReadWrite|sqlite.OpenCreate|sqlite.OpenWAL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	for _, q := range []string{"PRAGMA synchronous=NORMAL", "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT UNIQUE, body TEXT)"} {
-		if err := sqlitex.ExecuteTransient(conn, q, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ResetTimer()
-	start := time.Now()
-	for i := 0; i < b.N; {
-		if err := sqlitex.Execute(conn, "BEGIN IMMEDIATE", nil); err != nil {
-			b.Fatal(err)
-		}
-		for end := min(i+batch, b.N); i < end; i++ {
-			if err := sqlitex.Execute(conn, "INSERT INTO t(k, body) VALUES (?, ?)", &sqlitex.ExecOptions{Args: []any{fmt.Sprint("k", i), benchBody}}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := sqlitex.Execute(conn, "COMMIT", nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	el := time.Since(start)
-	b.StopTimer()
-	b.ReportMetric(float64(el.Nanoseconds())/1e3/float64(b.N), "µs/row")
-	b.ReportMetric(float64(b.N)/el.Seconds(), "rows/s")
+	conn := rawConn(b, filepath.Join(b.TempDir(), "raw.db"), "PRAGMA synchronous=NORMAL", "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT UNIQUE, body TEXT)")
+	batchedRate(b, conn, 64, "row", func(i int) {
+		rawExec(b, conn, "INSERT INTO t(k, body) VALUES (?, ?)", fmt.Sprint("k", i), benchBody)
+	}, nil)
 }
 
 // BenchmarkAppend measures serial Append latency (nothing to batch with).
@@ -387,7 +400,6 @@ func BenchmarkLifecyclePipelined(b *testing.B) {
 // (the batch LifecyclePipelined reaches), hashes precomputed. The gap
 // between this and LifecyclePipelined is hm's own work on the writer.
 func BenchmarkRowShapeFloor(b *testing.B) {
-	const batch = 36
 	path := filepath.Join(b.TempDir(), "ledger.db")
 	l, err := journal.Open(context.Background(), path, journal.Options{Logger: benchLogger(b)})
 	if err != nil {
@@ -396,58 +408,35 @@ func BenchmarkRowShapeFloor(b *testing.B) {
 	if err := l.Close(); err != nil {
 		b.Fatal(err)
 	}
-	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite|sqlite.OpenWAL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	for _, q := range []string{"PRAGMA synchronous=NORMAL", "PRAGMA temp_store=MEMORY"} {
-		if err := sqlitex.ExecuteTransient(conn, q, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
+	conn := rawConn(b, path, "PRAGMA synchronous=NORMAL", "PRAGMA temp_store=MEMORY")
 	hash := fmt.Sprintf("%064x", 0)
-	exec := func(q string, args ...any) {
-		if err := sqlitex.Execute(conn, q, &sqlitex.ExecOptions{Args: args}); err != nil {
-			b.Fatalf("%s: %v", q, err)
-		}
-	}
 	events := []struct{ name, detail string }{
 		{"brokered", `{"ack_status":"","attempt":0,"body_hash":"` + hash + `","error_code":"","status":"brokered","updated_at_ms":1}`},
 		{"delivered", `{"ack_status":"delivered.websocket","attempt":0,"client":1,"error_code":"","status":"routed","updated_at_ms":1}`},
 		{"acked", `{"ack_status":"delivered.verified","attempt":0,"by":"builder","error_code":"","status":"acked","updated_at_ms":1}`},
 	}
-	b.ResetTimer()
-	start := time.Now()
-	for i := 0; i < b.N; {
-		exec("BEGIN IMMEDIATE")
-		first := int64(-1)
-		var last int64
-		for end := min(i+batch, b.N); i < end; i++ {
-			id := fmt.Sprint("rs-", i)
-			exec(`INSERT INTO comms_journal(message_id, session_id, sender_role, target_role, channel, direction, seq, header, priority,
+	var first, last int64
+	batchedRate(b, conn, 36, "msg", func(i int) {
+		id := fmt.Sprint("rs-", i)
+		rawExec(b, conn, `INSERT INTO comms_journal(message_id, session_id, sender_role, target_role, channel, direction, seq, header, priority,
  sent_at_ms, brokered_at_ms, raw_body, body_hash, body_bytes, status, ack_status, error_code, attempt, metadata_json, updated_at_ms)
  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, id, "app-session-1", "architect", "builder", "ws", "outbound", i+1, "ARCH", "normal",
-				1, 1, fmt.Sprintf("(ARCH #%d): tests pass", i+1), hash, 20, "brokered", "", "", 0, "{}", 1)
-			last = conn.LastInsertRowID()
-			if first < 0 {
-				first = last
-			}
-			for _, e := range events {
-				exec("INSERT INTO comms_events(message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)", id, e.name, 1, e.detail, hash, hash)
-			}
-			exec("UPDATE comms_journal SET status = ?, ack_status = ?, error_code = ?, attempt = ?, updated_at_ms = ? WHERE row_id = ?", "acked", "delivered.verified", "", 0, 2, last)
+			1, 1, fmt.Sprintf("(ARCH #%d): tests pass", i+1), hash, 20, "brokered", "", "", 0, "{}", 1)
+		last = conn.LastInsertRowID()
+		if first == 0 {
+			first = last
 		}
-		exec(`INSERT INTO comms_session_counts(session_id, status, channel, sender_role, n, max_seq) VALUES (?, ?, ?, ?, ?, ?)
+		for _, e := range events {
+			rawExec(b, conn, "INSERT INTO comms_events(message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)", id, e.name, 1, e.detail, hash, hash)
+		}
+		rawExec(b, conn, "UPDATE comms_journal SET status = ?, ack_status = ?, error_code = ?, attempt = ?, updated_at_ms = ? WHERE row_id = ?", "acked", "delivered.verified", "", 0, 2, last)
+	}, func(_, to int) {
+		rawExec(b, conn, `INSERT INTO comms_session_counts(session_id, status, channel, sender_role, n, max_seq) VALUES (?, ?, ?, ?, ?, ?)
  ON CONFLICT(session_id, status, channel, sender_role) DO UPDATE SET n = n + excluded.n, max_seq = max(max_seq, excluded.max_seq)`,
-			"app-session-1", "acked", "ws", "architect", last-first+1, i)
-		exec("INSERT INTO comms_fts(rowid, raw_body) SELECT row_id, raw_body FROM comms_journal WHERE row_id >= ? AND row_id <= ? ORDER BY row_id", first, last)
-		exec("COMMIT")
-	}
-	el := time.Since(start)
-	b.StopTimer()
-	b.ReportMetric(float64(el.Nanoseconds())/1e3/float64(b.N), "µs/msg")
-	b.ReportMetric(float64(b.N)/el.Seconds(), "msgs/s")
+			"app-session-1", "acked", "ws", "architect", last-first+1, to)
+		rawExec(b, conn, "INSERT INTO comms_fts(rowid, raw_body) SELECT row_id, raw_body FROM comms_journal WHERE row_id >= ? AND row_id <= ? ORDER BY row_id", first, last)
+		first = 0
+	})
 }
 
 // BenchmarkEventLogFloor is the floor of the leanest write path #18
@@ -459,41 +448,14 @@ func BenchmarkRowShapeFloor(b *testing.B) {
 // BenchmarkRowShapeFloor's; this shows what moving it off the hot path can
 // buy at most.
 func BenchmarkEventLogFloor(b *testing.B) {
-	const batch = 36
-	conn, err := sqlite.OpenConn(filepath.Join(b.TempDir(), "events.db"), sqlite.OpenReadWrite|sqlite.OpenCreate|sqlite.OpenWAL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	for _, q := range []string{"PRAGMA synchronous=NORMAL", `CREATE TABLE comms_events (event_id INTEGER PRIMARY KEY, message_id TEXT NOT NULL,
- event TEXT NOT NULL, at_ms INTEGER NOT NULL, detail_json TEXT NOT NULL DEFAULT '{}', prev_hash TEXT NOT NULL, hash TEXT NOT NULL)`} {
-		if err := sqlitex.ExecuteTransient(conn, q, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
+	conn := rawConn(b, filepath.Join(b.TempDir(), "events.db"), "PRAGMA synchronous=NORMAL", `CREATE TABLE comms_events (event_id INTEGER PRIMARY KEY, message_id TEXT NOT NULL,
+ event TEXT NOT NULL, at_ms INTEGER NOT NULL, detail_json TEXT NOT NULL DEFAULT '{}', prev_hash TEXT NOT NULL, hash TEXT NOT NULL)`)
 	hash := fmt.Sprintf("%064x", 0)
 	detail := `{"ack_status":"delivered.websocket","attempt":0,"client":1,"error_code":"","status":"routed","updated_at_ms":1}`
-	b.ResetTimer()
-	start := time.Now()
-	for i := 0; i < b.N; {
-		if err := sqlitex.Execute(conn, "BEGIN IMMEDIATE", nil); err != nil {
-			b.Fatal(err)
+	batchedRate(b, conn, 36, "msg", func(i int) {
+		id := fmt.Sprint("el-", i)
+		for _, e := range []string{"brokered", "delivered", "acked"} {
+			rawExec(b, conn, "INSERT INTO comms_events(message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)", id, e, 1, detail, hash, hash)
 		}
-		for end := min(i+batch, b.N); i < end; i++ {
-			id := fmt.Sprint("el-", i)
-			for _, e := range []string{"brokered", "delivered", "acked"} {
-				if err := sqlitex.Execute(conn, "INSERT INTO comms_events(message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)",
-					&sqlitex.ExecOptions{Args: []any{id, e, 1, detail, hash, hash}}); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		if err := sqlitex.Execute(conn, "COMMIT", nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	el := time.Since(start)
-	b.StopTimer()
-	b.ReportMetric(float64(el.Nanoseconds())/1e3/float64(b.N), "µs/msg")
-	b.ReportMetric(float64(b.N)/el.Seconds(), "msgs/s")
+	}, nil)
 }
