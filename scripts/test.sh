@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# make test: every step runs even when an earlier one failed, each failure is
+# listed at the end, and the exit status is non-zero if any step failed.
+#
+# Steps: go vet (native, macOS arm64 and amd64); the tests too slow under the
+# race detector (named Test…Timing…, which skip themselves under -race), run
+# without it; the whole suite under -race; the real agent CLI suite
+# (internal/realcli) when it exists.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+logdir=$(mktemp -d)
+trap 'rm -rf "$logdir"' EXIT
+failed=()
+started=$(date +%s)
+
+# step NAME CMD...: runs CMD, its output on the terminal and in a log.
+step() {
+	local name=$1
+	shift
+	local t0=$(date +%s)
+	echo "=== make test: $name"
+	"$@" 2>&1 | grep -v -e 'no test files' -e 'no tests to run' | tee "$logdir/$name.log"
+	local rc=${PIPESTATUS[0]}
+	echo "=== make test: $name: $([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)") in $(($(date +%s) - t0)) s"
+	[ "$rc" -eq 0 ] || failed+=("$name")
+}
+
+timing_pkgs=$(grep -rl --include='*_test.go' '^func Test[A-Za-z0-9_]*Timing' . | xargs -r -n1 dirname | sort -u)
+
+step vet "$GO" vet ./...
+step vet-darwin-arm64 env CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 "$GO" vet ./...
+step vet-darwin-amd64 env CGO_ENABLED=0 GOOS=darwin GOARCH=amd64 "$GO" vet ./...
+if [ -n "$timing_pkgs" ]; then
+	# shellcheck disable=SC2086
+	step unraced "$GO" test -count=1 -run 'Timing' $timing_pkgs
+fi
+step race "$GO" test -race -count=1 -p 4 -parallel 4 ./...
+if [ -d internal/realcli ]; then
+	step realcli "$GO" test -count=1 -timeout 10m ./internal/realcli/
+fi
+
+echo
+echo "=== make test: $(( $(date +%s) - started )) s in all"
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "=== make test: FAILED steps: ${failed[*]}"
+	for f in "${failed[@]}"; do
+		grep -h -e '^--- FAIL' -e '^    --- FAIL' -e '^FAIL' -e '^panic:' "$logdir/$f.log" | sed "s/^/  [$f] /"
+	done
+	exit 1
+fi
+echo "=== make test: all steps passed"
