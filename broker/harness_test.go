@@ -83,7 +83,7 @@ func (h *harness) close() {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -128,7 +128,7 @@ func send(t *testing.T, c *client.Client, f proto.Frame) proto.Ack {
 func sendPipelined(t *testing.T, c *client.Client, ids []string, frame func(id string) proto.Frame) {
 	t.Helper()
 	// One deadline for them all, as long as make test's load may need.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	written := make(chan error, 1)
 	window := make(chan struct{}, 32)

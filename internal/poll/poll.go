@@ -11,11 +11,23 @@ import (
 // Interval is how often For runs its check.
 var Interval = 5 * time.Millisecond
 
+// Floor is the shortest deadline For keeps: a shorter one is raised to it. A
+// deadline says how long a condition may take on a machine as loaded as a
+// laptop mid-build (make test-loaded), never how fast it should be; speed
+// belongs in make bench. Waiting costs nothing when the condition holds.
+const Floor = 2 * time.Minute
+
 // For runs check every Interval until it returns nil. If it still returns
-// an error after timeout, the test fails and stops with that last error, so
+// an error after timeout (at least Floor), the test fails and stops with that last error, so
 // the failure says what the awaited state was and how far off it still was
 // (the shape of nats-server's checkFor).
 func For(t testing.TB, timeout time.Duration, check func() error) {
+	t.Helper()
+	wait(t, max(timeout, Floor), check)
+}
+
+// wait is For without the Floor.
+func wait(t testing.TB, timeout time.Duration, check func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

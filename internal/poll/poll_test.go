@@ -35,7 +35,7 @@ func TestForFailsWithTheLastError(t *testing.T) {
 				t.Fatalf("For did not fail the test: %v", r)
 			}
 		}()
-		For(f, 20*time.Millisecond, func() error { n++; return fmt.Errorf("attempt %d", n) })
+		wait(f, 20*time.Millisecond, func() error { n++; return fmt.Errorf("attempt %d", n) })
 	}()
 	if want := fmt.Sprintf("attempt %d", n); n < 2 || !strings.HasSuffix(f.msg, want) || !strings.Contains(f.msg, "timed out after 20ms") {
 		t.Fatalf("failure %q after %d checks, want the timeout and %q", f.msg, n, want)

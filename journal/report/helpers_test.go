@@ -36,7 +36,7 @@ func testLogger(t testing.TB) *slog.Logger {
 }
 
 func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
