@@ -207,7 +207,7 @@ func TestBadOutput(t *testing.T) {
 			for _, m := range msgs {
 				p.Enqueue(Delivery{MessageID: m.id, Content: m.content, Report: stages.reporter(m.id)})
 			}
-			waitAllFinal(t, p, stages, msgs, logPath, start.Add(30*time.Second))
+			waitAllFinal(t, p, stages, msgs, logPath, start.Add(hardDeadline))
 			settle(t, logPath)
 			recs := readPrompts(t, logPath)
 			st := p.Status()

@@ -238,7 +238,7 @@ func (p *Pane) deliver(it *item) (done bool) {
 	if trailer != "" {
 		// Echo verification: the text must show at the program's input
 		// before Enter may be pressed.
-		shown, ended := p.waitScreen(pr, p.profile.echoWait(), func(s Screen) bool {
+		shown, ended := p.waitScreen(pr, patience(p.profile.echoWait(), it.unseen), func(s Screen) bool {
 			typed = viewInput(s, p.profile, trailer)
 			return typed.shown(before, p.profile)
 		})
@@ -312,7 +312,7 @@ func (p *Pane) deliver(it *item) (done bool) {
 		if trailer != "" {
 			// Submitted means the text left the input area, not "some
 			// output".
-			ok, ended = p.waitScreen(pr, p.profile.Verify, func(s Screen) bool {
+			ok, ended = p.waitScreen(pr, patience(p.profile.Verify, 2*attempt), func(s Screen) bool {
 				// A person's keys after hm's typing make the screen
 				// unreadable as proof (their text on the next row looks
 				// like a redrawn prompt): no claim then.
@@ -353,8 +353,19 @@ func (p *Pane) deliver(it *item) (done bool) {
 // text never showed are made before it is.
 const (
 	enterAttempts = 2
-	typeAttempts  = 3
+	typeAttempts  = 4
 )
+
+// patience is how long a check waits for the screen on its retry-th
+// attempt: d doubled for each earlier attempt, up to 8 times d. A window
+// missed because the machine was loaded (the program, or the terminal
+// emulator behind the screen, did not run in time) is waited out the next
+// time, so a slow machine makes a delivery slower, not stuck; the first
+// attempt keeps the profile's window, which is what a program that threw
+// the text away costs.
+func patience(d time.Duration, retry int) time.Duration {
+	return d << min(max(retry, 0), 3)
+}
 
 // eraseStuck clears the text of a message that stayed at the program's
 // input after its presses of Enter, so that the next message is not typed
@@ -376,7 +387,7 @@ func (p *Pane) eraseStuck(pr *proc, before inputView, trailer string, typed int)
 		if _, err := p.writeTo(context.Background(), pr, []byte(keys)); err != nil {
 			return fmt.Sprintf("left at the input: erase: %v", err)
 		}
-		ok, ended := p.waitScreen(pr, p.profile.echoWait(), gone)
+		ok, ended := p.waitScreen(pr, patience(p.profile.echoWait(), 2), gone)
 		switch {
 		case ok && i == 0:
 			return "erased from the input"

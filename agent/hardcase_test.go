@@ -81,8 +81,10 @@ func (hc hardCase) spec(t testing.TB) (Spec, string) {
 }
 
 // hardDeadline bounds the wait for a case's hundred messages, from the
-// moment they were enqueued.
-const hardDeadline = 50 * time.Second
+// moment they were enqueued: about 15 s on a quiet machine, and a deadline
+// that a loaded one (make test-loaded) does not reach; the time taken is
+// logged, never asserted.
+const hardDeadline = 4 * time.Minute
 
 // TestHardCase types 100 mixed messages (short, multi-line, one of 20 KiB,
 // control bytes, emoji and CJK, shell syntax) into each hard-case program

@@ -228,6 +228,15 @@ func (a *agent) take(b []byte) bool {
 			}
 			b, a.held = a.held, nil
 		}
+		if a.garbage != nil {
+			// A late answer to a fence that was asked again (the first
+			// answer took over a second on a loaded machine) is no
+			// typed text either.
+			b = replyRE.ReplaceAll(b, nil)
+			if len(b) == 0 {
+				continue
+			}
+		}
 		if a.queryOnInput {
 			b = replyRE.ReplaceAll(b, nil)
 			if len(b) == 0 {
