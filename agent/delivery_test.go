@@ -269,7 +269,9 @@ func TestUrgentSkipsIdleWait(t *testing.T) {
 	poll.For(t, time.Minute, func() error { return poll.Want(strings.Count(string(p.Replay()), "tick") > 3, "ticker output") })
 	p.Enqueue(Delivery{MessageID: "u1", Content: "(ARCH #1): [URGENT] now", Urgent: true, Report: stages.reporter("u1")})
 	p.Enqueue(Delivery{MessageID: "n1", Content: "(ARCH #2): normal", Report: stages.reporter("n1")})
-	poll.For(t, 2*time.Minute, func() error { return poll.Want(stages.final("u1"), "urgent message submitted while the pane's output never stops") })
+	poll.For(t, 2*time.Minute, func() error {
+		return poll.Want(stages.final("u1"), "urgent message submitted while the pane's output never stops")
+	})
 	if err := os.WriteFile(stop, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
