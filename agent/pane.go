@@ -177,6 +177,9 @@ type Pane struct {
 	profile Profile
 	log     *slog.Logger
 	disp    *dispatcher
+	// afterInput, set only by tests, runs after bytes written through
+	// writeInput reached the terminal (to widen a race window).
+	afterInput atomic.Pointer[func()]
 
 	stopCh     chan struct{} // closed by requestStop
 	stopOnce   sync.Once

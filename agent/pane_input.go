@@ -27,9 +27,11 @@ func (p *Pane) WriteContext(ctx context.Context, b []byte) (int, error) {
 	})
 }
 
-// writeInput writes b into the running program's terminal under inputMu
-// and, when anything was written, runs note (still under inputMu) with
-// the run and the bytes written.
+// writeInput writes b into the running program's terminal under inputMu,
+// running note (under inputMu too) with the run and b first: the record
+// must stand before the program can echo the bytes, or a delivery that
+// judges the screen meanwhile takes a person's echo for its own text
+// leaving the input (TestPeopleNoSecondEnterOnTheirLine, under load).
 func (p *Pane) writeInput(ctx context.Context, b []byte, note func(pr *proc, written []byte)) (int, error) {
 	p.mu.Lock()
 	pr := p.proc
@@ -39,9 +41,12 @@ func (p *Pane) writeInput(ctx context.Context, b []byte, note func(pr *proc, wri
 	}
 	p.inputMu.Lock()
 	defer p.inputMu.Unlock()
+	if len(b) > 0 {
+		note(pr, b)
+	}
 	n, err := p.writeRaw(ctx, pr, b)
-	if n > 0 {
-		note(pr, b[:n])
+	if hook := p.afterInput.Load(); hook != nil {
+		(*hook)()
 	}
 	if err != nil {
 		return n, fmt.Errorf("write to pane %s: %w", p.name(), err)

@@ -196,13 +196,34 @@ func TestPeopleStatusWaiting(t *testing.T) {
 // to a message's Enter and a person typed meanwhile, hm does not press
 // Enter again: that would submit the person's line. Before #15 it did (the
 // fake logged the message and the person's text as one prompt).
+//
+// Slow: the person's keys reach the terminal 300 ms before the pane goes on
+// (as a loaded machine may delay it): their echo on the row under the
+// message was taken for a redrawn prompt, the message reported submitted,
+// until the person's keys were recorded before they were written.
 func TestPeopleNoSecondEnterOnTheirLine(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		lag  time.Duration
+	}{{"Prompt", 0}, {"Slow", 300 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			noSecondEnter(t, tc.lag)
+		})
+	}
+}
+
+func noSecondEnter(t *testing.T, lag time.Duration) {
 	// The fake takes an Enter within 2 s of other input as a newline, so
 	// the message's first Enter (EnterDelay 70 ms after the echo showed)
 	// submits nothing, even on a loaded machine where the echo takes a
 	// while to come back (with 500 ms it once submitted under make test).
 	p, c, logPath := peoplePane(t, 300*time.Millisecond, "FAKEAGENT_ENTER_MS=2000")
+	if lag > 0 {
+		hook := func() { time.Sleep(lag) }
+		p.afterInput.Store(&hook)
+	}
 	time.Sleep(300 * time.Millisecond) // the banner settles
 	stages := newStageLog()
 	entered := make(chan struct{}, 1)
