@@ -219,7 +219,10 @@ func (p *Pane) deliver(it *item) (done bool) {
 		unlock()
 		return false // a person's key came after waitReady: wait for them again
 	}
-	before := viewInput(p.Screen(), p.profile, trailer)
+	screen := p.Screen()
+	before := viewInput(screen, p.profile, trailer)
+	head := textHead(c.Text, screen)
+	headsBefore := headCount(screen, head)
 	n, err := p.writeTo(context.Background(), pr, text)
 	// The first byte is in the terminal once the write returns.
 	overhead := max(0, time.Since(it.enqueuedAt)-it.waited)
@@ -238,9 +241,12 @@ func (p *Pane) deliver(it *item) (done bool) {
 	if trailer != "" {
 		// Echo verification: the text must show at the program's input
 		// before Enter may be pressed.
+		// The text's start must show too, where it can (textHead): Enter
+		// would otherwise submit a torn prompt.
 		shown, ended := p.waitScreen(pr, patience(p.profile.echoWait(), it.unseen), func(s Screen) bool {
-			typed = viewInput(s, p.profile, trailer)
-			return typed.shown(before, p.profile)
+			var ok bool
+			typed, ok = echoed(s, p.profile, trailer, before, head, headsBefore)
+			return ok
 		})
 		if ended {
 			unlock()

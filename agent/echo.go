@@ -33,19 +33,7 @@ func viewInput(s Screen, prof Profile, trailer string) inputView {
 	if want == "" {
 		return v
 	}
-	// Rows are squeezed (blanks and box drawing removed) and searched as
-	// one string, so a trailer wrapped across rows, or split by a box's
-	// border, is still found; offsets map back to rows.
-	var flat strings.Builder
-	var rowAt []int // rowAt[i] is the row of flat's byte i
-	for y, line := range s.Lines {
-		sq := squeeze(line)
-		flat.WriteString(sq)
-		for range len(sq) {
-			rowAt = append(rowAt, y)
-		}
-	}
-	text := flat.String()
+	text, rowAt := flattenScreen(s)
 	for from := 0; ; {
 		i := strings.Index(text[from:], want)
 		if i < 0 {
@@ -67,6 +55,62 @@ func viewInput(s Screen, prof Profile, trailer string) inputView {
 		}
 	}
 	return v
+}
+
+// flattenScreen returns the screen's rows squeezed (blanks and box drawing
+// removed) as one string, so that a text wrapped across rows, or split by a
+// box's border, is still found, and rowAt, the row of each of its bytes.
+func flattenScreen(s Screen) (text string, rowAt []int) {
+	var flat strings.Builder
+	for y, line := range s.Lines {
+		sq := squeeze(line)
+		flat.WriteString(sq)
+		for range len(sq) {
+			rowAt = append(rowAt, y)
+		}
+	}
+	return flat.String(), rowAt
+}
+
+// headRunes is how much of a typed text's start the echo check looks for
+// beside its trailer: the "[AGENT MSG …]" prefix and the role header.
+const headRunes = 48
+
+// textHead returns the start of text as the screen shows it (squeezed, the
+// bracketed-paste markers left out), to be seen beside the trailer: a
+// program that threw the first part of the text away and took the rest
+// shows the trailer alone. It is "" (no check) where the start may be out
+// of sight with nothing wrong: on the alternate screen, where full-screen
+// programs draw an input box that shows only the tail of a long input,
+// and for a text longer than six rows of the screen, whose start may
+// have scrolled away or sit above an input box of a few rows.
+func textHead(text string, s Screen) string {
+	sq := []rune(squeeze(strings.NewReplacer(PasteStart, "", PasteEnd, "").Replace(text)))
+	if s.AltScreen || s.Cols <= 0 || len(sq) > 6*s.Cols {
+		return ""
+	}
+	return string(sq[:min(len(sq), headRunes)])
+}
+
+// headCount is how often head stands on s (0 when head is "").
+func headCount(s Screen, head string) int {
+	if head == "" {
+		return 0
+	}
+	text, _ := flattenScreen(s)
+	return strings.Count(text, head)
+}
+
+// echoed reports whether a typed text is on screen s at the program's
+// input (see shown), its start included where textHead gave one (head,
+// which stood headsBefore times on the screen before the typing), and
+// returns where its trailer stands.
+func echoed(s Screen, prof Profile, trailer string, before inputView, head string, headsBefore int) (inputView, bool) {
+	v := viewInput(s, prof, trailer)
+	if !v.shown(before, prof) {
+		return v, false
+	}
+	return v, v.pasted && !before.pasted || head == "" || headCount(s, head) > headsBefore
 }
 
 // shown reports whether the text just typed is on the screen at the

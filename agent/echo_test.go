@@ -82,3 +82,42 @@ func FuzzViewInput(f *testing.F) {
 		_ = promptBeforeCursor(s)
 	})
 }
+
+// TestEchoNeedsTheStart: the text's trailer at the input is not proof that
+// the text is there whole: a program that threw the first part of a typing
+// away (busy without a sign of it) and took the rest shows the trailer
+// alone, and Enter would submit a torn prompt (TestHardCase/SilentlyBusy
+// under make test-loaded: "not intact", the prompt began mid-sentence).
+// Where the start may be out of sight with nothing wrong (an alternate-
+// screen input box showing the tail, a text longer than six rows) the
+// trailer suffices.
+func TestEchoNeedsTheStart(t *testing.T) {
+	const trailer = "[hm:m1]"
+	text := "[AGENT MSG - reply via hm-send] (ARCH #24): long line: before queue pressing queue before for " + trailer
+	long := "[AGENT MSG - reply via hm-send] (ARCH #25): " + strings.Repeat("word ", 200) + trailer
+	screen := func(alt bool, rows ...string) Screen {
+		return Screen{Lines: rows, Cols: 80, Rows: 24, CursorRow: len(rows) - 1, AltScreen: alt}
+	}
+	empty := screen(false, "> ")
+	for _, tc := range []struct {
+		name string
+		text string
+		now  Screen
+		want bool
+	}{
+		{"whole, wrapped", text, screen(false, "> "+text[:70], text[70:]), true},
+		{"torn: its start thrown away", text, screen(false, "> queue before for "+trailer), false},
+		{"alternate screen: the box shows the tail", text, screen(true, "│ > queue before for "+trailer+" │"), true},
+		{"longer than six rows: the start scrolled away", long, screen(false, "> "+long[len(long)-60:]), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := empty
+			before.AltScreen = tc.now.AltScreen
+			head := textHead(tc.text, before)
+			_, got := echoed(tc.now, Profile{}, trailer, viewInput(before, Profile{}, trailer), head, headCount(before, head))
+			if got != tc.want {
+				t.Errorf("echoed = %v, want %v (head %q)", got, tc.want, head)
+			}
+		})
+	}
+}
