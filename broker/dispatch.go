@@ -163,8 +163,10 @@ func (b *Broker) advance(c journal.Change) {
 }
 
 // acknowledgeAsync is a message-ack from a client identified as id: only
-// the operator or a recipient of the message (its target role, or a main
-// pane a broadcast reached) may acknowledge it (SPEC §5.3). It does not
+// the operator or a recipient of the message (readerFor's Received: its
+// target role, or a main pane a broadcast reached; never a row the hub
+// only recorded, which not even the operator may acknowledge: that would
+// make it a row roles read) may acknowledge it (SPEC §5.3). It does not
 // wait: the change is queued for the ledger's writer, which checks who
 // acknowledges against the row in the same transaction, and done is told
 // the outcome once it is committed or refused (a role_mismatch
@@ -172,7 +174,11 @@ func (b *Broker) advance(c journal.Change) {
 // ledger error).
 func (b *Broker) acknowledgeAsync(messageID string, id Identity, done func(error)) {
 	check := func(m journal.Message) error {
-		if !id.Operator && !b.recipient(id.Role, m) {
+		switch {
+		case id.Operator && !journal.ForRoles(m.Status):
+			// Acknowledged, it would become a row roles may read.
+			return refuse(status.CodeBadRequest, "%s was only recorded, never delivered: there is nothing to acknowledge", messageID)
+		case !id.Operator && !b.readerFor(id.Role).Received(m):
 			return refuse(status.CodeRoleMismatch, "%s is for %s; %s may not acknowledge it", messageID, m.TargetRole, id.Role)
 		}
 		return nil

@@ -81,7 +81,7 @@ func (c *conn) handle(f proto.Frame, received time.Time) bool {
 			var pe *proto.Error
 			switch {
 			case err == nil, errors.Is(err, journal.ErrNotFound):
-			case errors.As(err, &pe) && pe.Code == status.CodeRoleMismatch:
+			case errors.As(err, &pe): // role_mismatch, or bad_request for a recorded row
 				c.sendError(pe.Code, pe.Message, f.RequestID, f.MessageID)
 			default:
 				c.sendError(status.CodeJournalUnavailable, err.Error(), f.RequestID, f.MessageID)
@@ -255,6 +255,9 @@ func (c *conn) send(f proto.Frame, received time.Time) {
 	c.queueInflight(inflightSend{p: p, requestID: f.RequestID, target: f.Target, isSend: f.Type == proto.TypeSend})
 }
 
+// subscribe streams ledger changes to the client: the rows its identity
+// may read (visibleTo, journal.Reader.Sees: the operator every row, a role
+// what it sent or received and never a row the hub only recorded).
 func (c *conn) subscribe(f proto.Frame) {
 	want := false
 	for _, t := range f.Topics {
@@ -274,7 +277,7 @@ func (c *conn) subscribe(f proto.Frame) {
 	c.subscribed = true
 	id := c.identity
 	c.mu.Unlock()
-	visible := c.b.journalFilter(id)
+	visible := c.b.visibleTo(id)
 	events, cancel := c.b.deps.Ledger.Subscribe(1024)
 	c.wg.Add(1)
 	go func() {
@@ -288,49 +291,13 @@ func (c *conn) subscribe(f proto.Frame) {
 				if !ok {
 					return
 				}
-				if !visible(ev.Row) {
+				if !visible.Sees(ev.Row) {
 					continue
 				}
 				c.sendJSON(proto.JournalEvent{Type: proto.TypeJournalEvent, Row: EventRow(ev)})
 			}
 		}
 	}()
-}
-
-// journalFilter says which ledger rows a subscriber identified as id may
-// see (SPEC §5.3): the operator sees every row; anyone else (a role token,
-// or an anonymous client as its declared role) sees the rows where its role
-// is the sender or a recipient.
-func (b *Broker) journalFilter(id Identity) func(journal.Message) bool {
-	if id.Operator {
-		return func(journal.Message) bool { return true }
-	}
-	return func(row journal.Message) bool {
-		return row.SenderRole == id.Role || b.recipient(id.Role, row)
-	}
-}
-
-// recipient reports whether role is a recipient of row: its target, or a
-// member a group target reached. A group row ("all", "others-<role>")
-// reached the main panes other than its sender, or other than the named
-// role; background slots are never group recipients.
-func (b *Broker) recipient(role string, row journal.Message) bool {
-	if role == "" {
-		return false
-	}
-	if row.TargetRole == role {
-		return true
-	}
-	if m, ok := b.team.Lookup(role); !ok || m.Role != role || m.Background || row.SenderRole == role {
-		return false
-	}
-	switch {
-	case row.TargetRole == roles.RoleAll:
-		return true
-	case strings.HasPrefix(row.TargetRole, "others-"):
-		return strings.TrimPrefix(row.TargetRole, "others-") != role
-	}
-	return false
 }
 
 func (c *conn) background(f proto.Frame) {

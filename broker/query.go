@@ -97,20 +97,19 @@ func decodeQuery(payload json.RawMessage, v any) error {
 	return nil
 }
 
-// readerFor is how role reads the ledger: what it sent or received, where
-// a main pane receives broadcasts and others-<another main pane> (as
-// recipient decides for message-ack and subscribe).
+// readerFor is how role reads the ledger (journal.RoleReader): what it
+// sent or received, where a main pane receives broadcasts and
+// others-<another main pane>. Every read path and message-ack ask it.
 func (b *Broker) readerFor(role string) journal.Reader {
-	r := journal.Reader{Role: role}
-	if m, ok := b.team.Lookup(role); ok && m.Role == role && !m.Background {
-		r.Groups = append(r.Groups, roles.RoleAll)
+	m, ok := b.team.Lookup(role)
+	main := ok && m.Role == role && !m.Background
+	var peers []string
+	if main {
 		for _, o := range b.team.Members() {
-			if o.Role != role {
-				r.Groups = append(r.Groups, "others-"+o.Role)
-			}
+			peers = append(peers, o.Role)
 		}
 	}
-	return r
+	return journal.RoleReader(role, main, peers)
 }
 
 // visibleTo is what a client identified as id may read: everything for the

@@ -11,21 +11,43 @@ import (
 	"strings"
 
 	"hm/internal/status"
+	"hm/roles"
 
 	"zombiezen.com/go/sqlite"
 )
 
-// Reader is whose view of the ledger a read takes. The zero value is the
-// operator's: every row. A Reader with a Role sees the rows that role sent
-// or received, where it received a row when the row's target_role is Role
-// or, for a row another role sent, one of Groups (the group targets that
-// reach Role, e.g. "all" and "others-<another role>"; the journal does not
-// know the team, so the caller names them). A role never sees rows the hub
-// recorded without ever routing them (ForRoles): they were kept out of its
-// panes on purpose.
+// Reader is whose view of the ledger a read takes, and the one rule of who
+// may see a message: every read path (the subscription, the query frame's
+// inbox, search, timeline and get, delivery-check, message-ack, hm mcp's
+// tools and channel, the reports typed into panes) asks a Reader. The zero
+// value is the operator's: every row. A Reader with a Role sees the rows
+// that role sent or received, where it received a row when the row's
+// target_role is Role or, for a row another role sent, one of Groups (the
+// group targets that reach Role, e.g. "all" and "others-<another role>";
+// the journal does not know the team, so the caller names them, through
+// RoleReader). A role never sees rows the hub recorded without ever
+// routing them (ForRoles): they were kept out of its panes on purpose.
 type Reader struct {
 	Role   string
 	Groups []string
+}
+
+// RoleReader is role's view of the ledger. A main pane (main) receives
+// broadcasts and others-<p> for every other main pane p of peers; a
+// background slot, the user and a role outside the team (main false)
+// receive only rows addressed to them by name.
+func RoleReader(role string, main bool, peers []string) Reader {
+	r := Reader{Role: role}
+	if !main || role == "" {
+		return r
+	}
+	r.Groups = append(r.Groups, roles.RoleAll)
+	for _, p := range peers {
+		if p != role {
+			r.Groups = append(r.Groups, roles.OthersPrefix+p)
+		}
+	}
+	return r
 }
 
 // ForRoles reports whether a row of status s may ever reach a role. Rows

@@ -26,6 +26,9 @@ const (
 	RoleSystem   = "system"   // the hub itself (reminders, notices)
 	RoleTelegram = "telegram" // the Telegram chat as a target
 	RoleAll      = "all"      // broadcast target
+	// OthersPrefix starts the group target others-<role>: every main pane
+	// but role (and the sender).
+	OthersPrefix = "others-"
 	// RoleUnverified is the recorded sender of an unsigned trigger file.
 	RoleUnverified = "unverified"
 )

@@ -101,13 +101,16 @@ func (s telegramStore) RecordRefused(ctx context.Context, in telegram.Inbound) e
 }
 
 // recordRefusedUpdate records an update the hub refused as
-// telegram-refused-<update_id>, status recorded (never routed, seen by the
-// operator alone) with the refusal's code; once, whatever the retries.
+// telegram-refused-<update_id>, user → user (the human who runs the hub: no
+// role's name, whatever the team), status recorded (never routed, seen by
+// the operator alone, journal.ForRoles) with the refusal's code; once,
+// whatever the retries. Rows of older versions name the architect as
+// target: their status keeps them from it all the same.
 func recordRefusedUpdate(ctx context.Context, h *Hub, in telegram.Inbound, code status.Code) error {
 	meta, _ := json.Marshal(map[string]any{"chatId": in.ChatID, "sender": in.Sender, "updateId": in.UpdateID})
 	_, err := h.Ledger.Append(ctx, &journal.Message{
 		MessageID: msgid.TelegramRefused(in.UpdateID), SessionID: h.SessionID(),
-		SenderRole: roles.RoleUser, TargetRole: "architect", Channel: broker.ChannelTelegram, Direction: "inbound",
+		SenderRole: roles.RoleUser, TargetRole: roles.RoleUser, Channel: broker.ChannelTelegram, Direction: "inbound",
 		RawBody: in.Text, MetadataJSON: string(meta), Status: status.Recorded, ErrorCode: code,
 	})
 	if errors.Is(err, journal.ErrDuplicate) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"hm/broker/proto"
 	"hm/internal/status"
 	"hm/journal"
-	"hm/roles"
 )
 
 // Claude Code channels (research preview): a server that declares the
@@ -87,11 +85,18 @@ func (s *Server) runChannel(ctx context.Context, conn mcp.Connection) {
 // followJournal subscribes on a connection of its own and calls push for
 // each new message to the registered role, until an error.
 func (s *Server) followJournal(ctx context.Context, push func(ChannelParams) error, seen map[string]bool) error {
-	cl, reg, err := s.hub.dial(ctx)
+	cl, _, err := s.hub.dial(ctx)
 	if err != nil {
 		return err
 	}
 	defer cl.CloseNow()
+	var st struct {
+		Result proto.StatusResult `json:"result"`
+	}
+	if err := cl.Request(ctx, proto.Frame{Type: proto.TypeQuery, Op: proto.QueryStatus, RequestID: "channel-status"}, proto.TypeResponse, &st); err != nil {
+		return err
+	}
+	mine := readerOf(st.Result)
 	if err := cl.WriteJSON(ctx, proto.Frame{Type: proto.TypeSubscribe, Topics: []string{"journal"}}); err != nil {
 		return err
 	}
@@ -119,7 +124,8 @@ func (s *Server) followJournal(ctx context.Context, push func(ChannelParams) err
 			continue
 		}
 		r := ev.Row
-		if r.Event != string(status.Brokered) || !journal.ForRoles(status.Status(r.Status)) || seen[r.MessageID] || !reaches(reg.Role, r.SenderRole, r.TargetRole) {
+		row := journal.Message{SenderRole: r.SenderRole, TargetRole: r.TargetRole, Status: status.Status(r.Status)}
+		if r.Event != string(status.Brokered) || seen[r.MessageID] || !mine.Received(row) {
 			continue
 		}
 		if len(seen) > 10000 {
@@ -138,23 +144,6 @@ func (s *Server) followJournal(ctx context.Context, push func(ChannelParams) err
 			return err
 		}
 	}
-}
-
-// reaches reports whether a row from sender to target is a message to
-// role: its own target, or a group (all, others-<another role>) from
-// someone else. (The hub already filters a pane token's subscription so;
-// the operator's sees every row.)
-func reaches(role, sender, target string) bool {
-	if role == "" || sender == role {
-		return false
-	}
-	if target == role {
-		return true
-	}
-	if role == roles.RoleUser {
-		return false
-	}
-	return target == roles.RoleAll || strings.HasPrefix(target, "others-") && target != "others-"+role
 }
 
 // RunChannel serves one client over t as Run does, and also pushes the

@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/status"
-	"hm/roles"
+	"hm/journal"
 )
 
 // DialFunc connects to the hub and registers (not as a listener). It is
@@ -41,8 +40,8 @@ type hubConn struct {
 // self is what the server acts as, from the hub's status answer.
 type self struct {
 	role, header string
-	operator     bool // registered with the operator token
-	main         bool // a main pane (broadcasts reach it), not a background slot
+	operator     bool           // registered with the operator token
+	reader       journal.Reader // what reaches role (readerOf)
 }
 
 // session is what a tool call holds while it talks to the hub.
@@ -168,28 +167,32 @@ func (s session) whoami(ctx context.Context) (self, error) {
 	if err := s.query(ctx, proto.QueryStatus, proto.StatusQuery{}, &st); err != nil {
 		return self{}, err
 	}
-	me := self{role: st.Role, header: st.Header, operator: st.Operator}
-	for _, p := range st.Panes {
-		if p.Role == st.Role && !p.Background {
-			me.main = true
-		}
-	}
+	me := self{role: st.Role, header: st.Header, operator: st.Operator, reader: readerOf(st)}
 	s.h.me = &me
 	return me, nil
 }
 
-// recipient reports whether me received m, as the hub decides who may
-// acknowledge a message (broker recipient): its target, or, for a main
-// pane, a group row (all, others-<another role>) another role sent.
-func (me self) recipient(m proto.MessageView) bool {
-	switch {
-	case m.To == me.role:
-		return true
-	case !me.main || m.From == me.role:
-		return false
-	case m.To == roles.RoleAll:
-		return true
+// readerOf is the view of the role a status answer describes, as the hub
+// reads for it (journal.RoleReader): a main pane receives broadcasts and
+// others-<another main pane>.
+func readerOf(st proto.StatusResult) journal.Reader {
+	main := false
+	var peers []string
+	for _, p := range st.Panes {
+		if p.Background {
+			continue
+		}
+		peers = append(peers, p.Role)
+		main = main || p.Role == st.Role
 	}
-	other, ok := strings.CutPrefix(m.To, "others-")
-	return ok && other != me.role
+	if !main {
+		peers = nil
+	}
+	return journal.RoleReader(st.Role, main, peers)
+}
+
+// recipient reports whether me received m, by the hub's rule
+// (journal.Reader.Received, as for message-ack).
+func (me self) recipient(m proto.MessageView) bool {
+	return me.reader.Received(journal.Message{SenderRole: m.From, TargetRole: m.To, Status: m.Status})
 }
