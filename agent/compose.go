@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"hm/roles"
 )
 
 // Typing format (SPEC §6).
@@ -24,7 +26,7 @@ const (
 // composeOpts are the inputs that decide how a message is typed.
 type composeOpts struct {
 	ID        string // message id, shown in the trailer
-	Content   string // message content, role header included, not yet neutralised
+	Content   string // message content, role header included, not yet shown (neutralised, quoted)
 	Shell     bool   // shell profile: type only an inert pointer line
 	Bracketed bool   // the program last enabled bracketed paste
 	MultiLine bool   // the profile takes a multi-line paste as one prompt
@@ -40,8 +42,14 @@ type composeOpts struct {
 type composition struct {
 	Text    string // bytes written before the separate Enter
 	Pointer bool   // the body must be stored in the pointer file named in Text
-	Body    string // neutralised content: the pointer-file content when Pointer is set
+	Body    string // content as shown: the pointer-file content when Pointer is set
 }
+
+// shown is content as a pane or a hook's context shows it: neutralised
+// for the terminal (Neutralize), then with every later line that reads as
+// another message's header quoted (roles.ViewContent), so one role cannot
+// plant a line that looks like another's message.
+func shown(content string) string { return roles.ViewContent(Neutralize(content)) }
 
 // Trailer returns the receipt trailer "[hm:<id>]" for a message id, or ""
 // for an empty id.
@@ -55,7 +63,7 @@ func Trailer(messageID string) string {
 // compose renders a message. pointerPath is the file the body would be
 // written to when it cannot be typed inline.
 func compose(o composeOpts, pointerPath string) composition {
-	full := Neutralize(o.Content)
+	full := shown(o.Content)
 	body := strings.Trim(full, " \t\n")
 	trailer := Trailer(o.ID)
 	c := composition{Body: full}
@@ -88,7 +96,7 @@ func compose(o composeOpts, pointerPath string) composition {
 // the last line; a body over MaxInlineBody is replaced by its pointer line,
 // as when typed, and goes to the file at pointerPath.
 func composeContext(id, content, pointerPath string) composition {
-	full := Neutralize(content)
+	full := shown(content)
 	body := strings.Trim(full, " \t\n")
 	c := composition{Body: full, Pointer: len(body) > MaxInlineBody}
 	line := body

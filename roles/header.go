@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"hm/internal/status"
 )
@@ -117,6 +118,59 @@ func ParseHeader(s string) (Header, string, bool) {
 	}
 	rest = strings.TrimPrefix(rest[2:], " ")
 	return Header{Role: role, Seq: seq}, rest, true
+}
+
+// QuoteMark starts a line of a message's content that ViewContent quoted.
+const QuoteMark = "> "
+
+// ViewContent renders a message's stored content for a view (the text
+// typed into a pane and its pointer file, a hook's context, hm mcp's
+// bodies and channel pushes, hm comms, the briefing and handoff). The
+// content's first line, where the hub put or checked the sender's header,
+// stays first and as it is; every later line that reads as the start of
+// another message — a role header (ParseHeader, after leading blanks,
+// such as "(ARCH #77): …") or the typed "[AGENT MSG" prefix — is quoted
+// with QuoteMark, so no line inside a body can pass for another role's
+// message. Lines break at LF, CR and U+2028/U+2029. The stored body is
+// never changed; content without such a line is returned as it is.
+func ViewContent(content string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(content); {
+		r, size := utf8.DecodeRuneInString(content[i:])
+		i += size
+		if r != '\n' && r != '\r' && r != '\u2028' && r != '\u2029' {
+			continue
+		}
+		if r == '\r' && i < len(content) && content[i] == '\n' {
+			continue // CRLF: the line starts after the LF
+		}
+		if !startsMessage(content[i:]) {
+			continue
+		}
+		if b.Len() == 0 {
+			b.Grow(len(content) + 8)
+		}
+		b.WriteString(content[last:i])
+		b.WriteString(QuoteMark)
+		last = i
+	}
+	if last == 0 {
+		return content
+	}
+	b.WriteString(content[last:])
+	return b.String()
+}
+
+// startsMessage reports whether a line (up to its end) reads as the start
+// of a message: after blanks, a role header or the "[AGENT MSG" prefix.
+func startsMessage(line string) bool {
+	line = strings.TrimLeft(line, " \t")
+	if strings.HasPrefix(strings.ToUpper(line[:min(len(line), len("[AGENT MSG"))]), "[AGENT MSG") {
+		return true
+	}
+	_, _, ok := ParseHeader(line)
+	return ok || CheckHeader(line) != nil
 }
 
 // ValidName reports whether s is a role or header name: ASCII letters and

@@ -94,7 +94,7 @@ type MessageView struct {
 	ErrorCode status.Code   `json:"errorCode,omitempty"`
 	Unread    bool          `json:"unread" jsonschema:"the caller's role received it and it has no proof of receipt yet"`
 	Bytes     int64         `json:"bytes"`
-	Body      string        `json:"body,omitempty" jsonschema:"the full text as stored, header included"`
+	Body      string        `json:"body,omitempty" jsonschema:"the full text, its header first; a later line that reads as another message's header is shown quoted with '> '"`
 	Snippet   string        `json:"snippet,omitempty" jsonschema:"search: the matching words in [brackets]; timeline: the start of the body"`
 	ReplyTo   string        `json:"replyTo,omitempty" jsonschema:"the message this one answers (metadata replyTo)"`
 }

@@ -60,7 +60,7 @@ func printRows(w io.Writer, rows []journal.Message) {
 	fmt.Fprintln(tw, "TIME\tSESSION\tFROM\tTO\tSEQ\tSTATUS\tACK\tMESSAGE")
 	for _, m := range rows {
 		ts := time.UnixMilli(m.BrokeredAtMs).UTC().Format("01-02 15:04:05")
-		body := strings.Join(strings.Fields(m.RawBody), " ")
+		body := oneLine(m.RawBody)
 		if r := []rune(body); len(r) > 80 {
 			body = string(r[:79]) + "…"
 		}
@@ -72,6 +72,12 @@ func printRows(w io.Writer, rows []journal.Message) {
 	}
 	tw.Flush()
 }
+
+// oneLine is a message body as the text views of hm comms show it: as
+// every view shows it (roles.ViewContent: a later line that reads as
+// another message's header is quoted), whitespace collapsed to one line.
+// --json prints bodies as stored.
+func oneLine(body string) string { return strings.Join(strings.Fields(roles.ViewContent(body)), " ") }
 
 func printJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
@@ -172,7 +178,7 @@ func runSearch(ctx context.Context, env Env, args []string) int {
 	}
 	for _, h := range hits {
 		ts := time.UnixMilli(h.BrokeredAtMs).UTC().Format("2006-01-02 15:04:05")
-		fmt.Fprintf(env.Stdout, "%s  %s → %s  %s  %s\n    %s\n", ts, h.SenderRole, h.TargetRole, h.MessageID, h.Status, strings.Join(strings.Fields(h.Excerpt), " "))
+		fmt.Fprintf(env.Stdout, "%s  %s → %s  %s  %s\n    %s\n", ts, h.SenderRole, h.TargetRole, h.MessageID, h.Status, oneLine(h.Excerpt))
 	}
 	return ExitOK
 }
@@ -232,7 +238,7 @@ func runTail(ctx context.Context, env Env, args []string) int {
 		}
 		r := ev.Row
 		at, _ := r["at_ms"].(float64)
-		body := strings.Join(strings.Fields(fmt.Sprint(r["raw_body"])), " ")
+		body := oneLine(fmt.Sprint(r["raw_body"]))
 		if rs := []rune(body); len(rs) > 100 {
 			body = string(rs[:99]) + "…"
 		}

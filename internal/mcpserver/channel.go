@@ -13,6 +13,7 @@ import (
 	"hm/broker/proto"
 	"hm/internal/status"
 	"hm/journal"
+	"hm/roles"
 )
 
 // Claude Code channels (research preview): a server that declares the
@@ -137,7 +138,7 @@ func (s *Server) followJournal(ctx context.Context, push func(ChannelParams) err
 			from = r.SenderRole
 		}
 		p := ChannelParams{
-			Content: r.RawBody,
+			Content: roles.ViewContent(r.RawBody),
 			Meta:    map[string]string{"message_id": r.MessageID, "from": from, "seq": strconv.FormatInt(r.Seq, 10)},
 		}
 		if err := push(p); err != nil {

@@ -256,6 +256,9 @@ func (s *Server) inbox(ctx context.Context, _ *mcp.CallToolRequest, in InboxInpu
 	err := s.hub.do(ctx, func(ctx context.Context, hs session) error {
 		return hs.query(ctx, proto.QueryInbox, proto.InboxQuery{SinceSeq: in.SinceSeq, UnreadOnly: &in.UnreadOnly, Limit: in.Limit, IncludeBodies: &in.IncludeBodies}, &out)
 	})
+	for i := range out.Messages {
+		out.Messages[i].Body = roles.ViewContent(out.Messages[i].Body)
+	}
 	return nil, out, err
 }
 
@@ -280,6 +283,9 @@ func (s *Server) get(ctx context.Context, _ *mcp.CallToolRequest, in GetInput) (
 	err := s.hub.do(ctx, func(ctx context.Context, hs session) error {
 		return hs.query(ctx, proto.QueryGet, proto.GetQuery{MessageIDs: in.MessageIDs}, &out)
 	})
+	for i := range out.Messages {
+		out.Messages[i].Body = roles.ViewContent(out.Messages[i].Body)
+	}
 	return nil, out, err
 }
 

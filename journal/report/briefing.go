@@ -11,6 +11,7 @@ import (
 	"zombiezen.com/go/sqlite"
 
 	"hm/journal"
+	"hm/roles"
 )
 
 // Briefing builds the startup briefing (handoffs/briefing.md) for the
@@ -166,21 +167,21 @@ func renderBriefing(b briefingData, o Options) []byte {
 	d.list("No failed deliveries.", failedIntro,
 		[]string{"row", "session", "time", "from", "to", "ref", "error", "body"},
 		rowsOf(b.failed, func(m journal.Message) []string {
-			return []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(string(m.ErrorCode)), m.RawBody}
+			return []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(string(m.ErrorCode)), roles.ViewContent(m.RawBody)}
 		}), b.moreFailed, BriefingListLimit, "failed deliveries", 0)
 
 	d.section("Pending Deliveries")
 	d.list("No messages pending delivery.", "Messages still pending: committed but not yet handed to a pane or listener (status brokered).",
 		[]string{"row", "session", "time", "age", "from", "to", "ref", "body"},
 		rowsOf(b.pending, func(m journal.Message) []string {
-			return []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), fmtAge(now, msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), m.RawBody}
+			return []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), fmtAge(now, msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), roles.ViewContent(m.RawBody)}
 		}), b.morePending, BriefingListLimit, "pending messages", 0)
 
 	d.section("Open Obligations")
 	d.list("No open obligations.", "[ACK REQUIRED] messages whose target has not answered with a reference to them.",
 		[]string{"ref", "owner (must answer)", "requester", "session", "opened", "age", "message"},
 		rowsOf(b.obligations, func(ob obligationRow) []string {
-			return []string{dash(ob.Ref), dash(ob.OwnerRole), dash(ob.RequesterRole), dash(ob.SessionID), fmtTime(ob.OpenedAtMs), fmtAge(now, ob.OpenedAtMs), ob.body}
+			return []string{dash(ob.Ref), dash(ob.OwnerRole), dash(ob.RequesterRole), dash(ob.SessionID), fmtTime(ob.OpenedAtMs), fmtAge(now, ob.OpenedAtMs), roles.ViewContent(ob.body)}
 		}), b.moreObl, BriefingListLimit, "open obligations")
 
 	d.section("Unresolved Tasks and Blockers")
@@ -202,7 +203,7 @@ func renderBriefing(b briefingData, o Options) []byte {
 	d.list("The ledger is empty.", "",
 		[]string{"row", "session", "time", "from", "to", "ref", "status", "body"},
 		rowsOf(b.recent, func(m journal.Message) []string {
-			return []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), statusCell(m), m.RawBody}
+			return []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), statusCell(m), roles.ViewContent(m.RawBody)}
 		}), false, BriefingRecentLimit, "messages", 0)
 	return d.bytes()
 }

@@ -7,6 +7,7 @@ import (
 	"zombiezen.com/go/sqlite"
 
 	"hm/journal"
+	"hm/roles"
 )
 
 // Handoff builds the session handoff (handoffs/session.md) for the session
@@ -115,7 +116,7 @@ func buildHandoff(conn *sqlite.Conn, o Options) ([]byte, error) {
 	d.list("No open obligations in this session.", "[ACK REQUIRED] messages whose target has not answered with a reference to them.",
 		[]string{"ref", "owner (must answer)", "requester", "opened", "reminded", "message"},
 		rowsOf(h.obligations, func(ob obligationRow) []string {
-			return []string{dash(ob.Ref), dash(ob.OwnerRole), dash(ob.RequesterRole), fmtTime(ob.OpenedAtMs), fmtTime(ob.RemindedAtMs), ob.body}
+			return []string{dash(ob.Ref), dash(ob.OwnerRole), dash(ob.RequesterRole), fmtTime(ob.OpenedAtMs), fmtTime(ob.RemindedAtMs), roles.ViewContent(ob.body)}
 		}), h.moreObl, HandoffListLimit, "open obligations")
 
 	d.section("Tagged Signals")
@@ -129,28 +130,28 @@ func buildHandoff(conn *sqlite.Conn, o Options) ([]byte, error) {
 	d.list("No failed deliveries in this session.", "",
 		[]string{"row", "time", "from", "to", "ref", "error", "attempts", "body"},
 		rowsOf(h.failed, func(m journal.Message) []string {
-			return []string{itoa(m.RowID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(string(m.ErrorCode)), itoa(m.Attempt), m.RawBody}
+			return []string{itoa(m.RowID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(string(m.ErrorCode)), itoa(m.Attempt), roles.ViewContent(m.RawBody)}
 		}), h.moreFailed, HandoffListLimit, "failed deliveries", 0, 6)
 
 	d.section("Stuck Deliveries")
 	d.list("No stuck deliveries in this session.", "Messages a pane could not get submitted (ack status stuck); one that never reached the program is typed again when the hub restarts.",
 		[]string{"row", "time", "from", "to", "ref", "reason", "body"},
 		rowsOf(h.stuck, func(m StuckMessage) []string {
-			return []string{itoa(m.RowID), fmtTime(msgTime(m.Message)), dash(m.SenderRole), dash(m.TargetRole), ref(m.Message), dash(m.Reason), m.RawBody}
+			return []string{itoa(m.RowID), fmtTime(msgTime(m.Message)), dash(m.SenderRole), dash(m.TargetRole), ref(m.Message), dash(m.Reason), roles.ViewContent(m.RawBody)}
 		}), h.moreStuck, HandoffListLimit, "stuck deliveries", 0)
 
 	d.section("Pending Deliveries")
 	d.list("No messages pending delivery.", "Committed but not yet handed to a pane or listener (status brokered), in any session.",
 		[]string{"row", "session", "time", "from", "to", "ref", "channel", "body"},
 		rowsOf(h.pending, func(m journal.Message) []string {
-			return []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(m.Channel), m.RawBody}
+			return []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(m.Channel), roles.ViewContent(m.RawBody)}
 		}), h.morePending, HandoffListLimit, "pending deliveries", 0)
 
 	d.section("Recent Messages")
 	d.list("No messages in this session.", fmt.Sprintf("The last %d messages of the session.", HandoffRecentLimit),
 		[]string{"row", "time", "from", "to", "ref", "channel", "status", "body"},
 		rowsOf(h.recent, func(m journal.Message) []string {
-			return []string{itoa(m.RowID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(m.Channel), statusCell(m), m.RawBody}
+			return []string{itoa(m.RowID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(m.Channel), statusCell(m), roles.ViewContent(m.RawBody)}
 		}), h.moreRecent, HandoffRecentLimit, "messages", 0)
 	return d.bytes(), nil
 }
