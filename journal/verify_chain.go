@@ -23,10 +23,13 @@ type chainRun struct {
 	keyID      string // key_id of the ledger_key event that starts it
 }
 
-const eventsQuery = `SELECT e.event_id, e.message_id, e.event, e.at_ms, e.detail_json, e.prev_hash, e.hash,
+const eventsQuery = eventsSelect + ` ORDER BY e.event_id`
+
+// eventsSelect reads events joined with their message rows (readJoinedRow).
+const eventsSelect = `SELECT e.event_id, e.message_id, e.event, e.at_ms, e.detail_json, e.prev_hash, e.hash,
  j.row_id, j.session_id, j.sender_role, j.target_role, j.channel, j.direction, j.seq, j.header, j.priority,
  j.sent_at_ms, j.brokered_at_ms, j.body_hash, j.body_bytes, j.metadata_json
- FROM comms_events e LEFT JOIN comms_journal j ON j.message_id = e.message_id ORDER BY e.event_id`
+ FROM comms_events e LEFT JOIN comms_journal j ON j.message_id = e.message_id`
 
 // chain walks comms_events in order. Events before the first ledger_key
 // event may use the unkeyed rule of older versions (legacy), and are

@@ -28,8 +28,8 @@ func Briefing(ctx context.Context, l *journal.Ledger, o Options) ([]byte, error)
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
-	return build(ctx, l, "briefing", func(conn *sqlite.Conn) ([]byte, error) {
-		b, err := loadBriefing(conn, o)
+	return build(ctx, l, "briefing", func(conn *sqlite.Conn, cov *journal.Cover) ([]byte, error) {
+		b, err := loadBriefing(conn, cov, o)
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +58,7 @@ type briefingData struct {
 	roleObligations   map[string]int64 // per role: open obligations it owns (capped)
 }
 
-func loadBriefing(conn *sqlite.Conn, o Options) (briefingData, error) {
+func loadBriefing(conn *sqlite.Conn, cov *journal.Cover, o Options) (briefingData, error) {
 	b := briefingData{current: o.sessionID()}
 	ids, err := sessionIDs(conn)
 	if err != nil {
@@ -87,13 +87,13 @@ func loadBriefing(conn *sqlite.Conn, o Options) (briefingData, error) {
 	if b.pending, b.morePending, err = loadMessages(conn, qPending, BriefingListLimit); err != nil {
 		return b, fmt.Errorf("pending deliveries: %w", err)
 	}
-	if b.obligations, b.moreObl, err = loadOpenObligations(conn, s1, s2, BriefingListLimit); err != nil {
+	if b.obligations, b.moreObl, err = loadOpenObligations(conn, cov, s1, s2, BriefingListLimit); err != nil {
 		return b, err
 	}
-	if b.openSignals, b.moreOpenSig, err = loadSignals(conn, qOpenSignals, BriefingListLimit, s1, s2); err != nil {
+	if b.openSignals, b.moreOpenSig, err = loadSignals(conn, cov, qOpenSignals, BriefingListLimit, s1, s2); err != nil {
 		return b, err
 	}
-	if b.decisions, b.moreDecisions, err = loadSignals(conn, qDecisions, BriefingDecisionLimit, s1, s2); err != nil {
+	if b.decisions, b.moreDecisions, err = loadSignals(conn, cov, qDecisions, BriefingDecisionLimit, s1, s2); err != nil {
 		return b, err
 	}
 	if b.recent, b.moreRecent, err = loadMessages(conn, qRecent, BriefingRecentLimit); err != nil {

@@ -20,21 +20,25 @@ import (
 // UTC and orders rows by id, so the same ledger gives byte-identical output.
 // All queries run in one read transaction.
 func Handoff(ctx context.Context, l *journal.Ledger, o Options) ([]byte, error) {
-	return build(ctx, l, "handoff", func(conn *sqlite.Conn) ([]byte, error) {
-		return buildHandoff(conn, o)
+	return build(ctx, l, "handoff", func(conn *sqlite.Conn, cov *journal.Cover) ([]byte, error) {
+		return buildHandoff(conn, cov, o)
 	})
 }
 
-// build runs fn in one read transaction of l; what names the report in
-// errors ("report <what>: …").
-func build(ctx context.Context, l *journal.Ledger, what string, fn func(*sqlite.Conn) ([]byte, error)) ([]byte, error) {
+// build runs fn in one read transaction of l, with the journal.Cover that
+// keeps the reports to the signals and obligations the keyed chain covers;
+// what names the report in errors ("report <what>: …").
+func build(ctx context.Context, l *journal.Ledger, what string, fn func(*sqlite.Conn, *journal.Cover) ([]byte, error)) ([]byte, error) {
 	if l == nil {
 		return nil, fmt.Errorf("report %s: %w", what, ErrNoLedger)
 	}
 	var out []byte
 	err := l.Read(ctx, func(conn *sqlite.Conn) error {
-		var err error
-		out, err = fn(conn)
+		cov, err := l.Cover(conn)
+		if err != nil {
+			return err
+		}
+		out, err = fn(conn, cov)
 		return err
 	})
 	if err != nil {
@@ -61,7 +65,7 @@ type handoffData struct {
 	moreRecent  bool
 }
 
-func loadHandoff(conn *sqlite.Conn, o Options) (handoffData, error) {
+func loadHandoff(conn *sqlite.Conn, cov *journal.Cover, o Options) (handoffData, error) {
 	var h handoffData
 	h.session = o.sessionID()
 	if h.session == "" {
@@ -75,10 +79,10 @@ func loadHandoff(conn *sqlite.Conn, o Options) (handoffData, error) {
 	if h.stats, err = loadSessionStats(conn, h.session); err != nil {
 		return h, err
 	}
-	if h.obligations, h.moreObl, err = loadOpenObligations(conn, h.session, h.session, HandoffListLimit); err != nil {
+	if h.obligations, h.moreObl, err = loadOpenObligations(conn, cov, h.session, h.session, HandoffListLimit); err != nil {
 		return h, err
 	}
-	if h.signals, h.moreSig, err = loadSignals(conn, qSignals, HandoffListLimit, h.session); err != nil {
+	if h.signals, h.moreSig, err = loadSignals(conn, cov, qSignals, HandoffListLimit, h.session); err != nil {
 		return h, err
 	}
 	if h.stats.total > 0 {
@@ -99,8 +103,8 @@ func loadHandoff(conn *sqlite.Conn, o Options) (handoffData, error) {
 	return h, nil
 }
 
-func buildHandoff(conn *sqlite.Conn, o Options) ([]byte, error) {
-	h, err := loadHandoff(conn, o)
+func buildHandoff(conn *sqlite.Conn, cov *journal.Cover, o Options) ([]byte, error) {
+	h, err := loadHandoff(conn, cov, o)
 	if err != nil {
 		return nil, err
 	}

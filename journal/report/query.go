@@ -325,7 +325,7 @@ type obligationRow struct {
 	target string
 }
 
-func loadOpenObligations(conn *sqlite.Conn, s1, s2 string, limit int) ([]obligationRow, bool, error) {
+func loadOpenObligations(conn *sqlite.Conn, cov *journal.Cover, s1, s2 string, limit int) ([]obligationRow, bool, error) {
 	out, more, err := loadNewest(conn, qOpenObligations, limit, func(stmt *sqlite.Stmt) obligationRow {
 		return obligationRow{
 			Obligation: journal.ScanObligation(stmt, 0),
@@ -333,6 +333,10 @@ func loadOpenObligations(conn *sqlite.Conn, s1, s2 string, limit int) ([]obligat
 			target:     stmt.ColumnText(journal.ObligationColumnCount + 1),
 		}
 	}, s1, s2)
+	if err != nil {
+		return nil, false, fmt.Errorf("open obligations: %w", err)
+	}
+	out, err = covered(cov, out, func(o obligationRow) string { return o.MessageID })
 	if err != nil {
 		return nil, false, fmt.Errorf("open obligations: %w", err)
 	}
@@ -345,16 +349,46 @@ type signalRow struct {
 	resolvedRef string // "HEADER #N" of the resolving message, or ""
 }
 
-func loadSignals(conn *sqlite.Conn, query string, limit int, args ...any) ([]signalRow, bool, error) {
+// loadSignals lists the signals query finds that the chain covers; a
+// resolution the chain does not cover is not shown.
+func loadSignals(conn *sqlite.Conn, cov *journal.Cover, query string, limit int, args ...any) ([]signalRow, bool, error) {
 	out, more, err := loadNewest(conn, query, limit, func(stmt *sqlite.Stmt) signalRow {
 		r := signalRow{Signal: journal.ScanSignal(stmt, 0)}
 		r.resolvedRef = journal.Message{Header: stmt.ColumnText(journal.SignalColumnCount), Seq: stmt.ColumnInt64(journal.SignalColumnCount + 1)}.Ref()
 		return r
 	}, args...)
+	if err == nil {
+		out, err = covered(cov, out, func(s signalRow) string { return s.MessageID })
+	}
+	for i := range out {
+		if s := &out[i]; err == nil && s.ResolvedBy != "" {
+			var ok bool
+			if ok, err = cov.Covers(s.ResolvedBy); !ok {
+				s.ResolvedBy, s.resolvedRef = "", ""
+			}
+		}
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("signals: %w", err)
 	}
 	return out, more, nil
+}
+
+// covered keeps the rows whose message (id) the keyed chain covers
+// (journal.Cover): a signal or obligation inserted into the database
+// directly, which `hm journal verify` reports, never reaches a report.
+func covered[T any](cov *journal.Cover, rows []T, id func(T) string) ([]T, error) {
+	out := rows[:0]
+	for _, r := range rows {
+		ok, err := cov.Covers(id(r))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // count runs a single-value count query.
