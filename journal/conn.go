@@ -133,6 +133,16 @@ func openReaderConn(path string) (*sqlite.Conn, error) {
 	return conn, nil
 }
 
+// openCheckpointConn opens the checkpointer's connection.
+func openCheckpointConn(path string) (*sqlite.Conn, error) {
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
+	if err != nil {
+		return nil, err
+	}
+	conn.SetBusyTimeout(5 * time.Second)
+	return conn, nil
+}
+
 func checkSchema(conn *sqlite.Conn) error {
 	if _, err := identify(conn); err != nil {
 		return err

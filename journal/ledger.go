@@ -99,14 +99,18 @@ type Ledger struct {
 	walFrames  atomic.Int64 // WAL length at the last PASSIVE checkpoint, until the writer takes it (boundWAL)
 	ckptStop   chan struct{}
 	ckptDone   chan struct{}
-	ftsQueued  atomic.Bool // an FTS tick op is waiting in ops
-	ftsFailing atomic.Bool // indexing is failing (logged once per streak)
+	ckptPause  chan ckptPause // the writer re-creating the files (recover.go)
+	ftsQueued  atomic.Bool    // an FTS tick op is waiting in ops
+	ftsFailing atomic.Bool    // indexing is failing (logged once per streak)
 
 	committedRowID atomic.Int64 // highest committed row_id (writer publishes)
 	indexedRowID   atomic.Int64 // highest row_id in comms_fts (writer publishes)
 
 	readers  chan *sqlite.Conn
 	nReaders int
+	// readersLost is closed when the read connections could not be
+	// reopened on re-created files (recover.go): reads then fail.
+	readersLost chan struct{}
 
 	subsMu  sync.Mutex
 	subs    map[*subscription]struct{}
@@ -148,20 +152,22 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		opts.Now = time.Now
 	}
 	l := &Ledger{
-		path:       path,
-		opts:       opts,
-		log:        opts.Logger.With("component", "journal"),
-		now:        opts.Now,
-		ops:        make(chan *op, 4096),
-		closing:    make(chan struct{}),
-		stop:       make(chan struct{}),
-		writerDone: make(chan struct{}),
-		ftsDone:    make(chan struct{}),
-		ckptReq:    make(chan struct{}, 1),
-		ckptStop:   make(chan struct{}),
-		ckptDone:   make(chan struct{}),
-		subs:       make(map[*subscription]struct{}),
-		watchDone:  make(chan struct{}),
+		path:        path,
+		opts:        opts,
+		log:         opts.Logger.With("component", "journal"),
+		now:         opts.Now,
+		ops:         make(chan *op, 4096),
+		closing:     make(chan struct{}),
+		stop:        make(chan struct{}),
+		writerDone:  make(chan struct{}),
+		ftsDone:     make(chan struct{}),
+		ckptReq:     make(chan struct{}, 1),
+		ckptStop:    make(chan struct{}),
+		ckptDone:    make(chan struct{}),
+		ckptPause:   make(chan ckptPause),
+		subs:        make(map[*subscription]struct{}),
+		watchDone:   make(chan struct{}),
+		readersLost: make(chan struct{}),
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
@@ -225,14 +231,13 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		w.conn.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
-	ckpt, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
+	ckpt, err := openCheckpointConn(path)
 	if err != nil {
 		l.files.close()
 		l.closeReaders()
 		w.conn.Close()
 		return nil, fmt.Errorf("open ledger %s: checkpointer: %w", path, classify(err))
 	}
-	ckpt.SetBusyTimeout(5 * time.Second)
 	go l.checkpointLoop(ckpt)
 	go l.watchLoop()
 	go w.run()
@@ -313,6 +318,8 @@ func (l *Ledger) Read(ctx context.Context, fn func(conn *sqlite.Conn) error) (er
 	case <-ctx.Done():
 		return fmt.Errorf("journal read: %w", ctx.Err())
 	case conn = <-l.readers:
+	case <-l.readersLost:
+		return fmt.Errorf("journal read: %w", ErrFilesGone)
 	}
 	defer func() {
 		conn.SetInterrupt(nil) // also resets statements fn left mid-result
@@ -356,15 +363,40 @@ func classify(err error) error {
 
 // checkpointLoop runs PASSIVE checkpoints on its own connection when the
 // writer asks, so copying WAL frames (and the fsync of the database file)
-// never delays a commit.
+// never delays a commit. While the writer re-creates the files it closes
+// its connection and opens a new one when told to resume.
 func (l *Ledger) checkpointLoop(conn *sqlite.Conn) {
 	defer close(l.ckptDone)
-	defer conn.Close()
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
 	for {
 		select {
 		case <-l.ckptStop:
 			return
+		case p := <-l.ckptPause:
+			if conn != nil {
+				conn.Close()
+				conn = nil
+			}
+			close(p.released)
+			select {
+			case <-l.ckptStop:
+				return
+			case <-p.resume:
+			}
+			c, err := openCheckpointConn(l.path)
+			if err != nil {
+				l.log.Warn("journal: checkpointer: reopen", "err", err)
+			}
+			conn = c
+			continue
 		case <-l.ckptReq:
+		}
+		if conn == nil {
+			continue // could not reopen: the writer's RESTART checkpoints still bound the WAL
 		}
 		busy, logFrames, done, err := walCheckpoint(conn, "PASSIVE")
 		if err == nil {

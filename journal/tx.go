@@ -37,13 +37,14 @@ type txn struct {
 func (w *writer) process(batch []*op) {
 	// Commits into a deleted or replaced file would vanish (watch.go): a
 	// transaction's files are checked once it committed, before any op
-	// hears of it; a direct op, which reports at once, before it runs.
+	// hears of it (re-created with what they held, recover.go); a direct
+	// op, which reports at once, before it runs.
 	if p := w.l.files.err.Load(); p != nil {
 		w.failAll(batch, *p) // already known gone
 		return
 	}
 	if batch[0].kind == opDirect {
-		if err := w.l.checkFiles(); err != nil {
+		if err := w.filesOK(batch[0].checkPaths); err != nil {
 			w.failAll(batch, err)
 			return
 		}
@@ -56,8 +57,17 @@ func (w *writer) process(batch []*op) {
 		return
 	}
 	errs, err := w.runTx(batch)
+	if errors.Is(err, ErrFilesGone) { // found before the commit: rolled back
+		if err = w.filesOK(false); err == nil {
+			errs, err = w.runTx(batch)
+		}
+		if errors.Is(err, ErrFilesGone) {
+			w.failAll(batch, err)
+			return
+		}
+	}
 	if err == nil {
-		if err := w.l.checkFiles(); err != nil {
+		if err := w.filesOK(false); err != nil {
 			w.failAll(batch, err) // committed into a file that is gone
 			return
 		}
@@ -150,6 +160,9 @@ func (w *writer) finish(o *op, err error) {
 // errors when the transaction committed, or the error that rolled it back.
 func (w *writer) runTx(ops []*op) (errs []error, err error) {
 	conn := w.conn
+	if conn == nil { // lost with the ledger's files (recover.go)
+		return nil, w.l.failFiles(ErrFilesGone)
+	}
 	if err := sqlitex.Execute(conn, "BEGIN IMMEDIATE", nil); err != nil {
 		return nil, fmt.Errorf("begin: %w", classify(err))
 	}
@@ -209,6 +222,12 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 		if err := tx.writeHead(); err != nil {
 			return nil, err
 		}
+	}
+	// Not into a file deleted or replaced meanwhile: roll back, so that
+	// what is refused is not in the files re-created from this connection
+	// (process, recover.go).
+	if err := w.l.checkFiles(); err != nil {
+		return nil, err
 	}
 	if err := sqlitex.Execute(conn, "COMMIT", nil); err != nil {
 		return nil, fmt.Errorf("commit: %w", classify(err))

@@ -1,6 +1,8 @@
 // This file watches the ledger's files: a database or WAL file deleted or
 // replaced under the running writer (an operator's rm, a sync tool) would
-// take every later commit with it, so the ledger stops committing instead.
+// take every later commit with it, and the commits the WAL held. The writer
+// re-creates the files from what its connection still reads (recover.go);
+// only if that fails does the ledger stop committing.
 
 package journal
 
@@ -13,11 +15,13 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"zombiezen.com/go/sqlite"
 )
 
 // ErrFilesGone means the database or its -wal file is no longer the file
-// the ledger opened (deleted, renamed or replaced). It wraps
-// ErrUnavailable; the ledger commits nothing more until it is reopened.
+// the ledger opened (deleted, renamed or replaced) and the writer could not
+// re-create them. It wraps ErrUnavailable; the ledger commits nothing more
+// until it is reopened.
 var ErrFilesGone = fmt.Errorf("%w: ledger file deleted or replaced", ErrUnavailable)
 
 // fileWatch holds an open descriptor of each watched file, so its inode
@@ -28,7 +32,10 @@ type fileWatch struct {
 	mu    sync.Mutex
 	files []watchedFile
 	st    unix.Stat_t           // checkFiles' buffer, under mu
-	err   atomic.Pointer[error] // sticky once set
+	err   atomic.Pointer[error] // sticky once set: the files could not be re-created
+	// recheck is set while a check op the watch loop queued waits for the
+	// writer (one at a time).
+	recheck atomic.Bool
 }
 
 type watchedFile struct {
@@ -87,6 +94,32 @@ func (w *fileWatch) close() {
 	w.files = nil
 }
 
+// foreign reports whether path (one of the watched paths) now names a file
+// other than the one the ledger opened.
+func (w *fileWatch) foreign(path string) bool {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, f := range w.files {
+		if f.path == path {
+			return uint64(st.Dev) != f.dev || uint64(st.Ino) != f.ino // Dev is an int32 on darwin
+		}
+	}
+	return false
+}
+
+// failFiles makes err sticky and says so once, loudly.
+func (l *Ledger) failFiles(err error) error {
+	if l.files.err.CompareAndSwap(nil, &err) {
+		l.log.Error("journal: THE LEDGER FILE WAS DELETED OR REPLACED UNDER THE RUNNING HUB AND COULD NOT BE RE-CREATED; nothing more is committed or acknowledged until the hub restarts (hm journal verify, then hm up)",
+			"path", l.path, "err", err)
+	}
+	return *l.files.err.Load()
+}
+
 // checkFiles is the check around every commit: one fstat(2) of each
 // descriptor the watch holds, into a reused buffer, and no path lookup. A
 // file deleted, or replaced by another moved or written in its place, has
@@ -115,8 +148,8 @@ func (l *Ledger) checkFiles() error {
 }
 
 // checkPaths stats the watched paths (and picks up the WAL once it
-// exists) and returns ErrFilesGone, sticky, once one of them is missing or
-// names another file.
+// exists) and returns ErrFilesGone once one of them is missing or names
+// another file (sticky only once the writer failed to re-create them).
 func (l *Ledger) checkPaths() error {
 	if p := l.files.err.Load(); p != nil {
 		return *p
@@ -150,20 +183,14 @@ func (l *Ledger) checkPaths() error {
 		}
 	}
 	w.mu.Unlock()
-	if bad == nil {
-		return nil
-	}
-	if l.files.err.CompareAndSwap(nil, &bad) {
-		l.log.Error("journal: THE LEDGER FILE WAS DELETED OR REPLACED UNDER THE RUNNING HUB; nothing more is committed or acknowledged until the hub restarts (hm journal verify, then hm up)",
-			"path", l.path, "err", bad)
-	}
-	return *l.files.err.Load()
+	return bad
 }
 
 // Health reports whether the ledger can still commit into the files it
 // opened: nil, or an error wrapping ErrFilesGone (and ErrUnavailable) once
-// the database or its WAL was deleted or replaced. It stats the files, so
-// it is current even when nothing is being written.
+// the database or its WAL was deleted or replaced (until the writer has
+// re-created them, or for good if it could not). It stats the files, so it
+// is current even when nothing is being written.
 func (l *Ledger) Health() error {
 	if l.opts.ReadOnly {
 		return nil
@@ -177,7 +204,8 @@ func (l *Ledger) Health() error {
 }
 
 // watchLoop checks the files every watchInterval so a deletion is noticed
-// (and logged) even while nothing is written.
+// even while nothing is written: it asks the writer to check them, which
+// re-creates them (recover.go). It stops once that failed for good.
 func (l *Ledger) watchLoop() {
 	defer close(l.watchDone)
 	t := time.NewTicker(watchInterval)
@@ -187,9 +215,27 @@ func (l *Ledger) watchLoop() {
 		case <-l.closing:
 			return
 		case <-t.C:
-			if l.checkPaths() != nil {
-				return
-			}
 		}
+		if l.files.err.Load() != nil {
+			return
+		}
+		if l.checkPaths() != nil {
+			l.requestFileCheck()
+		}
+	}
+}
+
+// requestFileCheck queues an op that only makes the writer check the
+// files (and re-create them), unless one is already waiting.
+func (l *Ledger) requestFileCheck() {
+	if !l.files.recheck.CompareAndSwap(false, true) {
+		return
+	}
+	o := &op{kind: opDirect, name: "check ledger files", checkPaths: true, direct: func(*sqlite.Conn) error {
+		l.files.recheck.Store(false)
+		return nil
+	}, onErr: func(error) { l.files.recheck.Store(false) }}
+	if !l.trySubmit(o) {
+		l.files.recheck.Store(false)
 	}
 }

@@ -37,6 +37,9 @@ type op struct {
 	// when it fails because the ledger cannot commit (AdvanceAsync): its
 	// caller has moved on and nobody else would record the change.
 	retry bool
+	// checkPaths makes the writer check the ledger's files by their
+	// paths before a direct op (the watch loop's check, watch.go).
+	checkPaths bool
 }
 
 // maxRetries bounds the fire-and-forget ops kept for a later commit while
@@ -72,6 +75,10 @@ type writer struct {
 	// Commits between PASSIVE checkpoints, learned from their reports
 	// (boundWAL).
 	ckptEvery int
+
+	// recoverAt is when the writer may try again to re-create the
+	// ledger's files after an attempt that failed (recover.go).
+	recoverAt time.Time
 
 	// retry holds fire-and-forget ops that failed because the ledger could
 	// not commit; flushRetries commits them after the next successful
@@ -348,6 +355,9 @@ func (w *writer) requestCheckpoint() {
 // connection (used at shutdown for the final TRUNCATE).
 func (w *writer) checkpoint(mode string) {
 	w.commitsSinceCkpt = 0
+	if w.conn == nil { // lost with the ledger's files (recover.go)
+		return
+	}
 	busy, logFrames, done, err := walCheckpoint(w.conn, mode)
 	if err != nil {
 		w.l.log.Warn("journal: checkpoint failed", "mode", mode, "err", err)
@@ -391,6 +401,9 @@ drain:
 		}
 	}
 	w.checkpoint("TRUNCATE")
+	if w.conn == nil {
+		return
+	}
 	if err := w.conn.Close(); err != nil {
 		w.l.writerErr = fmt.Errorf("close ledger: %w", err)
 	}

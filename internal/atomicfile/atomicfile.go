@@ -94,13 +94,13 @@ func write(path string, data []byte, mode fs.FileMode, place func(tmp, path stri
 	}
 	// The file is in place under path and tmp is gone, so the deferred
 	// cleanup's Remove(tmp) is a no-op should the directory sync fail.
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
-// syncDir makes a directory entry change durable. File systems that cannot
+// SyncDir makes a directory entry change durable. File systems that cannot
 // fsync a directory (EINVAL, ENOTSUP) are tolerated: there is nothing more
 // to do on them.
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("open dir for sync: %w", err)
