@@ -75,7 +75,8 @@ func (l *Ledger) Checkpoint(ctx context.Context) (Checkpoint, error) {
 		return Checkpoint{}, fmt.Errorf("journal checkpoint: %w", err)
 	}
 	mac := newChainMAC(key)
-	c := Checkpoint{Version: CheckpointVersion, HeadHash: GenesisHash, AtMs: l.now().UnixMilli(), KeyID: key.id}
+	var id int64
+	hash := GenesisHash
 	err = l.Read(ctx, func(conn *sqlite.Conn) error {
 		head, found := "", false
 		if err := execArgs(conn, "SELECT value FROM kv WHERE key = ?", func(stmt *sqlite.Stmt) error {
@@ -88,34 +89,68 @@ func (l *Ledger) Checkpoint(ctx context.Context) (Checkpoint, error) {
 			return nil
 		}
 		idText, rest, _ := strings.Cut(head, ":")
-		hash, sig, _ := strings.Cut(rest, ":")
-		id, err := strconv.ParseInt(idText, 10, 64)
-		if err != nil || !mac.headSigned(idText+":"+hash, sig) {
+		h, sig, _ := strings.Cut(rest, ":")
+		n, err := strconv.ParseInt(idText, 10, 64)
+		if err != nil || !mac.headSigned(idText+":"+h, sig) {
 			return errors.New("the chain head is not signed with the ledger key (run hm journal verify)")
 		}
-		c.Events, c.LastEventID, c.HeadHash = id, id, hash
+		id, hash = n, h
 		return nil
 	})
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("journal checkpoint: %w", err)
 	}
-	c.MAC = mac.macHex(c.signed())
-	return c, nil
+	return mac.checkpoint(id, hash, l.now().UnixMilli()), nil
 }
 
-// checkCheckpointSignature runs before the chain walk.
-func (v *verifier) checkCheckpointSignature() {
-	c := v.cp
-	switch {
-	case c.KeyID != v.mac.key.id:
-		v.checkpointBad("checkpoint: made with ledger key %s, not the current key %s: cannot be checked", c.KeyID, v.mac.key.id)
-	case !v.mac.matches(c.MAC, c.signed()):
-		v.checkpointBad("checkpoint: signature does not match (the checkpoint was altered)")
+// headCheck is a head kept outside the ledger that the chain walk checks:
+// the hash of the event it names, once seen.
+type headCheck struct {
+	cp    *Checkpoint
+	label string
+	hash  string
+	found bool
+}
+
+// checkHeadSignatures runs before the chain walk: a head that is not a
+// checkpoint, or not signed with the ledger key, is a problem; the others
+// are checked against the chain (checkHeads).
+func (v *verifier) checkHeadSignatures(heads []*headFile) {
+	for _, h := range heads {
+		problem := ""
+		if h.err != nil {
+			problem = fmt.Sprintf("%s: %v", h.label, h.err)
+		} else {
+			problem = v.mac.checkpointProblem(h.cp, h.label)
+		}
+		if problem != "" {
+			v.checkpointBad(problem)
+			continue
+		}
+		v.heads = append(v.heads, headCheck{cp: h.cp, label: h.label})
 	}
 }
 
-func (v *verifier) checkpointBad(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
+// seeHeads records the hash of event id for the heads that name it.
+func (v *verifier) seeHeads(id int64, hash string) {
+	for i := range v.heads {
+		if v.heads[i].cp.LastEventID == id {
+			v.heads[i].hash, v.heads[i].found = hash, true
+		}
+	}
+}
+
+// checkHeads runs after the chain walk: the chain must hold every head.
+func (v *verifier) checkHeads(lastID int64) {
+	for _, h := range v.heads {
+		if problem := headMissing(h.cp, h.label, lastID, h.hash, h.found); problem != "" {
+			v.checkpointBad(problem)
+		}
+	}
+}
+
+// checkpointBad reports a problem with a head kept outside the ledger.
+func (v *verifier) checkpointBad(msg string) {
 	if v.r.Checkpoint == "" {
 		v.r.Checkpoint = msg
 	}

@@ -58,7 +58,7 @@ func TestCheckpoint(t *testing.T) {
 		t.Fatalf("restored copy by itself: %+v, %v", r, err)
 	}
 	r, err := l.VerifyWith(ctxT(t), VerifyOptions{Checkpoint: &cp})
-	want := "comms_events: the chain ends at event_id 4 but the checkpoint recorded event_id 8: events were removed"
+	want := "comms_events: the chain ends at event_id 4 but the checkpoint recorded event_id 8: events 5..8 are missing"
 	if err != nil || r.OK || !strings.HasPrefix(r.FirstBad, want) || r.Checkpoint == "ok" {
 		t.Fatalf("restored copy against the checkpoint = %+v, %v; want %q", r, err, want)
 	}

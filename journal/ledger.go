@@ -70,6 +70,13 @@ type Options struct {
 	// database, i.e. runtime/ledger-key). A writer creates it when absent;
 	// a read-only ledger reads it only for Verify and Checkpoint.
 	KeyPath string
+	// HeadPath is a file outside the database where the writer keeps the
+	// signed chain head (a Checkpoint), rewritten after each commit that
+	// signs it (handoffs/ledger-checkpoint.json for a hub); empty: none.
+	// Verify checks the ledger against it and against the heads a writer
+	// kept aside beside it because the ledger it opened did not hold them
+	// (headfile.go).
+	HeadPath string
 }
 
 // Ledger is the evidence ledger: an SQLite database with one writer
@@ -191,6 +198,9 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 			return nil, fmt.Errorf("open ledger %s: %w", path, classify(err))
 		}
 		w, err = newWriter(l, conn)
+		if err == nil {
+			err = w.checkHeadFile()
+		}
 		if err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("open ledger %s: %w", path, err)

@@ -34,7 +34,14 @@ type txn struct {
 	dirty       []Message                // flushRows' scratch, reused
 }
 
+// process runs a batch, answers its ops, then writes the head it signed
+// outside the database (headfile.go).
 func (w *writer) process(batch []*op) {
+	w.processBatch(batch)
+	w.writeHeadFile()
+}
+
+func (w *writer) processBatch(batch []*op) {
 	// Commits into a deleted or replaced file would vanish (watch.go): a
 	// transaction's files are checked once it committed, before any op
 	// hears of it (re-created with what they held, recover.go); a direct
@@ -234,6 +241,9 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 	}
 	w.committed(tx)
 	w.headSigned(head, added)
+	if head {
+		w.headID, w.headHash, w.headFileDue = tx.nextEventID-1, tx.lastHash, true
+	}
 	w.tailNext, w.tailHash, w.tailKnown = tx.nextEventID, tx.lastHash, true
 	w.lastRowID = tx.maxRowID
 	w.ftsRowID = tx.ftsRowID

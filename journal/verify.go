@@ -45,7 +45,9 @@ func (r *VerifyReport) bad(format string, args ...any) {
 type VerifyOptions struct {
 	// Checkpoint, when set, must be signed with the ledger key, and the
 	// chain must still hold its head at its event count (a cut tail, or a
-	// ledger restored from an older copy, fails).
+	// ledger restored from an older copy, fails). The heads kept in
+	// Options.HeadPath (and aside beside it) are checked the same way
+	// whether or not it is set.
 	Checkpoint *Checkpoint
 }
 
@@ -72,14 +74,18 @@ func (l *Ledger) VerifyWith(ctx context.Context, o VerifyOptions) (VerifyReport,
 	if err != nil {
 		return VerifyReport{}, fmt.Errorf("journal verify: %w", err)
 	}
+	heads, err := l.headFiles()
+	if err != nil {
+		return VerifyReport{}, fmt.Errorf("journal verify: %w", err)
+	}
+	if o.Checkpoint != nil {
+		heads = append([]*headFile{{label: "checkpoint", cp: o.Checkpoint}}, heads...)
+	}
 	var r VerifyReport
 	err = l.Read(ctx, func(conn *sqlite.Conn) error {
 		r = VerifyReport{KeyID: key.id}
 		v := &verifier{conn: conn, r: &r, mac: newChainMAC(key), states: make(map[string]*verifyState)}
-		if o.Checkpoint != nil {
-			v.cp = o.Checkpoint
-			v.checkCheckpointSignature()
-		}
+		v.checkHeadSignatures(heads)
 		if err := v.loadSide(); err != nil {
 			return err
 		}
@@ -95,7 +101,7 @@ func (l *Ledger) VerifyWith(ctx context.Context, o VerifyOptions) (VerifyReport,
 	if err != nil {
 		return VerifyReport{}, fmt.Errorf("journal verify: %w", err)
 	}
-	if o.Checkpoint != nil && r.Checkpoint == "" {
+	if len(heads) > 0 && r.Checkpoint == "" {
 		r.Checkpoint = "ok"
 	}
 	r.OK = r.Problems == 0
@@ -107,7 +113,7 @@ type verifier struct {
 	conn   *sqlite.Conn
 	r      *VerifyReport
 	mac    *chainMAC
-	cp     *Checkpoint
+	heads  []headCheck // heads kept outside the ledger, signed with its key
 	states map[string]*verifyState
 	counts groupCounter
 

@@ -81,9 +81,7 @@ func (v *verifier) chain() error {
 			r.bad("comms_events event_id %d: prev_hash does not match event_id %d", id, lastID)
 		}
 		expectPrev, lastID = hash, id
-		if v.cp != nil && id == v.cp.LastEventID && hash != v.cp.HeadHash {
-			v.checkpointBad("comms_events event_id %d: hash differs from the checkpoint's head (the chain was rewritten since)", id)
-		}
+		v.seeHeads(id, hash)
 
 		isKey := status.Event(event) == status.EventLedgerKey && msgID == ""
 		d := parseDetail(detail)
@@ -204,10 +202,11 @@ func (v *verifier) chain() error {
 		return err
 	}
 	closeRun(" (per kv ledger_key_id)", recorded)
-	if v.cp != nil && lastID < v.cp.LastEventID {
-		v.checkpointBad("comms_events: the chain ends at event_id %d but the checkpoint recorded event_id %d: events were removed (truncated) or the ledger was restored from an older copy", lastID, v.cp.LastEventID)
+	if err := v.head(lastID, expectPrev, seenKeyed); err != nil {
+		return err
 	}
-	return v.head(lastID, expectPrev, seenKeyed)
+	v.checkHeads(lastID)
+	return nil
 }
 
 // hashLegacy is HashEvent reusing buf.

@@ -105,6 +105,12 @@ type writer struct {
 	headPending bool
 	headAt      time.Time
 	headRetryAt time.Time
+	// The head last signed, to write to Options.HeadPath once the ops of
+	// its transaction have their answers (headfile.go).
+	headID          int64
+	headHash        string
+	headFileDue     bool
+	headFileFailing bool // the last write failed (logged once)
 
 	// boundWAL's estimate of the frames a commit adds, from the last
 	// PASSIVE checkpoint's report and the commits since.

@@ -5,17 +5,10 @@ import (
 	"fmt"
 	"os"
 
-	"hm/internal/layout"
 	"hm/journal"
 )
 
 const journalSynopsis = "hm journal verify [--root D] [--json] [--checkpoint FILE] | hm journal checkpoint [--root D]"
-
-// openLedgerKeyed opens the ledger read-only for checks that need the
-// ledger key (runtime/ledger-key).
-func openLedgerKeyed(ctx context.Context, lay layout.Layout) (*journal.Ledger, error) {
-	return journal.Open(ctx, lay.Ledger(), journal.Options{ReadOnly: true, KeyPath: lay.LedgerKey()})
-}
 
 // runJournalVerify: `hm journal verify` recomputes the keyed chain (SPEC
 // §9), optionally against a checkpoint kept elsewhere; exit 1 names the
@@ -47,7 +40,7 @@ func runJournalVerify(ctx context.Context, env Env, args []string) int {
 		}
 		opts.Checkpoint = &cp
 	}
-	l, err := openLedgerKeyed(ctx, lay)
+	l, err := openLedger(ctx, lay)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "hm journal verify:", err)
 		return ExitFailed
@@ -95,7 +88,7 @@ func runJournalCheckpoint(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintln(env.Stderr, "hm journal checkpoint:", err)
 		return ExitFailed
 	}
-	l, err := openLedgerKeyed(ctx, lay)
+	l, err := openLedger(ctx, lay)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "hm journal checkpoint:", err)
 		return ExitFailed

@@ -32,9 +32,10 @@ func rootLedger(ctx context.Context, env Env, root, cmd string) (layout.Layout, 
 	return lay, nil, false
 }
 
-// openLedger opens the ledger read-only beside a possibly running hub.
+// openLedger opens the ledger read-only beside a possibly running hub,
+// with the ledger key and the hub's signed head (for verify).
 func openLedger(ctx context.Context, lay layout.Layout) (*journal.Ledger, error) {
-	return journal.Open(ctx, lay.Ledger(), journal.Options{ReadOnly: true})
+	return journal.Open(ctx, lay.Ledger(), journal.Options{ReadOnly: true, KeyPath: lay.LedgerKey(), HeadPath: lay.LedgerCheckpoint()})
 }
 
 const commsSynopsis = "hm comms history [--last N] [--session N|all] [--json] | hm comms search <query> [--limit N] [--json] | hm comms tail [-f]"

@@ -22,7 +22,6 @@ import (
 	"hm/broker/proto"
 	"hm/internal/hook"
 	"hm/internal/hub"
-	"hm/journal"
 	"hm/roles"
 )
 
@@ -490,7 +489,7 @@ func runDoctor(ctx context.Context, env Env, args []string) int {
 		}
 	}
 	if _, err := os.Stat(lay.Ledger()); err == nil {
-		l, err := journal.Open(ctx, lay.Ledger(), journal.Options{ReadOnly: true})
+		l, err := openLedger(ctx, lay)
 		if err != nil {
 			report(false, false, "ledger", err.Error())
 		} else {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -69,5 +70,73 @@ func TestFaultLedgerFileDeleted(t *testing.T) {
 				t.Fatalf("hm journal verify after the re-created ledger: %+v", r)
 			}
 		})
+	}
+}
+
+// TestFaultLedgerRolledBack puts the ledger back to an older copy of
+// itself (every row in it genuinely signed) after the hub ACKed more:
+// `hm journal verify` fails naming the missing events, against the signed
+// head the hub keeps in handoffs/; a hub started on that ledger says so,
+// keeps the head aside instead of overwriting it, and verify still fails
+// after it wrote more, until the kept head is removed. Before the fix
+// verify said ok.
+func TestFaultLedgerRolledBack(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	lay := layout.Layout{Root: root}
+	sendN := func(h *hubProc, prefix string, n int) {
+		t.Helper()
+		op := dialAs(t, h, "user", false)
+		ctx := tctx(t, time.Minute)
+		for i := range n {
+			id := fmt.Sprintf("%s-%02d", prefix, i)
+			ack, _, err := op.Send(ctx, proto.Frame{Type: proto.TypeSend, Target: "builder", MessageID: id, Content: id})
+			if err != nil || !ack.OK {
+				t.Fatalf("send %s: %+v %v", id, ack, err)
+			}
+		}
+		op.CloseNow()
+	}
+	h := startHub(t, root, "--no-panes", "--rate-limit", "0")
+	sendN(h, "kept", 10)
+	h.stop()
+	old, err := os.ReadFile(lay.Ledger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = startHub(t, root, "--no-panes", "--rate-limit", "0")
+	sendN(h, "lost", 10)
+	h.stop()
+	for _, s := range []string{"-wal", "-shm"} {
+		_ = os.Remove(lay.Ledger() + s)
+	}
+	if err := os.WriteFile(lay.Ledger(), old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, root, nil, "hm", "journal", "verify")
+	if r.code != 1 || !strings.HasPrefix(r.stdout, "FAILED: comms_events: the chain ends at event_id") ||
+		!strings.Contains(r.stdout, "but the last signed head (") || !strings.Contains(r.stdout, "are missing") {
+		t.Fatalf("verify of the rolled-back ledger: %+v", r)
+	}
+
+	h = startHub(t, root, "--no-panes", "--rate-limit", "0")
+	sendN(h, "again", 30)
+	h.stop()
+	if log, _ := os.ReadFile(lay.HubLog()); !strings.Contains(string(log), "THE LEDGER WENT BACK IN TIME") {
+		t.Fatalf("the hub started on a rolled-back ledger without saying so:\n%s", hubLog(root))
+	}
+	r = run(t, root, nil, "hm", "journal", "verify")
+	if r.code != 1 || !strings.Contains(r.stdout, "head kept aside when the hub started on a ledger without it") {
+		t.Fatalf("verify after the hub wrote more on the rolled-back ledger: %+v", r)
+	}
+	aside, _ := filepath.Glob(filepath.Join(lay.Handoffs(), "ledger-checkpoint.rolled-back-*.json"))
+	if len(aside) != 1 {
+		t.Fatalf("kept heads: %v", aside)
+	}
+	if err := os.Remove(aside[0]); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, root, nil, "hm", "journal", "verify"); r.code != 0 {
+		t.Fatalf("verify once the kept head is removed: %+v", r)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -94,8 +93,6 @@ type Hub struct {
 	watcher    *triggers.Watcher
 	fed        *fedHub // nil unless federated (hm up --nats)
 
-	checkpointed atomic.Int64 // last_event_id of the last ledger checkpoint written
-
 	launch launchFiles // the Claude launch files (launchwire), written once
 }
 
@@ -166,7 +163,7 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 	}
 	// The ledger opens before the session counter moves: a hub that cannot
 	// open it does not start and leaves no gap in the sessions.
-	ledger, err := journal.Open(ctx, lay.Ledger(), journal.Options{Durable: opts.Durable, Logger: opts.Logger.With("component", "journal"), MaxBytes: opts.LedgerMaxBytes, KeyPath: lay.LedgerKey()})
+	ledger, err := journal.Open(ctx, lay.Ledger(), journal.Options{Durable: opts.Durable, Logger: opts.Logger.With("component", "journal"), MaxBytes: opts.LedgerMaxBytes, KeyPath: lay.LedgerKey(), HeadPath: lay.LedgerCheckpoint()})
 	if err != nil {
 		return fail(err) // journal.Open's errors say "open ledger"
 	}
