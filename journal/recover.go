@@ -232,10 +232,8 @@ func (l *Ledger) setAsideForeign() []string {
 // old database's -wal, -shm and rollback journal at path (SQLite would
 // replay them into the copy).
 func installDB(tmp, path string) error {
-	for _, s := range []string{"-wal", "-shm", "-journal"} {
-		if err := os.Remove(path + s); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
+	if err := removeFiles(path, "-wal", "-shm", "-journal"); err != nil {
+		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return err
@@ -244,8 +242,11 @@ func installDB(tmp, path string) error {
 }
 
 // removeDB removes a database file and its side files, if present.
-func removeDB(path string) error {
-	for _, s := range []string{"", "-wal", "-shm", "-journal"} {
+func removeDB(path string) error { return removeFiles(path, "", "-wal", "-shm", "-journal") }
+
+// removeFiles removes path+suffix for each suffix, if present.
+func removeFiles(path string, suffixes ...string) error {
+	for _, s := range suffixes {
 		if err := os.Remove(path + s); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
