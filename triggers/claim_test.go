@@ -571,8 +571,8 @@ func TestLegacyNameIDsPerFile(t *testing.T) {
 	}
 }
 
-// TestFileID: the derived id follows the file (name, inode, mtime, size),
-// not its text.
+// TestFileID: the derived id follows the file as claimed (name, inode,
+// mtime, size, change time), not its text.
 func TestFileID(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -596,16 +596,20 @@ func TestFileID(t *testing.T) {
 		t.Fatalf("FileID = %q, want trg-<hex16>", a)
 	}
 	moved := filepath.Join(dir, "moved")
-	if err := os.Rename(p, moved); err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		name   string
 		change func() (string, os.FileInfo)
 		same   bool
 	}{
-		{"renamed (claimed) keeps its id", func() (string, os.FileInfo) { return "architect.txt", stat(moved) }, true},
-		{"other name", func() (string, os.FileInfo) { return "builder.txt", stat(moved) }, false},
+		{"looked at again (after a crash) keeps its id", func() (string, os.FileInfo) { return "architect.txt", stat(p) }, true},
+		{"other name", func() (string, os.FileInfo) { return "builder.txt", stat(p) }, false},
+		{"renamed again (claimed anew: the change time moves)", func() (string, os.FileInfo) {
+			waitClockPast(t, dir, ctimeOf(t, p))
+			if err := os.Rename(p, moved); err != nil {
+				t.Fatal(err)
+			}
+			return "architect.txt", stat(moved)
+		}, false},
 		{"other mtime", func() (string, os.FileInfo) {
 			if err := os.Chtimes(moved, mt, mt.Add(time.Nanosecond)); err != nil {
 				t.Fatal(err)

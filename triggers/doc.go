@@ -19,11 +19,12 @@
 // CRLF and lone CR become LF, and NULs and every other control character except
 // tab and newline are removed. Surrounding whitespace is trimmed. A file with
 // nothing printable left is rejected as empty_content; see [Decode]. Without an
-// explicit id the watcher derives "trg-<hex16>" from the file name, inode,
-// modification time and size ([FileID]): each file is its own message (two
-// "architect.txt" files saying "yes" are two messages), while a file
-// processed twice (for example after a crash between commit and delete)
-// carries the same id and the ledger dedupes it.
+// explicit id the watcher derives "trg-<hex16>" from the claimed file's name,
+// inode, modification time, size and change time ([FileID]): each file is its
+// own message (two "architect.txt" files saying "yes" are two messages, also
+// when the second reuses the first one's inode and mtime, or comes after a
+// restart), while a file processed twice (for example after a crash between
+// commit and delete) carries the same id and the ledger dedupes it.
 //
 // # Claiming
 //
