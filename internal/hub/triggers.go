@@ -8,6 +8,7 @@ import (
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/status"
+	"hm/journal"
 	"hm/roles"
 	"hm/triggers"
 )
@@ -21,8 +22,9 @@ const unverifiedMark = "[unverified sender] "
 // recorded as sent by "unverified" and marked. Owner binding applies to the
 // role a file claims either way. A message id already in the ledger from
 // another sender or with other content is refused as duplicate_id; the same
-// file again (a crash between commit and delete, or hm-send's fallback after
-// a lost ACK) is simply not delivered twice.
+// message again (a crash between commit and delete, hm-send's fallback after
+// a lost ACK, or a repeated sender, number and body) is not delivered twice,
+// and leaves a "repeated" event on the first copy.
 func (h *Hub) triggerSink(ctx context.Context, f triggers.File) error {
 	// An id the watcher derived is the hub's own (reserved "trg-"); an id
 	// the file names is the writer's, and a reserved one is refused.
@@ -67,9 +69,28 @@ func (h *Hub) triggerSink(ctx context.Context, f triggers.File) error {
 		}
 		return triggers.Reject(code, "%v", err)
 	}
-	if ack.Dedupe && ack.MessageID == s.MessageID {
-		return h.checkSameMessage(ctx, s)
+	if !ack.Dedupe {
+		return nil
 	}
+	if ack.MessageID == s.MessageID {
+		if err := h.checkSameMessage(ctx, s); err != nil {
+			return err
+		}
+	}
+	return h.noteRepeat(ctx, ack.MessageID, f)
+}
+
+// noteRepeat leaves the trace of a trigger file that repeated the committed
+// message first (SPEC §7: nothing is silently dropped): a "repeated" event
+// on that message naming the file and the id it carried. The file is not
+// delivered again; an error is transient and the file is retried.
+func (h *Hub) noteRepeat(ctx context.Context, first string, f triggers.File) error {
+	_, err := h.Ledger.Advance(ctx, journal.Change{MessageID: first, Event: status.EventRepeated,
+		Detail: map[string]any{"channel": string(broker.ChannelTrigger), "file": f.Name, "messageId": f.MessageID}})
+	if err != nil {
+		return fmt.Errorf("record trigger file %s as a repeat of %s: %w", f.Name, first, err)
+	}
+	h.log.Info("trigger file repeats a committed message; not delivered again", "file", f.Name, "id", f.MessageID, "first", first)
 	return nil
 }
 
@@ -101,8 +122,9 @@ func (h *Hub) checkUnsignedClaim(f triggers.File) error {
 }
 
 // checkSameMessage decides a trigger file whose message id the ledger
-// already holds: the same message again (same sender, same body) is done;
-// anything else is refused as duplicate_id rather than dropped.
+// already holds: the same message again (same sender, same body) passes
+// (noteRepeat records it); anything else is refused as duplicate_id rather
+// than dropped.
 func (h *Hub) checkSameMessage(ctx context.Context, s broker.Submission) error {
 	prev, err := h.Ledger.Get(ctx, s.MessageID)
 	if err != nil {
@@ -115,7 +137,6 @@ func (h *Hub) checkSameMessage(ctx context.Context, s broker.Submission) error {
 		}
 	}
 	if prev.SenderRole == sender && bodyOf(prev.RawBody) == bodyOf(s.Content) {
-		h.log.Info("trigger file repeats a committed message; not delivered again", "id", s.MessageID)
 		return nil
 	}
 	return triggers.Reject(status.CodeDuplicateID, "message id %s is already in the ledger from %s (channel %s) with other content or another sender", s.MessageID, prev.SenderRole, prev.Channel)

@@ -153,6 +153,7 @@ const (
 	EventTelegramFailed     Event = "telegram_failed"     // the Bot API refused it
 	EventObligationClosed   Event = "obligation_closed"   // an [ACK REQUIRED] was answered
 	EventObligationReminded Event = "obligation_reminded" // its one reminder was sent
+	EventRepeated           Event = "repeated"            // the same message came again (a trigger file; detail "channel", "file", "messageId": the id it carried) and was not delivered twice
 	// EventLedgerKey starts a stretch of the chain hashed with one ledger
 	// key (message_id ""): the cut-over from the unkeyed hash of older
 	// versions, or a replaced key.
