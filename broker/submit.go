@@ -46,7 +46,11 @@ type Submission struct {
 	TargetName string
 	Broadcast  bool
 
-	Content   string
+	Content string
+	// Mark is text the hub puts before Content (the "[unverified sender] "
+	// of an unsigned trigger file). The size limit applies to Content, what
+	// the sender wrote, not to the hub's mark.
+	Mark      string
 	MessageID string
 	// HubID says MessageID was made by the hub itself (an internal/msgid
 	// constructor) and may lie in a reserved namespace. Ids from clients,
@@ -65,6 +69,10 @@ type Submission struct {
 	// Received is when the hub got the submission (for ackLatencyMs).
 	Received time.Time
 }
+
+// Text is the message as the hub stores it: the hub's mark, then what the
+// sender wrote.
+func (s Submission) Text() string { return s.Mark + s.Content }
 
 // refuse makes a refusal with code. Its reason is words: a leading
 // "<code>: " (an error that names its code, such as roles' unknown target)
@@ -149,13 +157,8 @@ func (b *Broker) sealAck(p *queuedSubmit, ack proto.Ack, err error) (proto.Ack, 
 	}
 	ack.AckLatencyMs = float64(time.Since(p.s.Received).Microseconds()) / 1000
 	if err != nil {
-		reason := ""
-		var pe *proto.Error
-		if errors.As(err, &pe) {
-			reason = pe.Message
-		}
 		ack.Accepted = false
-		ack.Refuse(proto.CodeOf(err), reason)
+		ack.Refuse(proto.CodeOf(err), proto.MessageOf(err))
 	}
 	return ack, err
 }
@@ -180,6 +183,7 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	if len(s.Content) > proto.MaxMessageFrame {
 		return refuse(status.CodeTooLarge, "content is %d bytes; the limit is %d", len(s.Content), proto.MaxMessageFrame)
 	}
+	s.Content, s.Mark = s.Text(), ""
 	if err := roles.CheckHeader(s.Content); err != nil {
 		return refuse(status.CodeBadHeader, "%v", err)
 	}

@@ -96,6 +96,16 @@ func CodeOf(err error) status.Code {
 	return status.CodeInternal
 }
 
+// MessageOf returns the sentence of err without its code: the Message of a
+// wrapped *Error, "" for any other error.
+func MessageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return ""
+}
+
 // Frame is the union of all frames. Each frame type uses a subset of fields;
 // unset fields are omitted on the wire.
 type Frame struct {

@@ -30,20 +30,37 @@ func TestHubTriggerRepeatLeavesTrace(t *testing.T) {
 	if m := nextMessage(t, builder); m.MessageID != "rep-1" {
 		t.Fatalf("first copy = %+v", m)
 	}
+	// An unsigned file with an id line: stored with the hub's mark.
+	writeTrigger(t, dir, "builder.u.txt", "[HM-MESSAGE-ID:rep-u]\nunsigned words")
+	if m := nextMessage(t, builder); m.MessageID != "rep-u" {
+		t.Fatalf("first unsigned copy = %+v", m)
+	}
 	tests := []struct {
-		name, id string // id: what the repeating file carries
+		name  string
+		first string // the message repeated
+		id    string // the id the repeating file carries
+		write func(file string)
 	}{
-		{"same id, sender and body (hm-send's fallback after a lost ACK)", "rep-1"},
-		{"another id, same sender, number and body", "rep-2"},
+		{"same id, sender and body (hm-send's fallback after a lost ACK)", "rep-1", "rep-1", func(string) {
+			if _, err := triggers.WriteSigned(dir, "builder", "rep-1", "(ARCH #7): the words", "architect", archTok); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"another id, same sender, number and body", "rep-1", "rep-2", func(string) {
+			if _, err := triggers.WriteSigned(dir, "builder", "rep-2", "(ARCH #7): the words", "architect", archTok); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"unsigned, same id and body", "rep-u", "rep-u", func(file string) {
+			writeTrigger(t, dir, file, "[HM-MESSAGE-ID:rep-u]\nunsigned words")
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			file := "builder." + tc.id + ".txt"
-			if _, err := triggers.WriteSigned(dir, "builder", tc.id, "(ARCH #7): the words", "architect", archTok); err != nil {
-				t.Fatal(err)
-			}
+			tc.write(file)
 			poll.For(t, 30*time.Second, func() error {
-				evs, _, _, err := th.h.Ledger.MessageChain(context.Background(), "rep-1")
+				evs, _, _, err := th.h.Ledger.MessageChain(context.Background(), tc.first)
 				if err != nil {
 					return err
 				}
@@ -52,7 +69,7 @@ func TestHubTriggerRepeatLeavesTrace(t *testing.T) {
 						return nil
 					}
 				}
-				return poll.Want(false, "no repeated event for %s on rep-1: %+v", file, evs)
+				return poll.Want(false, "no repeated event for %s on %s: %+v", file, tc.first, evs)
 			})
 			if _, err := os.Stat(filepath.Join(dir, file)); !os.IsNotExist(err) {
 				t.Errorf("%s still in triggers/: %v", file, err)

@@ -42,7 +42,7 @@ func (h *Hub) triggerSink(ctx context.Context, f triggers.File) error {
 		if err := h.checkUnsignedClaim(f); err != nil {
 			return err
 		}
-		s.From, s.Content = roles.RoleUnverified, unverifiedMark+f.Content
+		s.From, s.Mark = roles.RoleUnverified, unverifiedMark
 	}
 	switch {
 	case f.Target == roles.RoleAll:
@@ -67,7 +67,7 @@ func (h *Hub) triggerSink(ctx context.Context, f triggers.File) error {
 		if code == status.CodeJournalUnavailable || code == status.CodeInternal {
 			return err // transient: the file stays and is retried
 		}
-		return triggers.Reject(code, "%v", err)
+		return triggers.Reject(code, "%s", proto.MessageOf(err))
 	}
 	if !ack.Dedupe {
 		return nil
@@ -136,7 +136,7 @@ func (h *Hub) checkSameMessage(ctx context.Context, s broker.Submission) error {
 			sender = r
 		}
 	}
-	if prev.SenderRole == sender && bodyOf(prev.RawBody) == bodyOf(s.Content) {
+	if prev.SenderRole == sender && bodyOf(prev.RawBody) == bodyOf(s.Text()) {
 		return nil
 	}
 	return triggers.Reject(status.CodeDuplicateID, "message id %s is already in the ledger from %s (channel %s) with other content or another sender", s.MessageID, prev.SenderRole, prev.Channel)
