@@ -8,14 +8,16 @@ import (
 	"strings"
 	"time"
 
+	"hm/broker/proto"
 	"hm/internal/atomicfile"
 	"hm/internal/msgid"
 	"hm/internal/status"
 	"hm/roles"
 )
 
-// DefaultMaxBytes is the largest trigger file accepted (SPEC §7: 256 KiB).
-const DefaultMaxBytes = 256 << 10
+// DefaultMaxBytes is the largest trigger file accepted (SPEC §7: 256 KiB),
+// the same number as the largest message a frame may carry: one limit.
+const DefaultMaxBytes = proto.MaxMessageFrame
 
 // ErrBadName is returned by Write for a target or message id that cannot form
 // a safe trigger file name.
