@@ -220,11 +220,17 @@ func printFederation(w io.Writer, f *hub.FederationStatus) {
 		conn = "DISCONNECTED (messages for remote roles wait in the ledger)"
 	}
 	fmt.Fprintf(w, "federation: hub %s, team %s, NATS %s\n", f.Hub, f.Team, conn)
-	if len(f.RemotePanes) == 0 {
+	if f.Conflict != "" {
+		fmt.Fprintf(w, "  NAME CONFLICT: %s\n", f.Conflict)
+	}
+	if len(f.RemotePanes) == 0 && len(f.Unhosted) == 0 {
 		fmt.Fprintln(w, "  (no remote panes seen)")
 	}
 	for _, p := range f.RemotePanes {
 		fmt.Fprintf(w, "  %s on hub %s: %s (seen %s ago)\n", p.Role, p.Hub, dashIfEmpty(p.State), time.Since(time.UnixMilli(p.LastSeenMs)).Round(time.Second))
+	}
+	for _, r := range f.Unhosted {
+		fmt.Fprintf(w, "  %s: NO HUB HOSTS IT (no live presence claims it; messages for it wait in NATS)\n", r)
 	}
 }
 

@@ -26,8 +26,13 @@ type Config struct {
 	// signed with that key.
 	CredsFile string
 	Team      string
-	// Hub names this hub without CredsFile (default: the host name).
-	Hub    string
+	// Hub names this hub without CredsFile (default: DefaultHub, the host
+	// name and a short hash of Root).
+	Hub string
+	// Root is the hm root this hub serves; with the host name it makes the
+	// hub's Origin, which its presence carries so that a second hub using
+	// the same name is told apart (ErrDuplicateHub).
+	Root   string
 	Logger *slog.Logger
 	// DuplicateWindow is the stream's dedupe window when hm creates it
 	// (default and minimum MinDuplicateWindow).
@@ -53,7 +58,9 @@ type Client struct {
 	nc   *nats.Conn
 	js   jetstream.JetStream
 	hub  string
-	kp   nkeys.KeyPair // nil without credentials
+	// origin is Origin(host name, Config.Root).
+	origin string
+	kp     nkeys.KeyPair // nil without credentials
 	// up is signalled (never blocking) on every connection and
 	// reconnection: the outbox flushes then.
 	up chan struct{}
@@ -88,7 +95,8 @@ func Connect(cfg Config) (*Client, error) {
 	if cfg.ReconnectWait <= 0 {
 		cfg.ReconnectWait = time.Second
 	}
-	c := &Client{cfg: cfg, log: cfg.Logger, subj: subj, up: make(chan struct{}, 1)}
+	host, _ := os.Hostname()
+	c := &Client{cfg: cfg, log: cfg.Logger, subj: subj, up: make(chan struct{}, 1), origin: Origin(host, cfg.Root)}
 	opts := []nats.Option{
 		nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(cfg.ReconnectWait),
 		nats.ConnectHandler(func(*nats.Conn) { c.signalUp(); c.log.Info("nats connected") }),
@@ -116,8 +124,7 @@ func Connect(cfg Config) (*Client, error) {
 	} else {
 		c.hub = cfg.Hub
 		if c.hub == "" {
-			h, _ := os.Hostname()
-			c.hub = sanitize(h)
+			c.hub = DefaultHub(host, c.origin)
 		}
 		if !validToken(c.hub) {
 			return nil, fmt.Errorf("federation: hub name %q: 1-64 ASCII letters, digits, '-' or '_'", c.hub)
@@ -254,7 +261,7 @@ func (c *Client) PublishPresence(roles []RoleState, ttl time.Duration) error {
 	if !c.nc.IsConnected() {
 		return ErrDisconnected
 	}
-	p := Presence{Hub: c.hub, Roles: roles, AtMs: time.Now().UnixMilli(), TTLMs: ttl.Milliseconds()}
+	p := Presence{Hub: c.hub, Origin: c.origin, Roles: roles, AtMs: time.Now().UnixMilli(), TTLMs: ttl.Milliseconds()}
 	if c.kp != nil {
 		if err := p.Sign(c.kp); err != nil {
 			return err
@@ -275,14 +282,22 @@ func (c *Client) PublishPresence(roles []RoleState, ttl time.Duration) error {
 }
 
 // WatchPresence calls fn with every other hub's presence (or the reason it
-// could not be read) until stop; fn runs on the connection's dispatcher.
+// could not be read) until stop; fn runs on the connection's dispatcher. A
+// presence under this hub's own name from another origin is another hub
+// using the name: fn gets it with an error wrapping ErrDuplicateHub.
 func (c *Client) WatchPresence(fn func(Presence, error)) (stop func(), err error) {
 	sub, err := c.nc.Subscribe(c.subj.PresenceAll(), func(m *nats.Msg) {
 		hub := c.subj.hubOfPresence(m.Subject)
+		p, err := ParsePresence(m.Data, hub)
 		if hub == c.hub {
-			return
+			if err == nil {
+				err = c.sameName(p)
+			}
+			if err == nil {
+				return // this hub's own
+			}
 		}
-		fn(ParsePresence(m.Data, hub))
+		fn(p, err)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("federation: watch presence: %w", err)
@@ -292,4 +307,44 @@ func (c *Client) WatchPresence(fn func(Presence, error)) (stop func(), err error
 	// subscription still starts with the reconnection.
 	_ = c.nc.FlushTimeout(2 * time.Second)
 	return func() { _ = sub.Unsubscribe() }, nil
+}
+
+// sameName checks a presence published under this hub's name: nil when it
+// is this hub's own (its origin), else an error wrapping ErrDuplicateHub.
+func (c *Client) sameName(p Presence) error {
+	if p.Origin == c.origin {
+		return nil
+	}
+	return fmt.Errorf("%w: hub %s on team %s is also the name of another hub (origin %q, this hub's %s; presence made %s); give one of them another name (hm up --hub NAME, or settings.json nats.hub)",
+		ErrDuplicateHub, c.hub, c.cfg.Team, p.Origin, c.origin, time.UnixMilli(p.AtMs).UTC().Format(time.RFC3339))
+}
+
+// CheckName refuses this hub's name when another live hub of the team uses
+// it: the last presence stored under the name is still live and comes from
+// another origin (ErrDuplicateHub). It says nothing when NATS cannot be
+// reached or holds no such presence; WatchPresence reports a duplicate that
+// shows up later.
+func (c *Client) CheckName(ctx context.Context) error {
+	if !c.nc.IsConnected() {
+		return nil
+	}
+	s, err := c.js.Stream(ctx, c.subj.Stream())
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("federation: check hub name: stream %s: %w", c.subj.Stream(), err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, c.subj.Presence(c.hub))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("federation: check hub name: %w", err)
+	}
+	p, err := ParsePresence(m.Data, c.hub)
+	if err != nil || time.Now().After(time.UnixMilli(p.AtMs+p.TTLMs)) {
+		return nil // unreadable or expired: no live hub behind it
+	}
+	return c.sameName(p)
 }

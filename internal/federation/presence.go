@@ -22,10 +22,13 @@ type RoleState struct {
 // Presence is what a hub publishes on hm.<team>.presence.<hub>: the roles
 // it hosts, when, and for how long this is to be believed.
 type Presence struct {
-	Hub   string      `json:"hub"`
-	Roles []RoleState `json:"roles"`
-	AtMs  int64       `json:"atMs"`
-	TTLMs int64       `json:"ttlMs"`
+	Hub string `json:"hub"`
+	// Origin is the publishing hub's Origin (host and root): two hubs
+	// that use one name are told apart by it.
+	Origin string      `json:"origin,omitempty"`
+	Roles  []RoleState `json:"roles"`
+	AtMs   int64       `json:"atMs"`
+	TTLMs  int64       `json:"ttlMs"`
 	// Sig is the signature (base64url, raw) of the presence without Sig by
 	// the hub's NATS user nkey; Hub is then that nkey's public key.
 	Sig string `json:"sig,omitempty"`
@@ -69,6 +72,9 @@ func ParsePresence(data []byte, subjectHub string) (Presence, error) {
 	}
 	if !validToken(p.Hub) || p.Hub != subjectHub {
 		return Presence{}, fmt.Errorf("%w: hub %q on the subject of %q", ErrBadPresence, p.Hub, subjectHub)
+	}
+	if len(p.Origin) > 64 {
+		return Presence{}, fmt.Errorf("%w: origin of %d bytes", ErrBadPresence, len(p.Origin))
 	}
 	if len(p.Roles) > MaxPresenceRoles {
 		return Presence{}, fmt.Errorf("%w: %d roles", ErrBadPresence, len(p.Roles))

@@ -46,7 +46,7 @@ func (h *Hub) startComponents(ctx context.Context, deps *broker.Deps) error {
 		deps.Background = h.slots
 		h.components = append(h.components, slotComponent{h.slots})
 	}
-	if err := h.startFederation(deps); err != nil {
+	if err := h.startFederation(ctx, deps); err != nil {
 		return fmt.Errorf("federation: %w", err)
 	}
 	// Made here, before /status serves, so that Snapshot reads a field

@@ -47,6 +47,40 @@ type fedHub struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// conflict is the last ErrDuplicateHub seen (hm status), by the
+	// other hub's origin, each logged once.
+	conflictMu sync.Mutex
+	conflict   string
+	conflicts  map[string]bool
+}
+
+// nameCheckTimeout bounds the start-up look for another hub with this
+// hub's name.
+const nameCheckTimeout = 5 * time.Second
+
+// duplicate records another live hub using this hub's name: an error in
+// the log (once per such hub) and in hm status, since messages between the
+// two would otherwise wait unseen.
+func (f *fedHub) duplicate(p federation.Presence, err error) {
+	f.conflictMu.Lock()
+	defer f.conflictMu.Unlock()
+	f.conflict = err.Error()
+	if f.conflicts[p.Origin] {
+		return
+	}
+	if f.conflicts == nil {
+		f.conflicts = map[string]bool{}
+	}
+	f.conflicts[p.Origin] = true
+	f.log.Error("another hub uses this hub's name", "err", err)
+}
+
+// conflictText is the last duplicate name seen, "" when none.
+func (f *fedHub) conflictText() string {
+	f.conflictMu.Lock()
+	defer f.conflictMu.Unlock()
+	return f.conflict
 }
 
 // natsOptions merges the flags over settings.json "nats".
@@ -78,16 +112,24 @@ func (h *Hub) natsOptions() NATSOptions {
 }
 
 // startFederation connects to NATS when a URL is configured and sets
-// deps.Remote; without one it does nothing at all.
-func (h *Hub) startFederation(deps *broker.Deps) error {
+// deps.Remote; without one it does nothing at all. A name another live hub
+// of the team uses is refused (federation.ErrDuplicateHub).
+func (h *Hub) startFederation(ctx context.Context, deps *broker.Deps) error {
 	o := h.natsOptions()
 	if o.URL == "" {
 		return nil
 	}
 	log := h.log.With("component", "federation")
-	c, err := federation.Connect(federation.Config{URL: o.URL, CredsFile: o.Creds, Team: o.Team, Hub: o.Hub, Logger: log,
+	c, err := federation.Connect(federation.Config{URL: o.URL, CredsFile: o.Creds, Team: o.Team, Hub: o.Hub, Root: h.Layout.Root, Logger: log,
 		AckWait: o.AckWait, ReconnectWait: o.ReconnectWait})
 	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, nameCheckTimeout)
+	err = c.CheckName(cctx)
+	cancel()
+	if err != nil {
+		c.Close()
 		return err
 	}
 	f := &fedHub{h: h, log: log.With("hub", c.Hub()), opts: o, c: c, consumers: map[string]context.CancelFunc{}}
@@ -114,7 +156,10 @@ func (f *fedHub) run(ctx context.Context) {
 		if err == nil {
 			err = f.peers.Accept(p)
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, federation.ErrDuplicateHub):
+			f.duplicate(p, err)
+		case err != nil:
 			f.log.Warn("presence refused", "err", err)
 		}
 	})
@@ -337,6 +382,12 @@ type FederationStatus struct {
 	Connected bool   `json:"connected"`
 	// RemotePanes are the roles other hubs host, from their presence.
 	RemotePanes []RemotePaneStatus `json:"remotePanes"`
+	// Unhosted are the team's remote roles (transport "remote") that no
+	// live hub's presence claims: messages for them wait in JetStream.
+	Unhosted []string `json:"unhosted"`
+	// Conflict is set when another live hub of the team uses this hub's
+	// name (federation.ErrDuplicateHub).
+	Conflict string `json:"conflict,omitempty"`
 }
 
 // RemotePaneStatus is a pane another hub hosts.
@@ -351,9 +402,17 @@ func (h *Hub) federationStatus() *FederationStatus {
 	if h.fed == nil {
 		return nil
 	}
-	st := &FederationStatus{Hub: h.fed.c.Hub(), Team: h.fed.opts.Team, Connected: h.fed.c.Connected(), RemotePanes: []RemotePaneStatus{}}
+	st := &FederationStatus{Hub: h.fed.c.Hub(), Team: h.fed.opts.Team, Connected: h.fed.c.Connected(),
+		RemotePanes: []RemotePaneStatus{}, Unhosted: []string{}, Conflict: h.fed.conflictText()}
+	hosted := map[string]bool{}
 	for _, p := range h.fed.peers.Panes() {
+		hosted[p.Role] = true
 		st.RemotePanes = append(st.RemotePanes, RemotePaneStatus{Role: p.Role, Hub: p.Hub, State: p.State, LastSeenMs: p.Seen.UnixMilli()})
+	}
+	for _, m := range h.Team.Members() {
+		if m.Transport == roles.TransportRemote && !hosted[m.Role] {
+			st.Unhosted = append(st.Unhosted, m.Role)
+		}
 	}
 	return st
 }

@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -72,6 +73,17 @@ func startHub(t *testing.T, cfg hubConfig) *testHub {
 
 func startHubAt(t *testing.T, root string, cfg hubConfig) *testHub {
 	t.Helper()
+	th, err := tryStartHubAt(t, root, cfg)
+	if err != nil {
+		t.Fatalf("hub.Run: %v", err)
+	}
+	return th
+}
+
+// tryStartHubAt is startHubAt returning the error hub.Run returns when
+// the hub does not come up.
+func tryStartHubAt(t *testing.T, root string, cfg hubConfig) (*testHub, error) {
+	t.Helper()
 	lay := layout.Layout{Root: root}
 	if err := lay.Ensure(); err != nil {
 		t.Fatal(err)
@@ -100,12 +112,16 @@ func startHubAt(t *testing.T, root string, cfg hubConfig) *testHub {
 	select {
 	case th.h = <-ready:
 	case err := <-th.done:
-		t.Fatalf("hub.Run: %v", err)
+		cancel()
+		if err == nil {
+			err = errors.New("hub.Run returned nil before the hub was ready")
+		}
+		return nil, err
 	case <-time.After(30 * time.Second):
 		t.Fatal("hub did not become ready")
 	}
 	t.Cleanup(th.stop)
-	return th
+	return th, nil
 }
 
 // stop cancels the hub and waits for Run to return.
