@@ -129,11 +129,18 @@ type Config struct {
 	// before its one reminder (SPEC §10: 10 minutes).
 	ReminderAfter time.Duration
 	// RegisterTimeout is how long a connection may stay without
-	// registering before the hub closes it (default 10s).
+	// registering before the hub closes it (default 5s).
 	RegisterTimeout time.Duration
-	// MaxConns caps the hub's open WebSocket connections (default 256);
-	// past it a new connection gets HTTP 503.
-	MaxConns int
+	// Connection budgets (budget.go): past one a new connection of its
+	// kind gets HTTP 503, whatever the others hold. MaxConns caps the
+	// agents' connections on "/": registered, or carrying a valid token in
+	// their upgrade request (default 256). MaxUnregistered caps the
+	// connections on "/" that carry none, until they register (default
+	// 32). MaxOperatorConns caps the cockpit's (ServeOperatorWS, default
+	// 32).
+	MaxConns         int
+	MaxUnregistered  int
+	MaxOperatorConns int
 	// ClaimLease is how long claimed messages wait for their claim-ack
 	// before they go back to their pane (default 5s).
 	ClaimLease time.Duration
@@ -160,8 +167,9 @@ type Broker struct {
 	team   *roles.Team
 	seqs   *sequencer
 	nextID atomic.Int64
-	// slots counts the connections being served, against MaxConns.
-	slots atomic.Int64
+	// The connection budgets: agents (MaxConns), unregistered and
+	// operatorConns (budget.go).
+	agents, unregistered, operatorConns *Budget
 
 	mu        sync.Mutex
 	conns     map[int64]*conn
@@ -204,10 +212,16 @@ func New(cfg Config, deps Deps) *Broker {
 		cfg.DelayedMaxAge = 10 * time.Minute
 	}
 	if cfg.RegisterTimeout <= 0 {
-		cfg.RegisterTimeout = 10 * time.Second
+		cfg.RegisterTimeout = 5 * time.Second
 	}
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 256
+	}
+	if cfg.MaxUnregistered <= 0 {
+		cfg.MaxUnregistered = 32
+	}
+	if cfg.MaxOperatorConns <= 0 {
+		cfg.MaxOperatorConns = 32
 	}
 	if cfg.ClaimLease <= 0 {
 		cfg.ClaimLease = 5 * time.Second
@@ -228,6 +242,12 @@ func New(cfg Config, deps Deps) *Broker {
 		waiters:   map[string][]chan struct{}{},
 		ctx:       ctx,
 		cancel:    cancel,
+		agents: NewBudget("agents", cfg.MaxConns,
+			"close idle clients and retry"),
+		unregistered: NewBudget("connections without a token", cfg.MaxUnregistered,
+			"send the token with the upgrade (Authorization: Bearer <token>, or ?token=) to be counted as an agent, and register within "+cfg.RegisterTimeout.String()),
+		operatorConns: NewBudget("cockpit connections", cfg.MaxOperatorConns,
+			"close cockpit tabs you no longer use and retry"),
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -86,6 +85,10 @@ type conn struct {
 
 	closeOnce sync.Once
 
+	// budget is the connection budget c counts against (admit, promote);
+	// nil for connections the hub did not accept (tests' fake sockets).
+	budget *Budget
+
 	// preauthOperator is set, before serve, on a connection whose HTTP
 	// request the caller authenticated as the operator
 	// (Broker.ServeOperatorWS): its register needs no token.
@@ -161,22 +164,22 @@ func (b *Broker) accept(w http.ResponseWriter, r *http.Request, operator bool) {
 		http.Error(w, "hm: only loopback hosts are served", http.StatusForbidden)
 		return
 	}
-	if n := b.slots.Add(1); n > int64(b.cfg.MaxConns) {
-		b.slots.Add(-1)
-		b.log.Warn("connection refused: limit reached", "remote", r.RemoteAddr, "max", b.cfg.MaxConns)
-		http.Error(w, fmt.Sprintf("hm: connection limit (%d) reached; close idle clients and retry", b.cfg.MaxConns), http.StatusServiceUnavailable)
+	budget, ok := b.admit(w, r, operator)
+	if !ok {
 		return
 	}
-	defer b.slots.Add(-1)
 	// The default origin check refuses browser cross-origin requests.
 	cw := &corkWriter{ResponseWriter: w}
 	ws, err := websocket.Accept(cw, r, nil)
 	if err != nil {
+		budget.Release()
 		b.log.Info("websocket handshake refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "err", err)
 		return
 	}
 	ws.SetReadLimit(proto.MaxSocketFrame)
 	c := b.newConn(ws)
+	c.budget = budget
+	defer func() { c.budget.Release() }() // the budget it holds at the end (promote)
 	c.cork = cw.conn
 	c.preauthOperator = operator
 	if !b.add(c) {
@@ -184,6 +187,42 @@ func (b *Broker) accept(w http.ResponseWriter, r *http.Request, operator bool) {
 		return
 	}
 	c.serve(c.readLoop)
+}
+
+// admit picks the budget a new connection counts against and takes a place
+// in it: the cockpit's for a connection the caller authenticated, the
+// agents' for one whose upgrade request carries a valid token, and the
+// budget of connections without a token for the rest, until they register
+// (promote). A token that is not valid counts for nothing: such a
+// connection is one without a token, and its register is refused as
+// unauthorized as before.
+func (b *Broker) admit(w http.ResponseWriter, r *http.Request, operator bool) (*Budget, bool) {
+	budget := b.unregistered
+	if operator {
+		budget = b.operatorConns
+	} else if _, ok := b.cfg.Tokens.Check(RequestToken(r)); ok {
+		budget = b.agents
+	}
+	if !budget.Acquire() {
+		budget.Refuse(w, r, b.log)
+		return nil, false
+	}
+	return budget, true
+}
+
+// promote moves a connection that registered out of the budget of
+// connections without a token into the agents'; false when that is full.
+// It runs on the connection's read loop, as does the release at its end.
+func (c *conn) promote() bool {
+	if c.budget != c.b.unregistered {
+		return true
+	}
+	if !c.b.agents.Acquire() {
+		return false
+	}
+	c.b.unregistered.Release()
+	c.budget = c.b.agents
+	return true
 }
 
 // newConn returns a connection over ws, not yet added to the broker.

@@ -150,6 +150,9 @@ func (c *conn) register(f proto.Frame) bool {
 		c.sendError(refusal.Code, refusal.Message, f.RequestID, "")
 		return true
 	}
+	if !c.promote() {
+		return c.endWith(status.CodeCapacityReached, c.b.agents.Refusal(), websocket.StatusTryAgainLater)
+	}
 	id.Role = role
 	c.mu.Lock()
 	c.registered, c.identity, c.role = true, id, role
@@ -213,11 +216,17 @@ const (
 )
 
 func (c *conn) unauthorized(why string) bool {
-	c.b.log.Warn("unauthorized register", "client", c.id, "why", why)
-	data, _ := json.Marshal(proto.ErrorFrame{Type: proto.TypeError, Code: status.CodeUnauthorized, Message: why})
+	return c.endWith(status.CodeUnauthorized, why, websocket.StatusPolicyViolation)
+}
+
+// endWith refuses a register for good: an error frame with code and why,
+// then the close (closeCode, reason the code); it returns false once the
+// writer has sent both, which ends the connection.
+func (c *conn) endWith(code status.Code, why string, closeCode websocket.StatusCode) bool {
+	c.b.log.Warn("register refused; closing", "client", c.id, "code", code, "why", why)
+	data, _ := json.Marshal(proto.ErrorFrame{Type: proto.TypeError, Code: code, Message: why})
 	c.enqueue(outFrame{data: data})
-	code := websocket.StatusPolicyViolation
-	c.enqueue(outFrame{data: []byte("unauthorized"), closeWith: &code})
+	c.enqueue(outFrame{data: []byte(code), closeWith: &closeCode})
 	// Wait for the writer to send the error and close.
 	<-c.ctx.Done()
 	return false

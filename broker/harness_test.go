@@ -102,11 +102,15 @@ func (h *harness) dial() *client.Client {
 // as connects and registers as role with its pane token (operator for "user").
 func (h *harness) as(role string, listen bool) *client.Client {
 	h.t.Helper()
-	c := h.dial()
 	tok := operatorToken
 	if role != "user" {
 		tok = h.tokens.Issue(role)
 	}
+	c, err := client.DialToken(ctxT(h.t), h.url, tok)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { c.Close() })
 	if _, err := c.Register(ctxT(h.t), role, tok, listen); err != nil {
 		h.t.Fatalf("register %s: %v", role, err)
 	}

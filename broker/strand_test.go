@@ -3,15 +3,11 @@ package broker_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"hm/broker"
 	"hm/broker/proto"
@@ -320,26 +316,4 @@ func TestIdleUnregisteredClosed(t *testing.T) {
 	if a := send(t, kept, proto.Frame{Type: "send", Target: "oracle", Content: "still here"}); !a.OK {
 		t.Fatalf("registered connection: %+v", a)
 	}
-}
-
-// TestConnectionCap: past the hub's connection cap a new connection is
-// refused with HTTP 503 and a message; once one closes there is room again.
-func TestConnectionCap(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.MaxConns = 3 })
-	var open []*client.Client
-	for i := 0; i < 3; i++ {
-		open = append(open, h.dial())
-	}
-	_, resp, err := websocket.Dial(ctxT(t), h.url, nil)
-	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("4th connection: err %v, resp %v; want 503", err, resp)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	if !strings.Contains(string(body), "connection limit") {
-		t.Fatalf("503 body %q does not explain", body)
-	}
-	open[0].CloseNow()
-	poll.For(t, 10*time.Second, func() error { return poll.Want(h.b.ConnCount() == 2, "room again") })
-	h.dial()
 }

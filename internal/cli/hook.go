@@ -138,7 +138,7 @@ func runHook(ctx context.Context, env Env, args []string) int {
 func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, state string, receipts []string, wait time.Duration, started time.Time) (*client.Client, proto.ClaimResult, error) {
 	var res proto.ClaimResult
 	dctx, cancel := context.WithTimeout(ctx, hookDialTimeout)
-	cl, err := client.Dial(dctx, cfg.url())
+	cl, err := client.DialToken(dctx, cfg.url(), cfg.token)
 	cancel()
 	if err != nil {
 		return nil, res, err

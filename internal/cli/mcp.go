@@ -56,7 +56,7 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 		if cfg.token == "" {
 			return nil, proto.Registered{}, fmt.Errorf("no token for the hub: $HM_TOKEN is not set and %s does not exist; run hm mcp in an hm pane (it sets HM_TOKEN and SQUIDRUN_ROLE) or in a root where hm up has run", cfg.layout.Token())
 		}
-		cl, err := client.Dial(ctx, cfg.url())
+		cl, err := client.DialToken(ctx, cfg.url(), cfg.token)
 		if err != nil {
 			return nil, proto.Registered{}, fmt.Errorf("hub not reachable at %s (is hm up running for %s?): %w", cfg.url(), cfg.layout.Root, err)
 		}
@@ -92,7 +92,7 @@ func serveMCPHTTP(ctx context.Context, env Env, root string, port int, role, lis
 		if err != nil {
 			return nil, proto.Registered{}, err
 		}
-		cl, err := client.Dial(ctx, cfg.url())
+		cl, err := client.DialToken(ctx, cfg.url(), token)
 		if err != nil {
 			return nil, proto.Registered{}, fmt.Errorf("hub not reachable at %s (is hm up running for %s?): %w", cfg.url(), cfg.layout.Root, err)
 		}

@@ -95,7 +95,7 @@ func dialHub(ctx context.Context, env Env, cmd, root string, port int, role stri
 
 // connect dials and registers within timeout.
 func (c clientConfig) connect(ctx context.Context, listen bool) (*client.Client, error) {
-	cl, err := client.Dial(ctx, c.url())
+	cl, err := client.DialToken(ctx, c.url(), c.token)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ type sender struct {
 
 func (s sender) run(ctx context.Context, priority string, timeout, wait time.Duration) int {
 	dialCtx, cancel := context.WithTimeout(ctx, time.Second)
-	cl, err := client.Dial(dialCtx, s.cfg.url())
+	cl, err := client.DialToken(dialCtx, s.cfg.url(), s.cfg.token)
 	cancel()
 	if err != nil {
 		return s.fallback(fmt.Sprintf("hub unreachable at %s", s.cfg.url()))

@@ -29,8 +29,19 @@ type Client struct {
 }
 
 // Dial connects to url and reads the welcome frame.
-func Dial(ctx context.Context, url string) (*Client, error) {
-	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{}})
+func Dial(ctx context.Context, url string) (*Client, error) { return DialToken(ctx, url, "") }
+
+// DialToken is Dial sending token with the upgrade request
+// ("Authorization: Bearer"), when set: the hub then counts the connection
+// as an agent's from the start, so that connections without a token
+// cannot crowd it out (docs/protocol.md, "Connection budgets"). Register
+// still names the token.
+func DialToken(ctx context.Context, url, token string) (*Client, error) {
+	h := http.Header{}
+	if token != "" {
+		h.Set("Authorization", "Bearer "+token)
+	}
+	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: h})
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", url, err)
 	}

@@ -34,7 +34,7 @@ type cockpitHub struct {
 	token string // operator
 }
 
-func startCockpitHub(t *testing.T) *cockpitHub {
+func startCockpitHub(t *testing.T, tune ...func(*hub.Options)) *cockpitHub {
 	t.Helper()
 	root := t.TempDir()
 	lay := layout.Layout{Root: root}
@@ -47,7 +47,11 @@ func startCockpitHub(t *testing.T) *cockpitHub {
 	if err := os.WriteFile(lay.Settings(), []byte(settings), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h, _ := hubtest.Start(t, root, hub.Options{StopGracePeriod: time.Second})
+	opts := hub.Options{StopGracePeriod: time.Second}
+	for _, f := range tune {
+		f(&opts)
+	}
+	h, _ := hubtest.Start(t, root, opts)
 	tok, err := lay.ReadToken()
 	if err != nil {
 		t.Fatal(err)

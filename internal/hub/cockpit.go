@@ -9,14 +9,15 @@ import (
 	"hm/internal/cockpit"
 )
 
-// cockpitHandler is the web cockpit (/ui/, issue #17) over this hub.
-func (h *Hub) cockpitHandler(ctx context.Context) http.Handler {
+// cockpitHandler is the web cockpit (/ui/, issue #17) over this hub; its
+// attach sessions count against attach, with /attach/'s.
+func (h *Hub) cockpitHandler(ctx context.Context, attach func(http.Handler) http.Handler) http.Handler {
 	return cockpit.New(cockpit.Deps{
 		Port:       h.Port,
 		IsOperator: h.Tokens.IsOperator,
 		ServeWS:    h.Broker.ServeOperatorWS,
 		Attach: func(authorize func(*http.Request) bool) http.Handler {
-			return agent.AttachHandlerContext(ctx, h.lookupPane, authorize, h.log.With("component", "attach", "via", "cockpit"))
+			return attach(agent.AttachHandlerContext(ctx, h.lookupPane, authorize, h.log.With("component", "attach", "via", "cockpit")))
 		},
 		Snapshot:     func(ctx context.Context) any { return h.Snapshot(ctx) },
 		Handoff:      h.cockpitHandoff,

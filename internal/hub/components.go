@@ -64,12 +64,29 @@ func (h *Hub) startComponents(ctx context.Context, deps *broker.Deps) error {
 // profiling is on).
 func (h *Hub) mountEndpoints(ctx context.Context, mux *http.ServeMux) {
 	// Mounted even without panes, so that /attach/<x> gets a clear 404.
-	mux.Handle("/attach/", agent.AttachHandlerContext(ctx, h.lookupPane, h.authorizeAttach, h.log.With("component", "attach")))
+	attach := h.attachBudget()
+	mux.Handle("/attach/", attach(agent.AttachHandlerContext(ctx, h.lookupPane, h.authorizeAttach, h.log.With("component", "attach"))))
 	mux.HandleFunc("/status", h.serveStatus)
-	ui := h.cockpitHandler(ctx)
+	ui := h.cockpitHandler(ctx, attach)
 	mux.Handle("/ui/", ui)
 	mux.Handle("/ui", ui)
 	mux.Handle("/debug/pprof/", h.pprofHandler())
+}
+
+// defaultMaxAttach is the default budget of attach connections.
+const defaultMaxAttach = 64
+
+// attachBudget returns the wrapper that keeps /attach/ and /ui/attach/
+// sessions, together, within one budget (Options.MaxAttach): attach
+// viewers cannot crowd out agents, nor agents them.
+func (h *Hub) attachBudget() func(http.Handler) http.Handler {
+	max := h.opts.MaxAttach
+	if max <= 0 {
+		max = defaultMaxAttach
+	}
+	b := broker.NewBudget("attach connections", max, "detach sessions you no longer use (hm attach, cockpit tabs) and retry")
+	log := h.log.With("component", "attach")
+	return func(next http.Handler) http.Handler { return b.Limit(next, log) }
 }
 
 // lookupPane finds the pane an /attach/ name stands for: a member of the

@@ -70,6 +70,10 @@ type Options struct {
 	// WaitingNotice overrides the team's WaitingNotice (settings.json
 	// "waitingForHumanMinutes") when positive.
 	WaitingNotice time.Duration
+	// Connection budgets (docs/protocol.md, "Connection budgets"); zero
+	// takes the default. MaxAttach caps /attach/ and /ui/attach/ together
+	// (default 64); the others are broker.Config's.
+	MaxAttach, MaxConns, MaxUnregistered, MaxOperatorConns int
 }
 
 // Hub is a running hub.
@@ -191,6 +195,7 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 	h.Broker = broker.New(broker.Config{
 		Team: team, Session: st.Session, SessionID: h.SessionID(), SessionStarted: h.Started, Tokens: h.Tokens,
 		AllowAnonymous: opts.AllowAnonymous, RateLimit: opts.RateLimit, RateBurst: burst,
+		MaxConns: opts.MaxConns, MaxUnregistered: opts.MaxUnregistered, MaxOperatorConns: opts.MaxOperatorConns,
 		Logger: opts.Logger.With("component", "broker"),
 	}, deps)
 	st.Hub = &layout.HubRef{PID: os.Getpid(), Port: h.Port}

@@ -371,11 +371,7 @@ func (h *Hub) startPanes(ps *paneSet) {
 // pane, as "Authorization: Bearer" or ?token=. The pane is the one
 // lookupPane finds for the name, so the check and the attach agree.
 func (h *Hub) authorizeAttach(r *http.Request) bool {
-	tok := r.URL.Query().Get("token")
-	if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
-		tok = strings.TrimPrefix(a, "Bearer ")
-	}
-	id, ok := h.Tokens.Check(tok)
+	id, ok := h.Tokens.Check(broker.RequestToken(r))
 	if !ok {
 		return false
 	}
