@@ -14,16 +14,6 @@ import (
 	"hm/internal/poll"
 )
 
-func connectAt(t *testing.T, url, hub, root string) *federation.Client {
-	t.Helper()
-	c, err := federation.Connect(federation.Config{URL: url, Team: "alpha", Hub: hub, Root: root, ReconnectWait: 50 * time.Millisecond, PublishTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
 // TestDuplicateHubName: without --hub two roots on one machine get two
 // names; a hub whose name another live hub of the team uses is refused by
 // CheckName and reported by WatchPresence, while the presence a hub of the

@@ -16,7 +16,13 @@ import (
 
 func connect(t *testing.T, url, hub string) *federation.Client {
 	t.Helper()
-	c, err := federation.Connect(federation.Config{URL: url, Team: "alpha", Hub: hub, ReconnectWait: 50 * time.Millisecond, PublishTimeout: time.Second, AckWait: 2 * time.Second})
+	return connectAt(t, url, hub, "")
+}
+
+// connectAt is connect for a hub serving root.
+func connectAt(t *testing.T, url, hub, root string) *federation.Client {
+	t.Helper()
+	c, err := federation.Connect(federation.Config{URL: url, Team: "alpha", Hub: hub, Root: root, ReconnectWait: 50 * time.Millisecond, PublishTimeout: time.Second, AckWait: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"hm/internal/client"
 	"hm/internal/hub"
 	"hm/internal/poll"
+	"hm/internal/status"
 	"hm/triggers"
 )
 
@@ -51,16 +52,21 @@ func writeTrigger(t *testing.T, dir, name, content string) {
 
 func noPanes(o *hub.Options) { o.NoPanes = true }
 
+// triggerHub starts a hub without panes for the trigger-file tests: its
+// triggers/ directory, a listener for builder and the architect's token.
+func triggerHub(t *testing.T) (th *testHub, dir string, builder *client.Client, archTok string) {
+	t.Helper()
+	th = startHub(t, hubConfig{opts: noPanes})
+	return th, th.h.Layout.Triggers(), th.as("builder", true), th.h.Tokens.Issue("architect")
+}
+
 func TestHubTriggerFiles(t *testing.T) {
 	t.Parallel()
-	th := startHub(t, hubConfig{opts: noPanes})
-	dir := th.h.Layout.Triggers()
-	builder := th.as("builder", true)
+	th, dir, builder, archTok := triggerHub(t)
 	oracle := th.as("oracle", true)
 
 	// hm-send's fallback form: explicit id, sender header with #0, signed
 	// with the architect pane's token.
-	archTok := th.h.Tokens.Issue("architect")
 	if _, err := triggers.WriteSigned(dir, "builder", "t-1", "(ARCH #0): from a file", "architect", archTok); err != nil {
 		t.Fatal(err)
 	}
@@ -187,10 +193,7 @@ func TestAttachUnknownPaneWithoutPanes(t *testing.T) {
 // cover, is refused with a reason; owner binding holds for signed files.
 func TestHubTriggerSignatures(t *testing.T) {
 	t.Parallel()
-	th := startHub(t, hubConfig{opts: noPanes})
-	dir := th.h.Layout.Triggers()
-	builder := th.as("builder", true)
-	archTok := th.h.Tokens.Issue("architect")
+	th, dir, builder, archTok := triggerHub(t)
 	oracleTok := th.h.Tokens.Issue("oracle")
 	bgTok := th.h.Tokens.Issue("builder-bg-1")
 	tests := []struct {
@@ -287,5 +290,114 @@ func TestHubTriggerHardLinkToken(t *testing.T) {
 	}
 	if m := nextMessage(t, builder); m.MessageID != "after-link" || strings.Contains(m.Content, th.token()) {
 		t.Fatalf("message = %+v", m)
+	}
+}
+
+// TestHubTriggerRepeatLeavesTrace: a trigger file that repeats a message
+// the ledger holds (the same id, sender and body; or, with another id, the
+// same sender, number and body) is not delivered again, but it is not
+// dropped unseen either (SPEC §7): the first copy gets a "repeated" event
+// naming the file and the id it carried, and nothing lands in rejected/.
+func TestHubTriggerRepeatLeavesTrace(t *testing.T) {
+	t.Parallel()
+	th, dir, builder, archTok := triggerHub(t)
+	if _, err := triggers.WriteSigned(dir, "builder", "rep-1", "(ARCH #7): the words", "architect", archTok); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextMessage(t, builder); m.MessageID != "rep-1" {
+		t.Fatalf("first copy = %+v", m)
+	}
+	// An unsigned file with an id line: stored with the hub's mark.
+	writeTrigger(t, dir, "builder.u.txt", "[HM-MESSAGE-ID:rep-u]\nunsigned words")
+	if m := nextMessage(t, builder); m.MessageID != "rep-u" {
+		t.Fatalf("first unsigned copy = %+v", m)
+	}
+	tests := []struct {
+		name  string
+		first string // the message repeated
+		id    string // the id the repeating file carries
+		write func(file string)
+	}{
+		{"same id, sender and body (hm-send's fallback after a lost ACK)", "rep-1", "rep-1", func(string) {
+			if _, err := triggers.WriteSigned(dir, "builder", "rep-1", "(ARCH #7): the words", "architect", archTok); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"another id, same sender, number and body", "rep-1", "rep-2", func(string) {
+			if _, err := triggers.WriteSigned(dir, "builder", "rep-2", "(ARCH #7): the words", "architect", archTok); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"unsigned, same id and body", "rep-u", "rep-u", func(file string) {
+			writeTrigger(t, dir, file, "[HM-MESSAGE-ID:rep-u]\nunsigned words")
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			file := "builder." + tc.id + ".txt"
+			tc.write(file)
+			poll.For(t, 30*time.Second, func() error {
+				evs, _, _, err := th.h.Ledger.MessageChain(context.Background(), tc.first)
+				if err != nil {
+					return err
+				}
+				for _, e := range evs {
+					if e.Event == status.EventRepeated && strings.Contains(e.Detail, `"file":"`+file+`"`) && strings.Contains(e.Detail, `"messageId":"`+tc.id+`"`) {
+						return nil
+					}
+				}
+				return poll.Want(false, "no repeated event for %s on %s: %+v", file, tc.first, evs)
+			})
+			if _, err := os.Stat(filepath.Join(dir, file)); !os.IsNotExist(err) {
+				t.Errorf("%s still in triggers/: %v", file, err)
+			}
+			if ents, _ := os.ReadDir(filepath.Join(dir, "rejected")); len(ents) != 0 {
+				t.Errorf("rejected/ holds %d entries", len(ents))
+			}
+		})
+	}
+}
+
+// TestHubTriggerSizeLimit: a trigger file of exactly the limit (256 KiB,
+// SPEC §7) is delivered, also unsigned, where the hub puts its
+// "[unverified sender]" mark before it; one byte more is refused as
+// too_large with its reason.
+func TestHubTriggerSizeLimit(t *testing.T) {
+	t.Parallel()
+	_, dir, builder, archTok := triggerHub(t)
+	signed := func(id string, size int) string {
+		head := "[HM-MESSAGE-ID:" + id + "]\n"
+		sig := triggers.SignLine(archTok, "architect", id, "") // only its length counts here
+		body := strings.Repeat("s", size-len(head)-len(sig)-1)
+		return head + triggers.SignLine(archTok, "architect", id, body) + "\n" + body
+	}
+	tests := []struct {
+		name, file, content string
+		delivered           bool
+	}{
+		{"unsigned, exactly the limit", "builder.u0.txt", strings.Repeat("u", triggers.DefaultMaxBytes), true},
+		{"unsigned, one byte over", "builder.u1.txt", strings.Repeat("u", triggers.DefaultMaxBytes+1), false},
+		{"signed, exactly the limit", "builder.s0.txt", signed("s0", triggers.DefaultMaxBytes), true},
+		{"signed, one byte over", "builder.s1.txt", signed("s1", triggers.DefaultMaxBytes+1), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if len(tc.content) != triggers.DefaultMaxBytes && len(tc.content) != triggers.DefaultMaxBytes+1 {
+				t.Fatalf("test file is %d bytes", len(tc.content))
+			}
+			writeTrigger(t, dir, tc.file, tc.content)
+			if tc.delivered {
+				m := nextMessage(t, builder)
+				if !strings.Contains(m.Content, tc.content[len(tc.content)-100:]) {
+					t.Fatalf("delivered %d bytes ending %q", len(m.Content), m.Content[max(0, len(m.Content)-20):])
+				}
+				return
+			}
+			reason := filepath.Join(dir, "rejected", tc.file+".reason")
+			poll.For(t, 30*time.Second, func() error {
+				data, err := os.ReadFile(reason)
+				return poll.Want(err == nil && strings.HasPrefix(string(data), "too_large\n") && strings.Contains(string(data), "limit"), "%s rejected as too_large: %v %q", tc.file, err, data)
+			})
+		})
 	}
 }
