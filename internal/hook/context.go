@@ -55,7 +55,7 @@ func Compose(e Event, res proto.ClaimResult, doc Doc) Context {
 	used := 0
 	for _, m := range res.Messages {
 		n := Len(m.Text) + len("\n\n")
-		if reserved+used+n > MaxContext {
+		if reserved+used+n > MaxContext || !e.Carries(m.Text) {
 			break // it and those after it stay queued: the order holds
 		}
 		used += n

@@ -203,6 +203,15 @@ func ReceiptIDs(text []byte) []string {
 // markers in its prompt.
 func (in Input) Receipts() []string { return ReceiptIDs([]byte(in.Prompt)) }
 
+// Carries reports whether e's answer brings text to the agent as it is.
+// Codex CLI HTML-escapes a Stop hook's reason (&gt;, &amp;) and wraps it
+// in a <hook_prompt> element, so a text holding <, > or & would arrive
+// altered: such a message is not delivered through Codex's Stop hook and
+// is typed instead (docs/protocol.md §14).
+func (e Event) Carries(text string) bool {
+	return e.CLI != "codex" || e.Kind != Stop || !strings.ContainsAny(text, "<>&")
+}
+
 // Output is e's JSON answer carrying text into the agent: additional
 // context for most events, a blocked stop whose reason is text for Stop.
 // Empty text has no answer (nil): the hook prints nothing. Wake answers

@@ -184,6 +184,9 @@ func TestComposeBudget(t *testing.T) {
 	msg := func(id string, n int) proto.ClaimedMessage {
 		return proto.ClaimedMessage{MessageID: id, Text: "[AGENT MSG - reply via hm-send] " + strings.Repeat("é", n) + " [hm:" + id + "]"}
 	}
+	plain := func(id, body string) proto.ClaimedMessage {
+		return proto.ClaimedMessage{MessageID: id, Text: "[AGENT MSG - reply via hm-send] (ARCH #1): " + body + " [hm:" + id + "]"}
+	}
 	sess := &proto.SessionContext{Role: "builder", Line: "# SQUIDRUN SESSION: Builder - Started 2026-11-24", Brief: strings.Repeat("brief ", 150), StartID: "session-1-builder"}
 	start := Event{"claude", "SessionStart", SessionStart}
 	tests := []struct {
@@ -209,6 +212,21 @@ func TestComposeBudget(t *testing.T) {
 		{name: "startup message claimed", e: start, res: proto.ClaimResult{Session: sess, Messages: []proto.ClaimedMessage{msg("session-1-builder", 50)}},
 			doc: Doc{Path: "/r/session.md", Text: "# Handoff"}, emitted: []string{"session-1-builder"}, hasNot: []string{"brief brief", "# Handoff"}},
 		{name: "no session context for a prompt", e: Event{"gemini", "BeforeAgent", Prompt}, res: proto.ClaimResult{Session: sess}, doc: Doc{Path: "p", Text: "# Handoff"}},
+		// Codex HTML-escapes a Stop hook's reason: a message holding <, >
+		// or & stays queued (typed), and so do those after it.
+		{name: "codex stop keeps <>& for typing", e: Event{"codex", "Stop", Stop},
+			res:     proto.ClaimResult{Messages: []proto.ClaimedMessage{plain("a", "x"), plain("b", "if a < b"), plain("c", "y")}},
+			emitted: []string{"a"}, hasNot: []string{"[hm:b]", "[hm:c]"}},
+		{name: "codex stop, & first", e: Event{"codex", "Stop", Stop},
+			res: proto.ClaimResult{Messages: []proto.ClaimedMessage{plain("a", "fish & chips")}}},
+		{name: "codex stop, > in a header-free body", e: Event{"codex", "Stop", Stop},
+			res: proto.ClaimResult{Messages: []proto.ClaimedMessage{plain("a", "a->b")}}},
+		{name: "codex context takes <>&", e: Event{"codex", "PostToolUse", Tool},
+			res: proto.ClaimResult{Messages: []proto.ClaimedMessage{plain("a", "<b> & c")}}, emitted: []string{"a"}},
+		{name: "claude stop takes <>&", e: Event{"claude", "Stop", Stop},
+			res: proto.ClaimResult{Messages: []proto.ClaimedMessage{plain("a", "<b> & c")}}, emitted: []string{"a"}},
+		{name: "gemini stop takes <>&", e: Event{"gemini", "AfterAgent", Stop},
+			res: proto.ClaimResult{Messages: []proto.ClaimedMessage{plain("a", "<b> & c")}}, emitted: []string{"a"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
