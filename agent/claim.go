@@ -30,12 +30,25 @@ type Claimed struct {
 // reached the program), is never taken. A message whose pointer file
 // cannot be written stays queued. The taker gives back with Unclaim what it
 // did not deliver. Claim never waits for the program.
-func (p *Pane) Claim(max int) []Claimed {
+//
+// midTurn says the taker puts the messages into the turn under way (a tool
+// or stop hook), not into a new prompt. While an interrupt hm sent is in
+// flight such a claim takes nothing: the turn it joins may be the one the
+// interrupt cancelled, whose hook output the program drops (Gemini runs
+// AfterAgent for a cancelled turn and throws its answer away). The messages
+// stay queued and are typed once the program is ready.
+func (p *Pane) Claim(max int, midTurn bool) []Claimed {
 	if max <= 0 {
 		return nil
 	}
 	var taken []*item
 	p.qmu.Lock()
+	if midTurn && p.interrupting != nil {
+		id := p.interrupting.d.MessageID
+		p.qmu.Unlock()
+		p.log.Info("mid-turn claim refused: an interrupt hm sent is in flight", "for", id)
+		return nil
+	}
 	var head *item
 	if len(p.queue) > 0 {
 		head = p.queue[0]

@@ -57,10 +57,10 @@ func TestClaimTakesAndGivesBack(t *testing.T) {
 	if got, want := queuedIDs(p), []string{"c", "a", "b", "d", "e"}; !slices.Equal(got, want) {
 		t.Fatalf("queue %v, want %v", got, want)
 	}
-	if got := p.Claim(0); got != nil {
+	if got := p.Claim(0, false); got != nil {
 		t.Errorf("Claim(0) = %v, want nothing", got)
 	}
-	first := p.Claim(2)
+	first := p.Claim(2, false)
 	if got, want := claimedIDs(first), []string{"c", "b"}; !slices.Equal(got, want) {
 		t.Fatalf("Claim(2) took %v, want %v", got, want)
 	}
@@ -73,7 +73,7 @@ func TestClaimTakesAndGivesBack(t *testing.T) {
 	if want := AgentPrefix + "(ARCH #2): first\nsecond line [hm:b]"; first[1].Text != want {
 		t.Errorf("text of b %q, want %q (lines as they are, the trailer ending the last)", first[1].Text, want)
 	}
-	rest := p.Claim(5)
+	rest := p.Claim(5, false)
 	if got, want := claimedIDs(rest), []string{"d", "e"}; !slices.Equal(got, want) {
 		t.Fatalf("Claim(5) took %v, want %v", got, want)
 	}
@@ -124,7 +124,7 @@ func TestClaimRacesTyping(t *testing.T) {
 				return
 			case <-time.After(time.Duration(rand.IntN(150)) * time.Millisecond):
 			}
-			cs := p.Claim(1)
+			cs := p.Claim(1, false)
 			mu.Lock()
 			for _, c := range cs {
 				claimed[c.MessageID]++
@@ -170,4 +170,63 @@ func TestClaimRacesTyping(t *testing.T) {
 		}
 	}
 	t.Logf("%d typed, %d claimed", typed, took)
+}
+
+// TestClaimMidTurnWhileInterrupting: while an interrupt hm sent for an
+// urgent message is in flight (here the program ignores it and stays busy
+// to the end of its spell), a mid-turn claim (a tool or stop hook, whose
+// output would join the turn the interrupt cancels) takes nothing, while a
+// claim for a new prompt still may. Once the urgent message is delivered,
+// mid-turn claims take again. Every message reaches the program once.
+func TestClaimMidTurnWhileInterrupting(t *testing.T) {
+	t.Parallel()
+	spec, logPath := fakeSpec(t, "FAKEAGENT_SPINNER_MS=6000", "FAKEAGENT_ENTER_MS=0")
+	spec.Timing = hardTiming(">", true, true)
+	spec.Timing.Interrupt = "\x07" // not the program's interrupt key: it stays busy
+	p := startPane(t, spec)
+	stages := newStageLog()
+	p.Enqueue(Delivery{MessageID: "n1", Content: "(ARCH #1): start working", Report: stages.reporter("n1")})
+	poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("n1"), "n1 submitted") })
+	p.Enqueue(Delivery{MessageID: "u1", Content: "(ARCH #2): [URGENT] stop", Report: stages.reporter("u1")})
+	p.Enqueue(Delivery{MessageID: "n2", Content: "(ARCH #3): later", Claimable: true, Report: stages.reporter("n2")})
+	poll.For(t, 20*time.Second, func() error {
+		return poll.Want(slices.ContainsFunc(stages.get("u1"), func(s Stage) bool { return s.Kind == StageInterrupted }), "u1 interrupted")
+	})
+	if got := p.Claim(5, true); got != nil {
+		t.Errorf("mid-turn claim during the interrupt took %v, want nothing", claimedIDs(got))
+		p.Unclaim(got...)
+	}
+	if stages.final("u1") {
+		t.Fatal("u1 delivered before the claims were tried: the spell ended too soon")
+	}
+	got := p.Claim(5, false)
+	if !slices.Equal(claimedIDs(got), []string{"n2"}) {
+		t.Errorf("claim for a new prompt during the interrupt took %v, want [n2]", claimedIDs(got))
+	}
+	p.Unclaim(got...)
+	poll.For(t, 30*time.Second, func() error { return poll.Want(stages.final("u1"), "u1 delivered") })
+	// The interrupt is over: a mid-turn claim takes n2, unless it was
+	// typed first.
+	var claimed []string
+	poll.For(t, 30*time.Second, func() error {
+		if cs := p.Claim(5, true); len(cs) > 0 {
+			claimed = claimedIDs(cs)
+		}
+		return poll.Want(len(claimed) > 0 || stages.final("n2"), "n2 claimed or typed")
+	})
+	settle(t, logPath)
+	count := map[string]int{}
+	for _, r := range readPrompts(t, logPath) {
+		if m := trailerRE.FindStringSubmatch(r.Prompt); m != nil {
+			count[m[1]]++
+		}
+	}
+	for _, id := range claimed {
+		count[id]++
+	}
+	for _, id := range []string{"n1", "u1", "n2"} {
+		if count[id] != 1 {
+			t.Errorf("%s reached the program %d times (typed or claimed), want once", id, count[id])
+		}
+	}
 }

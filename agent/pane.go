@@ -231,6 +231,10 @@ type Pane struct {
 	qjump chan struct{} // closed (and replaced) when an urgent message becomes the head
 	// qfail, once set by FailQueued, fails every later Enqueue at once.
 	qfail error
+	// interrupting is the urgent message whose interrupt keys hm sent and
+	// whose delivery has not ended: the turn they cancelled may still run
+	// its hooks, whose output the program drops (Claim).
+	interrupting *item
 
 	logMu   sync.Mutex
 	logFile *os.File

@@ -112,14 +112,18 @@ func (p *Pane) deliverLoop() {
 		if it == nil {
 			return
 		}
-		if p.deliver(it) {
-			p.qmu.Lock()
+		done := p.deliver(it)
+		p.qmu.Lock()
+		if done {
 			if i := slices.Index(p.queue, it); i >= 0 {
 				p.queue = slices.Delete(p.queue, i, i+1)
 			}
-			p.qmu.Unlock()
 			prevDone = time.Now()
 		}
+		if in := p.interrupting; in != nil && (in == it && done || !slices.Contains(p.queue, in)) {
+			p.interrupting = nil // its delivery ended: the cancelled turn is over
+		}
+		p.qmu.Unlock()
 	}
 }
 

@@ -220,6 +220,9 @@ func (p *Pane) interrupt(pr *proc, it *item) (sent, ok bool) {
 	p.inputMu.Unlock()
 	switch {
 	case err == nil:
+		p.qmu.Lock()
+		p.interrupting = it
+		p.qmu.Unlock()
 		p.log.Info("interrupted the busy program for an urgent message", "id", it.d.MessageID, "profile", p.profile.Name)
 		p.report(it, Stage{Kind: StageInterrupted})
 		return true, true

@@ -63,8 +63,10 @@ type PaneDelivery struct {
 type PaneClaimer interface {
 	// Claim takes out of role's pane queue, in queue order, up to max
 	// messages delivered Claimable whose typing has not begun. The pane
-	// will not type them unless they are returned.
-	Claim(role string, max int) []PaneClaim
+	// will not type them unless they are returned. midTurn: the taker
+	// puts them into the turn under way (proto.ClaimRequest.MidTurn),
+	// which the pane refuses while an interrupt it sent is in flight.
+	Claim(role string, max int, midTurn bool) []PaneClaim
 }
 
 // PaneStateReporter is implemented by a Panes whose panes take the state a

@@ -71,7 +71,7 @@ func (c *conn) claim(f proto.Frame) {
 		answer(res)
 		return
 	}
-	if got := pc.Claim(role, max); len(got) > 0 || req.WaitMs <= 0 {
+	if got := pc.Claim(role, max, req.MidTurn); len(got) > 0 || req.WaitMs <= 0 {
 		c.hold(role, hook, got)
 		res.Messages = claimedMessages(got)
 		answer(res)
@@ -82,7 +82,7 @@ func (c *conn) claim(f proto.Frame) {
 	if req.WaitSinceMs > 0 {
 		since = time.UnixMilli(req.WaitSinceMs)
 	}
-	c.waitClaim(role, hook, wait, since, max, pc, res, answer)
+	c.waitClaim(role, hook, wait, since, max, req.MidTurn, pc, res, answer)
 }
 
 // reportHookState gives the pane of role the state a hook tells (a

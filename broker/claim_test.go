@@ -21,6 +21,8 @@ import (
 type queuePanes struct {
 	mu    sync.Mutex
 	queue map[string][]broker.PaneDelivery
+	// midTurn records each claim's midTurn, in order.
+	midTurn []bool
 }
 
 func newQueuePanes() *queuePanes { return &queuePanes{queue: map[string][]broker.PaneDelivery{}} }
@@ -37,9 +39,10 @@ func (p *queuePanes) Deliver(role string, d broker.PaneDelivery) {
 }
 func (p *queuePanes) Health(string) (string, time.Time, bool) { return "idle", time.Now(), true }
 
-func (p *queuePanes) Claim(role string, max int) []broker.PaneClaim {
+func (p *queuePanes) Claim(role string, max int, midTurn bool) []broker.PaneClaim {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.midTurn = append(p.midTurn, midTurn)
 	var out []broker.PaneClaim
 	var kept []broker.PaneDelivery
 	for _, d := range p.queue[role] {
@@ -228,8 +231,18 @@ func TestClaimWakesWaitingSender(t *testing.T) {
 func TestClaimRequests(t *testing.T) {
 	t.Parallel()
 	started := time.Date(2026, 1, 2, 15, 4, 5, 0, time.Local)
-	h := newHarness(t, withQueuePanes(newQueuePanes()), func(c *broker.Config, _ *broker.Deps) { c.SessionStarted = started })
+	q := newQueuePanes()
+	h := newHarness(t, withQueuePanes(q), func(c *broker.Config, _ *broker.Deps) { c.SessionStarted = started })
 	builder := h.as("builder", false)
+	// midTurn reaches the pane, which refuses such a claim while an
+	// interrupt it sent is in flight (agent.Pane.Claim).
+	request[proto.ClaimResult](t, builder, proto.TypeClaim, "m1", proto.ClaimRequest{MidTurn: true})
+	request[proto.ClaimResult](t, builder, proto.TypeClaim, "m2", proto.ClaimRequest{})
+	q.mu.Lock()
+	if !slices.Equal(q.midTurn, []bool{true, false}) {
+		t.Errorf("the pane saw midTurn %v, want [true false]", q.midTurn)
+	}
+	q.mu.Unlock()
 	res := request[proto.ClaimResult](t, builder, proto.TypeClaim, "c1", proto.ClaimRequest{Max: -1, Session: true})
 	s := res.Session
 	if s == nil || s.Role != "builder" || s.Header != "BUILDER" || s.SessionID != "app-session-1" || s.StartID != "session-1-builder" ||

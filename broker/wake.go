@@ -101,7 +101,7 @@ func (w *claimWaiter) release(why proto.Released) {
 // claimable message (claimed and held as any claim's), the claim is
 // released, wait passes, or the connection ends (no answer then). It runs
 // in its own goroutine, owned by c.
-func (c *conn) waitClaim(role, hook string, wait time.Duration, since time.Time, max int, pc PaneClaimer, res proto.ClaimResult, answer func(proto.ClaimResult)) {
+func (c *conn) waitClaim(role, hook string, wait time.Duration, since time.Time, max int, midTurn bool, pc PaneClaimer, res proto.ClaimResult, answer func(proto.ClaimResult)) {
 	w := &claimWaiter{wake: make(chan struct{}, 1), end: make(chan proto.Released, 1)}
 	ws := &c.b.wakers
 	ws.add(role, w, since)
@@ -128,7 +128,7 @@ func (c *conn) waitClaim(role, hook string, wait time.Duration, since time.Time,
 			case <-w.wake:
 			case <-recheck.C:
 			}
-			if got := pc.Claim(role, max); len(got) > 0 {
+			if got := pc.Claim(role, max, midTurn); len(got) > 0 {
 				c.hold(role, hook, got)
 				res.Messages = claimedMessages(got)
 				answer(res)

@@ -41,6 +41,12 @@ type ClaimRequest struct {
 	// role; a newer one, or a hook of the role reporting busy, releases it
 	// (ClaimResult.Released).
 	WaitMs int64 `json:"waitMs,omitempty"`
+	// MidTurn: the hook puts what it takes into the turn under way (a
+	// tool or stop hook, the waiting Stop hook), not into a new prompt.
+	// While an interrupt the pane sent is in flight such a claim takes
+	// nothing: the turn may be the cancelled one, whose hook output the
+	// CLI drops (docs/protocol.md §14, the claim rule).
+	MidTurn bool `json:"midTurn,omitempty"`
 	// WaitSinceMs (Unix ms) is when the waiting hook's stop happened: a
 	// hook of the role that reported busy after it means the agent went
 	// back to work before this claim arrived, and the claim is released

@@ -143,7 +143,7 @@ func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, state strin
 	if err != nil {
 		return nil, res, err
 	}
-	req := proto.ClaimRequest{Session: ev.Kind == hook.SessionStart, Hook: ev.String(), State: state, WaitMs: wait.Milliseconds()}
+	req := proto.ClaimRequest{Session: ev.Kind == hook.SessionStart, Hook: ev.String(), State: state, WaitMs: wait.Milliseconds(), MidTurn: ev.MidTurn()}
 	if wait > 0 {
 		// A prompt that reached the hub before this claim (the agent back
 		// at work) releases it at once.

@@ -82,6 +82,14 @@ func (e Event) Waiting() (Event, error) {
 	return e, nil
 }
 
+// MidTurn reports whether what e prints joins the turn under way (a tool
+// call's or the stop's hook, the waiting Stop hook that wakes the session
+// the stop left) rather than a new prompt or session. Its claim takes
+// nothing while an interrupt hm sent is in flight (proto.ClaimRequest.MidTurn).
+func (e Event) MidTurn() bool {
+	return e.Kind == Tool || e.Kind == Stop || e.Kind == Wake
+}
+
 // Lookup finds cli's event name (both case-insensitive).
 func Lookup(cli, name string) (Event, error) {
 	cli = strings.ToLower(cli)

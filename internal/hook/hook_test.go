@@ -280,6 +280,38 @@ func TestComposeManySmall(t *testing.T) {
 	}
 }
 
+// TestMidTurn: tool and stop hooks (and the waiting Stop hook) put what
+// they print into the turn under way; session start and prompt hooks and
+// notifications do not.
+func TestMidTurn(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		cli, event string
+		want       bool
+	}{
+		{"claude", "SessionStart", false},
+		{"claude", "UserPromptSubmit", false},
+		{"gemini", "BeforeAgent", false},
+		{"claude", "Notification", false},
+		{"claude", "PostToolUse", true},
+		{"gemini", "AfterTool", true},
+		{"codex", "Stop", true},
+		{"gemini", "AfterAgent", true},
+	} {
+		ev, err := Lookup(tt.cli, tt.event)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ev.MidTurn(); got != tt.want {
+			t.Errorf("%s MidTurn %v, want %v", ev, got, tt.want)
+		}
+	}
+	w, _ := Event{"claude", "Stop", Stop}.Waiting()
+	if !w.MidTurn() {
+		t.Error("the waiting Stop hook is not mid-turn")
+	}
+}
+
 // TestWaiting: only Claude Code's Stop has an asyncRewake form; it names
 // itself "--wait" in the ledger, tells no state (the Stop hook beside it
 // does), and answers with the plain text for stderr.

@@ -123,14 +123,14 @@ var _ broker.PaneClaimer = (*paneSet)(nil)
 
 // Claim implements broker.PaneClaimer: role's pane gives up queued messages
 // whose typing has not begun (agent.Pane.Claim).
-func (s *paneSet) Claim(role string, max int) []broker.PaneClaim {
+func (s *paneSet) Claim(role string, max int, midTurn bool) []broker.PaneClaim {
 	s.mu.RLock()
 	p, ok := s.panes[role]
 	s.mu.RUnlock()
 	if !ok {
 		return nil
 	}
-	cs := p.Claim(max)
+	cs := p.Claim(max, midTurn)
 	out := make([]broker.PaneClaim, len(cs))
 	for i, c := range cs {
 		out[i] = broker.PaneClaim{MessageID: c.MessageID, Text: c.Text, Urgent: c.Urgent, Return: func() { p.Unclaim(c) }}

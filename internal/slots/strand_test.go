@@ -44,7 +44,7 @@ func TestClaimGivenBackAfterSlotEndIsFailed(t *testing.T) {
 	}
 	failed := make(chan error, 1)
 	p.Enqueue(agent.Delivery{MessageID: "claimed-1", Content: "claimed work", Claimable: true, Failed: func(err error) { failed <- err }})
-	cs := p.Claim(1)
+	cs := p.Claim(1, false)
 	if len(cs) != 1 {
 		t.Fatalf("claimed %d messages, want 1", len(cs))
 	}
