@@ -278,3 +278,67 @@ func TestClaimRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestReceipt: a prompt's receipt makes each typed message it names
+// delivered.verified (event acked naming the hook), two in one prompt are
+// recorded as a merge (event merged naming the other), and a marker of a
+// message a hook put in the agent's context (delivered.context) proves
+// nothing: that prompt carried hm's own hook output. Neither does one for
+// another role's message.
+func TestReceipt(t *testing.T) {
+	t.Parallel()
+	q := newQueuePanes()
+	h := newHarness(t, withQueuePanes(q))
+	arch := h.as("architect", false)
+	for _, id := range []string{"c1", "t1", "t2", "t3"} {
+		send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "builder", Content: "hello " + id, MessageID: id})
+	}
+	send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "oracle", Content: "not yours", MessageID: "o1"})
+	builder := h.as("builder", false)
+	claim := request[proto.ClaimResult](t, builder, proto.TypeClaim, "c", proto.ClaimRequest{Max: 1, Hook: "gemini AfterAgent"})
+	if got := messageIDs(claim.Messages); !slices.Equal(got, []string{"c1"}) {
+		t.Fatalf("claimed %v, want [c1]", got)
+	}
+	request[proto.ClaimAckResult](t, builder, proto.TypeClaimAck, "a", proto.ClaimAck{MessageIDs: []string{"c1"}})
+	const hook = "gemini BeforeAgent"
+	for _, tc := range []struct {
+		ids      []string
+		verified []string
+		merged   bool
+		ignored  []string
+	}{
+		{ids: []string{"c1"}, verified: []string{}, ignored: []string{"c1"}},
+		{ids: []string{"t1", "t1", "o1", "nope"}, verified: []string{"t1"}, ignored: []string{"o1", "nope"}},
+		{ids: []string{"t2", "c1", "t3"}, verified: []string{"t2", "t3"}, merged: true, ignored: []string{"c1"}},
+	} {
+		r := request[proto.ReceiptResult](t, builder, proto.TypeReceipt, "r", proto.Receipt{MessageIDs: tc.ids, Hook: hook})
+		if !slices.Equal(r.Verified, tc.verified) || r.Merged != tc.merged || !slices.Equal(r.Ignored, tc.ignored) {
+			t.Errorf("receipt %v: %+v, want verified %v, merged %v, ignored %v", tc.ids, r, tc.verified, tc.merged, tc.ignored)
+		}
+	}
+	for _, tc := range []struct {
+		id     string
+		ack    status.Stage
+		event  status.Event
+		detail string
+	}{
+		{"c1", status.DeliveredContext, status.EventContext, `"hook":"gemini AfterAgent"`},
+		{"t1", status.DeliveredVerified, status.EventAcked, `"hook":"gemini BeforeAgent"`},
+		{"t2", status.DeliveredVerified, status.EventMerged, `"with":["t3"]`},
+		{"t3", status.DeliveredVerified, status.EventMerged, `"with":["t2"]`},
+		{"o1", "", status.EventBrokered, ""},
+	} {
+		m, err := h.ledger.Get(context.Background(), tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := h.ledger.Events(context.Background(), tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := evs[len(evs)-1]
+		if tc.ack != "" && m.AckStatus != tc.ack || last.Event != tc.event || !strings.Contains(string(last.Detail), tc.detail) {
+			t.Errorf("%s: %s, last event %s %s; want %s, %s with %s", tc.id, m.AckStatus, last.Event, last.Detail, tc.ack, tc.event, tc.detail)
+		}
+	}
+}

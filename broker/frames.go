@@ -22,7 +22,7 @@ var clientFrames = map[string]bool{
 	proto.TypeRegister: true, proto.TypeSend: true, proto.TypeBroadcast: true, proto.TypeHealthCheck: true,
 	proto.TypeDeliveryCheck: true, proto.TypeHeartbeat: true, proto.TypeBackgroundAgent: true,
 	proto.TypeSubscribe: true, proto.TypeMessageAck: true, proto.TypeQuery: true,
-	proto.TypeClaim: true, proto.TypeClaimAck: true,
+	proto.TypeClaim: true, proto.TypeClaimAck: true, proto.TypeReceipt: true,
 }
 
 // handle processes one frame; false ends the connection.
@@ -97,6 +97,8 @@ func (c *conn) handle(f proto.Frame, received time.Time) bool {
 		c.claim(f)
 	case proto.TypeClaimAck:
 		c.claimAck(f)
+	case proto.TypeReceipt:
+		c.receipt(f)
 	default:
 		c.sendError(status.CodeUnknownType, "unknown frame type "+clip(f.Type, 40), f.RequestID, "")
 	}

@@ -155,7 +155,7 @@ func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, state strin
 	payload, _ := json.Marshal(req)
 	err = cl.WriteJSON(ctx, proto.Frame{Type: proto.TypeRegister, Role: cfg.role, Token: cfg.token})
 	if err == nil {
-		err = sendReceipts(ctx, cl, receipts)
+		err = sendReceipt(ctx, cl, ev.String(), receipts)
 	}
 	if err == nil {
 		err = cl.WriteJSON(ctx, proto.Frame{Type: proto.TypeClaim, RequestID: "hook-claim", Payload: payload})
@@ -191,14 +191,18 @@ func handoffDoc(lay layout.Layout) hook.Doc {
 	return hook.Doc{Path: path, Text: strings.TrimRight(text, "\n")}
 }
 
-// sendReceipts sends a message-ack for each id, without waiting: the hub
-// marks each message delivered.verified (SPEC §6 step 5), or answers
-// role_mismatch for one that is not the role's.
-func sendReceipts(ctx context.Context, cl *client.Client, ids []string) error {
-	for _, id := range ids {
-		if err := cl.WriteJSON(ctx, proto.Frame{Type: proto.TypeMessageAck, MessageID: id}); err != nil {
-			return err
-		}
+// sendReceipt sends, without waiting for the answer, the receipt of one
+// submitted prompt holding the markers ids (none: nothing is sent): the
+// hub marks each typed message delivered.verified, records two or more as
+// a merge, and ignores a message hm itself put in the agent's context
+// (SPEC §6 step 5; docs/protocol.md §14).
+func sendReceipt(ctx context.Context, cl *client.Client, witness string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
 	}
-	return nil
+	payload, _ := json.Marshal(proto.Receipt{MessageIDs: ids, Hook: witness})
+	return cl.WriteJSON(ctx, proto.Frame{Type: proto.TypeReceipt, RequestID: receiptRequest, Payload: payload})
 }
+
+// receiptRequest is the requestId of the receipt frame.
+const receiptRequest = "receipt"

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -305,19 +306,56 @@ func TestHookContextCap(t *testing.T) {
 }
 
 // TestHookReceipt: a submitted prompt's [hm:<id>] markers are receipts,
-// as `hm receipt` reads them: the message becomes delivered.verified.
+// as `hm receipt` reads them: the message becomes delivered.verified, and
+// two in one prompt are recorded as a merge. A marker proves nothing in a
+// prompt that carries hm's own hook output: a message Gemini's AfterAgent
+// hook handed the agent (delivered.context) whose reason then came back
+// as a prompt stays delivered.context (#32: Gemini drops the outcome of a
+// cancelled turn, and the ledger said delivered.verified for a message no
+// request to the model carried).
 func TestHookReceipt(t *testing.T) {
 	t.Parallel()
 	hh := startHookHub(t, neverReady)
 	hh.drain(t)
 	arch := hh.sender(t, "architect")
+	sendTo(t, arch, "builder", "r-ctx", "claimed by a stop hook")
+	var stop hookOutput
+	if err := json.Unmarshal([]byte(hh.hook(t, "gemini", "AfterAgent", []byte(`{}`))), &stop); err != nil || !strings.Contains(stop.Reason, "[hm:r-ctx]") {
+		t.Fatalf("AfterAgent output %+v, %v: want r-ctx in its reason", stop, err)
+	}
+	prompt := func(p string) []byte {
+		in, _ := json.Marshal(map[string]string{"hook_event_name": "BeforeAgent", "prompt": p})
+		return in
+	}
+	hh.hook(t, "gemini", "BeforeAgent", prompt(stop.Reason))
+	// Each prompt's receipts are recorded before its hook claims what is
+	// queued (here the pane types nothing, so the hook claims them too).
 	sendTo(t, arch, "builder", "r-1", "read me")
+	sendTo(t, arch, "builder", "r-2", "and me")
 	sendTo(t, arch, "oracle", "r-other", "not builder's")
-	in, _ := json.Marshal(map[string]string{"hook_event_name": "BeforeAgent",
-		"prompt": "[AGENT MSG - reply via hm-send] (ARCH #1): read me [hm:r-1] and [hm:r-other]"})
-	hh.hook(t, "gemini", "BeforeAgent", in)
-	if m := hh.row(t, "r-1"); m.AckStatus != status.DeliveredVerified {
-		t.Errorf("r-1: %s, want delivered.verified", m.AckStatus)
+	hh.hook(t, "gemini", "BeforeAgent", prompt("[AGENT MSG - reply via hm-send] (ARCH #2): read me [hm:r-1]\n[AGENT MSG - reply via hm-send] (ARCH #3): and me [hm:r-2] [hm:r-other]"))
+	sendTo(t, arch, "builder", "r-3", "me alone")
+	hh.hook(t, "claude", "UserPromptSubmit", prompt("[AGENT MSG - reply via hm-send] (ARCH #4): me alone [hm:r-3]"))
+	for _, tc := range []struct {
+		id    string
+		stage status.Stage
+		event status.Event
+	}{
+		{"r-ctx", status.DeliveredContext, status.EventContext},
+		{"r-1", status.DeliveredVerified, status.EventMerged},
+		{"r-2", status.DeliveredVerified, status.EventMerged},
+		{"r-3", status.DeliveredVerified, status.EventAcked},
+	} {
+		if m := hh.row(t, tc.id); m.AckStatus != tc.stage {
+			t.Errorf("%s: %s, want %s", tc.id, m.AckStatus, tc.stage)
+		}
+		evs, err := hh.Ledger.Events(context.Background(), tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(evs, func(e journal.Event) bool { return e.Event == tc.event }) {
+			t.Errorf("%s: no %s event", tc.id, tc.event)
+		}
 	}
 	if m := hh.row(t, "r-other"); m.AckStatus == status.DeliveredVerified {
 		t.Error("a marker of a message to another role verified it")

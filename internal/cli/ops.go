@@ -396,7 +396,7 @@ func runReceipt(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintln(env.Stderr, "hm receipt: read stdin:", err)
 		return ExitFailed
 	}
-	ids := hook.ReceiptIDs(data)
+	ids := hook.PromptReceipts(data)
 	if len(ids) == 0 {
 		return ExitOK // a prompt typed by a human: nothing to prove
 	}
@@ -407,25 +407,28 @@ func runReceipt(ctx context.Context, env Env, args []string) int {
 		return ExitFailed
 	}
 	defer cl.Close()
-	if err := sendReceipts(cctx, cl, ids); err != nil {
+	if err := sendReceipt(cctx, cl, "hm receipt", ids); err != nil {
 		fmt.Fprintln(env.Stderr, "hm receipt:", err)
 		return ExitFailed
 	}
-	failed := 0
-	for i, id := range ids {
-		var dc proto.DeliveryResult
-		if err := cl.Request(cctx, proto.Frame{Type: proto.TypeDeliveryCheck, MessageID: id, RequestID: "rc-" + strconv.Itoa(i)}, proto.TypeDeliveryCheckResult, &dc); err != nil {
-			fmt.Fprintln(env.Stderr, "hm receipt:", err)
-			return ExitFailed
-		}
-		if !dc.Known || dc.AckStatus != status.DeliveredVerified {
-			fmt.Fprintf(env.Stderr, "hm receipt: %s: not a known message\n", id)
-			failed++
-			continue
-		}
+	raw, err := cl.Await(cctx, proto.TypeResponse, receiptRequest, "")
+	var resp struct {
+		Result proto.ReceiptResult `json:"result"`
+	}
+	if err == nil {
+		err = json.Unmarshal(raw, &resp)
+	}
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "hm receipt:", err)
+		return ExitFailed
+	}
+	for _, id := range resp.Result.Verified {
 		fmt.Fprintf(env.Stdout, "%s %s\n", id, status.DeliveredVerified)
 	}
-	if failed > 0 {
+	for _, id := range resp.Result.Ignored {
+		fmt.Fprintf(env.Stderr, "hm receipt: %s: proves nothing (unknown, not this role's, or put in the agent's context by hm)\n", id)
+	}
+	if len(resp.Result.Ignored) > 0 {
 		return ExitFailed
 	}
 	return ExitOK

@@ -211,6 +211,16 @@ func ReceiptIDs(text []byte) []string {
 // markers in its prompt.
 func (in Input) Receipts() []string { return ReceiptIDs([]byte(in.Prompt)) }
 
+// PromptReceipts returns the ids what `hm receipt` reads proves received:
+// a CLI hook's JSON input counts by its prompt alone (any other field, a
+// stop's last answer for one, may hold hm's own output), plain text whole.
+func PromptReceipts(data []byte) []string {
+	if in, err := ParseInput(data); err == nil {
+		return in.Receipts()
+	}
+	return ReceiptIDs(data)
+}
+
 // Carries reports whether e's answer brings text to the agent as it is.
 // Codex CLI HTML-escapes a Stop hook's reason (&gt;, &amp;) and wraps it
 // in a <hook_prompt> element, so a text holding <, > or & would arrive

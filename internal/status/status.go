@@ -141,6 +141,7 @@ const (
 	EventDelivered          Event = "delivered"           // handed to a listener
 	EventShown              Event = "shown"               // shown to the human (target user)
 	EventAcked              Event = "acked"               // receipt or message-ack
+	EventMerged             Event = "merged"              // a receipt: the submitted prompt held this message and others (detail "with": their ids, "hook")
 	EventContext            Event = "context"             // a CLI hook put it in the agent's context (detail "pane", "hook")
 	EventAttempt            Event = "attempt"             // another delivery attempt, nothing else changed (detail "error": why, e.g. a pane's program ended mid-typing)
 	EventFailed             Event = "failed"              // delivery failed (see error_code)
