@@ -49,6 +49,12 @@ const (
 	// (once per busy spell, at most 3 times); the message follows once
 	// the screen is ready. Delivery.Interrupted is called.
 	StageInterrupted
+	// StageCleared: after an interrupt, the program's input held text hm
+	// did not type (a CLI puts the interrupted turn's prompt back); hm
+	// erased it before typing the urgent message, so that it is not
+	// submitted with it. Held is what the input showed. Delivery.Cleared
+	// is called with it.
+	StageCleared
 )
 
 // String returns the stage name.
@@ -68,6 +74,8 @@ func (k StageKind) String() string {
 		return "retyping"
 	case StageInterrupted:
 		return string(status.EventInterrupted)
+	case StageCleared:
+		return string(status.EventCleared)
 	}
 	return fmt.Sprintf("StageKind(%d)", int(k))
 }
@@ -86,6 +94,8 @@ type Stage struct {
 	Pointer string
 	// Err explains StageFailed and some StageUnverified reports.
 	Err error
+	// Held is what the input showed before StageCleared erased it.
+	Held string
 }
 
 // Delivery is one message to type into a pane.
@@ -134,6 +144,9 @@ type Delivery struct {
 	// Interrupted, if set, is called at StageInterrupted, on the pane's
 	// callback goroutine.
 	Interrupted func()
+	// Cleared, if set, is called at StageCleared with what the input
+	// held, on the pane's callback goroutine.
+	Cleared func(held string)
 }
 
 // Fail reports StageFailed with err to d's Report and Failed callbacks, for a
@@ -218,6 +231,11 @@ func (p *Pane) deliver(it *item) (done bool) {
 	if hold, _, _ := p.personHold(pr); hold {
 		unlock()
 		return false // a person's key came after waitReady: wait for them again
+	}
+	if it.interrupted && !it.cleared {
+		if done, ok := p.clearAfterInterrupt(pr, it, unlock); !ok {
+			return done
+		}
 	}
 	screen := p.Screen()
 	before := viewInput(screen, p.profile, trailer)
@@ -460,6 +478,9 @@ func (p *Pane) report(it *item, s Stage) {
 	}
 	if fn := it.d.Interrupted; fn != nil && s.Kind == StageInterrupted {
 		p.disp.post(fn, false)
+	}
+	if fn := it.d.Cleared; fn != nil && s.Kind == StageCleared {
+		p.disp.post(func() { fn(s.Held) }, false)
 	}
 }
 

@@ -169,7 +169,7 @@ func (l *stageLog) get(id string) []Stage {
 // final reports whether id reached a final stage.
 func (l *stageLog) final(id string) bool {
 	for _, s := range l.get(id) {
-		if s.Kind != StageTyped && s.Kind != StageRetyping && s.Kind != StageInterrupted {
+		if s.Kind != StageTyped && s.Kind != StageRetyping && s.Kind != StageInterrupted && s.Kind != StageCleared {
 			return true
 		}
 	}

@@ -10,16 +10,19 @@ import (
 
 // item is a queued delivery.
 type item struct {
-	d          Delivery
-	enqueuedAt time.Time
-	headSeen   bool
-	waited     time.Duration // deliberate waiting, excluded from CommitToFirstByte
-	pointer    string        // pointer file written for this message
-	entered    bool          // Submitted(false) already reported the first Enter
-	unseen     int           // typings whose text never showed on the screen
-	started    bool          // typing began: no urgent message goes ahead of it (guarded by qmu)
-	seq        uint64        // arrival order (guarded by qmu): where Unclaim puts it back
-	claimed    bool          // taken out by Claim and not given back (guarded by qmu)
+	d           Delivery
+	enqueuedAt  time.Time
+	headSeen    bool
+	waited      time.Duration // deliberate waiting, excluded from CommitToFirstByte
+	pointer     string        // pointer file written for this message
+	entered     bool          // Submitted(false) already reported the first Enter
+	unseen      int           // typings whose text never showed on the screen
+	started     bool          // typing began: no urgent message goes ahead of it (guarded by qmu)
+	seq         uint64        // arrival order (guarded by qmu): where Unclaim puts it back
+	claimed     bool          // taken out by Claim and not given back (guarded by qmu)
+	interrupted bool          // hm typed the profile's Interrupt for it (the delivery goroutine's)
+	cleared     bool          // the input was seen empty after the interrupt
+	uncleared   int           // tries at that which failed
 }
 
 // Enqueue adds a message to the pane's queue. It never blocks and never

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -122,3 +123,75 @@ func TestRawInputWaitsForRawMode(t *testing.T) {
 		t.Errorf("the program took the message %d times, want once", took)
 	}
 }
+
+// TestUrgentAfterInterruptClearsInput: a program that, interrupted before
+// its answer, puts the interrupted prompt back into its input (as Claude
+// Code does). hm clears the input and sees it empty before it types the
+// urgent message, so the urgent message is submitted alone: the earlier
+// prompt is neither submitted again (merged with it) nor erased silently:
+// the urgent message's StageCleared says what the input held. With a
+// multi-line prompt in an input box whose Ctrl-U deletes only its last
+// line, hm keeps erasing until nothing changes.
+func TestUrgentAfterInterruptClearsInput(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		first string
+		env   []string
+	}{
+		{name: "OneLine", first: "(ARCH #1): start working"},
+		{name: "MultiLineKillLine", first: "(ARCH #1): start working\nsecond line\nthird line", env: []string{"FAKEAGENT_KILL_LINE=1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			spec, logPath := fakeSpec(t, append(tc.env, "FAKEAGENT_SPINNER_MS=6000", "FAKEAGENT_ENTER_MS=0", "FAKEAGENT_RESTORE_ON_ESC=1")...)
+			spec.Timing = hardTiming(">", true, true)
+			spec.Timing.Interrupt = "\x1b"
+			p := startPane(t, spec)
+			stages := newStageLog()
+			p.Enqueue(Delivery{MessageID: "n1", Content: tc.first, Report: stages.reporter("n1")})
+			poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("n1"), "n1 submitted") })
+			poll.For(t, 10*time.Second, func() error {
+				r := p.Status().Readiness
+				return poll.Want(strings.HasPrefix(r, Busy.String()), "the busy spell on the screen, readiness %q", r)
+			})
+			p.Enqueue(Delivery{MessageID: "u1", Content: "(ARCH #2): [URGENT] stop and read this", Report: stages.reporter("u1")})
+			poll.For(t, 30*time.Second, func() error { return poll.Want(stages.final("u1"), "u1 final") })
+			got := stages.get("u1")
+			if last := got[len(got)-1]; last.Kind != StageSubmitted {
+				t.Errorf("u1 final stage %v (%v), want submitted", last.Kind, last.Err)
+			}
+			ci := slices.IndexFunc(got, func(s Stage) bool { return s.Kind == StageCleared })
+			switch {
+			case ci < 0:
+				t.Errorf("u1 stages %v: no StageCleared saying what the input held", got)
+			case !strings.Contains(got[ci].Held, "[hm:n1]"):
+				t.Errorf("StageCleared held %q, want the restored prompt (its [hm:n1])", got[ci].Held)
+			}
+			settle(t, logPath)
+			restored, submitted := false, map[string]int{}
+			for _, r := range readPrompts(t, logPath) {
+				restored = restored || r.Restored != ""
+				if strings.TrimSpace(r.Prompt) == "" {
+					continue
+				}
+				ids := anyTrailerRE.FindAllStringSubmatch(r.Prompt, -1)
+				if len(ids) != 1 {
+					t.Errorf("prompt with %d markers (merged or foreign text): %q", len(ids), r.Prompt)
+				}
+				for _, m := range ids {
+					submitted[m[1]]++
+				}
+			}
+			if !restored {
+				t.Fatal("the program did not restore the interrupted prompt: the test proves nothing")
+			}
+			if submitted["n1"] != 1 || submitted["u1"] != 1 {
+				t.Errorf("submitted %v, want n1 and u1 once each", submitted)
+			}
+		})
+	}
+}
+
+// anyTrailerRE finds every "[hm:<id>]" in a prompt, wherever it stands.
+var anyTrailerRE = regexp.MustCompile(`\[hm:([^\]\s]+)\]`)

@@ -223,6 +223,7 @@ func (p *Pane) interrupt(pr *proc, it *item) (sent, ok bool) {
 		p.qmu.Lock()
 		p.interrupting = it
 		p.qmu.Unlock()
+		it.interrupted, it.cleared = true, false
 		p.log.Info("interrupted the busy program for an urgent message", "id", it.d.MessageID, "profile", p.profile.Name)
 		p.report(it, Stage{Kind: StageInterrupted})
 		return true, true

@@ -55,7 +55,13 @@ type PaneDelivery struct {
 	// Interrupted is called when the pane's busy program was interrupted
 	// for this (urgent) message.
 	Interrupted func()
+	// Cleared is called when, after that interrupt, the program's input
+	// held text hm did not type, and hm erased it (held) before typing.
+	Cleared func(held string)
 }
+
+// maxHeld bounds the erased input the ledger keeps (event cleared).
+const maxHeld = 2000
 
 // PaneClaimer is implemented by a Panes whose panes let another path take
 // queued messages: the claim frame of a CLI hook (claim.go). It is

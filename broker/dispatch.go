@@ -68,6 +68,12 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 				Interrupted: func() {
 					b.advance(journal.Change{MessageID: id, Event: status.EventInterrupted, Detail: map[string]any{"pane": mem.Role}})
 				},
+				// After that interrupt the input held text hm did not
+				// type (the interrupted prompt, put back): erased before
+				// this message, and the ledger keeps what it was.
+				Cleared: func(held string) {
+					b.advance(journal.Change{MessageID: id, Event: status.EventCleared, Detail: map[string]any{"pane": mem.Role, "held": clip(held, maxHeld)}})
+				},
 			})
 			if !listened {
 				b.wakers.notify(mem.Role) // a waiting claim may take it

@@ -116,7 +116,7 @@ func (s *paneSet) Deliver(role string, d broker.PaneDelivery) {
 		// leaves the message pending, typed again after restart into the
 		// new program (the old one died with the hub's terminal), unless
 		// the pane's entered log shows its Enter was written.
-		Typed: typed, Submitted: submitted, Failed: d.Failed, Stuck: d.Stuck, Retyping: d.Retyping, Interrupted: d.Interrupted})
+		Typed: typed, Submitted: submitted, Failed: d.Failed, Stuck: d.Stuck, Retyping: d.Retyping, Interrupted: d.Interrupted, Cleared: d.Cleared})
 }
 
 var _ broker.PaneClaimer = (*paneSet)(nil)

@@ -22,9 +22,12 @@ type Prompt struct {
 	Discarded string `json:"discarded,omitempty"`
 	// Interrupted: the agent's busy spell was stopped by an Esc (no
 	// prompt, no discarded input).
-	Interrupted bool  `json:"interrupted,omitempty"`
-	At          int64 `json:"at"`  // unix ms
-	PID         int   `json:"pid"` // the agent process that took it
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Restored: the interrupted prompt the agent put back into its input
+	// (no prompt submitted).
+	Restored string `json:"restored,omitempty"`
+	At       int64  `json:"at"`  // unix ms
+	PID      int    `json:"pid"` // the agent process that took it
 }
 
 // Read returns the prompts logged at path, oldest first. A missing file has

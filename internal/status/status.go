@@ -147,6 +147,7 @@ const (
 	EventFailed             Event = "failed"              // delivery failed (see error_code)
 	EventStuck              Event = "stuck"               // repeated attempts did not get it submitted into a pane (detail "error")
 	EventInterrupted        Event = "interrupted"         // the pane's busy program was interrupted (its profile's interrupt keys) for this urgent message (detail "pane")
+	EventCleared            Event = "cleared"             // after that interrupt the program's input held text hm did not type; hm erased it before typing this message (detail "pane", "held")
 	EventTelegramSent       Event = "telegram_sent"       // the Bot API accepted it
 	EventForwarded          Event = "forwarded"           // stored in JetStream for the hub that hosts the target (detail "hub", §16)
 	EventQueuedRemote       Event = "queued_remote"       // NATS unreachable: kept in the ledger for the outbox (detail "error", §16)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strings"
 	"time"
 )
 
@@ -20,8 +21,9 @@ func (a *agent) discards() bool { return a.silent > 0 || a.spinner > 0 }
 // included), logs what it threw away, and erases its spinner. A silent
 // spell prints nothing at all. An Esc read on its own (a single-byte read,
 // as Claude Code and Codex take a lone Esc) interrupts the spell: it is
-// logged as {"interrupted":true,...} and the prompt comes back at once.
-func (a *agent) busySpell(rest []byte) {
+// logged as {"interrupted":true,...} and the prompt comes back at once;
+// busySpell then reports true.
+func (a *agent) busySpell(rest []byte) (interrupted bool) {
 	d, spin := a.silent, false
 	if a.spinner > 0 {
 		d, spin = a.spinner, true
@@ -42,7 +44,7 @@ func (a *agent) busySpell(rest []byte) {
 		case b, ok := <-a.input:
 			if !ok {
 				a.logDiscarded(lost)
-				return
+				return false
 			}
 			if string(b) == "\x1b" {
 				a.logDiscarded(lost)
@@ -52,7 +54,7 @@ func (a *agent) busySpell(rest []byte) {
 					PID         int   `json:"pid"`
 				}{true, time.Now().UnixMilli(), os.Getpid()})
 				a.endSpell(spin)
-				return
+				return true
 			}
 			lost = append(lost, b...)
 		case <-tick:
@@ -61,7 +63,7 @@ func (a *agent) busySpell(rest []byte) {
 		case <-end.C:
 			a.logDiscarded(lost)
 			a.endSpell(spin)
-			return
+			return false
 		}
 	}
 }
@@ -88,4 +90,19 @@ func (a *agent) spinFrame(n int) {
 		return
 	}
 	a.printf("\r%s\x1b[K", f)
+}
+
+// restore puts the prompt whose busy spell an Esc interrupted back into
+// the input (FAKEAGENT_RESTORE_ON_ESC), as Claude Code does for a turn
+// interrupted before its answer, and logs {"restored":...}.
+func (a *agent) restore(prompt string) {
+	a.buf = append(a.buf[:0], prompt...)
+	a.logRecord(struct {
+		Restored string `json:"restored"`
+		At       int64  `json:"at"`
+		PID      int    `json:"pid"`
+	}{prompt, time.Now().UnixMilli(), os.Getpid()})
+	if a.tui == nil && a.echo {
+		a.printf("%s", strings.ReplaceAll(prompt, "\n", "\r\n"))
+	}
 }

@@ -22,6 +22,10 @@
 //     is not taking prompts yet;
 //   - an Esc read on its own interrupts a busy spell (FAKEAGENT_SILENT_MS,
 //     FAKEAGENT_SPINNER_MS, below), logged as {"interrupted":true,...};
+//     with FAKEAGENT_RESTORE_ON_ESC=1 the interrupted prompt is put back
+//     into the input after the new prompt marker, logged as
+//     {"restored":...}, as Claude Code does for a turn interrupted before
+//     its answer;
 //   - FAKEAGENT_IGNORE_HUP=1 ignores SIGHUP;
 //   - FAKEAGENT_START_MS delays the banner and the paste switch;
 //   - FAKEAGENT_ECHO=0 turns off the echo of typed input, so that output
@@ -167,6 +171,7 @@ type agent struct {
 	exitMid      int  // FAKEAGENT_EXIT_MID
 	killLine     bool // FAKEAGENT_KILL_LINE
 	newlineEnter int  // FAKEAGENT_NEWLINE_ENTERS still to come
+	restoreOnEsc bool // FAKEAGENT_RESTORE_ON_ESC
 
 	prompts   int
 	buf       []byte
@@ -196,6 +201,7 @@ func run() error {
 		exitMid:      envInt("FAKEAGENT_EXIT_MID", 0),
 		killLine:     os.Getenv("FAKEAGENT_KILL_LINE") == "1",
 		newlineEnter: envInt("FAKEAGENT_NEWLINE_ENTERS", 0),
+		restoreOnEsc: os.Getenv("FAKEAGENT_RESTORE_ON_ESC") == "1",
 	}
 	if a.doneLine == "" {
 		a.doneLine = "__HM_BG_DONE__"
@@ -440,13 +446,15 @@ func (a *agent) submit(rest []byte) bool {
 	if a.garbage != nil {
 		a.garbageSpell()
 	}
-	if a.discards() {
-		a.busySpell(rest)
+	interrupted := a.discards() && a.busySpell(rest)
+	if a.tui == nil {
+		a.printf("> ")
+	}
+	if interrupted && a.restoreOnEsc {
+		a.restore(prompt)
 	}
 	if a.tui != nil {
 		a.draw()
-	} else {
-		a.printf("> ")
 	}
 	return false
 }

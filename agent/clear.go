@@ -1,0 +1,116 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// After an interrupt: what the program's input holds is not hm's. Claude
+// Code, interrupted before its answer, puts the interrupted turn's prompt
+// back into its input box; typing an urgent message after it and pressing
+// Enter would submit both as one prompt (SPEC §6 step 6). So hm erases the
+// input and sees it empty before it types.
+
+// maxClearPresses bounds the presses of the erase keys one clearing makes:
+// each press clears at least one line of the input (the erase keys, then a
+// Backspace that joins the line above).
+const maxClearPresses = 24
+
+// clearAfterInterrupt empties the input of the program hm just
+// interrupted for it, before its text is typed; the caller holds inputMu
+// and unlock releases it. ok: the input was seen empty, go on typing (the
+// lock still held). Otherwise the lock is released and done is what
+// deliver returns: false to try again at the next readiness, true once
+// the message is reported stuck (the input never showed empty in
+// typeAttempts tries: its text is never submitted with foreign text).
+func (p *Pane) clearAfterInterrupt(pr *proc, it *item, unlock func()) (done, ok bool) {
+	held, err := p.clearInput(pr)
+	if err == nil {
+		it.cleared = true
+		if held != "" {
+			p.log.Warn("erased what the input held after the interrupt, before the urgent message", "id", it.d.MessageID, "held", held)
+			p.report(it, Stage{Kind: StageCleared, Held: held})
+		}
+		return false, true
+	}
+	unlock()
+	it.uncleared++
+	if it.uncleared >= typeAttempts {
+		err = fmt.Errorf("%w: after the interrupt the input never showed empty in %d tries (%v): its text is not typed after it", ErrStuck, it.uncleared, err)
+		p.log.Warn("message stuck", "id", it.d.MessageID, "err", err)
+		p.report(it, Stage{Kind: StageStuck, Err: err})
+		return true, false
+	}
+	p.log.Info("input not seen empty after the interrupt; trying again when the pane is ready", "id", it.d.MessageID, "err", err)
+	p.pause(pr, p.profile.Idle, &it.waited)
+	return false, false
+}
+
+// clearInput presses the profile's erase keys and a Backspace until a press
+// changes nothing on the screen (the input is empty: there was nothing
+// left to erase), and returns what the presses erased: the rows of the
+// screen before the first press that differ from the screen after the
+// last, trimmed. The caller holds inputMu.
+func (p *Pane) clearInput(pr *proc) (string, error) {
+	first := p.Screen()
+	prev := first
+	keys := []byte(p.profile.erase() + backspace)
+	for range maxClearPresses {
+		if _, err := p.writeTo(context.Background(), pr, keys); err != nil {
+			return "", fmt.Errorf("erase: %w", err)
+		}
+		changed, ended := p.waitScreen(pr, p.profile.echoWait(), func(s Screen) bool { return !sameScreen(s, prev) })
+		if ended {
+			return "", p.endReason(pr)
+		}
+		if !changed {
+			return erasedRows(first, prev), nil
+		}
+		if !p.waitQuiet(pr, p.profile.echoWait()) {
+			return "", p.endReason(pr)
+		}
+		prev = p.Screen()
+	}
+	return "", fmt.Errorf("the screen still changed after %d presses of the erase keys", maxClearPresses)
+}
+
+// waitQuiet waits until the pane has been quiet for the profile's Idle, at
+// most d; false when the run ended or the pane stopped.
+func (p *Pane) waitQuiet(pr *proc, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		p.mu.Lock()
+		last, out := p.lastOutput, p.outChanged
+		p.mu.Unlock()
+		quiet := time.Since(last)
+		if quiet >= p.profile.Idle || time.Now().After(deadline) {
+			return true
+		}
+		if !p.pauseOutput(pr, p.profile.Idle-quiet, out, nil, nil) {
+			return false
+		}
+	}
+}
+
+// sameScreen reports whether two screens show the same text and cursor.
+func sameScreen(a, b Screen) bool {
+	return a.CursorRow == b.CursorRow && a.CursorCol == b.CursorCol && slices.Equal(a.Lines, b.Lines)
+}
+
+// erasedRows is what was on before and is gone on after: before's rows
+// that differ from after's, blanks and box drawing trimmed, one per line.
+func erasedRows(before, after Screen) string {
+	var out []string
+	for y, line := range before.Lines {
+		if y < len(after.Lines) && after.Lines[y] == line {
+			continue
+		}
+		if t := strings.TrimFunc(line, blankOrBox); t != "" {
+			out = append(out, t)
+		}
+	}
+	return strings.Join(out, "\n")
+}
