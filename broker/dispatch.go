@@ -179,16 +179,7 @@ func (b *Broker) advance(c journal.Change) {
 // *proto.Error, leaving the row unchanged; journal.ErrNotFound; or a
 // ledger error).
 func (b *Broker) acknowledgeAsync(messageID string, id Identity, done func(error)) {
-	check := func(m journal.Message) error {
-		switch {
-		case id.Operator && !journal.ForRoles(m.Status):
-			// Acknowledged, it would become a row roles may read.
-			return refuse(status.CodeBadRequest, "%s was only recorded, never delivered: there is nothing to acknowledge", messageID)
-		case !id.Operator && !b.readerFor(id.Role).Received(m):
-			return refuse(status.CodeRoleMismatch, "%s is for %s; %s may not acknowledge it", messageID, m.TargetRole, id.Role)
-		}
-		return nil
-	}
+	check := func(m journal.Message) error { return b.mayAcknowledge(id, m) }
 	queued := b.deps.Ledger.AdvanceThen(ackChange(messageID, id.Role), check, func(err error) {
 		b.wake(messageID)
 		done(err)
@@ -196,6 +187,20 @@ func (b *Broker) acknowledgeAsync(messageID string, id Identity, done func(error
 	if !queued {
 		done(fmt.Errorf("acknowledge %s: %w", messageID, journal.ErrClosed))
 	}
+}
+
+// mayAcknowledge is the rule of who may acknowledge m (a message-ack or a
+// receipt): the operator or a recipient of m (readerFor's Received), and
+// never for a row the hub only recorded, which not even the operator may
+// acknowledge (acknowledged, it would become a row roles may read).
+func (b *Broker) mayAcknowledge(id Identity, m journal.Message) error {
+	switch {
+	case id.Operator && !journal.ForRoles(m.Status):
+		return refuse(status.CodeBadRequest, "%s was only recorded, never delivered: there is nothing to acknowledge", m.MessageID)
+	case !id.Operator && !b.readerFor(id.Role).Received(m):
+		return refuse(status.CodeRoleMismatch, "%s is for %s; %s may not acknowledge it", m.MessageID, m.TargetRole, id.Role)
+	}
+	return nil
 }
 
 // ackChange is the ledger change of a message-ack or receipt by role.

@@ -45,8 +45,8 @@ func (c *conn) receipt(f proto.Frame) {
 func (b *Broker) receive(ctx context.Context, id Identity, hook string, ids []string) proto.ReceiptResult {
 	res := proto.ReceiptResult{Verified: []string{}}
 	check := func(m journal.Message) error {
-		if !id.Operator && !b.recipient(id.Role, m) {
-			return refuse(status.CodeRoleMismatch, "%s is for %s; %s may not acknowledge it", m.MessageID, m.TargetRole, id.Role)
+		if err := b.mayAcknowledge(id, m); err != nil {
+			return err
 		}
 		if m.AckStatus == status.DeliveredContext {
 			return errOwnContext
