@@ -11,8 +11,9 @@ build:
 run: build
 	./$(BIN)/hm up
 
-# What the tests need that Go does not bring (shells, chattr): installed
-# with apt-get when missing.
+# What the tests need that Go does not bring (shells, chattr, node/npm):
+# installed with apt-get when missing; and the agent CLIs pinned in
+# scripts/agent-clis.txt, with npm into a cache outside the tree.
 deps:
 	./scripts/deps.sh
 
