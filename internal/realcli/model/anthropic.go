@@ -39,8 +39,13 @@ func parseAnthropic(req *Request) error {
 			start = i + 1
 		}
 	}
-	for _, m := range b.Messages[start:] {
+	for i, m := range b.Messages {
 		if m.Role != "user" {
+			continue
+		}
+		texts := textOf(m.Content)
+		req.all = append(req.all, texts...)
+		if i < start {
 			continue
 		}
 		var parts []struct {
@@ -51,7 +56,7 @@ func parseAnthropic(req *Request) error {
 				req.ToolResult = req.ToolResult || p.Type == "tool_result"
 			}
 		}
-		req.Texts = append(req.Texts, textOf(m.Content)...)
+		req.Texts = append(req.Texts, texts...)
 	}
 	return nil
 }

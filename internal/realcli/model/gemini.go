@@ -46,13 +46,19 @@ func parseGemini(req *Request) error {
 			start = i + 1
 		}
 	}
-	for _, c := range b.Contents[start:] {
+	for i, c := range b.Contents {
+		if c.Role == "model" {
+			continue
+		}
 		for _, p := range c.Parts {
 			switch {
 			case len(p.FunctionResponse) > 0:
-				req.ToolResult = true
+				req.ToolResult = req.ToolResult || i >= start
 			case p.Text != "" && !p.Thought:
-				req.Texts = append(req.Texts, p.Text)
+				req.all = append(req.all, p.Text)
+				if i >= start {
+					req.Texts = append(req.Texts, p.Text)
+				}
 			}
 		}
 	}

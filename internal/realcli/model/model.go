@@ -43,10 +43,13 @@ type Request struct {
 	// Main: a turn of the agent (the request offers tools); false for a
 	// side request (a title, a token count, a classifier).
 	Main bool
-	// Texts are the text parts the turn adds: every user (or developer)
-	// text after the model's last output in the conversation, one entry
-	// per part, in order. A prompt typed at the CLI is one of them; hook
-	// context and the CLI's own reminders may be others.
+	// Texts are the text parts the turn adds, one entry per part, in
+	// order: for a main turn, the user (or developer) texts of the
+	// conversation that the previous main turn of the same client did not
+	// hold (so a prompt whose turn was cut off before the model answered
+	// is not counted again with the next one); for a side request, those
+	// after the model's last output. A prompt typed at the CLI is one of
+	// them; hook context and the CLI's own reminders may be others.
 	Texts []string
 	// ToolResult: the turn adds the result of a tool the model called.
 	ToolResult bool
@@ -54,6 +57,8 @@ type Request struct {
 	Tools []string
 	// Body is the request's body as received.
 	Body []byte
+
+	all []string // every user text of the conversation, in order
 }
 
 // New is Texts joined by newlines.
@@ -91,6 +96,8 @@ type Server struct {
 	// after holds, by prefix, the text of a reply whose shell call is
 	// out: the turn carrying the tool's result gets it.
 	after map[string]string
+	// seen holds, by prefix, the user texts of the last main turn.
+	seen map[string][]string
 }
 
 // Start serves on 127.0.0.1:0 until ctx ends or Close is called. A nil
@@ -103,7 +110,7 @@ func Start(ctx context.Context, log *slog.Logger, script Script) (*Server, error
 	if err != nil {
 		return nil, fmt.Errorf("model: listen: %w", err)
 	}
-	s := &Server{log: log, script: script, ln: ln, done: make(chan struct{}), after: map[string]string{}}
+	s := &Server{log: log, script: script, ln: ln, done: make(chan struct{}), after: map[string]string{}, seen: map[string][]string{}}
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	go func() {
@@ -146,6 +153,10 @@ func (s *Server) record(r Request) Request {
 	defer s.mu.Unlock()
 	s.seq++
 	r.Seq = s.seq
+	if r.Main {
+		r.Texts = subtract(r.all, s.seen[r.Prefix])
+		s.seen[r.Prefix] = r.all
+	}
 	s.reqs = append(s.reqs, r)
 	return r
 }
@@ -218,6 +229,24 @@ func (s *Server) answer(ctx context.Context, req *Request) (Reply, bool) {
 	case <-ctx.Done():
 		return rep, false
 	}
+}
+
+// subtract returns the texts of all, in order, less one occurrence of
+// each text of old.
+func subtract(all, old []string) []string {
+	left := map[string]int{}
+	for _, t := range old {
+		left[t]++
+	}
+	var out []string
+	for _, t := range all {
+		if left[t] > 0 {
+			left[t]--
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // followUp is the reply to a turn carrying a tool's result after a

@@ -59,7 +59,7 @@ func TestProtocols(t *testing.T) {
 		{"anthropic text", "/c/v1/messages?beta=true",
 			`{"stream":true,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"old"},{"role":"assistant","content":"x"},
 			 {"role":"user","content":[{"type":"text","text":"<system-reminder>r</system-reminder>"},{"type":"text","text":"hi ✓"}]}]}`,
-			true, false, []string{"<system-reminder>r</system-reminder>", "hi ✓"},
+			true, false, []string{"old", "<system-reminder>r</system-reminder>", "hi ✓"},
 			[]string{"event: message_start", "content_block_start", `"text":"hello back","type":"text_delta"`, `"stop_reason":"end_turn"`, "event: message_stop"}},
 		{"anthropic tool call", "/c/v1/messages", `{"stream":true,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"run it"}]}`,
 			true, false, []string{"run it"},
@@ -72,7 +72,7 @@ func TestProtocols(t *testing.T) {
 		{"openai text", "/x/v1/responses", `{"stream":true,"tools":[{"type":"function","name":"exec_command"}],"input":[
 			 {"type":"message","role":"developer","content":[{"type":"input_text","text":"dev"}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"}]},
 			 {"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}]}`,
-			true, false, []string{"hi"},
+			true, false, []string{"dev", "hi"},
 			[]string{"response.created", "response.output_item.added", `"delta":"hello back"`, "response.output_item.done", "response.completed", `"usage"`}},
 		{"openai tool call", "/x/v1/responses", `{"stream":true,"tools":[{"type":"function","name":"exec_command"}],"input":[{"role":"user","content":"run it"}]}`,
 			true, false, []string{"run it"}, []string{`"arguments":"{\"cmd\":\"hm-send architect done\"}"`, `"name":"exec_command"`, `"type":"function_call"`, "response.completed"}},
@@ -81,7 +81,7 @@ func TestProtocols(t *testing.T) {
 			true, true, nil, []string{`"delta":"ran"`}},
 		{"gemini text", "/g/v1beta/models/m:streamGenerateContent?alt=sse", `{"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}],"contents":[
 			 {"role":"user","parts":[{"text":"old"}]},{"role":"model","parts":[{"text":"a"}]},{"role":"user","parts":[{"text":"hi"}]}]}`,
-			true, false, []string{"hi"}, []string{`data: {"candidates"`, `"text":"hello back"`, `"finishReason":"STOP"`, "usageMetadata"}},
+			true, false, []string{"old", "hi"}, []string{`data: {"candidates"`, `"text":"hello back"`, `"finishReason":"STOP"`, "usageMetadata"}},
 		{"gemini tool call", "/g/v1beta/models/m:streamGenerateContent?alt=sse", `{"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}],"contents":[{"role":"user","parts":[{"text":"run it"}]}]}`,
 			true, false, []string{"run it"}, []string{`"functionCall":{"args":{"command":"hm-send architect done"`, `"name":"run_shell_command"`}},
 		{"gemini tool result", "/g/v1beta/models/m:streamGenerateContent?alt=sse", `{"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}],"contents":[{"role":"user","parts":[{"text":"run it"}]},
@@ -110,6 +110,45 @@ func TestProtocols(t *testing.T) {
 				t.Errorf("parsed main=%v toolResult=%v texts=%q, want %v %v %q", r.Main, r.ToolResult, r.Texts, tc.main, tc.toolResult, tc.texts)
 			}
 		})
+	}
+}
+
+// TestNewTexts: a main turn's new texts are those the previous main turn
+// of the same client did not hold, so a prompt whose turn was cut off
+// before the model answered (Esc) is not counted again with the next
+// prompt, and two prompts merged into one are seen as one new text.
+func TestNewTexts(t *testing.T) {
+	s := start(t, nil)
+	turn := func(prefix string, msgs ...string) []string {
+		var b strings.Builder
+		for i, m := range msgs {
+			role := "user"
+			if strings.HasPrefix(m, "model:") {
+				role, m = "assistant", strings.TrimPrefix(m, "model:")
+			}
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(`{"role":"` + role + `","content":"` + m + `"}`)
+		}
+		post(t, s.URL(prefix)+"/v1/messages", `{"stream":true,"tools":[{"name":"Bash"}],"messages":[`+b.String()+`]}`)
+		rs := s.Requests(prefix)
+		return rs[len(rs)-1].Texts
+	}
+	for _, tc := range []struct {
+		prefix string
+		msgs   []string
+		want   []string
+	}{
+		{"a", []string{"A"}, []string{"A"}},
+		{"a", []string{"A", "B"}, []string{"B"}},                 // A's turn was cut off
+		{"a", []string{"A", "B", "model:x", "C"}, []string{"C"}}, // answered
+		{"a", []string{"A", "B", "model:x", "C", "C D"}, []string{"C D"}},
+		{"b", []string{"A"}, []string{"A"}}, // another client
+	} {
+		if got := turn(tc.prefix, tc.msgs...); strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("%s %q: new texts %q, want %q", tc.prefix, tc.msgs, got, tc.want)
+		}
 	}
 }
 

@@ -49,12 +49,19 @@ func parseOpenAI(req *Request) error {
 			start = i + 1
 		}
 	}
-	for _, it := range b.Input[start:] {
+	for i, it := range b.Input {
 		switch it.Type {
 		case "function_call_output", "local_shell_call_output", "custom_tool_call_output":
-			req.ToolResult = true
+			req.ToolResult = req.ToolResult || i >= start
 		case "", "message":
-			req.Texts = append(req.Texts, textOf(it.Content)...)
+			if modelItem(it.Type, it.Role) {
+				continue
+			}
+			texts := textOf(it.Content)
+			req.all = append(req.all, texts...)
+			if i >= start {
+				req.Texts = append(req.Texts, texts...)
+			}
 		}
 	}
 	return nil
