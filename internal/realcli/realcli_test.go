@@ -1,0 +1,309 @@
+package realcli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"hm/broker/proto"
+	"hm/internal/client"
+	"hm/internal/realcli/model"
+	"hm/internal/status"
+)
+
+// TestRealCLIs runs Claude Code, Codex CLI and Gemini CLI, as pinned in
+// scripts/agent-clis.txt, each in an hm pane against the scripted model,
+// once typing only and once wired with hooks (hm init), all six in
+// parallel. Each pane gets the cases of suiteCases in sequence, sent by
+// architect through the hub; every message must reach the model exactly
+// once as new user content, intact and never merged with another, and its
+// final stage in the ledger must be true of that.
+//
+// A CLI missing from the cache fails the test naming `make deps`.
+func TestRealCLIs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the real CLIs take minutes")
+	}
+	for _, c := range agentCLIs {
+		if _, _, err := Find(c.name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	srv, err := model.Start(ctx, testLogger(t), script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	for _, c := range agentCLIs {
+		for _, hooks := range []bool{false, true} {
+			mode := "typing"
+			if hooks {
+				mode = "hooks"
+			}
+			t.Run(c.name+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				r := startPane(t, srv, c, hooks)
+				for _, sc := range suiteCases {
+					t.Run(sc.name, func(t *testing.T) { sc.run(t, r) })
+				}
+				r.recount(t)
+			})
+		}
+	}
+}
+
+// Script words: a message holding one makes the model act so.
+const (
+	slowWord  = "SLOW-TURN"       // the model works 10 s on this turn
+	shellWord = "REPLY-VIA-SHELL" // the model runs hm-send architect "reply <token>"
+)
+
+var shellToken = regexp.MustCompile(shellWord + ` (\S+)`)
+
+// script is the model: a short delay and "ok", a 10 s turn for slowWord,
+// and for shellWord a shell tool call that sends architect a reply.
+func script(r model.Request) model.Reply {
+	if !r.Main || r.ToolResult {
+		return model.Reply{}
+	}
+	n := r.New()
+	switch {
+	case strings.Contains(n, slowWord):
+		return model.Reply{Delay: 10 * time.Second, Text: "done working"}
+	case shellToken.MatchString(n):
+		tok := shellToken.FindStringSubmatch(n)[1]
+		return model.Reply{Shell: "hm-send architect 'reply " + tok + "'", Text: "sent"}
+	}
+	return model.Reply{Delay: 200 * time.Millisecond}
+}
+
+// testLogger logs warnings to t's output.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// paneRun is one CLI in one mode: its hub, its pane (builder) and its
+// share of the model (requests under prefix).
+type paneRun struct {
+	cli    agentCLI
+	hooks  bool
+	root   string
+	prefix string
+	model  *model.Server
+	hub    *hub
+	arch   *client.Client
+	view   *term // hm attach --view: the pane's screen for failure messages
+
+	mu   sync.Mutex
+	n    int
+	sent []sentMsg
+}
+
+// sentMsg is a message architect sent to builder.
+type sentMsg struct {
+	id, content, caseName string
+}
+
+// startPane wires root for the mode, starts the hub with the CLI in
+// builder's pane and waits for the pane to be ready.
+func startPane(t *testing.T, srv *model.Server, c agentCLI, hooks bool) *paneRun {
+	mode := map[bool]string{false: "typing", true: "hooks"}[hooks]
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, scratch := filepath.Join(base, "repo"), filepath.Join(base, "scratch")
+	for _, d := range []string{root, filepath.Join(scratch, "home")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &paneRun{cli: c, hooks: hooks, root: root, prefix: c.name + "-" + mode, model: srv}
+	writeTeam(t, root, c.command(t, scratch, root, srv.URL(r.prefix), hooks), c.name, hooks)
+	if hooks {
+		runHM(t, root, "init", "--agents", c.name)
+	}
+	r.hub = startHub(t, root)
+	ctx := context.Background()
+	r.arch = r.hub.dial(ctx, t, "architect")
+	r.view = newTerm(t, env(t, root), hmBin(t, "hm"), "attach", "--view", "builder")
+	if err := r.waitReady(ctx, 120*time.Second); err != nil {
+		t.Fatalf("%s did not become ready: %v\n%s", r.prefix, err, r.evidence())
+	}
+	return r
+}
+
+// waitReady waits for builder's pane to be ready with nothing queued.
+func (r *paneRun) waitReady(ctx context.Context, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		p, err := r.hub.pane(ctx)
+		if err == nil && p.State == "ready" && p.Queued == 0 {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("pane state %s, %d queued", p.State, p.Queued)
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// evidence is what a failure shows: the pane's screen and the hub log.
+func (r *paneRun) evidence() string {
+	return fmt.Sprintf("--- %s screen:\n%s\n--- hub log (tail):\n%s", r.prefix, r.view.screen(), r.hub.hubLog())
+}
+
+// send sends content to builder as architect.
+func (r *paneRun) send(t *testing.T, content string) sentMsg {
+	t.Helper()
+	r.mu.Lock()
+	r.n++
+	m := sentMsg{id: fmt.Sprintf("rc-%s-%d", r.prefix, r.n), content: content, caseName: t.Name()}
+	r.sent = append(r.sent, m)
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ack, _, err := r.arch.Send(ctx, proto.Frame{Type: proto.TypeSend, Target: "builder", MessageID: m.id, Content: content, RequestID: "req-" + m.id})
+	if err != nil || !ack.OK {
+		t.Fatalf("send %s: %v %+v", m.id, err, ack)
+	}
+	return m
+}
+
+// reqs are the model's requests from this pane.
+func (r *paneRun) reqs() []model.Request { return r.model.Requests(r.prefix) }
+
+// awaitModel waits until the model got each message (or d passed).
+func (r *paneRun) awaitModel(d time.Duration, ms ...sentMsg) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		reqs, all := r.reqs(), true
+		for _, m := range ms {
+			all = all && len(sightings(reqs, m.id)) > 0
+		}
+		if all {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// deliveryWait bounds the wait for one case's messages to reach the
+// model: generous, for a loaded machine.
+const deliveryWait = 90 * time.Second
+
+// check waits for ms to reach the model and to end in the ledger, and
+// fails t for each that did not reach the model exactly once, intact and
+// alone, or whose final stage is false.
+func (r *paneRun) check(t *testing.T, ms ...sentMsg) {
+	t.Helper()
+	r.awaitModel(deliveryWait, ms...)
+	bad := false
+	for _, m := range ms {
+		detail, err := r.final(m.id)
+		if err != nil {
+			t.Errorf("%s: %v", m.id, err)
+			bad = true
+			continue
+		}
+		ss := sightings(r.reqs(), m.id)
+		if err := judge(ss, m.id, detail.Body, readFile); err != nil {
+			t.Errorf("%s (stage %s): %v", m.id, detail.AckStatus, err)
+			bad = true
+		}
+		if err := stageTrue(detail.AckStatus, len(ss) > 0); err != nil {
+			t.Errorf("%s: %v; events: %s", m.id, err, events(detail))
+			bad = true
+		}
+	}
+	if bad {
+		t.Log(r.evidence())
+	}
+}
+
+func readFile(p string) (string, error) {
+	b, err := os.ReadFile(p)
+	return string(b), err
+}
+
+// final waits for the message's row to reach a final state (routed,
+// acked, failed, or stuck) and returns it.
+func (r *paneRun) final(id string) (proto.MessageDetail, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var last proto.MessageDetail
+	for {
+		var res proto.GetResult
+		if err := query(ctx, r.arch, proto.QueryGet, proto.GetQuery{MessageIDs: []string{id}}, &res); err != nil {
+			return last, fmt.Errorf("get: %w", err)
+		}
+		if len(res.Messages) == 1 {
+			last = res.Messages[0]
+			if last.Status.Rank() >= status.Routed.Rank() || last.Status == status.Failed || last.AckStatus == status.Stuck {
+				return last, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return last, fmt.Errorf("no final stage in the ledger: status %s, stage %s; events: %s", last.Status, last.AckStatus, events(last))
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func events(d proto.MessageDetail) string {
+	var b []string
+	for _, e := range d.Events {
+		b = append(b, string(e.Event)+" "+string(e.Detail))
+	}
+	return strings.Join(b, " → ")
+}
+
+// recount judges every message sent to the pane once more at the end: a
+// copy that reached the model late (a prompt restored and submitted again)
+// fails the case that sent it.
+func (r *paneRun) recount(t *testing.T) {
+	reqs := r.reqs()
+	for _, m := range r.sent {
+		if n := len(sightings(reqs, m.id)); n > 1 {
+			t.Errorf("%s (%s) reached the model %d times by the end of the run", m.id, m.caseName, n)
+		}
+	}
+}
+
+// killCLI ends the pane's program (its process group) with SIGKILL and
+// waits for the pane to run a new one.
+func (r *paneRun) killCLI(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := r.hub.pane(ctx)
+	if err != nil || p.PID <= 0 {
+		t.Fatalf("builder's pane: %+v %v", p, err)
+	}
+	if err := syscall.Kill(-p.PID, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the CLI's process group %d: %v", p.PID, err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		q, err := r.hub.pane(ctx)
+		if err == nil && q.PID > 0 && q.PID != p.PID {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pane did not restart its program: %+v %v\n%s", q, err, r.evidence())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
