@@ -201,8 +201,13 @@ var builtinProfiles = map[string]Profile{
 	ProfileClaude: {Name: ProfileClaude, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true, Interrupt: escKey,
 		Screen: Markers{
 			Pasted: []string{"[Pasted text #"},
-			Ready:  []string{"│ >", "│ > ", "? for shortcuts", "❯ "},
-			Busy:   []string{"esc to interrupt", "esc to cancel"},
+			// The footer under the input box: "? for shortcuts" in the
+			// default permission mode, "⏵⏵ bypass permissions on (shift+tab
+			// to cycle)" and its like (accept edits, plan, auto) in the
+			// others. Its prompt row, "❯", holds nothing to match once its
+			// trailing blank is trimmed.
+			Ready: []string{"│ >", "? for shortcuts", "(shift+tab to cycle)"},
+			Busy:  []string{"esc to interrupt", "esc to cancel"},
 			Blocked: []string{"Do you want to proceed?", "Do you want to make this edit", "Do you want to create",
 				"Select login method", "Do you trust the files in this folder?", "Choose the text style",
 				"Press Enter to continue", "Paste code here if prompted"},

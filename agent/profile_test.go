@@ -29,7 +29,9 @@ func fixtureScreen(t *testing.T, path string) Screen {
 
 // TestClassifyFixtures: handmade screens of Claude Code, Codex and Gemini
 // CLI (ready, busy, permission prompt, auth dialog), a shell and the fake
-// agent are classified by their profiles.
+// agent are classified by their profiles; <profile>_<state>-<variant>.txt
+// is one more screen of that state (Claude Code 2.1.197's ready screen in
+// each permission mode, its prompt row "❯" once trimmed).
 func TestClassifyFixtures(t *testing.T) {
 	t.Parallel()
 	want := map[string]Readiness{"ready": Ready, "busy": Busy, "permission": Blocked, "auth": Blocked}
@@ -40,6 +42,7 @@ func TestClassifyFixtures(t *testing.T) {
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".txt")
 		profile, state, _ := strings.Cut(name, "_")
+		state, _, _ = strings.Cut(state, "-") // claude_ready-plan: a variant
 		t.Run(name, func(t *testing.T) {
 			s := fixtureScreen(t, f)
 			got, marker := ProfileFor(profile).Classify(s)
