@@ -121,3 +121,26 @@ func TestEchoNeedsTheStart(t *testing.T) {
 		})
 	}
 }
+
+// TestBuiltinPasteMarkers: each CLI's collapsed paste, as its pinned
+// version shows it (scripts/agent-clis.txt), proves the text arrived
+// under its built-in profile (issue #32: Codex showed "[Pasted Content
+// 2617 chars]" for a 2.5 KB paste, Gemini "[Pasted Text: 10 lines]" for
+// more than about 5 lines, and both ended stuck).
+func TestBuiltinPasteMarkers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ profile, row string }{
+		{ProfileClaude, "❯ [Pasted text #1 +20 lines]"},
+		{ProfileCodex, "› [Pasted Content 2617 chars]"},
+		{ProfileGemini, " >   [Pasted Text: 10 lines]"},
+	} {
+		t.Run(tc.profile, func(t *testing.T) {
+			prof := ProfileFor(tc.profile)
+			before := screenOf(1, 2, "banner", tc.row[:4])
+			now := screenOf(1, len([]rune(tc.row)), "banner", tc.row)
+			if !viewInput(now, prof, "[hm:m1]").shown(viewInput(before, prof, "[hm:m1]"), prof) {
+				t.Errorf("%q is not taken as the text typed (pasted markers %q)", tc.row, prof.Screen.Pasted)
+			}
+		})
+	}
+}

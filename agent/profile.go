@@ -214,13 +214,15 @@ var builtinProfiles = map[string]Profile{
 		}},
 	ProfileCodex: {Name: ProfileCodex, Idle: defaultIdle, EnterDelay: 250 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true, Interrupt: escKey,
 		Screen: Markers{
-			Ready: []string{"⏎ send", "context left", "? for shortcuts", "▌ "},
-			Busy:  []string{"esc to interrupt", "Esc to interrupt"},
+			Pasted: []string{"[Pasted Content "}, // a paste over its size limit
+			Ready:  []string{"⏎ send", "context left", "? for shortcuts", "▌ "},
+			Busy:   []string{"esc to interrupt", "Esc to interrupt"},
 			Blocked: []string{"Would you like to run the following command?", "Allow command?", "Would you like to make the following edits?",
 				"Sign in with ChatGPT", "Provide your own API key", "Press Enter to continue", "allow Codex to work in this folder"},
 		}},
 	ProfileGemini: {Name: ProfileGemini, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true, Interrupt: escKey,
 		Screen: Markers{
+			Pasted:  []string{"[Pasted Text: "}, // a paste of more than about 5 lines
 			Ready:   []string{"Type your message", "│ > ", "> "},
 			Busy:    append([]string{"esc to cancel"}, spinners...),
 			Blocked: []string{"Allow execution", "Apply this change?", "Do you want to proceed?", "How would you like to authenticate", "Login with Google", "Waiting for auth"},

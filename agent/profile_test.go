@@ -109,8 +109,8 @@ func TestProfileTable(t *testing.T) {
 	}{
 		{"aider", 90 * time.Millisecond, 250 * time.Millisecond, []string{"aider> "}, 700 * time.Millisecond, []string{"[paste"}, "\x17", "\x03", true},
 		{"claude", 300 * time.Millisecond, defaultIdle, builtinProfiles[ProfileClaude].Screen.Ready, 0, []string{"[Pasted text #"}, "", escKey, true},
-		{"codex", 250 * time.Millisecond, defaultIdle, builtinProfiles[ProfileCodex].Screen.Ready, 0, nil, "", escKey, true},
-		{"gemini", 120 * time.Millisecond, defaultIdle, builtinProfiles[ProfileGemini].Screen.Ready, 0, nil, "", escKey, false},
+		{"codex", 250 * time.Millisecond, defaultIdle, builtinProfiles[ProfileCodex].Screen.Ready, 0, []string{"[Pasted Content "}, "", escKey, true},
+		{"gemini", 120 * time.Millisecond, defaultIdle, builtinProfiles[ProfileGemini].Screen.Ready, 0, []string{"[Pasted Text: "}, "", escKey, false},
 		{"unknown", 150 * time.Millisecond, defaultIdle, nil, 0, nil, "", "", false},
 	}
 	for _, tt := range tests {
