@@ -2,7 +2,7 @@
 GO      ?= go
 BIN     := bin
 PKGS    := ./...
-.PHONY: build run deps test test-loaded bench lint vet-cross fuzz clean
+.PHONY: build run deps test test-loaded test-realcli bench lint vet-cross fuzz clean
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -22,6 +22,10 @@ deps:
 # step runs, every failure is listed at the end (scripts/test.sh).
 test: deps build
 	./scripts/test.sh
+
+# Only the real agent CLI suite (internal/realcli), after make deps.
+test-realcli: deps build
+	$(GO) test -count=1 -timeout 10m -v -run TestRealCLIs ./internal/realcli/
 
 # make test while a CPU hog keeps every core busy (RUNS=3 for three in a row).
 test-loaded:

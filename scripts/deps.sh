@@ -2,14 +2,15 @@
 # Installs what the test suite needs that Go does not bring: the shells the
 # shell-pane tests type into, chattr for the fault suite, Chromium for the
 # cockpit's browser tests (found as $CHROME or chromium on PATH), node and
-# npm; then the agent CLIs pinned in scripts/agent-clis.txt, with npm, into
-# ${HM_CLI_CACHE:-$HOME/.cache/hm/agent-clis}/<package>@<version> (outside
-# the tree) for the real-CLI suite (internal/realcli). Each apt entry is
+# npm, tmux (the real-CLI suite attaches to panes in it as a person
+# would); then the agent CLIs pinned in scripts/agent-clis.txt, with npm,
+# into ${HM_CLI_CACHE:-$HOME/.cache/hm/agent-clis}/<package>@<version>
+# (outside the tree) for the real-CLI suite (internal/realcli). Each apt entry is
 # "command:debian-package". Nothing is done when everything is present.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-needs=(bash:bash dash:dash zsh:zsh fish:fish ksh:ksh chattr:e2fsprogs chromium:chromium node:nodejs npm:npm)
+needs=(bash:bash dash:dash zsh:zsh fish:fish ksh:ksh chattr:e2fsprogs chromium:chromium node:nodejs npm:npm tmux:tmux)
 
 apt_deps() {
 	local missing=() n cmd pkg
