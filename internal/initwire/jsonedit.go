@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,7 +19,8 @@ import (
 // laid out like its neighbours.
 type jsonDoc struct {
 	name string // the file, for errors
-	src  []byte // as read, for line numbers
+	src  []byte // as read (after a byte order mark), for line numbers
+	bom  []byte // a leading UTF-8 byte order mark, kept when writing back
 	root hujson.Value
 	unit string // one level of indentation
 	nl   string
@@ -27,11 +29,19 @@ type jsonDoc struct {
 	compact bool
 }
 
+// utf8BOM is the UTF-8 byte order mark some Windows editors put first.
+var utf8BOM = []byte("\ufeff")
+
 // parseJSON parses a settings file; an empty (or all-blank) file is an empty
-// object. A file that does not parse, or whose top level is not an object,
-// is an error naming the file and line.
+// object, and a leading UTF-8 byte order mark is set aside and written back.
+// A file that does not parse, or whose top level is not an object, is an
+// error naming the file and line.
 func parseJSON(name string, data []byte) (*jsonDoc, error) {
-	d := &jsonDoc{name: name, src: data, unit: "  ", nl: lineEnding(data)}
+	d := &jsonDoc{name: name, unit: "  ", nl: lineEnding(data)}
+	if rest, ok := bytes.CutPrefix(data, utf8BOM); ok {
+		d.bom, data = utf8BOM, rest
+	}
+	d.src = data
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte("{}" + d.nl)
 	}
@@ -95,7 +105,7 @@ func (d *jsonDoc) checkUnique(v *hujson.Value, path string) error {
 // hujsonPos takes hujson's "line N, column M: message" apart.
 var hujsonPos = regexp.MustCompile(`^line (\d+), column (\d+): (.*)$`)
 
-func (d *jsonDoc) bytes() []byte { return d.root.Pack() }
+func (d *jsonDoc) bytes() []byte { return append(slices.Clip(d.bom), d.root.Pack()...) }
 
 // errAt is an error about the value v, which was parsed from src.
 func (d *jsonDoc) errAt(v *hujson.Value, format string, args ...any) error {

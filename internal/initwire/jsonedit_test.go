@@ -49,6 +49,9 @@ func TestJSONEdit(t *testing.T) {
 			"{\n  \"mcpServers\": {\n    \"x\": {} // about x\n  },\n  \"hooks\": {}\n}",
 			"{\n  \"mcpServers\": {\n    \"x\": {}, // about x\n    \"hm\": {\n      \"command\": \"hm\",\n      \"args\": [\"mcp\"]\n    }\n  },\n  \"hooks\": {\n    " + hookMultiline + "\n  }\n}"},
 		{"tabs", "{\n\t\"mcpServers\": {}\n}", "{\n\t\"mcpServers\": {\n\t\t\"hm\": {\n\t\t\t\"command\": \"hm\",\n\t\t\t\"args\": [\"mcp\"]\n\t\t}\n\t},\n\t\"hooks\": {\n\t\t\"SessionStart\": [\n\t\t\t{\n\t\t\t\t\"hooks\": [\n\t\t\t\t\t{\n\t\t\t\t\t\t\"type\": \"command\",\n\t\t\t\t\t\t\"command\": \"hm hook claude SessionStart\"\n\t\t\t\t\t}\n\t\t\t\t]\n\t\t\t}\n\t\t]\n\t}\n}"},
+		// A UTF-8 byte order mark is accepted and kept (issue #33).
+		{"byte order mark kept", "\ufeff{\"a\":1}", "\ufeff" + `{"a":1,"mcpServers":{` + hm + `},"hooks":{` + hook + `}}`},
+		{"byte order mark alone", "\ufeff", "\ufeff{\n  \"mcpServers\": {\n    \"hm\": {\n      \"command\": \"hm\",\n      \"args\": [\"mcp\"]\n    }\n  },\n  \"hooks\": {\n    " + hookMultiline + "\n  }\n}\n"},
 		{"receipt hooks go, others stay", `{"mcpServers":{"hm":{"command":"hm","args":["mcp"]}},"hooks":{"Stop":[{"hooks":[{"type":"command","command":"hm receipt"},{"type":"command","command":"say"}]}],"Notification":[{"hooks":[{"type":"command","command":"hm receipt"}]}],"SessionStart":[{"hooks":[{"type":"command","command":"hm receipt"}]}]}}`,
 			`{"mcpServers":{"hm":{"command":"hm","args":["mcp"]}},"hooks":{"Stop":[{"hooks":[{"type":"command","command":"say"}]}],"SessionStart":[{"hooks": [{"type": "command", "command": "hm hook claude SessionStart"}]}]}}`},
 	}
@@ -101,7 +104,6 @@ func TestJSONRefused(t *testing.T) {
 		{"hooks not an object", "{\"mcpServers\": {}, \"hooks\": \"x\"}", "f.json:1: hooks is not an object"},
 		{"event not an array", "{\"hooks\": {\n\n\"SessionStart\": {}}}", "f.json:3: hooks.SessionStart is not an array"},
 		{"hm not an object", "{\"mcpServers\": {\"hm\": \"hm mcp\"}}", "f.json:1: mcpServers.hm is not an object"},
-		{"byte order mark", "\ufeff{}", "f.json:1:1: invalid character"},
 		// A JSON reader takes the last of two equal keys: an edit of the
 		// first would never be seen.
 		{"mcpServers twice", "{\"mcpServers\": {\"a\": {}},\n\"mcpServers\": {}}", `f.json:2: "mcpServers" appears twice`},
