@@ -15,9 +15,9 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // entry is one thing in a directory tree: a file's bytes and mode, a
-// directory, or a symlink's target.
+// directory, a symlink's target, or another kind of file (a FIFO).
 type entry struct {
-	kind  byte // 'f', 'd', 'l'
+	kind  byte // 'f', 'd', 'l', 'o'
 	data  string
 	mode  fs.FileMode
 	mtime time.Time
@@ -47,6 +47,8 @@ func snapshot(t *testing.T, dir string) map[string]entry {
 			return err
 		case d.IsDir():
 			tree[rel] = entry{kind: 'd', mode: info.Mode().Perm()}
+		case !info.Mode().IsRegular(): // a FIFO would block a read
+			tree[rel] = entry{kind: 'o', mode: info.Mode()}
 		default:
 			b, err := os.ReadFile(p)
 			tree[rel] = entry{kind: 'f', data: string(b), mode: info.Mode().Perm(), mtime: info.ModTime()}

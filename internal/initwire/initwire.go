@@ -86,18 +86,25 @@ type wiring struct {
 	man  *manifest
 }
 
+// newWiring reads root's manifest, refusing one that is not hm init's own
+// (checkManifest).
 func newWiring(root string) (*wiring, error) {
 	r, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return nil, fmt.Errorf("root: %w", err)
 	}
 	w := &wiring{root: r}
-	w.man, err = loadManifest(w.manifestPath())
-	return w, err
+	if w.man, err = w.loadManifest(); err != nil {
+		return nil, err
+	}
+	return w, w.checkManifest()
 }
 
+// manifestRel is the manifest's path in the root.
+const manifestRel = layout.Dir + "/init.json"
+
 func (w *wiring) manifestPath() string {
-	return filepath.Join(layout.Layout{Root: w.root}.State(), "init.json")
+	return filepath.Join(w.root, filepath.FromSlash(manifestRel))
 }
 
 // resolve finds where rel really is: symlinks (the file's or a directory's)
@@ -152,6 +159,10 @@ func (w *wiring) plan(agents []string) ([]*file, error) {
 					errs = append(errs, err)
 					continue
 				}
+				// A backup hm init keeps (or undo restores) is never a link.
+				if _, err := checkOwn(path+BackupSuffix, rel+BackupSuffix); err != nil {
+					errs = append(errs, err)
+				}
 				f.new = f.old
 				f.created = !f.exists || slices.Contains(w.man.Created, rel)
 				byPath[path] = f
@@ -186,7 +197,11 @@ func Run(opts Options) error {
 	}
 	w, err := newWiring(opts.Root)
 	if err != nil {
-		return err
+		verb := "hm init"
+		if opts.Undo {
+			verb += " --undo"
+		}
+		return fmt.Errorf("%w\n%s changed nothing", err, verb)
 	}
 	if opts.Undo {
 		return w.undo(agents, opts.DryRun, out)
@@ -325,17 +340,25 @@ type manifest struct {
 	Written map[string]string `json:"written"`           // file → sha256 of what hm init last wrote
 }
 
-func loadManifest(path string) (*manifest, error) {
+// loadManifest reads .squidrun/init.json (none is an empty manifest):
+// .squidrun must be a directory and the manifest a file of hm init's own,
+// neither a link.
+func (w *wiring) loadManifest() (*manifest, error) {
 	m := &manifest{Written: map[string]string{}}
-	data, err := os.ReadFile(path)
+	if _, err := w.walk(manifestRel); err != nil {
+		return nil, fmt.Errorf("%s: %w; hm init writes its manifest only inside the root: make %s a directory", manifestRel, err, layout.Dir)
+	}
+	data, _, err := readOwn(w.manifestPath(), manifestRel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, nil
 	}
 	if err == nil {
-		err = json.Unmarshal(data, m)
+		if err = json.Unmarshal(data, m); err != nil {
+			err = fmt.Errorf("%s: %w", manifestRel, err)
+		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	if m.Written == nil {
 		m.Written = map[string]string{}

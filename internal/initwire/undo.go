@@ -13,15 +13,60 @@ import (
 	"hm/internal/atomicfile"
 )
 
+// undoStep is what undo does to one file, worked out (and every backup
+// read) before anything is written.
+type undoStep struct {
+	rel, path string
+	hasBackup bool
+	backup    []byte
+	bakMode   fs.FileMode
+	hasCur    bool
+	cur       []byte
+	curMode   fs.FileMode
+	edited    bool // changed since hm init last wrote it: kept as .hm.undo first
+}
+
 // undo puts back what hm init changed for agents: a file with a backup gets
 // the backup's bytes (and mode) back and the backup is removed; a file hm
 // init created is removed, and so are the directories it created once
 // empty. A file changed by someone else since hm init last wrote it is kept
-// beside as <file>.hm.undo first, so undo never loses an edit.
+// beside as <file>.hm.undo first, so undo never loses an edit. A backup
+// that is not hm init's own (readOwn) is refused, and then nothing is
+// undone.
 func (w *wiring) undo(agents []string, dryRun bool, out io.Writer) error {
 	fmt.Fprintf(out, "hm init --undo: %s (%s)\n", w.root, strings.Join(agents, ", "))
+	steps, err := w.planUndo(agents, out)
+	if err != nil {
+		return fmt.Errorf("%w\nhm init --undo changed nothing: move aside (or fix) what is named above, then run it again", err)
+	}
+	if dryRun {
+		for _, s := range steps {
+			s.preview(out)
+		}
+		fmt.Fprintf(out, "dry run: %d file(s) would be restored or removed; nothing written\n", len(steps))
+		return nil
+	}
+	for _, s := range steps {
+		if err := w.undoFile(s, out); err != nil {
+			return err
+		}
+	}
+	w.removeDirs()
+	if err := w.saveOrDropManifest(); err != nil {
+		return err
+	}
+	if len(steps) == 0 {
+		fmt.Fprintln(out, "nothing to undo")
+	}
+	return nil
+}
+
+// planUndo works out a step for each file of agents that has something to
+// undo; every refusal is reported, together.
+func (w *wiring) planUndo(agents []string, out io.Writer) ([]*undoStep, error) {
 	seen := map[string]bool{}
-	n := 0
+	var steps []*undoStep
+	var errs []error
 	for _, a := range agents {
 		for _, t := range targets(a) {
 			path, rel, err := w.resolve(t.rel)
@@ -33,97 +78,99 @@ func (w *wiring) undo(agents []string, dryRun bool, out io.Writer) error {
 				continue
 			}
 			seen[path] = true
-			did, err := w.undoFile(path, rel, dryRun, out)
-			if err != nil {
-				return err
-			}
-			if did {
-				n++
+			s, err := w.undoStepFor(path, rel)
+			switch {
+			case err != nil:
+				errs = append(errs, err)
+			case s != nil:
+				steps = append(steps, s)
 			}
 		}
 	}
-	if dryRun {
-		fmt.Fprintf(out, "dry run: %d file(s) would be restored or removed; nothing written\n", n)
-		return nil
+	return steps, errors.Join(errs...)
+}
+
+// undoStepFor is the step for one file, nil when there is nothing to undo.
+func (w *wiring) undoStepFor(path, rel string) (*undoStep, error) {
+	s := &undoStep{rel: rel, path: path}
+	var err error
+	s.backup, s.bakMode, err = readOwn(path+BackupSuffix, rel+BackupSuffix)
+	switch {
+	case err == nil:
+		s.hasBackup = true
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
 	}
-	// Directories hm init made, deepest first, once nothing is left in them.
+	if !s.hasBackup && !slices.Contains(w.man.Created, rel) {
+		return nil, nil
+	}
+	s.cur, err = os.ReadFile(path)
+	switch {
+	case err == nil:
+		s.hasCur, s.curMode = true, 0o644
+		if st, err := os.Stat(path); err == nil {
+			s.curMode = st.Mode().Perm()
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
+	s.edited = s.hasCur && w.man.Written[rel] != "" && digest(s.cur) != w.man.Written[rel]
+	return s, nil
+}
+
+// preview says what s would do (--undo --dry-run).
+func (s *undoStep) preview(out io.Writer) {
+	if s.hasBackup {
+		fmt.Fprint(out, unifiedDiff("a/"+s.rel, "b/"+s.rel, s.cur, s.backup))
+		fmt.Fprintf(out, "would restore %s from %s\n", s.rel, s.rel+BackupSuffix)
+	} else if s.hasCur {
+		fmt.Fprintf(out, "would remove %s (hm init created it)\n", s.rel)
+	}
+	if s.edited {
+		fmt.Fprintf(out, "would keep the current %s as %s (changed since hm init wrote it)\n", s.rel, s.rel+UndoneSuffix)
+	}
+}
+
+// undoFile carries out s.
+func (w *wiring) undoFile(s *undoStep, out io.Writer) error {
+	if s.edited {
+		if err := atomicfile.WriteNew(s.path+UndoneSuffix, s.cur, s.curMode); err != nil {
+			return fmt.Errorf("%s changed since hm init wrote it, and keeping it as %s failed (move that file away first): %w", s.rel, s.rel+UndoneSuffix, err)
+		}
+		fmt.Fprintf(out, "kept     %s as %s (changed since hm init wrote it)\n", s.rel, s.rel+UndoneSuffix)
+	}
+	if s.hasBackup {
+		if err := atomicfile.WriteFile(s.path, s.backup, s.bakMode); err != nil {
+			return err
+		}
+		if err := os.Remove(s.path + BackupSuffix); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "restored %s from %s\n", s.rel, s.rel+BackupSuffix)
+	} else if s.hasCur {
+		if err := os.Remove(s.path); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "removed  %s (hm init created it)\n", s.rel)
+	}
+	w.man.Created = slices.DeleteFunc(w.man.Created, func(r string) bool { return r == s.rel })
+	delete(w.man.Written, s.rel)
+	return nil
+}
+
+// removeDirs removes the directories hm init made (checkManifest vouched
+// for them), deepest first, once nothing is left in them; .squidrun/ waits
+// for the manifest.
+func (w *wiring) removeDirs() {
 	for i := len(w.man.Dirs) - 1; i >= 0; i-- {
 		d := filepath.Join(w.root, filepath.FromSlash(w.man.Dirs[i]))
 		if d == filepath.Dir(w.manifestPath()) {
-			continue // after the manifest
+			continue
 		}
 		if os.Remove(d) == nil || !exists(d) {
 			w.man.Dirs = slices.Delete(w.man.Dirs, i, i+1)
 		}
 	}
-	if err := w.saveOrDropManifest(); err != nil {
-		return err
-	}
-	if n == 0 {
-		fmt.Fprintln(out, "nothing to undo")
-	}
-	return nil
-}
-
-// undoFile undoes one file; it reports whether there was anything to undo.
-func (w *wiring) undoFile(path, rel string, dryRun bool, out io.Writer) (bool, error) {
-	bak := path + BackupSuffix
-	backup, berr := os.ReadFile(bak)
-	if berr != nil && !errors.Is(berr, fs.ErrNotExist) {
-		return false, berr
-	}
-	created := slices.Contains(w.man.Created, rel)
-	if berr != nil && !created {
-		return false, nil
-	}
-	cur, cerr := os.ReadFile(path)
-	if cerr != nil && !errors.Is(cerr, fs.ErrNotExist) {
-		return false, cerr
-	}
-	edited := cerr == nil && w.man.Written[rel] != "" && digest(cur) != w.man.Written[rel]
-	if dryRun {
-		if berr == nil {
-			fmt.Fprint(out, unifiedDiff("a/"+rel, "b/"+rel, cur, backup))
-			fmt.Fprintf(out, "would restore %s from %s\n", rel, rel+BackupSuffix)
-		} else if cerr == nil {
-			fmt.Fprintf(out, "would remove %s (hm init created it)\n", rel)
-		}
-		if edited {
-			fmt.Fprintf(out, "would keep the current %s as %s (changed since hm init wrote it)\n", rel, rel+UndoneSuffix)
-		}
-		return true, nil
-	}
-	if edited {
-		mode := fs.FileMode(0o644)
-		if st, err := os.Stat(path); err == nil {
-			mode = st.Mode().Perm()
-		}
-		if err := atomicfile.WriteNew(path+UndoneSuffix, cur, mode); err != nil {
-			return false, fmt.Errorf("%s changed since hm init wrote it, and keeping it as %s failed (move that file away first): %w", rel, rel+UndoneSuffix, err)
-		}
-		fmt.Fprintf(out, "kept     %s as %s (changed since hm init wrote it)\n", rel, rel+UndoneSuffix)
-	}
-	if berr == nil {
-		st, err := os.Stat(bak)
-		if err != nil {
-			return false, err
-		}
-		if err := atomicfile.WriteFile(path, backup, st.Mode().Perm()); err != nil {
-			return false, err
-		}
-		if err := os.Remove(bak); err != nil {
-			return false, err
-		}
-		fmt.Fprintf(out, "restored %s from %s\n", rel, rel+BackupSuffix)
-	} else if cerr == nil {
-		if err := os.Remove(path); err != nil {
-			return false, err
-		}
-		fmt.Fprintf(out, "removed  %s (hm init created it)\n", rel)
-	}
-	w.man.Created = slices.DeleteFunc(w.man.Created, func(s string) bool { return s == rel })
-	delete(w.man.Written, rel)
-	return true, nil
 }
 
 // saveOrDropManifest writes what is left of the manifest, or removes it
