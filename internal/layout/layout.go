@@ -90,7 +90,8 @@ func (l Layout) FullMessages() string {
 func (l Layout) EnvFile() string { return filepath.Join(l.Root, ".env") }
 
 // Ensure creates the directory tree with mode 0700 (and tightens modes of
-// directories that already exist).
+// directories that already exist), and a .squidrun/.gitignore that keeps
+// the runtime secrets out of git when there is none (WriteGitIgnore).
 func (l Layout) Ensure() error {
 	for _, d := range []string{l.State(), l.Triggers(), filepath.Join(l.Triggers(), "rejected"), l.Runtime(), l.PaneLogs(), l.Handoffs(), filepath.Join(l.State(), "coord"), l.FullMessages()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -100,7 +101,8 @@ func (l Layout) Ensure() error {
 			return fmt.Errorf("chmod %s: %w", d, err)
 		}
 	}
-	return nil
+	_, err := l.WriteGitIgnore()
+	return err
 }
 
 // HubInfo is runtime/hub.json.
