@@ -211,19 +211,20 @@ func Run(opts Options) error {
 		return fmt.Errorf("%w\nhm init changed nothing: fix the file(s) above (or move them aside), or leave that CLI out with --agents", err)
 	}
 	fmt.Fprintf(out, "hm init: %s (%s)\n", w.root, strings.Join(agents, ", "))
+	gi := w.checkGitIgnore()
 	if opts.DryRun {
-		w.preview(files, out)
+		w.preview(files, gi, out)
 		return nil
 	}
-	if err := w.apply(files); err != nil {
+	if err := w.apply(files, gi); err != nil {
 		return err
 	}
-	w.report(files, out)
+	w.report(files, gi, out)
 	return nil
 }
 
 // preview prints each change as a unified diff.
-func (w *wiring) preview(files []*file, out io.Writer) {
+func (w *wiring) preview(files []*file, gi gitIgnore, out io.Writer) {
 	n := 0
 	for _, f := range files {
 		if !f.changed() {
@@ -239,12 +240,18 @@ func (w *wiring) preview(files []*file, out io.Writer) {
 		}
 		fmt.Fprint(out, unifiedDiff(from, "b/"+f.rel, f.old, f.new))
 	}
+	if gi.create {
+		n++
+		fmt.Fprintf(out, "would create %s (keeps runtime/ secrets and local state out of git)\n", gitIgnoreRel)
+	} else if gi.note != "" {
+		fmt.Fprintln(out, gi)
+	}
 	fmt.Fprintf(out, "dry run: %d file(s) would change; nothing written\n", n)
 }
 
-// apply writes the planned changes: backups first, then the files, then
-// the manifest.
-func (w *wiring) apply(files []*file) error {
+// apply writes the planned changes: backups first, then the files and
+// .squidrun/.gitignore, then the manifest.
+func (w *wiring) apply(files []*file, gi gitIgnore) error {
 	dirty := false
 	for _, f := range files {
 		if !f.changed() {
@@ -267,6 +274,13 @@ func (w *wiring) apply(files []*file) error {
 		}
 		w.man.Written[f.rel] = digest(f.new)
 		dirty = true
+	}
+	if gi.create {
+		made, err := w.writeGitIgnore()
+		if err != nil {
+			return err
+		}
+		dirty = dirty || made
 	}
 	if !dirty {
 		return nil
@@ -299,7 +313,7 @@ func (w *wiring) mkdirs(dir string) error {
 }
 
 // report says what was done and what the person still has to do once.
-func (w *wiring) report(files []*file, out io.Writer) {
+func (w *wiring) report(files []*file, gi gitIgnore, out io.Writer) {
 	var hints []string
 	changed := false
 	for _, f := range files {
@@ -321,6 +335,10 @@ func (w *wiring) report(files []*file, out io.Writer) {
 		fmt.Fprintln(out, line)
 		changed = changed || f.changed()
 		hints = append(hints, f.hints...)
+	}
+	if line := gi.String(); line != "" {
+		fmt.Fprintln(out, line)
+		changed = changed || gi.create
 	}
 	if !changed {
 		fmt.Fprintln(out, "already wired: nothing changed")

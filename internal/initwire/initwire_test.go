@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"hm/internal/layout"
 )
 
 func write(t *testing.T, root, rel, data string) {
@@ -217,5 +219,66 @@ func TestInstructionsHaveNoMarkers(t *testing.T) {
 		if s := strings.TrimSpace(l); s == BeginMarker || s == EndMarker {
 			t.Fatalf("InstructionsBody has a marker line: %q", l)
 		}
+	}
+}
+
+// hm init creates .squidrun/.gitignore when there is none, reports one
+// that is not hm's, and its undo removes it only with the .squidrun/ it
+// made (issue #33).
+func TestGitIgnore(t *testing.T) {
+	lay := func(root string) layout.Layout { return layout.Layout{Root: root} }
+	tests := []struct {
+		name          string
+		before, after func(t *testing.T, root string) // before hm init; between it and undo
+		want, note    string                          // in hm init's output, every run
+		kept          string                          // the .gitignore after undo ("" gone)
+	}{
+		{name: "none", want: "created   .squidrun/.gitignore: keeps runtime/"},
+		{name: "hm up ran first", before: ensure, kept: layout.GitIgnore},
+		{name: "hm up ran after", after: ensure, want: "created   .squidrun/.gitignore", kept: layout.GitIgnore},
+		{name: "a person's own", before: func(t *testing.T, root string) {
+			write(t, root, ".squidrun/.gitignore", "runtime/\n")
+		}, note: "note: .squidrun/.gitignore is not the one hm writes", kept: "runtime/\n"},
+		{name: "a symlink", before: func(t *testing.T, root string) {
+			write(t, root, "mine", "runtime/\n")
+			mkdir(t, lay(root).State())
+			symlink(t, "../mine", lay(root).GitIgnorePath())
+		}, note: "note: .squidrun/.gitignore is a symlink to ../mine, not a file hm init wrote", kept: "runtime/\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if tc.before != nil {
+				tc.before(t, root)
+			}
+			for i := range 2 {
+				out := mustRun(t, root, Options{Agents: []string{"gemini"}}, false)
+				want := tc.want
+				if i == 1 {
+					want = "already wired: nothing changed"
+				}
+				if !strings.Contains(out, want) || !strings.Contains(out, tc.note) {
+					t.Errorf("run %d said:\n%s", i+1, out)
+				}
+			}
+			if tc.note == "" && !layout.HasGitIgnoreRules([]byte(read(t, root, ".squidrun/.gitignore"))) {
+				t.Errorf(".gitignore is %q", read(t, root, ".squidrun/.gitignore"))
+			}
+			if tc.after != nil {
+				tc.after(t, root)
+			}
+			mustRun(t, root, Options{Agents: []string{"gemini"}}, true)
+			got, err := os.ReadFile(lay(root).GitIgnorePath())
+			if tc.kept == "" && !os.IsNotExist(err) || tc.kept != "" && string(got) != tc.kept {
+				t.Errorf("after undo: %q %v, want %q", got, err, tc.kept)
+			}
+		})
+	}
+}
+
+func ensure(t *testing.T, root string) {
+	t.Helper()
+	if err := (layout.Layout{Root: root}).Ensure(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -185,6 +185,7 @@ func (w *wiring) saveOrDropManifest() error {
 			return err
 		}
 		if onlyState {
+			w.dropGitIgnore()
 			_ = os.Remove(state) // only when empty: hm up may have put things there since
 		}
 		return nil
