@@ -127,6 +127,10 @@ func startPane(t *testing.T, srv *model.Server, c agentCLI, hooks bool) *paneRun
 			t.Fatal(err)
 		}
 	}
+	// hm's binaries on the PATH of a login shell too, as a user's profile
+	// has them: Codex runs its shell tool as one, and Debian's
+	// /etc/profile sets PATH anew.
+	writeFile(t, filepath.Join(scratch, "home", ".profile"), "export PATH='"+binDir(t)+"':\"$PATH\"\n")
 	r := &paneRun{cli: c, hooks: hooks, root: root, prefix: c.name + "-" + mode, model: srv}
 	writeTeam(t, root, c.command(t, scratch, root, srv.URL(r.prefix), hooks), c.name, hooks)
 	if hooks {
@@ -230,7 +234,22 @@ func (r *paneRun) check(t *testing.T, ms ...sentMsg) {
 	}
 	if bad {
 		t.Log(r.evidence())
+		r.dump(t)
 	}
+}
+
+// dump writes the pane's model requests, as received, into
+// $HM_REALCLI_DUMP/<test>/ when that is set, for a failure's post-mortem.
+func (r *paneRun) dump(t *testing.T) {
+	dir := os.Getenv("HM_REALCLI_DUMP")
+	if dir == "" {
+		return
+	}
+	dir = filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_"))
+	for _, q := range r.reqs() {
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("%03d-main-%v.json", q.Seq, q.Main)), string(q.Body))
+	}
+	t.Logf("the model's requests from %s are in %s", r.prefix, dir)
 }
 
 func readFile(p string) (string, error) {

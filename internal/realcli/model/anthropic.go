@@ -43,20 +43,24 @@ func parseAnthropic(req *Request) error {
 		if m.Role != "user" {
 			continue
 		}
-		texts := textOf(m.Content)
-		req.all = append(req.all, texts...)
-		if i < start {
-			continue
-		}
+		texts, tool := textOf(m.Content), false
 		var parts []struct {
-			Type string `json:"type"`
+			Type    string          `json:"type"`
+			Content json.RawMessage `json:"content"`
 		}
 		if json.Unmarshal(m.Content, &parts) == nil {
 			for _, p := range parts {
-				req.ToolResult = req.ToolResult || p.Type == "tool_result"
+				if p.Type == "tool_result" {
+					tool = true
+					texts = append(texts, jsonStrings(p.Content)...)
+				}
 			}
 		}
-		req.Texts = append(req.Texts, texts...)
+		req.all = append(req.all, texts...)
+		if i >= start {
+			req.ToolResult = req.ToolResult || tool
+			req.Texts = append(req.Texts, texts...)
+		}
 	}
 	return nil
 }

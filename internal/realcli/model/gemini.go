@@ -14,9 +14,11 @@ type geminiRequest struct {
 	Contents []struct {
 		Role  string `json:"role"`
 		Parts []struct {
-			Text             string          `json:"text"`
-			Thought          bool            `json:"thought"`
-			FunctionResponse json.RawMessage `json:"functionResponse"`
+			Text             string `json:"text"`
+			Thought          bool   `json:"thought"`
+			FunctionResponse *struct {
+				Response json.RawMessage `json:"response"`
+			} `json:"functionResponse"`
 		} `json:"parts"`
 	} `json:"contents"`
 	Tools []struct {
@@ -52,8 +54,13 @@ func parseGemini(req *Request) error {
 		}
 		for _, p := range c.Parts {
 			switch {
-			case len(p.FunctionResponse) > 0:
-				req.ToolResult = req.ToolResult || i >= start
+			case p.FunctionResponse != nil:
+				out := jsonStrings(p.FunctionResponse.Response)
+				req.all = append(req.all, out...)
+				if i >= start {
+					req.ToolResult = true
+					req.Texts = append(req.Texts, out...)
+				}
 			case p.Text != "" && !p.Thought:
 				req.all = append(req.all, p.Text)
 				if i >= start {

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,8 +49,10 @@ type Request struct {
 	// conversation that the previous main turn of the same client did not
 	// hold (so a prompt whose turn was cut off before the model answered
 	// is not counted again with the next one); for a side request, those
-	// after the model's last output. A prompt typed at the CLI is one of
-	// them; hook context and the CLI's own reminders may be others.
+	// after the model's last output. The strings of a tool's result count
+	// as texts (a hook may add context there). A prompt typed at the CLI
+	// is one of them; hook context and the CLI's own reminders may be
+	// others.
 	Texts []string
 	// ToolResult: the turn adds the result of a tool the model called.
 	ToolResult bool
@@ -58,7 +61,7 @@ type Request struct {
 	// Body is the request's body as received.
 	Body []byte
 
-	all []string // every user text of the conversation, in order
+	all []string // every user text (and tool result) of the conversation, in order
 }
 
 // New is Texts joined by newlines.
@@ -326,6 +329,40 @@ func textOf(raw json.RawMessage) []string {
 			out = append(out, p.Text)
 		}
 	}
+	return out
+}
+
+// jsonStrings returns the string values in raw JSON, in order (a tool's
+// result, where a hook may have added context).
+func jsonStrings(raw json.RawMessage) []string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			if x != "" {
+				out = append(out, x)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				walk(x[k])
+			}
+		}
+	}
+	walk(v)
 	return out
 }
 

@@ -66,7 +66,7 @@ func TestProtocols(t *testing.T) {
 			[]string{`"name":"Bash","type":"tool_use"`, `hm-send architect done`, `input_json_delta`, `"stop_reason":"tool_use"`}},
 		{"anthropic tool result", "/c/v1/messages", `{"stream":true,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"run it"},
 			 {"role":"assistant","content":[{"type":"tool_use","id":"t","name":"Bash","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"out"}]}]}`,
-			true, true, nil, []string{`"text":"ran"`, "end_turn"}},
+			true, true, []string{"out"}, []string{`"text":"ran"`, "end_turn"}},
 		{"anthropic side request", "/c/v1/messages", `{"messages":[{"role":"user","content":"title for: hi"}]}`,
 			false, false, []string{"title for: hi"}, []string{`"text":"hello back"`, `"type":"message"`}},
 		{"openai text", "/x/v1/responses", `{"stream":true,"tools":[{"type":"function","name":"exec_command"}],"input":[
@@ -78,15 +78,15 @@ func TestProtocols(t *testing.T) {
 			true, false, []string{"run it"}, []string{`"arguments":"{\"cmd\":\"hm-send architect done\"}"`, `"name":"exec_command"`, `"type":"function_call"`, "response.completed"}},
 		{"openai tool result", "/x/v1/responses", `{"stream":true,"tools":[{"type":"function","name":"exec_command"}],"input":[{"role":"user","content":"run it"},
 			 {"type":"function_call","call_id":"c","name":"exec_command","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"out"}]}`,
-			true, true, nil, []string{`"delta":"ran"`}},
+			true, true, []string{"out"}, []string{`"delta":"ran"`}},
 		{"gemini text", "/g/v1beta/models/m:streamGenerateContent?alt=sse", `{"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}],"contents":[
 			 {"role":"user","parts":[{"text":"old"}]},{"role":"model","parts":[{"text":"a"}]},{"role":"user","parts":[{"text":"hi"}]}]}`,
 			true, false, []string{"old", "hi"}, []string{`data: {"candidates"`, `"text":"hello back"`, `"finishReason":"STOP"`, "usageMetadata"}},
 		{"gemini tool call", "/g/v1beta/models/m:streamGenerateContent?alt=sse", `{"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}],"contents":[{"role":"user","parts":[{"text":"run it"}]}]}`,
 			true, false, []string{"run it"}, []string{`"functionCall":{"args":{"command":"hm-send architect done"`, `"name":"run_shell_command"`}},
 		{"gemini tool result", "/g/v1beta/models/m:streamGenerateContent?alt=sse", `{"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}],"contents":[{"role":"user","parts":[{"text":"run it"}]},
-			 {"role":"model","parts":[{"functionCall":{"name":"run_shell_command","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"run_shell_command","response":{}}}]}]}`,
-			true, true, nil, []string{`"text":"ran"`}},
+			 {"role":"model","parts":[{"functionCall":{"name":"run_shell_command","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"run_shell_command","response":{"output":"out"}}}]}]}`,
+			true, true, []string{"out"}, []string{`"text":"ran"`}},
 		{"gemini side request", "/g/v1beta/models/m:generateContent", `{"contents":[{"role":"user","parts":[{"text":"classify"}]}]}`,
 			false, false, []string{"classify"}, []string{`"candidates"`}},
 	} {

@@ -16,6 +16,7 @@ type openaiRequest struct {
 		Type    string          `json:"type"`
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
+		Output  json.RawMessage `json:"output"`
 	} `json:"input"`
 	Tools []struct {
 		Type string `json:"type"`
@@ -52,7 +53,12 @@ func parseOpenAI(req *Request) error {
 	for i, it := range b.Input {
 		switch it.Type {
 		case "function_call_output", "local_shell_call_output", "custom_tool_call_output":
-			req.ToolResult = req.ToolResult || i >= start
+			out := jsonStrings(it.Output)
+			req.all = append(req.all, out...)
+			if i >= start {
+				req.ToolResult = true
+				req.Texts = append(req.Texts, out...)
+			}
 		case "", "message":
 			if modelItem(it.Type, it.Role) {
 				continue
