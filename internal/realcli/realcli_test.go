@@ -206,7 +206,7 @@ func (r *paneRun) awaitModel(d time.Duration, ms ...sentMsg) {
 
 // deliveryWait bounds the wait for one case's messages to reach the
 // model: generous, for a loaded machine.
-const deliveryWait = 90 * time.Second
+const deliveryWait = 60 * time.Second
 
 // check waits for ms to reach the model and to end in the ledger, and
 // fails t for each that did not reach the model exactly once, intact and
