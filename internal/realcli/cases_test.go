@@ -47,6 +47,7 @@ var suiteCases = []suiteCase{
 	{"urgent", caseUrgent},
 	{"person", casePerson},
 	{"restart", caseRestart},
+	{"stop", caseStop},
 }
 
 // lines is a body of n lines of about 80 bytes.
@@ -169,5 +170,21 @@ func (r *paneRun) settle(t *testing.T) {
 	t.Helper()
 	if err := r.waitReady(context.Background(), deliveryWait); err != nil {
 		t.Errorf("the pane did not settle: %v\n%s", err, r.evidence())
+	}
+}
+
+// caseStop: once the hub stopped, no process the pane's CLI started is
+// left running (issue #32 item 7: Codex's app-server daemons leave the
+// pane's session). Survivors are killed after being named.
+func caseStop(t *testing.T, r *paneRun) {
+	r.hub.stop()
+	deadline := time.Now().Add(10 * time.Second)
+	ps := paneProcesses(r.home)
+	for len(ps) > 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		ps = paneProcesses(r.home)
+	}
+	if len(ps) > 0 {
+		t.Errorf("%d processes of the pane outlived the hub's stop: %v", len(ps), r.endSurvivors())
 	}
 }

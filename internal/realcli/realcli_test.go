@@ -97,6 +97,7 @@ type paneRun struct {
 	cli    agentCLI
 	hooks  bool
 	root   string
+	home   string // the CLI's scratch HOME: every process of the pane has it
 	prefix string
 	model  *model.Server
 	hub    *hub
@@ -131,7 +132,8 @@ func startPane(t *testing.T, srv *model.Server, c agentCLI, hooks bool) *paneRun
 	// has them: Codex runs its shell tool as one, and Debian's
 	// /etc/profile sets PATH anew.
 	writeFile(t, filepath.Join(scratch, "home", ".profile"), "export PATH='"+binDir(t)+"':\"$PATH\"\n")
-	r := &paneRun{cli: c, hooks: hooks, root: root, prefix: c.name + "-" + mode, model: srv}
+	r := &paneRun{cli: c, hooks: hooks, root: root, home: filepath.Join(scratch, "home"), prefix: c.name + "-" + mode, model: srv}
+	t.Cleanup(func() { r.endSurvivors() }) // after the hub stopped: cleanups run last first
 	writeTeam(t, root, c.command(t, scratch, root, srv.URL(r.prefix), hooks), c.name, hooks)
 	if hooks {
 		runHM(t, root, "init", "--agents", c.name)
@@ -300,6 +302,16 @@ func (r *paneRun) recount(t *testing.T) {
 			t.Errorf("%s (%s) reached the model %d times by the end of the run", m.id, m.caseName, n)
 		}
 	}
+}
+
+// endSurvivors kills (SIGKILL) every process of the pane still running
+// and returns their command lines by pid.
+func (r *paneRun) endSurvivors() map[int]string {
+	ps := paneProcesses(r.home)
+	for pid := range ps {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return ps
 }
 
 // killCLI ends the pane's program (its process group) with SIGKILL and
