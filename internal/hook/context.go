@@ -36,9 +36,10 @@ type Context struct {
 
 // Compose renders what e puts in the agent's context from the hub's answer
 // to its claim. For SessionStart: the role's session line and brief and
-// the session handoff doc, unless the claimed messages hold the session's
-// first message to the role (which carries its own). Then the claimed
-// messages, in order, as many as fit MaxContext.
+// the session handoff doc, unless the claimed messages start with the
+// session's first message to the role (which carries its own), and of the
+// messages only that one. Otherwise the claimed messages, in order, as
+// many as fit MaxContext.
 func Compose(e Event, res proto.ClaimResult, doc Doc) Context {
 	var head, docFull, docRef string
 	if s := res.Session; e.Kind == SessionStart && s != nil && !claimedStart(res) {
@@ -54,6 +55,13 @@ func Compose(e Event, res proto.ClaimResult, doc Doc) Context {
 	var out Context
 	used := 0
 	for _, m := range res.Messages {
+		if e.Kind == SessionStart && (res.Session == nil || m.MessageID != res.Session.StartID) {
+			// A session start begins no turn: a message carried in its
+			// context would reach the model only when something else
+			// prompts it. Only the session's first message (the session
+			// line) goes this way; the rest are typed, which starts a turn.
+			break
+		}
 		n := Len(m.Text) + len("\n\n")
 		if reserved+used+n > MaxContext || !e.Carries(m.Text) {
 			break // it and those after it stay queued: the order holds

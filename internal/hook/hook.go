@@ -21,8 +21,8 @@ type Kind int
 // Hook event kinds.
 const (
 	// SessionStart: the agent starts (or resumes, or lost its context to a
-	// compaction): its place in the session, the session handoff, and the
-	// messages waiting for it.
+	// compaction): its place in the session and the session handoff. The
+	// messages waiting for it are typed (a session start begins no turn).
 	SessionStart Kind = iota + 1
 	// Prompt: a prompt is submitted (UserPromptSubmit, BeforeAgent): its
 	// [hm:<id>] markers are receipts; waiting messages join the turn.

@@ -206,9 +206,14 @@ func TestComposeBudget(t *testing.T) {
 			emitted: []string{"a", "b"}, hasNot: []string{"[hm:d]"}},
 		{name: "handoff whole", e: start, res: proto.ClaimResult{Session: sess}, doc: Doc{Path: "/r/session.md", Text: "# Handoff"},
 			has: []string{sess.Line, "brief brief", "The session handoff (/r/session.md):\n\n# Handoff"}},
-		{name: "handoff too long", e: start, res: proto.ClaimResult{Session: sess, Messages: []proto.ClaimedMessage{msg("a", 4000)}},
-			doc: Doc{Path: "/r/session.md", Text: strings.Repeat("handoff line\n", 2000)}, emitted: []string{"a"},
+		// A session start begins no turn: a waiting message is typed (it
+		// starts one), not carried where the model gets it only when
+		// something else prompts it (the real-CLI suite's restart case).
+		{name: "handoff too long, a waiting message left for typing", e: start, res: proto.ClaimResult{Session: sess, Messages: []proto.ClaimedMessage{msg("a", 4000)}},
+			doc: Doc{Path: "/r/session.md", Text: strings.Repeat("handoff line\n", 2000)}, hasNot: []string{"[hm:a]"},
 			has: []string{"The session handoff is /r/session.md (26000 characters): read it. It begins:\n\nhandoff line\n"}},
+		{name: "startup message, then a waiting one left for typing", e: start, res: proto.ClaimResult{Session: sess, Messages: []proto.ClaimedMessage{msg("session-1-builder", 50), msg("b", 50)}},
+			emitted: []string{"session-1-builder"}, hasNot: []string{"[hm:b]"}},
 		{name: "startup message claimed", e: start, res: proto.ClaimResult{Session: sess, Messages: []proto.ClaimedMessage{msg("session-1-builder", 50)}},
 			doc: Doc{Path: "/r/session.md", Text: "# Handoff"}, emitted: []string{"session-1-builder"}, hasNot: []string{"brief brief", "# Handoff"}},
 		{name: "no session context for a prompt", e: Event{"gemini", "BeforeAgent", Prompt}, res: proto.ClaimResult{Session: sess}, doc: Doc{Path: "p", Text: "# Handoff"}},
