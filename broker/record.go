@@ -31,6 +31,9 @@ func (b *Broker) ledgerMessage(s Submission, sender string, rt route, seq int64,
 		direction = "outbound"
 	}
 	meta, _ := metadataJSON(s.Metadata) // queue refused any other
+	if s.SessionScoped && sender == roles.RoleSystem {
+		meta = sessionScopedMeta
+	}
 	sent := s.SentAt
 	if sent.IsZero() {
 		sent = now

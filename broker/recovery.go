@@ -56,8 +56,19 @@ func (b *Broker) routeFor(m journal.Message) (route, error) {
 	return route{name: m.TargetRole, kind: roles.TargetMember, members: []roles.Member{mem}}, nil
 }
 
+// sessionScopedMeta is the metadata of a lifecycle notice
+// (Submission.SessionScoped): it expires with its session.
+const sessionScopedMeta = `{"scope":"session"}`
+
+// sessionScoped reports whether m is a lifecycle notice of the hub, which
+// is never delivered in a later session than its own.
+func sessionScoped(m journal.Message) bool {
+	return m.SenderRole == roles.RoleSystem && m.MetadataJSON == sessionScopedMeta
+}
+
 // ExpireStale fails, with expired_session, the messages earlier sessions
-// left pending that are older than DelayedMaxAge, and returns how many.
+// left pending that are older than DelayedMaxAge, and the lifecycle
+// notices they left pending whatever their age, and returns how many.
 // The hub calls it before it builds the startup briefing, which lists
 // them as failed (SPEC §10); Recover does the same for any it finds.
 func (b *Broker) ExpireStale(ctx context.Context) (int, error) {
@@ -76,22 +87,27 @@ func (b *Broker) ExpireStale(ctx context.Context) (int, error) {
 }
 
 // expire fails m with expired_session if an earlier session left it and it
-// is older than DelayedMaxAge at now.
+// is older than DelayedMaxAge at now, or is a lifecycle notice of that
+// session (sessionScoped).
 func (b *Broker) expire(m journal.Message, now time.Time) bool {
 	if m.SessionID == b.cfg.SessionID {
 		return false
 	}
 	age := now.Sub(time.UnixMilli(m.BrokeredAtMs))
-	if age <= b.cfg.DelayedMaxAge {
+	detail := map[string]any{"ageMs": age.Milliseconds()}
+	switch {
+	case sessionScoped(m):
+		detail["reason"] = "a lifecycle notice of " + m.SessionID + ", which ended"
+	case age <= b.cfg.DelayedMaxAge:
 		return false
 	}
-	b.advance(journal.Change{MessageID: m.MessageID, Status: status.Failed, ErrorCode: status.CodeExpiredSession, Event: status.EventFailed, Detail: map[string]any{"ageMs": age.Milliseconds()}})
+	b.advance(journal.Change{MessageID: m.MessageID, Status: status.Failed, ErrorCode: status.CodeExpiredSession, Event: status.EventFailed, Detail: detail})
 	return true
 }
 
 // Recover re-routes messages left pending by earlier sessions: under
 // DelayedMaxAge they are delivered with a "[delayed from session N]" prefix,
-// older ones fail with expired_session. Call once at start, after panes are
+// older ones and the hub's lifecycle notices fail with expired_session. Call once at start, after panes are
 // up. It returns how many were re-routed and expired.
 func (b *Broker) Recover(ctx context.Context) (delivered, expired int, err error) {
 	pending, err := b.deps.Ledger.Pending(ctx, "")

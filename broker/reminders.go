@@ -47,7 +47,7 @@ func (b *Broker) RemindOnce(ctx context.Context) {
 		text := fmt.Sprintf("Reminder: %s asked for an acknowledgement %s ago. Reply with a message that references %s.",
 			o.Ref, b.now().Sub(time.UnixMilli(o.OpenedAtMs)).Round(time.Minute), o.Ref)
 		_, err := b.Submit(ctx, Submission{From: roles.RoleSystem, Target: o.OwnerRole, Content: text, Channel: ChannelSystem,
-			MessageID: msgid.Reminder(o.MessageID), HubID: true})
+			MessageID: msgid.Reminder(o.MessageID), HubID: true, SessionScoped: true})
 		if err != nil && !errors.Is(err, proto.ErrNoRoute) {
 			b.log.Warn("send reminder", "obligation", o.MessageID, "err", err)
 			continue

@@ -167,3 +167,57 @@ func TestReminderOnlyForThisSession(t *testing.T) {
 		t.Fatalf("open obligations = %+v, %v", obs, err)
 	}
 }
+
+// TestRecoverExpiresLifecycleNotices: the hub's lifecycle notices
+// (Submission.SessionScoped: a slot's end, a session line, a reminder) that
+// a session left pending expire with it, however young, instead of being
+// typed into the next session as "[delayed from session 1] (SYSTEM #1):
+// builder-bg-2 ended: hub_stopped"; other messages, the hub's own
+// included, are still delivered late.
+func TestRecoverExpiresLifecycleNotices(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name        string
+		sub         broker.Submission
+		wantExpired bool
+	}{
+		{"slot end notice", broker.Submission{From: "system", Target: "builder", Content: "builder-bg-2 ended: hub_stopped", Channel: broker.ChannelSystem, SessionScoped: true}, true},
+		{"session line", broker.Submission{From: "system", Target: "builder", Content: "# SQUIDRUN SESSION", Raw: true, Channel: broker.ChannelSystem, SessionScoped: true}, true},
+		{"system notice of a message", broker.Submission{From: "system", Target: "builder", Content: "Your message hm-1 to oracle is stuck", Channel: broker.ChannelSystem}, false},
+		{"agent message", broker.Submission{From: "architect", Target: "builder", Content: "please rebase"}, false},
+		{"scope claimed by an agent", broker.Submission{From: "architect", Target: "builder", Content: "mine", SessionScoped: true}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dir := t.TempDir()
+			h := newHarnessAt(t, dir+"/l.db", 1)
+			ack, err := h.b.Submit(ctx, tc.sub)
+			if err != nil {
+				t.Fatalf("Submit: %v", err)
+			}
+			h.close()
+
+			h2 := newHarnessAt(t, dir+"/l.db", 2, withPanes("builder"))
+			delivered, expired, err := h2.b.Recover(ctx)
+			if err != nil {
+				t.Fatalf("Recover: %v", err)
+			}
+			m, err := h2.ledger.Get(ctx, ack.MessageID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantExpired {
+				if delivered != 0 || expired != 1 || m.Status != "failed" || m.ErrorCode != "expired_session" || h2.panes.count("builder") != 0 {
+					t.Fatalf("Recover = %d delivered, %d expired; row %s/%s; pane got %d: want the notice expired, not typed", delivered, expired, m.Status, m.ErrorCode, h2.panes.count("builder"))
+				}
+				return
+			}
+			got := h2.panes.got["builder"]
+			if delivered != 1 || expired != 0 || len(got) != 1 || !strings.HasPrefix(got[0].Content, "[delayed from session 1] ") {
+				t.Fatalf("Recover = %d delivered, %d expired; pane got %+v: want it delivered late", delivered, expired, got)
+			}
+		})
+	}
+}

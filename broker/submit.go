@@ -64,8 +64,14 @@ type Submission struct {
 	Direction   string
 	// Raw system messages (session lines, briefings) are stored and typed
 	// without a role header; they are still numbered.
-	Raw    bool
-	SentAt time.Time
+	Raw bool
+	// SessionScoped marks a lifecycle notice of the hub (System only): a
+	// session line, a slot's brief or end, a reminder, a line about a
+	// waiting pane. It speaks of this session's panes and numbers, so
+	// when the session ends before it is delivered it expires with it
+	// instead of being typed into the next one as delayed (recovery.go).
+	SessionScoped bool
+	SentAt        time.Time
 	// Received is when the hub got the submission (for ackLatencyMs).
 	Received time.Time
 }

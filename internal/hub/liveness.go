@@ -84,7 +84,7 @@ func (h *Hub) tellWaiting(ctx context.Context, st agent.Status, d time.Duration,
 		return
 	}
 	_, err := h.Broker.Submit(ctx, broker.Submission{From: roles.RoleSystem, Target: roles.RoleTelegram, Content: text,
-		Channel: broker.ChannelSystem, MessageID: msgid.Waiting(st.Role, since), HubID: true})
+		Channel: broker.ChannelSystem, MessageID: msgid.Waiting(st.Role, since), HubID: true, SessionScoped: true})
 	if err != nil && !errors.Is(err, proto.ErrNoRoute) {
 		h.log.Warn("tell the human a pane waits", "role", st.Role, "line", text, "err", err)
 	}

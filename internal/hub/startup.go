@@ -39,7 +39,7 @@ func (h *Hub) startup(ctx context.Context) {
 				content = report.PaneFirstMessage(m.Role, now, ".squidrun/handoffs/session.md") + "\n\n" + h.Team.Brief(m.Role)
 			}
 			if _, err := h.Broker.Submit(ctx, broker.Submission{From: roles.RoleSystem, Target: m.Role, Content: content, Raw: true,
-				Channel: broker.ChannelSystem, MessageID: msgid.Session(h.Session, m.Role), HubID: true}); err != nil {
+				Channel: broker.ChannelSystem, MessageID: msgid.Session(h.Session, m.Role), HubID: true, SessionScoped: true}); err != nil {
 				h.log.Warn("startup message", "role", m.Role, "err", err)
 			}
 		}

@@ -284,7 +284,7 @@ func (s *Set) spawn(ctx context.Context, p slotPayload) (proto.BgResult, bool) {
 		s.endAsync(slotNo, early)
 	}
 	brief := roles.BackgroundBrief(m, "")
-	if err := s.host.Submit(ctx, broker.Submission{From: roles.RoleSystem, Target: m.Role, Content: brief, Raw: true, Channel: broker.ChannelSystem}); err != nil {
+	if err := s.host.Submit(ctx, broker.Submission{From: roles.RoleSystem, Target: m.Role, Content: brief, Raw: true, Channel: broker.ChannelSystem, SessionScoped: true}); err != nil {
 		s.log.Warn("background brief", "slot", m.Role, "err", err)
 	}
 	if strings.TrimSpace(p.Task) != "" {
@@ -374,7 +374,7 @@ func (s *Set) end(slotNo int, reason string) bool {
 	s.log.Info("background slot ended", "slot", sl.m.Role, "reason", reason)
 	if !stopped && reason != EndOwnerExited {
 		text := fmt.Sprintf("%s ended: %s", sl.m.Role, reason)
-		if err := s.host.Submit(ctx, broker.Submission{From: roles.RoleSystem, Target: s.owner.Role, Content: text, Channel: broker.ChannelSystem}); err != nil {
+		if err := s.host.Submit(ctx, broker.Submission{From: roles.RoleSystem, Target: s.owner.Role, Content: text, Channel: broker.ChannelSystem, SessionScoped: true}); err != nil {
 			s.log.Warn("notify owner", "slot", sl.m.Role, "err", err)
 		}
 	}

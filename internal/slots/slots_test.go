@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -81,6 +82,19 @@ func (f *fakeHost) Submit(ctx context.Context, s broker.Submission) error {
 	defer f.mu.Unlock()
 	f.sent = append(f.sent, s)
 	return nil
+}
+
+// sentTo returns what was submitted to any of targets.
+func (f *fakeHost) sentTo(targets ...string) []broker.Submission {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []broker.Submission
+	for _, s := range f.sent {
+		if slices.Contains(targets, s.Target) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // told reports whether the owner got a message containing text.
@@ -324,6 +338,14 @@ func TestStopEndsSlots(t *testing.T) {
 	s.Stop(ctx)
 	if s.Running("builder-bg-1") || host.hosted("builder-bg-1") || !host.told("builder", "builder-bg-1 ended: "+EndHubStopped) {
 		t.Fatal("slot survived Stop, or the owner was not told")
+	}
+	// The slot's brief and its end speak of this session: they expire with
+	// it rather than being typed into the next one (broker.Submission.
+	// SessionScoped).
+	for _, sub := range host.sentTo("builder", "builder-bg-1") {
+		if sub.From == "system" && !sub.SessionScoped {
+			t.Errorf("lifecycle notice %q to %s is not session-scoped", sub.Content, sub.Target)
+		}
 	}
 	if r, ok := handle(t, s, "spawn", ""); ok || refusalStatus(r) != "slot_unavailable" {
 		t.Fatalf("spawn after Stop = %v, %v", r, ok)
