@@ -17,6 +17,7 @@ import (
 	"hm/broker/proto"
 	"hm/internal/status"
 	"hm/journal"
+	"hm/journal/report"
 	"hm/roles"
 )
 
@@ -380,15 +381,15 @@ func (b *Broker) status(ctx context.Context, id Identity, q proto.StatusQuery) (
 			res.Panes = append(res.Panes, b.paneView(m))
 		}
 	}
-	obs, err := b.deps.Ledger.OpenObligationsOf(ctx, b.cfg.SessionID, role)
+	obs, _, err := b.OpenObligations(ctx, role)
 	if err != nil {
 		return proto.StatusResult{}, ledgerError(err)
 	}
 	for _, o := range obs {
-		if o.OwnerRole == role {
-			res.Obligations = append(res.Obligations, obligationView(o))
+		if o.Owner == role {
+			res.Obligations = append(res.Obligations, o)
 		} else {
-			res.Awaiting = append(res.Awaiting, obligationView(o))
+			res.Awaiting = append(res.Awaiting, o)
 		}
 	}
 	if res.Unread, err = b.deps.Ledger.UnreadCount(ctx, b.cfg.SessionID, b.readerFor(role)); err != nil {
@@ -437,8 +438,26 @@ func messageView(m journal.Message, mine journal.Reader) proto.MessageView {
 	return v
 }
 
+// OpenObligations lists the open obligations role owes or is owed ("" for
+// every role), oldest first, by the one rule of journal/report
+// (report.OpenObligations: this session's and the previous session's) that
+// hm status, the cockpit and the briefing share; more says the list was
+// cut at report.ObligationListLimit.
+func (b *Broker) OpenObligations(ctx context.Context, role string) ([]proto.ObligationView, bool, error) {
+	o := report.Options{SessionID: b.cfg.SessionID, Session: b.cfg.Session}
+	obs, more, err := report.OpenObligations(ctx, b.deps.Ledger, o, role, report.ObligationListLimit)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]proto.ObligationView, 0, len(obs))
+	for _, ob := range obs {
+		out = append(out, obligationView(ob.Obligation))
+	}
+	return out, more, nil
+}
+
 func obligationView(o journal.Obligation) proto.ObligationView {
-	return proto.ObligationView{MessageID: o.MessageID, Owner: o.OwnerRole, Requester: o.RequesterRole, Ref: o.Ref,
+	return proto.ObligationView{MessageID: o.MessageID, SessionID: o.SessionID, Owner: o.OwnerRole, Requester: o.RequesterRole, Ref: o.Ref,
 		OpenedAtMs: o.OpenedAtMs, RemindedAtMs: o.RemindedAtMs, Open: o.ClosedBy == "", ClosedBy: o.ClosedBy, ClosedAtMs: o.ClosedAtMs}
 }
 

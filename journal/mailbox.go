@@ -287,20 +287,3 @@ func (l *Ledger) ObligationOf(ctx context.Context, messageID string) (o Obligati
 	}
 	return o, found, nil
 }
-
-// OpenObligationsOf returns the open obligations of sessionID that role
-// owes (owner) or is owed (requester), oldest first.
-func (l *Ledger) OpenObligationsOf(ctx context.Context, sessionID, role string) ([]Obligation, error) {
-	var out []Obligation
-	err := l.Read(ctx, func(conn *sqlite.Conn) error {
-		return execArgs(conn, "SELECT "+ObligationColumnsAs("")+" FROM comms_obligations WHERE session_id = ? AND closed_by IS NULL AND (owner_role = ? OR requester_role = ?) ORDER BY obligation_id",
-			func(stmt *sqlite.Stmt) error {
-				out = append(out, ScanObligation(stmt, 0))
-				return nil
-			}, sessionID, role, role)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("journal open obligations of %s: %w", role, err)
-	}
-	return out, nil
-}

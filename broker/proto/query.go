@@ -131,7 +131,11 @@ type EventView struct {
 // ObligationView is an [ACK REQUIRED] obligation: Owner must answer
 // Requester by referencing Ref.
 type ObligationView struct {
-	MessageID    string `json:"messageId"`
+	MessageID string `json:"messageId"`
+	// SessionID is the session the obligation was opened in: the
+	// previous session's stay listed for one session (docs/protocol.md
+	// "Open obligations").
+	SessionID    string `json:"sessionId,omitempty"`
 	Owner        string `json:"owner"`
 	Requester    string `json:"requester"`
 	Ref          string `json:"ref"`

@@ -200,6 +200,7 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 	}
 	fmt.Fprintf(env.Stdout, "telegram: %s\n", tg)
 	printStuck(env.Stdout, st)
+	printObligations(env.Stdout, st)
 	if st.Ledger.Error != "" {
 		fmt.Fprintf(env.Stdout, "ledger: ERROR %s\n", st.Ledger.Error)
 		fmt.Fprintln(env.Stderr, "hm status: the ledger cannot commit:", st.Ledger.Error)
@@ -250,6 +251,29 @@ func printStuck(w io.Writer, st hub.Status) {
 			ref = fmt.Sprintf("%s #%d (%s)", m.Header, m.Seq, m.MessageID)
 		}
 		fmt.Fprintf(w, "  %s %s → %s, %s ago: %s\n", ref, m.From, m.To, time.Since(time.UnixMilli(m.AtMs)).Round(time.Second), m.Reason)
+	}
+}
+
+// printObligations lists the open obligations, oldest first: who owes
+// whom an answer to which message, since when; those of the previous
+// session are marked (no reply closes them any more: their numbers
+// restarted).
+func printObligations(w io.Writer, st hub.Status) {
+	if len(st.Obligations) == 0 {
+		fmt.Fprintln(w, "obligations: none open")
+		return
+	}
+	more := ""
+	if st.ObligationsMore {
+		more = fmt.Sprintf(", the newest %d shown", len(st.Obligations))
+	}
+	fmt.Fprintf(w, "obligations: %d open%s ([ACK REQUIRED] messages not answered with a reference to them):\n", len(st.Obligations), more)
+	for _, o := range st.Obligations {
+		from := ""
+		if o.SessionID != "" && o.SessionID != st.Hub.SessionID {
+			from = " (from " + o.SessionID + ")"
+		}
+		fmt.Fprintf(w, "  %s owes %s an answer to %s, open %s%s\n", o.Owner, o.Requester, o.Ref, time.Since(time.UnixMilli(o.OpenedAtMs)).Round(time.Second), from)
 	}
 }
 

@@ -1,9 +1,14 @@
 package cli
 
 import (
+	"bytes"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"hm/internal/hub"
+	"hm/internal/hub/hubtest"
 )
 
 // TestPaneState: `hm status` shows why a pane exited and that its messages
@@ -21,6 +26,42 @@ func TestPaneState(t *testing.T) {
 	} {
 		if got := paneState(tc.p); got != tc.want {
 			t.Errorf("paneState(%+v) = %q, want %q", tc.p, got, tc.want)
+		}
+	}
+}
+
+// TestStatusListsObligations: `hm status` lists the open obligations, in
+// text and --json (issue #34: they were in no status view), and says so
+// when none is open.
+func TestStatusListsObligations(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	h, _ := hubtest.Start(t, root, hub.Options{NoPanes: true, HandoffEvery: time.Hour})
+	port := strconv.Itoa(h.Port)
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		env := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+		code := MainContext(t.Context(), append([]string{args[0], "--root", root, "--port", port}, args[1:]...), env)
+		return code, out.String(), errb.String()
+	}
+	if code, out, errOut := run("status"); code != ExitOK || !strings.Contains(out, "obligations: none open\n") {
+		t.Fatalf("hm status before any: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, errOut := run("send", "--role", "architect", "builder", "[ACK REQUIRED] review the parser"); code != ExitOK {
+		t.Fatalf("send: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status"}, "obligations: 1 open"},
+		{[]string{"status"}, "  builder owes architect an answer to ARCH #1, open "},
+		{[]string{"status", "--json"}, `"owner": "builder"`},
+		{[]string{"status", "--json"}, `"sessionId": "app-session-1"`},
+	} {
+		code, out, errOut := run(tc.args...)
+		if code != ExitOK || !strings.Contains(out, tc.want) {
+			t.Errorf("hm %s: exit %d, stdout lacks %q:\n%s\nstderr %q", strings.Join(tc.args, " "), code, tc.want, out, errOut)
 		}
 	}
 }

@@ -61,6 +61,12 @@ type Status struct {
 	// report.StuckListLimit; StuckMore says there are more).
 	Stuck     []StuckStatus `json:"stuck"`
 	StuckMore bool          `json:"stuckMore,omitempty"`
+	// Obligations lists the open obligations, oldest first: this
+	// session's and the previous session's (report.OpenObligations, the
+	// rule the cockpit and the briefing share), at most
+	// report.ObligationListLimit; ObligationsMore says there are more.
+	Obligations     []proto.ObligationView `json:"obligations"`
+	ObligationsMore bool                   `json:"obligationsMore,omitempty"`
 	// Federation is set when the hub is federated (hm up --nats): its NATS
 	// identity and the panes other hubs host.
 	Federation *FederationStatus `json:"federation,omitempty"`
@@ -129,13 +135,14 @@ func (h *Hub) Snapshot(ctx context.Context) Status {
 	if h.watcher != nil {
 		s.Triggers = h.watcher.Stats()
 	}
-	s.Stuck = []StuckStatus{}
+	s.Stuck, s.Obligations = []StuckStatus{}, []proto.ObligationView{}
 	if h.Ledger != nil {
 		s.Ledger = LedgerStatus{Path: h.Ledger.Path(), OK: true}
 		if err := h.Ledger.Health(); err != nil {
 			s.Ledger.OK, s.Ledger.Error = false, err.Error()
 		}
 		s.Stuck, s.StuckMore = h.stuck(ctx)
+		s.Obligations, s.ObligationsMore = h.obligations(ctx)
 	}
 	s.Federation = h.federationStatus()
 	s.Telegram = telegramStatus{State: "off"}
@@ -159,6 +166,17 @@ func (h *Hub) stuck(ctx context.Context) ([]StuckStatus, bool) {
 		out = append(out, StuckStatus{MessageID: m.MessageID, From: m.SenderRole, To: m.TargetRole, Header: m.Header, Seq: m.Seq, AtMs: at, Reason: m.Reason})
 	}
 	return out, more
+}
+
+// obligations lists the open obligations; a ledger that cannot be read
+// gives none (Ledger.Error says why when it is broken).
+func (h *Hub) obligations(ctx context.Context) ([]proto.ObligationView, bool) {
+	obs, more, err := h.Broker.OpenObligations(ctx, "")
+	if err != nil {
+		h.log.Warn("status: read open obligations", "err", err)
+		return []proto.ObligationView{}, false
+	}
+	return obs, more
 }
 
 func telegramFrom(st telegram.Status) telegramStatus {

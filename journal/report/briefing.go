@@ -46,7 +46,7 @@ type briefingData struct {
 	moreFailed        bool
 	pending           []journal.Message
 	morePending       bool
-	obligations       []obligationRow
+	obligations       []OpenObligation
 	moreObl           bool
 	openSignals       []signalRow
 	moreOpenSig       bool
@@ -73,12 +73,9 @@ func loadBriefing(conn *sqlite.Conn, cov *journal.Cover, o Options) (briefingDat
 	}
 	// The sessions whose obligations and signals are still actionable:
 	// both are closed only by messages of their own session.
-	s1, s2 := b.previous, b.current
-	if s1 == "" {
-		s1 = s2
-	}
-	if s2 == "" {
-		s2 = s1
+	s1, s2, err := obligationSessions(conn, o)
+	if err != nil {
+		return b, err
 	}
 
 	if b.failed, b.moreFailed, err = loadFailedSince(conn, b.failedFrom, b.prev.firstMs); err != nil {
@@ -87,7 +84,7 @@ func loadBriefing(conn *sqlite.Conn, cov *journal.Cover, o Options) (briefingDat
 	if b.pending, b.morePending, err = loadMessages(conn, qPending, BriefingListLimit); err != nil {
 		return b, fmt.Errorf("pending deliveries: %w", err)
 	}
-	if b.obligations, b.moreObl, err = loadOpenObligations(conn, cov, s1, s2, BriefingListLimit); err != nil {
+	if b.obligations, b.moreObl, err = loadOpenObligations(conn, cov, s1, s2, "", BriefingListLimit); err != nil {
 		return b, err
 	}
 	if b.openSignals, b.moreOpenSig, err = loadSignals(conn, cov, qOpenSignals, BriefingListLimit, s1, s2); err != nil {
@@ -180,8 +177,8 @@ func renderBriefing(b briefingData, o Options) []byte {
 	d.section("Open Obligations")
 	d.list("No open obligations.", "[ACK REQUIRED] messages whose target has not answered with a reference to them.",
 		[]string{"ref", "owner (must answer)", "requester", "session", "opened", "age", "message"},
-		rowsOf(b.obligations, func(ob obligationRow) []string {
-			return []string{dash(ob.Ref), dash(ob.OwnerRole), dash(ob.RequesterRole), dash(ob.SessionID), fmtTime(ob.OpenedAtMs), fmtAge(now, ob.OpenedAtMs), roles.ViewContent(ob.body)}
+		rowsOf(b.obligations, func(ob OpenObligation) []string {
+			return []string{dash(ob.Ref), dash(ob.OwnerRole), dash(ob.RequesterRole), dash(ob.SessionID), fmtTime(ob.OpenedAtMs), fmtAge(now, ob.OpenedAtMs), roles.ViewContent(ob.Body)}
 		}), b.moreObl, BriefingListLimit, "open obligations")
 
 	d.section("Unresolved Tasks and Blockers")

@@ -51,7 +51,7 @@ func build(ctx context.Context, l *journal.Ledger, what string, fn func(*sqlite.
 type handoffData struct {
 	session     string
 	stats       sessionStats
-	obligations []obligationRow
+	obligations []OpenObligation
 	moreObl     bool
 	signals     []signalRow
 	moreSig     bool
@@ -79,7 +79,9 @@ func loadHandoff(conn *sqlite.Conn, cov *journal.Cover, o Options) (handoffData,
 	if h.stats, err = loadSessionStats(conn, h.session); err != nil {
 		return h, err
 	}
-	if h.obligations, h.moreObl, err = loadOpenObligations(conn, cov, h.session, h.session, HandoffListLimit); err != nil {
+	// The handoff is the record of one session: its own obligations only
+	// (the briefing and hm status carry the previous session's too).
+	if h.obligations, h.moreObl, err = loadOpenObligations(conn, cov, h.session, h.session, "", HandoffListLimit); err != nil {
 		return h, err
 	}
 	if h.signals, h.moreSig, err = loadSignals(conn, cov, qSignals, HandoffListLimit, h.session); err != nil {
@@ -119,8 +121,8 @@ func buildHandoff(conn *sqlite.Conn, cov *journal.Cover, o Options) ([]byte, err
 	d.section("Open Obligations")
 	d.list("No open obligations in this session.", "[ACK REQUIRED] messages whose target has not answered with a reference to them.",
 		[]string{"ref", "owner (must answer)", "requester", "opened", "reminded", "message"},
-		rowsOf(h.obligations, func(ob obligationRow) []string {
-			return []string{dash(ob.Ref), dash(ob.OwnerRole), dash(ob.RequesterRole), fmtTime(ob.OpenedAtMs), fmtTime(ob.RemindedAtMs), roles.ViewContent(ob.body)}
+		rowsOf(h.obligations, func(ob OpenObligation) []string {
+			return []string{dash(ob.Ref), dash(ob.OwnerRole), dash(ob.RequesterRole), fmtTime(ob.OpenedAtMs), fmtTime(ob.RemindedAtMs), roles.ViewContent(ob.Body)}
 		}), h.moreObl, HandoffListLimit, "open obligations")
 
 	d.section("Tagged Signals")

@@ -75,14 +75,16 @@ var (
 	// may see (the handoff is what panes are told to read).
 	qRecentSession = `SELECT ` + journal.MessageColumns + ` FROM comms_journal WHERE session_id = ?1 AND ` + journal.ForRolesSQL("status") + ` ORDER BY row_id DESC LIMIT ?2`
 
-	// qOpenObligations lists open obligations of up to two sessions,
-	// newest first, with the body of the message that opened them. Each
-	// session's newest ?3 come from a backward walk of
-	// comms_obligations_open_session; only those are joined and sorted.
+	// qOpenObligations lists open obligations of up to two sessions (?1,
+	// ?2) that role ?3 owes or is owed ("" = any role), newest first, with
+	// the body of the message that opened them. Each session's newest ?4
+	// come from a backward walk of comms_obligations_open_session; only
+	// those are joined and sorted.
 	qOpenObligations = `SELECT ` + journal.ObligationColumnsAs("o") + `, coalesce(j.raw_body, ''), coalesce(j.target_role, '')
- FROM (` + perSession(`SELECT * FROM comms_obligations WHERE session_id = %s AND closed_by IS NULL ORDER BY obligation_id DESC LIMIT ?3`, "?1", "?2") + `) o
+ FROM (` + perSession(`SELECT * FROM comms_obligations WHERE session_id = %s AND closed_by IS NULL
+ AND (?3 = '' OR owner_role = ?3 OR requester_role = ?3) ORDER BY obligation_id DESC LIMIT ?4`, "?1", "?2") + `) o
  LEFT JOIN comms_journal j ON j.message_id = o.message_id
- ORDER BY o.obligation_id DESC LIMIT ?3`
+ ORDER BY o.obligation_id DESC LIMIT ?4`
 
 	// qSignals lists all signals of one session, newest first.
 	qSignals = signalSelect(`SELECT * FROM comms_signals WHERE session_id = ?1 ORDER BY signal_id DESC LIMIT ?2`, "?2")
@@ -316,31 +318,6 @@ func loadMessages(conn *sqlite.Conn, query string, limit int, args ...any) ([]jo
 	return loadNewest(conn, query, limit, func(stmt *sqlite.Stmt) journal.Message {
 		return journal.ScanMessage(stmt, 0)
 	}, args...)
-}
-
-// obligationRow is an open obligation with the message that opened it.
-type obligationRow struct {
-	journal.Obligation
-	body   string
-	target string
-}
-
-func loadOpenObligations(conn *sqlite.Conn, cov *journal.Cover, s1, s2 string, limit int) ([]obligationRow, bool, error) {
-	out, more, err := loadNewest(conn, qOpenObligations, limit, func(stmt *sqlite.Stmt) obligationRow {
-		return obligationRow{
-			Obligation: journal.ScanObligation(stmt, 0),
-			body:       stmt.ColumnText(journal.ObligationColumnCount),
-			target:     stmt.ColumnText(journal.ObligationColumnCount + 1),
-		}
-	}, s1, s2)
-	if err != nil {
-		return nil, false, fmt.Errorf("open obligations: %w", err)
-	}
-	out, err = covered(cov, out, func(o obligationRow) string { return o.MessageID })
-	if err != nil {
-		return nil, false, fmt.Errorf("open obligations: %w", err)
-	}
-	return out, more, nil
 }
 
 // signalRow is a signal with the ref of the message that resolved it.

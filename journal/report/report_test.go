@@ -424,7 +424,7 @@ func TestQueryPlans(t *testing.T) {
 		{"pending", qPending, []any{3}, []string{"comms_journal USING INDEX comms_journal_pending"}},
 		{"recent", qRecent, []any{3}, []string{"SCAN comms_journal"}},
 		{"recent session", qRecentSession, []any{"s", 3}, []string{"SEARCH comms_journal USING", "(session_id=?)"}},
-		{"open obligations", qOpenObligations, []any{"a", "b", 3}, []string{"SEARCH comms_obligations USING INDEX comms_obligations_open_session (session_id=?)", "(message_id=?)"}},
+		{"open obligations", qOpenObligations, []any{"a", "b", "", 3}, []string{"SEARCH comms_obligations USING INDEX comms_obligations_open_session (session_id=?)", "(message_id=?)"}},
 		{"signals", qSignals, []any{"s", 3}, []string{"SEARCH comms_signals USING INDEX comms_signals_session (session_id=?)", "(message_id=?)"}},
 		{"open signals", qOpenSignals, []any{"a", "b", 3}, []string{"SEARCH comms_signals USING INDEX comms_signals_open (session_id=?)", "(message_id=?)"}},
 		{"decisions", qDecisions, []any{"a", "b", 3}, []string{"SEARCH comms_signals USING INDEX comms_signals_decisions (session_id=?)", "(message_id=?)"}},

@@ -201,6 +201,7 @@ async function pollStatus() {
     setOptions($('rolefilter'), ['user', ...roles], true);
     renderSlots(st.slots || []);
     markStuck(st.stuck || []);
+    renderObligations(st.obligations || [], h.sessionId);
     statusSeen();
   } catch (e) {
     setBadge('hubstate', 'hub unreachable (' + e.message + ')', 'exited');
@@ -511,7 +512,7 @@ $('composeform').onsubmit = async (e) => {
       ? `${ack.header} #${ack.seq} → ${ack.target || ack.targets?.join(', ') || $('target').value}: ${ack.status}${ack.warnings?.length ? ' (' + ack.warnings.join(', ') + ')' : ''}`
       : `refused: ${ack.status}${ack.reason ? ' — ' + ack.reason : ''}`;
     if (ack.ok) $('body').value = '';
-    if (ack.ok && pr === 'ack') pollObligations();
+    if (ack.ok && pr === 'ack') pollStatus();
   } catch (err) {
     out.className = 'bad';
     out.textContent = err.message;
@@ -523,18 +524,13 @@ $('body').addEventListener('keydown', (e) => {
 
 // ---- obligations, slots, handoff -------------------------------------------
 
-async function pollObligations() {
-  if (!hub.ready) return;
-  const open = new Map();
-  for (const role of ['user', ...roles]) {
-    try {
-      const st = await hub.query('status', { role });
-      for (const o of st.obligations || []) if (o.open) open.set(o.messageId, o);
-    } catch { /* unknown role */ }
-  }
+// renderObligations lists the open obligations of hm status (the hub's
+// one query: this session's and the previous session's).
+function renderObligations(obs, sessionId) {
   const ul = $('obllist');
-  const items = [...open.values()].sort((a, b) => a.openedAtMs - b.openedAtMs).map((o) => {
-    const li = el('li', Date.now() - o.openedAtMs > 10 * 60e3 ? 'old' : null, `${o.owner} owes ${o.requester} an answer to ${o.ref} · ${age(o.openedAtMs)}`);
+  const items = obs.map((o) => {
+    const from = o.sessionId && o.sessionId !== sessionId ? ` · from ${o.sessionId}` : '';
+    const li = el('li', Date.now() - o.openedAtMs > 10 * 60e3 ? 'old' : null, `${o.owner} owes ${o.requester} an answer to ${o.ref} · ${age(o.openedAtMs)}${from}`);
     li.dataset.id = o.messageId;
     li.onclick = () => showDetail(o.messageId);
     return li;
@@ -594,13 +590,12 @@ async function loadHandoff() {
 const hub = new Hub({
   onEvent,
   onState: (s) => { document.body.dataset.hub = s; if (s !== 'connected') setBadge('login', 'messages: ' + s, s === 'unauthorized' ? 'exited' : 'starting'); },
-  onOpen: () => firstStatus.then(() => { backfill(); pollObligations(); }),
+  onOpen: () => firstStatus.then(() => { backfill(); }),
 });
 window.hmCockpit = { hub, panes, remotes, msgs, onEvent }; // for the browser tests and the curious
 
 applyCols();
 await pollStatus();
 setInterval(pollStatus, 1000);
-setInterval(pollObligations, 5000);
 loadHandoff();
 setInterval(loadHandoff, 30000);
