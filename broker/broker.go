@@ -156,8 +156,20 @@ type Config struct {
 	Now        func() time.Time
 }
 
-// Deps are the broker's collaborators. Panes, Telegram, Background and
-// Remote may be nil.
+// Noticer hears what may deserve telling the person at the machine;
+// internal/notify decides what does (issue #34). Its methods must not
+// block.
+type Noticer interface {
+	// Routed: a committed message was handed to its recipients.
+	Routed(m journal.Message)
+	// Stuck: role's pane could not get m submitted, for reason.
+	Stuck(m journal.Message, role, reason string)
+	// Reminded: an obligation left open got its reminder.
+	Reminded(o journal.Obligation)
+}
+
+// Deps are the broker's collaborators. Panes, Telegram, Background,
+// Remote and Notices may be nil.
 type Deps struct {
 	Ledger     *journal.Ledger
 	Panes      Panes
@@ -165,6 +177,8 @@ type Deps struct {
 	Background Background
 	// Remote reaches roles other hubs host (remote.go; hm up --nats).
 	Remote Remote
+	// Notices hears what may deserve a notification.
+	Notices Noticer
 }
 
 // Broker routes messages. Create with New; serve Handler; stop with Close.

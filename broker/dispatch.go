@@ -86,6 +86,9 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 	if routedNoProof {
 		b.log.Info("message for user", "from", m.SenderRole, "messageId", m.MessageID, "content", m.RawBody)
 	}
+	if b.deps.Notices != nil {
+		b.deps.Notices.Routed(m)
+	}
 	if rt.telegram != "" && b.deps.Telegram != nil {
 		b.sendTelegram(m, rt.telegram, routedNoProof)
 	} else if routedNoProof {
@@ -101,6 +104,9 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 func (b *Broker) stuck(m journal.Message, role string, err error) {
 	b.advance(journal.Change{MessageID: m.MessageID, AckStatus: status.Stuck, Event: status.EventStuck, Detail: map[string]any{"pane": role, "error": err.Error()}})
 	b.log.Warn("message stuck at a pane", "messageId", m.MessageID, "pane", role, "err", err)
+	if b.deps.Notices != nil {
+		b.deps.Notices.Stuck(m, role, err.Error())
+	}
 	b.tellSender(m, msgid.Stuck(m.MessageID), fmt.Sprintf("Your message %s to %s is stuck: %v. hm comms history shows it; it is typed again when the hub restarts if it never reached the program.", m.MessageID, role, err))
 }
 

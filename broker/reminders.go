@@ -55,5 +55,8 @@ func (b *Broker) RemindOnce(ctx context.Context) {
 		if err := b.deps.Ledger.MarkReminded(ctx, o.MessageID); err != nil {
 			b.log.Warn("mark reminded", "obligation", o.MessageID, "err", err)
 		}
+		if b.deps.Notices != nil {
+			b.deps.Notices.Reminded(o)
+		}
 	}
 }

@@ -43,8 +43,9 @@ type settings struct {
 	WaitingForHumanMinutes *float64 `json:"waitingForHumanMinutes"`
 	// Pprof true serves net/http/pprof at /debug/pprof/ (as `hm up
 	// --pprof` does).
-	Pprof bool  `json:"pprof"`
-	NATS  *NATS `json:"nats"`
+	Pprof         bool           `json:"pprof"`
+	NATS          *NATS          `json:"nats"`
+	Notifications *Notifications `json:"notifications"`
 }
 
 // knownProfile reports whether name (lower-cased, trimmed) is a built-in

@@ -98,6 +98,9 @@ type Team struct {
 	// NATS is the settings.json "nats" section: federation through NATS
 	// JetStream (as hm up --nats, --nats-creds, --team; flags win).
 	NATS NATS
+	// Notifications is the settings.json "notifications" section: how
+	// the person at the machine is told (internal/notify).
+	Notifications Notifications
 	// Profiles is the settings.json "profiles" section: pane profiles added
 	// to the built-in table or overriding its entries field by field.
 	Profiles map[string]ProfileSettings
@@ -143,6 +146,29 @@ type NATS struct {
 	// Hub names this hub when it has no credentials (default: host name).
 	Hub string `json:"hub"`
 }
+
+// Notifications is the settings.json "notifications" section (issue #34):
+// a message to the person, an answer they are asked for or owed, a pane
+// waiting for them and a stuck message are told on the desktop and in the
+// hub's terminal.
+type Notifications struct {
+	// Desktop false turns desktop notifications off; absent or true runs
+	// Command, else the system's notifier (notify-send, or osascript on
+	// macOS) where one is found.
+	Desktop *bool `json:"desktop"`
+	// Command is a shell command line run with the title and the body
+	// as its two arguments (e.g. "notify-send -u critical").
+	Command string `json:"command"`
+	// Terminal false turns off the bell and OSC 9 notification in the
+	// hub's terminal (only ever written when it is a terminal).
+	Terminal *bool `json:"terminal"`
+}
+
+// DesktopOn reports whether desktop notifications are on.
+func (n Notifications) DesktopOn() bool { return n.Desktop == nil || *n.Desktop }
+
+// TerminalOn reports whether the hub's terminal gets notifications.
+func (n Notifications) TerminalOn() bool { return n.Terminal == nil || *n.Terminal }
 
 // DefaultWaitingNotice is Team.WaitingNotice without settings.
 const DefaultWaitingNotice = 5 * time.Minute
@@ -252,6 +278,9 @@ func build(s settings) (*Team, error) {
 	t := &Team{Port: s.Port, SecretEnv: s.SecretEnv, Profiles: s.Profiles, main: members, Triggers: Triggers{AllowUnsigned: true}}
 	t.NoLaunchWiring = s.LaunchWiring != nil && !*s.LaunchWiring
 	t.Pprof = s.Pprof
+	if s.Notifications != nil {
+		t.Notifications = *s.Notifications
+	}
 	if s.NATS != nil {
 		t.NATS = *s.NATS
 	}

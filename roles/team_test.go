@@ -180,3 +180,28 @@ func TestBackgroundMax(t *testing.T) {
 		}
 	}
 }
+
+// TestNotificationsSettings: settings.json "notifications" turns the
+// desktop and terminal notifications off or names the desktop command;
+// absent, both are on.
+func TestNotificationsSettings(t *testing.T) {
+	for _, tc := range []struct {
+		json              string
+		desktop, terminal bool
+		command           string
+	}{
+		{`{}`, true, true, ""},
+		{`{"notifications":{"command":"notify-send -u critical"}}`, true, true, "notify-send -u critical"},
+		{`{"notifications":{"desktop":false}}`, false, true, ""},
+		{`{"notifications":{"terminal":false,"desktop":true}}`, true, false, ""},
+	} {
+		team, err := Parse([]byte(tc.json))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.json, err)
+		}
+		n := team.Notifications
+		if n.DesktopOn() != tc.desktop || n.TerminalOn() != tc.terminal || n.Command != tc.command || len(team.Warnings) != 0 {
+			t.Errorf("%s: desktop %v terminal %v command %q warnings %v", tc.json, n.DesktopOn(), n.TerminalOn(), n.Command, team.Warnings)
+		}
+	}
+}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
 	"hm/agent"
 
 	"hm/internal/hub"
+	"hm/internal/notify"
 )
 
 // maxPort is the highest TCP port.
@@ -72,6 +74,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	err = hub.Run(ctx, hub.Options{
 		Layout: lay, Port: *port, NoPanes: *noPanes, AllowAnonymous: *anon,
 		RateLimit: *rate, Durable: *durable, Pprof: *pprof, Logger: logger, Getenv: env.Getenv,
+		Terminal: terminalSink(env.Stderr), DetectDesktop: true,
 		NATS:       hub.NATSOptions{URL: *natsURL, Creds: *natsCreds, Team: *natsTeam, Hub: *natsHub},
 		PaneKeeper: paneKeeper(),
 		Ready: func(h *hub.Hub) {
@@ -83,6 +86,19 @@ func runUp(ctx context.Context, env Env, args []string) int {
 		return ExitFailed
 	}
 	return ExitOK
+}
+
+// terminalSink is the notification sink of the hub's terminal: w when it
+// is a terminal, else none (a log file or a pipe gets no bells).
+func terminalSink(w io.Writer) notify.Sink {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	if t, ok := notify.TerminalOf(f); ok {
+		return t
+	}
+	return nil
 }
 
 // paneKeeper runs `hm pane-keeper` (this executable) beside each pane

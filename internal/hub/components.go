@@ -42,6 +42,8 @@ func (h *Hub) startComponents(ctx context.Context, deps *broker.Deps) error {
 		h.relay = relay
 		deps.Telegram = relay
 	}
+	h.notifier = h.newNotifier()
+	deps.Notices = h.notifier
 	if h.slots != nil {
 		deps.Background = h.slots
 		h.components = append(h.components, slotComponent{h.slots})
@@ -108,8 +110,9 @@ func (h *Hub) lookupPane(name string) (*agent.Pane, bool) {
 }
 
 // runLoops starts the components' loops under ctx, tracked by wg: the
-// trigger watcher, the Telegram relay, the slots' idle reaper, the watch
-// on panes waiting for a person and the handoff writer.
+// trigger watcher, the Telegram relay, the slots' idle reaper, the
+// notifier, the watch on panes waiting for a person and the handoff
+// writer.
 func (h *Hub) runLoops(ctx context.Context, wg *sync.WaitGroup) {
 	w := h.watcher
 	wg.Add(1)
@@ -135,6 +138,11 @@ func (h *Hub) runLoops(ctx context.Context, wg *sync.WaitGroup) {
 			h.slots.Run(ctx)
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		h.notifier.Run(ctx)
+	}()
 	if after := h.waitingNotice(); after > 0 && h.panes != nil {
 		wg.Add(1)
 		go func() {

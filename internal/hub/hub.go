@@ -22,6 +22,7 @@ import (
 	"hm/broker"
 	"hm/broker/telegram"
 	"hm/internal/layout"
+	"hm/internal/notify"
 	"hm/internal/slots"
 	"hm/journal"
 	"hm/journal/report"
@@ -74,6 +75,16 @@ type Options struct {
 	// takes the default. MaxAttach caps /attach/ and /ui/attach/ together
 	// (default 64); the others are broker.Config's.
 	MaxAttach, MaxConns, MaxUnregistered, MaxOperatorConns int
+	// WaitingSettle is how long a pane must not wait for a person for its
+	// waiting spell to end (notify.Waiting.Settle; 0: the default).
+	WaitingSettle time.Duration
+	// Terminal, when set, is the hub's terminal (hm up's stderr when it
+	// is one): notifications ring its bell and show as OSC 9 there.
+	Terminal notify.Sink
+	// DetectDesktop looks for the system's desktop notifier (notify-send,
+	// osascript) when settings.json names no command: hm up sets it;
+	// tests that run hubs do not.
+	DetectDesktop bool
 }
 
 // Hub is a running hub.
@@ -96,6 +107,7 @@ type Hub struct {
 	relay      *telegram.Relay
 	watcher    *triggers.Watcher
 	fed        *fedHub // nil unless federated (hm up --nats)
+	notifier   *notify.Notifier
 
 	launch launchFiles // the Claude launch files (launchwire), written once
 }

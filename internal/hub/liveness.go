@@ -3,25 +3,25 @@ package hub
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"hm/agent"
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/msgid"
+	"hm/internal/notify"
 	"hm/internal/periodic"
 	"hm/roles"
 )
 
 // A pane that waits for a person (agent.StateWaitingForHuman: a dialog on
 // its screen, or its CLI's Notification hook asked for a permission) for
-// longer than the team's WaitingNotice gets the human one Telegram line,
-// once per waiting spell: the spell ends when the pane is in any other
-// state, and only a new spell gets a new line (docs/protocol.md
-// § "Liveness"). The line is a system message to telegram, so the ledger
-// (and the handoff built from it) records it too.
+// longer than the team's WaitingNotice is told to the person once per
+// waiting spell (notify.Waiting says what a spell is): on the desktop, in
+// the hub's terminal, in the cockpit, and as one Telegram line where the
+// relay runs. The line is a system message to telegram, so the ledger (and
+// the handoff built from it) records it too (docs/protocol.md
+// § "Liveness", "Notifications").
 
 // waitingNotice is how long a pane waits for a person before the line; 0
 // is off.
@@ -32,74 +32,51 @@ func (h *Hub) waitingNotice() time.Duration {
 	return h.Team.WaitingNotice
 }
 
-// waitingSpell is a pane's current wait for a person.
-type waitingSpell struct {
-	since time.Time
-	told  bool
-}
+// spellsKey keeps the waiting spells from one hub to the next.
+const spellsKey = "notify/waiting-spells"
 
-// watchWaiting looks at the panes every so often until ctx ends and tells
-// the human about each spell longer than after.
+// watchWaiting looks at the panes every so often until ctx ends and posts
+// each spell longer than after; the open spells are kept for the next hub
+// when it returns.
 func (h *Hub) watchWaiting(ctx context.Context, after time.Duration) {
+	w := &notify.Waiting{After: after, Settle: h.opts.WaitingSettle}
+	if saved, ok, err := h.Ledger.KVGet(ctx, spellsKey); err != nil {
+		h.log.Warn("read the last hub's waiting spells", "err", err)
+	} else if ok {
+		if err := w.Load(saved); err != nil {
+			h.log.Warn("read the last hub's waiting spells", "err", err)
+		}
+	}
 	every := min(max(after/5, 10*time.Millisecond), 5*time.Second)
-	spells := map[string]*waitingSpell{}
-	periodic.Run(ctx, every, func() { h.checkWaiting(ctx, spells, after, time.Now()) })
-}
-
-// checkWaiting updates spells from the panes' states at now and sends the
-// line for each spell over after that was not told yet.
-func (h *Hub) checkWaiting(ctx context.Context, spells map[string]*waitingSpell, after time.Duration, now time.Time) {
-	waiting := map[string]agent.Status{}
-	for _, st := range h.panes.statuses() {
-		if st.State == agent.StateWaitingForHuman {
-			waiting[st.Role] = st
+	periodic.Run(ctx, every, func() {
+		for _, ev := range w.Observe(time.Now(), h.paneStates()) {
+			h.notifier.Post(ev)
 		}
-	}
-	for role := range spells {
-		if _, ok := waiting[role]; !ok {
-			delete(spells, role) // the spell ended
-		}
-	}
-	for role, st := range waiting {
-		sp := spells[role]
-		if sp == nil {
-			sp = &waitingSpell{since: now}
-			spells[role] = sp
-			h.log.Info("pane waits for a person", "role", role, "screen", st.Readiness)
-		}
-		if sp.told || now.Sub(sp.since) < after {
-			continue
-		}
-		sp.told = true // one line per spell, sent or not
-		h.tellWaiting(ctx, st, now.Sub(sp.since), sp.since)
+	})
+	saveCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.Ledger.KVSet(saveCtx, spellsKey, w.Save()); err != nil {
+		h.log.Warn("keep the waiting spells for the next hub", "err", err)
 	}
 }
 
-// tellWaiting sends the human the line about st's pane, waiting for a
-// person for d since since.
-func (h *Hub) tellWaiting(ctx context.Context, st agent.Status, d time.Duration, since time.Time) {
-	text := waitingLine(st, d)
-	if h.relay == nil {
-		h.log.Warn("pane waits for a person; no Telegram to tell", "role", st.Role, "line", text)
-		return
+// paneStates is what notify.Waiting needs of the hosted panes.
+func (h *Hub) paneStates() []notify.PaneState {
+	sts := h.panes.statuses()
+	out := make([]notify.PaneState, 0, len(sts))
+	for _, st := range sts {
+		out = append(out, notify.PaneState{Role: st.Role, Header: st.Header, PID: st.PID,
+			Waiting: st.State == agent.StateWaitingForHuman, Screen: st.Readiness, Queued: st.Queued})
 	}
-	_, err := h.Broker.Submit(ctx, broker.Submission{From: roles.RoleSystem, Target: roles.RoleTelegram, Content: text,
-		Channel: broker.ChannelSystem, MessageID: msgid.Waiting(st.Role, since), HubID: true, SessionScoped: true})
+	return out
+}
+
+// tellWaiting sends the Telegram line of a waiting pane's event.
+func (h *Hub) tellWaiting(ctx context.Context, ev notify.Event) error {
+	_, err := h.Broker.Submit(ctx, broker.Submission{From: roles.RoleSystem, Target: roles.RoleTelegram, Content: ev.Line,
+		Channel: broker.ChannelSystem, MessageID: msgid.Waiting(ev.Role, time.UnixMilli(ev.AtMs)), HubID: true, SessionScoped: true})
 	if err != nil && !errors.Is(err, proto.ErrNoRoute) {
-		h.log.Warn("tell the human a pane waits", "role", st.Role, "line", text, "err", err)
+		return err
 	}
-}
-
-// waitingLine is the Telegram line: who waits, how long, on what, and how
-// many messages are held for it.
-func waitingLine(st agent.Status, d time.Duration) string {
-	on := st.Readiness // "blocked: <dialog marker>"
-	if !strings.HasPrefix(on, "blocked") {
-		on = "its CLI asked for a permission"
-	}
-	line := fmt.Sprintf("hm: %s (%s) has waited for you for %s: %s.", st.Role, st.Header, d.Round(time.Second), on)
-	if st.Queued > 0 {
-		line += fmt.Sprintf(" %d message(s) held.", st.Queued)
-	}
-	return line + " hm attach " + st.Role
+	return nil
 }

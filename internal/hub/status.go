@@ -11,6 +11,7 @@ import (
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/broker/telegram"
+	"hm/internal/notify"
 	"hm/journal/report"
 )
 
@@ -67,6 +68,10 @@ type Status struct {
 	// report.ObligationListLimit; ObligationsMore says there are more.
 	Obligations     []proto.ObligationView `json:"obligations"`
 	ObligationsMore bool                   `json:"obligationsMore,omitempty"`
+	// Notifications are the latest events told to the person, oldest
+	// first (internal/notify; the cockpit's unread count and browser
+	// notifications).
+	Notifications []notify.Event `json:"notifications"`
 	// Federation is set when the hub is federated (hm up --nats): its NATS
 	// identity and the panes other hubs host.
 	Federation *FederationStatus `json:"federation,omitempty"`
@@ -144,6 +149,7 @@ func (h *Hub) Snapshot(ctx context.Context) Status {
 		s.Stuck, s.StuckMore = h.stuck(ctx)
 		s.Obligations, s.ObligationsMore = h.obligations(ctx)
 	}
+	s.Notifications = h.notifier.Recent()
 	s.Federation = h.federationStatus()
 	s.Telegram = telegramStatus{State: "off"}
 	if h.relay != nil {
