@@ -327,6 +327,49 @@ ws.onclose = (e) => { if (window.result === 'pending') window.result = 'closed '
 		}
 	})
 
+	t.Run("NotificationsCountAndPopUpOnce", func(t *testing.T) {
+		// A browser Notification cannot be shown by headless Chromium: a
+		// stand-in records what the page asks for, as if allowed.
+		if _, err := eval[bool](ctx, `(() => { window.shownNotes = [];
+  window.Notification = class { static permission = 'granted'; constructor(title, o) { window.shownNotes.push(title + ' | ' + o.body + ' | ' + o.tag); } };
+  return true; })()`); err != nil {
+			t.Fatal(err)
+		}
+		c, err := client.Dial(ctx, e.h.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		if _, err := c.Register(ctx, "oracle", e.token, false); err != nil {
+			t.Fatal(err)
+		}
+		word := fmt.Sprintf("needsyou%d", time.Now().UnixNano()%1e6)
+		if ack, _, err := c.Send(ctx, proto.Frame{Type: "send", Target: "user", Content: "please decide " + word}); err != nil || !ack.OK {
+			t.Fatalf("send to user: %+v %v", ack, err)
+		}
+		shown := waitJS(t, ctx, 15*time.Second, "a browser notification", `window.shownNotes.join('\n')`,
+			func(s string) bool { return strings.Contains(s, "please decide "+word) })
+		if !strings.Contains(shown, "(oracle) wrote to you | please decide "+word+" | message:") {
+			t.Errorf("notification %q", shown)
+		}
+		waitJS(t, ctx, 10*time.Second, "the unread count in the title", `document.title`,
+			func(s string) bool { return strings.HasPrefix(s, "(") && strings.HasSuffix(s, ") hm cockpit") })
+		// The person looks: clicking the bell reads them.
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("notes"))); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, ctx, 10*time.Second, "the title without a count", `document.title + ' ' + document.getElementById('notes').dataset.unread`,
+			func(s string) bool { return s == "hm cockpit 0" })
+		// Once: later statuses (polled every second) show it no more.
+		time.Sleep(2500 * time.Millisecond)
+		if n, _ := eval[int](ctx, `window.shownNotes.filter((s) => s.includes(`+jsString(word)+`)).length`); n != 1 {
+			t.Fatalf("shown %d times", n)
+		}
+		if s, _ := eval[string](ctx, `document.title`); s != "hm cockpit" {
+			t.Fatalf("title %q after reading", s)
+		}
+	})
+
 	t.Run("NoPageErrors", func(t *testing.T) {
 		if s := pageErrors.String(); s != "" {
 			t.Fatalf("the cockpit page logged errors:%s", s)

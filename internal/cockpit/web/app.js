@@ -202,6 +202,7 @@ async function pollStatus() {
     renderSlots(st.slots || []);
     markStuck(st.stuck || []);
     renderObligations(st.obligations || [], h.sessionId);
+    takeNotifications(st.notifications || []);
     statusSeen();
   } catch (e) {
     setBadge('hubstate', 'hub unreachable (' + e.message + ')', 'exited');
@@ -521,6 +522,68 @@ $('composeform').onsubmit = async (e) => {
 $('body').addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) $('composeform').requestSubmit();
 });
+
+// ---- notifications -------------------------------------------------------
+// The hub decides what deserves telling the person (internal/notify) and
+// lists what it told in its status. Here: an unread count in the title and
+// on the bell, and a browser Notification per event where the person
+// allowed it, each once per browser (keys kept in localStorage, so a
+// reload or a hub restart does not repeat one).
+
+const NOTES_READ = 'hm.notes.read';
+const NOTES_SHOWN = 'hm.notes.shown';
+const NOTES_KEEP = 500; // keys remembered per list
+const baseTitle = document.title;
+const loadKeys = (name) => { try { return new Set(JSON.parse(localStorage.getItem(name) || '[]')); } catch { return new Set(); } };
+const saveKeys = (name, set) => { try { localStorage.setItem(name, JSON.stringify([...set].slice(-NOTES_KEEP))); } catch { /* private mode */ } };
+const notesRead = loadKeys(NOTES_READ);
+const notesShown = loadKeys(NOTES_SHOWN);
+let notesFirst = true; // the first status after the page opened
+let notesLast = [];
+
+function takeNotifications(list) {
+  notesLast = list;
+  const fresh = list.filter((ev) => !notesShown.has(ev.key));
+  for (const ev of fresh) {
+    notesShown.add(ev.key);
+    // What was told before the page opened is counted, not popped up.
+    if (!notesFirst && window.Notification && Notification.permission === 'granted') {
+      try { new Notification(ev.title, { body: ev.body, tag: ev.key }); } catch { /* not allowed here */ }
+    }
+  }
+  if (fresh.length) saveKeys(NOTES_SHOWN, notesShown);
+  notesFirst = false;
+  renderUnread();
+}
+
+function renderUnread() {
+  const unread = notesLast.filter((ev) => !notesRead.has(ev.key));
+  document.title = unread.length ? `(${unread.length}) ${baseTitle}` : baseTitle;
+  const b = $('notes');
+  b.textContent = '🔔 ' + unread.length;
+  b.dataset.unread = String(unread.length);
+  b.title = unread.length ? unread.map((ev) => ev.line).join('\n') : 'notifications: none unread';
+}
+
+// markNotesRead: the person looked (clicked the bell, or came back to the tab).
+function markNotesRead() {
+  for (const ev of notesLast) notesRead.add(ev.key);
+  saveKeys(NOTES_READ, notesRead);
+  renderUnread();
+}
+$('notes').onclick = markNotesRead;
+window.addEventListener('focus', markNotesRead);
+document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible') markNotesRead(); });
+
+function offerNotificationPermission() {
+  const btn = $('notifyperm');
+  btn.hidden = !(window.Notification && Notification.permission === 'default');
+  btn.onclick = async () => {
+    try { await Notification.requestPermission(); } catch { /* refused */ }
+    offerNotificationPermission();
+  };
+}
+offerNotificationPermission();
 
 // ---- obligations, slots, handoff -------------------------------------------
 
