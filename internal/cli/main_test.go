@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -17,4 +19,16 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(code)
 	}))
+}
+
+// cliOnHub runs hm commands against the hub at port for root, with an
+// empty environment: run(cmd, args...) runs `hm cmd --root root --port
+// port args...` and returns its exit code, stdout and stderr.
+func cliOnHub(t *testing.T, root, port string) (run func(cmd string, args ...string) (int, string, string)) {
+	return func(cmd string, args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		env := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+		code := MainContext(t.Context(), append([]string{cmd, "--root", root, "--port", port}, args...), env)
+		return code, out.String(), errb.String()
+	}
 }

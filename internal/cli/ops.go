@@ -240,11 +240,7 @@ func printStuck(w io.Writer, st hub.Status) {
 	if len(st.Stuck) == 0 {
 		return
 	}
-	more := ""
-	if st.StuckMore {
-		more = fmt.Sprintf(", the newest %d shown", len(st.Stuck))
-	}
-	fmt.Fprintf(w, "stuck: %d message(s) a pane could not get submitted%s (hm comms history shows them):\n", len(st.Stuck), more)
+	fmt.Fprintf(w, "stuck: %d message(s) a pane could not get submitted%s (hm comms history shows them):\n", len(st.Stuck), newestShown(st.StuckMore, len(st.Stuck)))
 	for _, m := range st.Stuck {
 		ref := m.MessageID
 		if m.Header != "" && m.Seq > 0 {
@@ -263,11 +259,7 @@ func printObligations(w io.Writer, st hub.Status) {
 		fmt.Fprintln(w, "obligations: none open")
 		return
 	}
-	more := ""
-	if st.ObligationsMore {
-		more = fmt.Sprintf(", the newest %d shown", len(st.Obligations))
-	}
-	fmt.Fprintf(w, "obligations: %d open%s ([ACK REQUIRED] messages not answered with a reference to them):\n", len(st.Obligations), more)
+	fmt.Fprintf(w, "obligations: %d open%s ([ACK REQUIRED] messages not answered with a reference to them):\n", len(st.Obligations), newestShown(st.ObligationsMore, len(st.Obligations)))
 	for _, o := range st.Obligations {
 		from := ""
 		if o.SessionID != "" && o.SessionID != st.Hub.SessionID {
@@ -275,6 +267,14 @@ func printObligations(w io.Writer, st hub.Status) {
 		}
 		fmt.Fprintf(w, "  %s owes %s an answer to %s, open %s%s\n", o.Owner, o.Requester, o.Ref, time.Since(time.UnixMilli(o.OpenedAtMs)).Round(time.Second), from)
 	}
+}
+
+// newestShown says that a list of n was cut to its newest, when more.
+func newestShown(more bool, n int) string {
+	if !more {
+		return ""
+	}
+	return fmt.Sprintf(", the newest %d shown", n)
 }
 
 // dashIfEmpty is s, or "-" when s is empty.

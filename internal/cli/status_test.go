@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,12 +37,8 @@ func TestStatusListsObligations(t *testing.T) {
 	root := t.TempDir()
 	h, _ := hubtest.Start(t, root, hub.Options{NoPanes: true, HandoffEvery: time.Hour})
 	port := strconv.Itoa(h.Port)
-	run := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		env := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
-		code := MainContext(t.Context(), append([]string{args[0], "--root", root, "--port", port}, args[1:]...), env)
-		return code, out.String(), errb.String()
-	}
+	hm := cliOnHub(t, root, port)
+	run := func(args ...string) (int, string, string) { return hm(args[0], args[1:]...) }
 	if code, out, errOut := run("status"); code != ExitOK || !strings.Contains(out, "obligations: none open\n") {
 		t.Fatalf("hm status before any: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}

@@ -24,12 +24,8 @@ func TestUICommand(t *testing.T) {
 	root := t.TempDir()
 	h, _ := hubtest.Start(t, root, hub.Options{NoPanes: true, HandoffEvery: time.Hour})
 	port := strconv.Itoa(h.Port)
-	run := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		env := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
-		code := MainContext(t.Context(), append([]string{"ui", "--root", root, "--port", port}, args...), env)
-		return code, out.String(), errb.String()
-	}
+	hm := cliOnHub(t, root, port)
+	run := func(args ...string) (int, string, string) { return hm("ui", args...) }
 
 	code, out, errOut := run()
 	url := strings.TrimSpace(out)
