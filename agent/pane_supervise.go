@@ -147,18 +147,18 @@ func (p *Pane) killGroup(pr *proc) {
 	deadline := time.Now().Add(p.spec.KillGrace)
 	// The session's other members are listed before the hang-up: once the
 	// leader is gone, its orphans stay in the session and are found again.
-	strays := sessionProcs(pr.pid)
+	first := strays(pr)
 	if err := signalGroup(pr.pid, syscall.SIGHUP); err != nil {
 		p.log.Warn("hang up pane program", "err", err)
 	}
-	signalPids(strays, syscall.SIGHUP)
+	signalPids(first, syscall.SIGHUP)
 	t := time.NewTimer(p.spec.KillGrace)
 	select {
 	case <-pr.exited:
 	case <-t.C:
 	}
 	t.Stop()
-	alive := func() bool { return groupAlive(pr.pid) || len(sessionProcs(pr.pid)) > 0 }
+	alive := func() bool { return groupAlive(pr.pid) || len(strays(pr)) > 0 }
 	for alive() && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -168,9 +168,9 @@ func (p *Pane) killGroup(pr *proc) {
 			p.log.Warn("kill pane program", "err", err)
 		}
 	}
-	if strays := sessionProcs(pr.pid); len(strays) > 0 {
-		p.log.Warn("processes of the pane's session outlived it; killing them", "pid", pr.pid, "pids", strays)
-		signalPids(strays, syscall.SIGKILL)
+	if left := strays(pr); len(left) > 0 {
+		p.log.Warn("processes the pane's program started outlived it; killing them", "pid", pr.pid, "pids", left)
+		signalPids(left, syscall.SIGKILL)
 	}
 	<-pr.exited
 }

@@ -1,10 +1,13 @@
 package agent
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +33,36 @@ type proc struct {
 
 	keeper    *keeper // holds the terminal for a moment after the hub's death (keeper.go)
 	keeperErr error   // why no keeper runs, if one was asked for
+
+	// mark is this run's value of RunMarkEnv in the program's
+	// environment, which its descendants inherit: those that left the
+	// pane's session (a daemon that called setsid) are found by it.
+	mark string
+}
+
+// RunMarkEnv is the variable each pane run gets with a value of its own, so
+// that at Stop hm finds every process the run started, also those that left
+// its session and process group (Codex's app-server daemons): see strays.
+const RunMarkEnv = "HM_PANE_RUN"
+
+// newRunMark returns a fresh value for RunMarkEnv.
+func newRunMark() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// strays returns the running processes of pr that a signal to its process
+// group does not reach: the other groups of its session, and (on Linux)
+// every process carrying its run mark, wherever it moved; never the hub.
+func strays(pr *proc) []int {
+	out := sessionProcs(pr.pid)
+	for _, pid := range markedProcs(RunMarkEnv + "=" + pr.mark) {
+		if pid != os.Getpid() && !slices.Contains(out, pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // openPTY opens a PTY pair sized cols x rows. The master is returned in
@@ -98,7 +131,8 @@ func startProc(spec *Spec, cols, rows uint16) (*proc, error) {
 	defer tty.Close()
 	cmd := exec.Command(shellPath, "-c", spec.Command)
 	cmd.Dir = spec.Dir
-	cmd.Env = childEnv(spec.Env)
+	mark := newRunMark()
+	cmd.Env = append(childEnv(spec.Env), RunMarkEnv+"="+mark)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if err := cmd.Start(); err != nil {
@@ -115,6 +149,7 @@ func startProc(spec *Spec, cols, rows uint16) (*proc, error) {
 
 		replies:     make(chan []byte, replyQueue),
 		repliesDone: make(chan struct{}),
+		mark:        mark,
 	}
 	if spec.Keeper != nil {
 		pr.keeper, pr.keeperErr = startKeeper(spec.Keeper, master)

@@ -93,3 +93,27 @@ func readProcStat(pid int) (procState, bool) {
 	}
 	return procState{state: f[0][0], pgrp: pg, session: sid}, true
 }
+
+// markedProcs returns the running processes whose environment holds the
+// entry mark ("NAME=value"), read from /proc/<pid>/environ.
+func markedProcs(mark string) []int {
+	want := []byte(mark)
+	var out []int
+	walkProcs(func(pid int, st procState) bool {
+		if !st.running() {
+			return true
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+		if err != nil {
+			return true
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.Equal(kv, want) {
+				out = append(out, pid)
+				break
+			}
+		}
+		return true
+	})
+	return out
+}

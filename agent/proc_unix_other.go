@@ -25,3 +25,8 @@ func procAlive(pid int) bool {
 // sessionProcs finds no session members here: without a portable process
 // list only the pane's process group is signalled.
 func sessionProcs(int) []int { return nil }
+
+// markedProcs finds nothing here: this system has no /proc to read environments from, so a
+// descendant that left the pane's session (setsid) outlives Stop
+// (docs/operations.md).
+func markedProcs(string) []int { return nil }
