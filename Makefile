@@ -2,10 +2,29 @@
 GO      ?= go
 BIN     := bin
 PKGS    := ./...
-.PHONY: build run deps test test-loaded test-realcli bench lint vet-cross fuzz clean
+.PHONY: build install uninstall run deps test test-loaded test-realcli bench lint vet-cross fuzz clean
+
+# make install puts hm and its two links in $(DESTDIR)$(PREFIX)/bin.
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+# Stamp the binary with the commit it is built from (hm --version), even
+# where GOFLAGS says -buildvcs=false; BUILDVCS=false turns it off.
+BUILDVCS ?= auto
+# hm-send and hm-bg are links to hm, which acts as the program it is
+# started as (go build ./cmd/... also builds them as thin mains).
+LINKS   := hm-send hm-bg
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -buildvcs=$(BUILDVCS) -o $(BIN)/hm ./cmd/hm
+	@for l in $(LINKS); do ln -sfn hm $(BIN)/$$l; done
+
+install: build
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 $(BIN)/hm $(DESTDIR)$(BINDIR)/hm
+	@for l in $(LINKS); do ln -sfn hm $(DESTDIR)$(BINDIR)/$$l && echo "$(DESTDIR)$(BINDIR)/$$l -> hm"; done
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/hm $(addprefix $(DESTDIR)$(BINDIR)/,$(LINKS))
 
 # Builds and starts the hub on its defaults (127.0.0.1:9900, panes in this directory).
 run: build

@@ -7,4 +7,6 @@ import (
 	"hm/internal/cli"
 )
 
-func main() { os.Exit(cli.Main(os.Args[1:], cli.OSEnv())) }
+// One binary serves all three: started as hm-send or hm-bg (the links make
+// build and make install create), it is that program.
+func main() { os.Exit(cli.Run(os.Args, cli.OSEnv())) }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -65,6 +66,7 @@ func commands() []command {
 		{"doctor", "check root, port, permissions, ledger and configured commands", runDoctor},
 		{"token", "token rotate: replace the operator secret", runToken},
 		{"init", "wire this repository for Claude Code, Codex and Gemini CLI: MCP server, hooks, instructions", runInit},
+		{"version", "print hm's version and the commit it was built from", runVersion},
 	}
 }
 
@@ -87,6 +89,9 @@ func MainContext(ctx context.Context, args []string, env Env) int {
 	if isHelp(args[0]) || args[0] == "help" {
 		usage(env.Stdout)
 		return ExitOK
+	}
+	if args[0] == versionFlag {
+		return runVersion(ctx, env, args[1:])
 	}
 	if args[0] == agent.KeeperCommand { // started by the hub beside each pane program
 		if err := agent.RunKeeper(agent.KeeperGrace); err != nil {
@@ -113,10 +118,36 @@ func usage(w io.Writer) {
 }
 
 // Send runs hm-send.
-func Send(args []string, env Env) int { return Main(append([]string{"send"}, args...), env) }
+func Send(args []string, env Env) int { return entry("hm-send", "send", args, env) }
 
 // Bg runs hm-bg.
-func Bg(args []string, env Env) int { return Main(append([]string{"bg"}, args...), env) }
+func Bg(args []string, env Env) int { return entry("hm-bg", "bg", args, env) }
+
+// entry runs the program name (hm-send, hm-bg) as `hm <cmd> args`; its
+// sole --version prints the version under its own name.
+func entry(name, cmd string, args []string, env Env) int {
+	if len(args) == 1 && args[0] == versionFlag {
+		printVersion(env.Stdout, name)
+		return ExitOK
+	}
+	return Main(append([]string{cmd}, args...), env)
+}
+
+// Run runs the program argv names (argv[0], then its arguments): one
+// binary is hm, and hm-send or hm-bg when started through a link of that
+// name (make build, make install).
+func Run(argv []string, env Env) int {
+	if len(argv) == 0 {
+		return Main(nil, env)
+	}
+	switch name := strings.TrimSuffix(filepath.Base(argv[0]), ".exe"); name {
+	case "hm-send":
+		return Send(argv[1:], env)
+	case "hm-bg":
+		return Bg(argv[1:], env)
+	}
+	return Main(argv[1:], env)
+}
 
 // isHelp reports whether arg asks for help.
 func isHelp(arg string) bool { return arg == "-h" || arg == "--help" }

@@ -13,8 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"hm/broker/proto"
+	"hm/internal/buildinfo"
 	"hm/internal/client"
-	"hm/internal/hub"
 	"hm/internal/mcpserver"
 )
 
@@ -67,7 +67,7 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 		}
 		return cl, reg, nil
 	}
-	srv := mcpserver.New(mcpserver.Config{Dial: dial, Role: cfg.role, Version: hub.Version, Logger: log, Channel: *channel})
+	srv := mcpserver.New(mcpserver.Config{Dial: dial, Role: cfg.role, Version: buildinfo.Version(), Logger: log, Channel: *channel})
 	t := &mcp.IOTransport{Reader: readCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
 	run := srv.Run
 	if *channel {
@@ -108,7 +108,7 @@ func serveMCPHTTP(ctx context.Context, env Env, root string, port int, role, lis
 		fmt.Fprintln(env.Stderr, "hm mcp:", err)
 		return ExitFailed
 	}
-	h := mcpserver.NewHTTPHandler(mcpserver.HTTPConfig{Dial: dial, Version: hub.Version, Logger: log})
+	h := mcpserver.NewHTTPHandler(mcpserver.HTTPConfig{Dial: dial, Version: buildinfo.Version(), Logger: log})
 	defer h.Close()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)

@@ -6,10 +6,14 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"hm/internal/buildinfo"
 )
 
 // TestMCPServes: hm mcp answers on stdout what it reads on stdin and exits
-// 0 when stdin ends. No hub is needed to list the tools.
+// 0 when stdin ends. No hub is needed to list the tools. Its
+// implementation info carries the version hm --version prints (issue #34
+// item 5: it said 0.1.0 whatever the build).
 func TestMCPServes(t *testing.T) {
 	t.Parallel()
 	inR, inW := io.Pipe()
@@ -25,8 +29,15 @@ func TestMCPServes(t *testing.T) {
 	lines.Buffer(nil, 1<<20)
 	for _, tc := range []struct{ send, want string }{
 		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, `you act as role builder`},
+		{``, `"version":"` + buildinfo.Version() + `"`},
 		{`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, `"name":"hm_send"`},
 	} {
+		if tc.send == "" { // another check of the last answer
+			if !strings.Contains(lines.Text(), tc.want) {
+				t.Fatalf("answer %q lacks %q", lines.Text(), tc.want)
+			}
+			continue
+		}
 		if _, err := io.WriteString(inW, tc.send+"\n"); err != nil {
 			t.Fatal(err)
 		}

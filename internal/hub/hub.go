@@ -21,6 +21,7 @@ import (
 
 	"hm/broker"
 	"hm/broker/telegram"
+	"hm/internal/buildinfo"
 	"hm/internal/layout"
 	"hm/internal/notify"
 	"hm/internal/slots"
@@ -30,8 +31,9 @@ import (
 	"hm/triggers"
 )
 
-// Version is the hm version written to app-status.json.
-const Version = "0.1.0"
+// Version is the hm version written to app-status.json and /status: the
+// build's own (buildinfo), as `hm --version` prints it.
+var Version = buildinfo.Version()
 
 // Options are `hm up`'s flags.
 type Options struct {
