@@ -16,8 +16,14 @@ type UnknownTargetError struct {
 }
 
 func (e *UnknownTargetError) Error() string {
+	return fmt.Sprintf("%s: %s", ErrInvalidTarget, e.Reason())
+}
+
+// Reason is the error's sentence without its code: what the hub sends as
+// a refusal's reason and hm-send prints when it checks a target offline.
+func (e *UnknownTargetError) Reason() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %q is not a target", ErrInvalidTarget, clip(e.Name, 64))
+	fmt.Fprintf(&b, "%q is not a target", clip(e.Name, 64))
 	if e.Suggestion != "" {
 		fmt.Fprintf(&b, "; did you mean %s?", e.Suggestion)
 	}

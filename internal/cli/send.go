@@ -241,6 +241,20 @@ func (s sender) run(ctx context.Context, priority string, timeout, wait time.Dur
 	return ExitOK
 }
 
+// offlineTarget checks target as the hub would (roles.Team.Resolve, the
+// hub's one rule, with its suggestion) and returns the refusal the hub
+// would send: its code and reason.
+func offlineTarget(team *roles.Team, target string) (code, reason string, refused bool) {
+	_, err := team.Resolve(target)
+	if err == nil {
+		return "", "", false
+	}
+	if ute, ok := errors.AsType[*roles.UnknownTargetError](err); ok {
+		return string(status.CodeInvalidTarget), ute.Reason(), true
+	}
+	return string(status.CodeInvalidTarget), err.Error(), true
+}
+
 func (s sender) refused(code, reason string) int {
 	if reason != "" {
 		fmt.Fprintf(s.env.Stderr, "hm-send: refused: %s: %s\n", code, reason)
@@ -250,8 +264,20 @@ func (s sender) refused(code, reason string) int {
 	return ExitFailed
 }
 
-// fallback writes the message to the trigger directory (SPEC §7).
+// fallback writes the message to the trigger directory (SPEC §7), once
+// the target is known to the team of settings.json (or the default team):
+// the hub would refuse anything else, and a typo is better told now than
+// found in triggers/rejected/ later.
 func (s sender) fallback(reason string) int {
+	team, err := roles.Load(s.cfg.layout.Settings())
+	if err != nil {
+		// The hub cannot start with these settings either; the file waits
+		// for them to be fixed, and the hub checks the target then.
+		fmt.Fprintf(s.env.Stderr, "hm-send: the target is not checked: %v\n", err)
+		team = roles.Default()
+	} else if code, msg, bad := offlineTarget(team, s.target); bad {
+		return s.refused(code, msg)
+	}
 	if s.noFallback {
 		fmt.Fprintf(s.env.Stderr, "hm-send: %s (--no-fallback)\n", reason)
 		return ExitFailed
@@ -260,10 +286,6 @@ func (s sender) fallback(reason string) int {
 	if _, _, ok := roles.ParseHeader(content); !ok && s.cfg.role != roles.RoleUser {
 		// The trigger file carries the sender in its header. #0 asks the
 		// hub to number it (the hub owns sequence numbers).
-		team, err := roles.Load(s.cfg.layout.Settings())
-		if err != nil {
-			team = roles.Default()
-		}
 		content = roles.Header{Role: team.HeaderFor(s.cfg.role), Seq: 0}.String() + content
 	}
 	if err := os.MkdirAll(s.cfg.layout.Triggers(), 0o700); err != nil {
