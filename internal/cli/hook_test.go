@@ -200,19 +200,7 @@ func TestHookFixtures(t *testing.T) {
 			sendTo(t, arch, "builder", id, "please look at "+name)
 			out := hh.hook(t, cli, event, input)
 			got := strings.ReplaceAll(dateRE.ReplaceAllString(out, "YYYY-MM-DD"), hh.root, "$ROOT")
-			golden := filepath.Join("testdata", "hook", name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("output differs from %s:\n got %s\nwant %s", golden, got, want)
-			}
+			checkGolden(t, filepath.Join("testdata", "hook", name+".golden"), got)
 			m := hh.row(t, id)
 			switch {
 			case variant == "active":

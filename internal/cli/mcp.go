@@ -56,9 +56,9 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 		if cfg.token == "" {
 			return nil, proto.Registered{}, fmt.Errorf("no token for the hub: $HM_TOKEN is not set and %s does not exist; run hm mcp in an hm pane (it sets HM_TOKEN and SQUIDRUN_ROLE) or in a root where hm up has run", cfg.layout.Token())
 		}
-		cl, err := client.DialToken(ctx, cfg.url(), cfg.token)
+		cl, err := cfg.dial(ctx, cfg.token)
 		if err != nil {
-			return nil, proto.Registered{}, fmt.Errorf("hub not reachable at %s (is hm up running for %s?): %w", cfg.url(), cfg.layout.Root, err)
+			return nil, proto.Registered{}, err
 		}
 		reg, err := cl.Register(ctx, cfg.role, cfg.token, false)
 		if err != nil {
@@ -92,9 +92,9 @@ func serveMCPHTTP(ctx context.Context, env Env, root string, port int, role, lis
 		if err != nil {
 			return nil, proto.Registered{}, err
 		}
-		cl, err := client.DialToken(ctx, cfg.url(), token)
+		cl, err := cfg.dial(ctx, token)
 		if err != nil {
-			return nil, proto.Registered{}, fmt.Errorf("hub not reachable at %s (is hm up running for %s?): %w", cfg.url(), cfg.layout.Root, err)
+			return nil, proto.Registered{}, err
 		}
 		reg, err := cl.Register(ctx, role, token, false)
 		if err != nil {

@@ -156,7 +156,7 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 	if t := env.Getenv("HM_TOKEN"); t != "" {
 		tok = t
 	}
-	st, err := fetchStatus(ctx, cfg.port, tok)
+	st, err := fetchStatus(ctx, cfg, tok)
 	if err != nil {
 		app, _ := cfg.layout.ReadAppStatus()
 		if *asJSON {
@@ -298,27 +298,27 @@ func paneState(p hub.PaneStatus) string {
 	return state
 }
 
-func fetchStatus(ctx context.Context, port int, token string) (hub.Status, error) {
+func fetchStatus(ctx context.Context, cfg clientConfig, token string) (hub.Status, error) {
 	var st hub.Status
-	err := hubJSON(ctx, http.MethodGet, port, "/status", token, 3*time.Second, &st)
+	err := hubJSON(ctx, http.MethodGet, cfg, "/status", token, 3*time.Second, &st)
 	return st, err
 }
 
-// hubJSON sends method path to the hub on port with the operator token,
-// within timeout, and decodes its JSON answer into out. An answer other
-// than 200 is an error carrying the hub's message ({"error": …} or the
-// body's text).
-func hubJSON(ctx context.Context, method string, port int, path, token string, timeout time.Duration, out any) error {
+// hubJSON sends method path to the hub cfg finds with token, within
+// timeout, and decodes its JSON answer into out. An answer other than 200
+// is an error carrying the hub's message ({"error": …} or the body's
+// text); no hub at all is a noHubError.
+func hubJSON(ctx context.Context, method string, cfg clientConfig, path, token string, timeout time.Duration, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, "http://127.0.0.1:"+strconv.Itoa(port)+path, nil)
+	req, err := http.NewRequestWithContext(ctx, method, "http://127.0.0.1:"+strconv.Itoa(cfg.port)+path, nil)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("hub not reachable on port %d (is `hm up` running?): %w", port, err)
+		return hubError(cfg.port, cfg.layout.Root, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
@@ -401,7 +401,7 @@ func runAttach(ctx context.Context, env Env, args []string) int {
 	}
 	err = agent.AttachClient(ctx, url, tok, *view, in, out, resize)
 	if err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(env.Stderr, "\r\nhm attach: %v\n", err)
+		fmt.Fprintf(env.Stderr, "\r\nhm attach: %v\n", hubError(cfg.port, cfg.layout.Root, err))
 		return ExitFailed
 	}
 	fmt.Fprintln(env.Stderr, "\r\nhm: detached")
@@ -539,7 +539,7 @@ func runDoctor(ctx context.Context, env Env, args []string) int {
 		}
 	}
 	tok, _ := lay.ReadToken()
-	if st, err := fetchStatus(ctx, cfg.port, tok); err == nil {
+	if st, err := fetchStatus(ctx, cfg, tok); err == nil {
 		report(true, false, "hub", fmt.Sprintf("running pid %d on port %d, session %d", st.Hub.PID, st.Hub.Port, st.Hub.Session))
 	} else if ln, lerr := listenCheck(cfg.port); lerr == nil {
 		ln()

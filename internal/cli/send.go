@@ -87,15 +87,25 @@ func dialHub(ctx context.Context, env Env, cmd, root string, port int, role stri
 	}
 	cl, err := cfg.connect(ctx, false)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, cmd+": hub not reachable:", err)
+		fmt.Fprintln(env.Stderr, cmd+":", err)
 		return nil
 	}
 	return cl
 }
 
+// dial connects to the hub with token (not registered); a hub that is not
+// there is a noHubError.
+func (c clientConfig) dial(ctx context.Context, token string) (*client.Client, error) {
+	cl, err := client.DialToken(ctx, c.url(), token)
+	if err != nil {
+		return nil, hubError(c.port, c.layout.Root, err)
+	}
+	return cl, nil
+}
+
 // connect dials and registers within timeout.
 func (c clientConfig) connect(ctx context.Context, listen bool) (*client.Client, error) {
-	cl, err := client.DialToken(ctx, c.url(), c.token)
+	cl, err := c.dial(ctx, c.token)
 	if err != nil {
 		return nil, err
 	}
@@ -202,10 +212,10 @@ type sender struct {
 
 func (s sender) run(ctx context.Context, priority string, timeout, wait time.Duration) int {
 	dialCtx, cancel := context.WithTimeout(ctx, time.Second)
-	cl, err := client.DialToken(dialCtx, s.cfg.url(), s.cfg.token)
+	cl, err := s.cfg.dial(dialCtx, s.cfg.token)
 	cancel()
 	if err != nil {
-		return s.fallback(fmt.Sprintf("hub unreachable at %s", s.cfg.url()))
+		return s.fallback(err.Error())
 	}
 	defer cl.Close()
 	ackCtx, cancel := context.WithTimeout(ctx, timeout+wait)

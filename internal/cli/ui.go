@@ -27,7 +27,7 @@ func runUI(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintln(env.Stderr, "hm ui:", err)
 		return ExitFailed
 	}
-	code, err := fetchLoginCode(ctx, cfg.port, cfg.token)
+	code, err := fetchLoginCode(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "hm ui:", err)
 		return ExitFailed
@@ -41,10 +41,10 @@ func runUI(ctx context.Context, env Env, args []string) int {
 	return ExitOK
 }
 
-// fetchLoginCode asks the hub on port for a login code (POST /ui/code).
-func fetchLoginCode(ctx context.Context, port int, token string) (cockpit.CodeResponse, error) {
+// fetchLoginCode asks the hub cfg finds for a login code (POST /ui/code).
+func fetchLoginCode(ctx context.Context, cfg clientConfig) (cockpit.CodeResponse, error) {
 	var cr cockpit.CodeResponse
-	if err := hubJSON(ctx, http.MethodPost, port, "/ui/code", token, 5*time.Second, &cr); err != nil {
+	if err := hubJSON(ctx, http.MethodPost, cfg, "/ui/code", cfg.token, 5*time.Second, &cr); err != nil {
 		return cr, err
 	}
 	if cr.URL == "" {

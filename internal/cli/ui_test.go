@@ -90,7 +90,7 @@ func TestUICommandErrors(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{"hub down", []string{"--port", free}, nil, ExitFailed, "hub not reachable on port " + free},
+		{"hub down", []string{"--port", free}, nil, ExitFailed, "no hub is running on 127.0.0.1:" + free},
 		{"wrong token", []string{"--port", strconv.Itoa(h.Port)}, map[string]string{"HM_TOKEN": "not-the-token"}, ExitFailed, "401 Unauthorized: operator token required"},
 		{"extra argument", []string{"now"}, nil, ExitUsage, "usage: " + uiSynopsis},
 		{"unknown flag", []string{"--bogus"}, nil, ExitUsage, "unknown flag --bogus"},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,7 +71,7 @@ func (h *Hub) mountEndpoints(ctx context.Context, mux *http.ServeMux) {
 	mux.Handle("/attach/", attach(agent.AttachHandlerContext(ctx, h.lookupPane, h.authorizeAttach, h.log.With("component", "attach"))))
 	mux.HandleFunc("/status", h.serveStatus)
 	ui := h.cockpitHandler(ctx, attach)
-	mux.Handle("/ui/", ui)
+	mux.Handle(cockpitPath, ui)
 	mux.Handle("/ui", ui)
 	mux.Handle("/debug/pprof/", h.pprofHandler())
 }
@@ -89,6 +90,37 @@ func (h *Hub) attachBudget() func(http.Handler) http.Handler {
 	b := broker.NewBudget("attach connections", max, "detach sessions you no longer use (hm attach, cockpit tabs) and retry")
 	log := h.log.With("component", "attach")
 	return func(next http.Handler) http.Handler { return b.Limit(next, log) }
+}
+
+// browserToCockpit sends a browser that opens the hub's address (a GET or
+// HEAD of / that asks for no WebSocket upgrade) to the cockpit at /ui/,
+// which says how to log in; everything else at /, the WebSocket clients
+// above all, goes to ws as before. A browser used to get "WebSocket
+// protocol violation" there (issue #34).
+func browserToCockpit(ws http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) && !asksWebSocket(r.Header) {
+			http.Redirect(w, r, cockpitPath, http.StatusFound)
+			return
+		}
+		ws.ServeHTTP(w, r)
+	})
+}
+
+// cockpitPath is where the cockpit is served.
+const cockpitPath = "/ui/"
+
+// asksWebSocket reports whether a request's Upgrade header names the
+// WebSocket protocol (tokens, case-insensitive, RFC 7230 §6.7).
+func asksWebSocket(h http.Header) bool {
+	for _, v := range h.Values("Upgrade") {
+		for _, tok := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "websocket") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // lookupPane finds the pane an /attach/ name stands for: a member of the

@@ -232,7 +232,7 @@ func (h *Hub) serve(ctx context.Context, ln net.Listener) error {
 	baseCtx, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
 	mux := http.NewServeMux()
-	mux.Handle("/", h.Broker.Handler())
+	mux.Handle("/", browserToCockpit(h.Broker.Handler()))
 	h.mountEndpoints(baseCtx, mux)
 	srv := &http.Server{
 		Handler:           loopbackOnly(mux),

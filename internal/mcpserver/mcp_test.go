@@ -359,7 +359,7 @@ func TestHubErrors(t *testing.T) {
 	}{
 		{"no token", env(noHub, "HM_PORT="+closedPort), "no token for the hub: $HM_TOKEN is not set and " + filepath.Join(noHub, ".squidrun", "runtime", "hub-token") + " does not exist"},
 		{"a bad token", env(h.root, "HM_TOKEN=forged", "SQUIDRUN_ROLE=builder"), "unauthorized"},
-		{"no hub", env(noHub, "HM_TOKEN=x", "HM_PORT="+closedPort), "hub not reachable at ws://127.0.0.1:" + closedPort},
+		{"no hub", env(noHub, "HM_TOKEN=x", "HM_PORT="+closedPort), "no hub is running on 127.0.0.1:" + closedPort + " for " + noHub + "; start it with `hm up`"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
