@@ -41,30 +41,40 @@ func (t *Team) Targets() []string {
 }
 
 // unknownTarget builds the error for a name Resolve could not resolve,
-// suggesting the known name (role, pane id, header, alias or special target)
-// nearest to it when at most a third of it, and at most two edits, differ.
+// suggesting the known name (role, pane id, header, alias or special
+// target) nearest to it (Suggest), named by its role.
 func (t *Team) unknownTarget(name string) error {
-	key := strings.ToLower(strings.TrimSpace(name))
 	names := append(t.Targets(), t.Aliases()...)
 	for k := range t.index {
 		names = append(names, k)
 	}
-	sort.Strings(names)
-	best, bestD := "", 3
-	if n := len([]rune(key)) / 3; n < bestD-1 {
-		bestD = n + 1
-	}
-	for _, n := range names {
-		if d := editDistance(key, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
+	best := Suggest(strings.ToLower(strings.TrimSpace(name)), names)
 	if role, ok := Aliases[best]; ok {
 		best = role
 	} else if m, ok := t.Lookup(best); ok {
 		best = m.Role
 	}
 	return &UnknownTargetError{Name: name, Suggestion: best, Targets: t.Targets()}
+}
+
+// Suggest returns the name among names nearest to name when it is near
+// enough to be a typo: at most two edits (a swap of neighbours is one),
+// and at most a third of name's runes; else "". Of names equally near, the
+// first in sorted order wins. It is hm's one "did you mean" rule: for
+// targets, commands and subcommands alike.
+func Suggest(name string, names []string) string {
+	sorted := append([]string(nil), names...)
+	sort.Strings(sorted)
+	best, bestD := "", 3
+	if n := len([]rune(name)) / 3; n < bestD-1 {
+		bestD = n + 1
+	}
+	for _, n := range sorted {
+		if d := editDistance(name, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
 }
 
 // Aliases returns the alias names (SPEC §3) whose role is in this team.

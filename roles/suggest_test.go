@@ -69,3 +69,30 @@ func TestEditDistance(t *testing.T) {
 		}
 	}
 }
+
+// TestSuggest: the one "did you mean" rule, for any list of names (hm's
+// commands here): a typo within two edits and a third of the name is
+// suggested, the nearest first; nothing near suggests nothing.
+func TestSuggest(t *testing.T) {
+	t.Parallel()
+	commands := []string{"up", "send", "bg", "status", "attach", "comms", "journal", "help", "completion"}
+	tests := []struct {
+		name, want string
+	}{
+		{"stauts", "status"},
+		{"sned", "send"},
+		{"atach", "attach"},
+		{"comms", "comms"},
+		{"completon", "completion"},
+		{"complete", ""}, // three edits
+		{"jurnal", "journal"},
+		{"x", ""},
+		{"deploy", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := Suggest(tt.name, commands); got != tt.want {
+			t.Errorf("Suggest(%q) = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

@@ -39,7 +39,7 @@ func TestParseArgs(t *testing.T) {
 		{args: []string{"builder", "--bogus"}, wantErr: "unknown flag --bogus"},
 		{args: []string{"builder", "--role"}, wantErr: "needs a value"},
 		{args: []string{"-h"}, wantErr: "help requested"},
-		{args: []string{"builder", "--wait", "soon"}, wantErr: "invalid value"},
+		{args: []string{"builder", "--wait", "soon"}, wantErr: `--wait "soon": want a duration`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -59,7 +59,7 @@ func (s session) run(t *testing.T, stdin string, args ...string) (string, int) {
 		return s2
 	}
 	var b strings.Builder
-	b.WriteString("$ hm " + strings.Join(args, " ") + "\n")
+	b.WriteString(strings.Join(append([]string{"$ hm"}, args...), " ") + "\n")
 	b.WriteString("exit " + strconv.Itoa(code) + "\n")
 	b.WriteString("--- stdout\n" + hide(out.String()))
 	b.WriteString("--- stderr\n" + hide(errb.String()))

@@ -8,7 +8,11 @@ import (
 	"hm/journal"
 )
 
-const journalSynopsis = "hm journal verify [--root D] [--json] [--checkpoint FILE] | hm journal checkpoint [--root D]"
+// The synopses of hm journal's subcommands.
+const (
+	verifySynopsis     = "hm journal verify [--root D] [--json] [--checkpoint FILE]"
+	checkpointSynopsis = "hm journal checkpoint [--root D]"
+)
 
 // runJournalVerify: `hm journal verify` recomputes the keyed chain (SPEC
 // §9), optionally against a checkpoint kept elsewhere; exit 1 names the
@@ -19,7 +23,7 @@ func runJournalVerify(ctx context.Context, env Env, args []string) int {
 	asJSON := jsonFlag(fs, "the result")
 	cpFile := fs.String("checkpoint", "", "a checkpoint from `hm journal checkpoint` (or handoffs/ledger-checkpoint.json): the ledger must still hold its head")
 	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
-		return usageError(env, fs, journalSynopsis, err)
+		return usageError(env, fs, verifySynopsis, err)
 	}
 	lay, err := findRoot(env, *root)
 	if err != nil {
@@ -81,7 +85,7 @@ func runJournalCheckpoint(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("journal checkpoint", env)
 	root := rootFlag(fs)
 	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
-		return usageError(env, fs, journalSynopsis, err)
+		return usageError(env, fs, checkpointSynopsis, err)
 	}
 	lay, err := findRoot(env, *root)
 	if err != nil {

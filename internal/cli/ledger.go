@@ -38,22 +38,23 @@ func openLedger(ctx context.Context, lay layout.Layout) (*journal.Ledger, error)
 	return journal.Open(ctx, lay.Ledger(), journal.Options{ReadOnly: true, KeyPath: lay.LedgerKey(), HeadPath: lay.LedgerCheckpoint()})
 }
 
-const commsSynopsis = "hm comms history [--last N] [--session N|all] [--json] | hm comms search <query> [--limit N] [--json] | hm comms tail [-f]"
+// The synopses of hm comms's subcommands.
+const (
+	historySynopsis = "hm comms history [--last N] [--session N|all] [--json]"
+	searchSynopsis  = "hm comms search <query> [--limit N] [--json]"
+	tailSynopsis    = "hm comms tail [-f] [--last N]"
+)
+
+func commsCommands() []command {
+	return []command{
+		{name: "history", summary: "the ledger's rows of this session (or another, or all), newest last", run: runHistory},
+		{name: "search", summary: "full-text search of every message", run: runSearch},
+		{name: "tail", summary: "the newest rows; -f prints each change live", run: runTail},
+	}
+}
 
 func runComms(ctx context.Context, env Env, args []string) int {
-	if len(args) == 0 || isHelp(args[0]) {
-		return subcommandUsage(env, args, commsSynopsis)
-	}
-	switch args[0] {
-	case "history":
-		return runHistory(ctx, env, args[1:])
-	case "search":
-		return runSearch(ctx, env, args[1:])
-	case "tail":
-		return runTail(ctx, env, args[1:])
-	}
-	fmt.Fprintf(env.Stderr, "hm comms: unknown subcommand %q\nusage: %s\n", args[0], commsSynopsis)
-	return ExitUsage
+	return runSub(ctx, env, "hm comms", commsCommands(), args)
 }
 
 func printRows(w io.Writer, rows []journal.Message) {
@@ -96,7 +97,7 @@ func runHistory(ctx context.Context, env Env, args []string) int {
 		if err == nil {
 			err = errors.New("unexpected arguments or --last <= 0")
 		}
-		return usageError(env, fs, commsSynopsis, err)
+		return usageError(env, fs, historySynopsis, err)
 	}
 	lay, err := findRoot(env, *root)
 	if err != nil {
@@ -114,7 +115,7 @@ func runHistory(ctx context.Context, env Env, args []string) int {
 	default:
 		n, err := strconv.Atoi(*session)
 		if err != nil || n <= 0 {
-			return usageError(env, fs, commsSynopsis, fmt.Errorf("--session %q: a number or all", *session))
+			return usageError(env, fs, historySynopsis, fmt.Errorf("--session %q: a number or all", *session))
 		}
 		q.SessionID = "app-session-" + strconv.Itoa(n)
 	}
@@ -150,7 +151,7 @@ func runSearch(ctx context.Context, env Env, args []string) int {
 		if err == nil {
 			err = errors.New("missing query")
 		}
-		return usageError(env, fs, commsSynopsis, err)
+		return usageError(env, fs, searchSynopsis, err)
 	}
 	_, l, ok := rootLedger(ctx, env, *root, "hm comms")
 	if !ok {
@@ -191,7 +192,7 @@ func runTail(ctx context.Context, env Env, args []string) int {
 	last := fs.Int("last", 10, "rows to print first")
 	port := portFlag(fs)
 	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
-		return usageError(env, fs, commsSynopsis, err)
+		return usageError(env, fs, tailSynopsis, err)
 	}
 	lay, err := findRoot(env, *root)
 	if err != nil {
@@ -306,17 +307,13 @@ func runHandoff(ctx context.Context, env Env, args []string) int {
 	return ExitOK
 }
 
+func journalCommands() []command {
+	return []command{
+		{name: "verify", summary: "recompute the keyed hash chain; exit 1 names the first bad row", run: runJournalVerify},
+		{name: "checkpoint", summary: "print a signed checkpoint of the chain's head, to keep elsewhere", run: runJournalCheckpoint},
+	}
+}
+
 func runJournal(ctx context.Context, env Env, args []string) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "verify":
-			return runJournalVerify(ctx, env, args[1:])
-		case "checkpoint":
-			return runJournalCheckpoint(ctx, env, args[1:])
-		}
-	}
-	if len(args) > 0 && !isHelp(args[0]) {
-		fmt.Fprintf(env.Stderr, "hm journal: unknown subcommand %q\n", args[0])
-	}
-	return subcommandUsage(env, args, journalSynopsis)
+	return runSub(ctx, env, "hm journal", journalCommands(), args)
 }

@@ -80,7 +80,7 @@ func parseMessageArgs(fs *flag.FlagSet, args []string, fixed int) ([]string, err
 		text = text[:run]
 	}
 	pos = append(pos, text...)
-	if err := fs.Parse(flags); err != nil {
+	if err := setFlags(fs, flags); err != nil {
 		return nil, err
 	}
 	return pos, nil
@@ -145,10 +145,10 @@ func takeFlag(fs *flag.FlagSet, args []string, i int, flags *[]string) (int, err
 		if name == "h" || name == "help" {
 			return 0, errors.New("-h/--help takes no other arguments")
 		}
-		return 0, fmt.Errorf("unknown flag %s", a)
+		return 0, unknownFlag(fs, a)
 	}
 	*flags = append(*flags, a)
-	if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() || hasValue {
+	if isBoolFlag(f) || hasValue {
 		return i + 1, nil
 	}
 	if i+1 >= len(args) {

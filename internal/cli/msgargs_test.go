@@ -69,7 +69,7 @@ func TestParseMessageArgs(t *testing.T) {
 		{name: "unknown trailing long flag", args: []string{"builder", "hello", "--jsno"}, wantErr: "unknown flag --jsno after the message"},
 		{name: "unknown long flag before a run", args: []string{"builder", "hello", "--jsno", "--role", "x"}, wantErr: "unknown flag --jsno"},
 		{name: "known flag without value at the end", args: []string{"builder", "hello", "--role"}, wantErr: "--role needs a value"},
-		{name: "bad value in the run", args: []string{"builder", "x", "--wait", "soon"}, wantErr: "invalid value"},
+		{name: "bad value in the run", args: []string{"builder", "x", "--wait", "soon"}, wantErr: `--wait "soon": want a duration`},
 		{name: "unknown leading flag", args: []string{"--bogus", "builder", "x"}, wantErr: "unknown flag --bogus"},
 		{name: "help alone", args: []string{"--help"}, wantErr: "help requested"},
 		{name: "h alone", args: []string{"-h"}, wantErr: "help requested"},

@@ -27,6 +27,9 @@ import (
 
 const bgSynopsis = "hm-bg spawn [N|alias] [--command C] [--task T] | list [--json] | kill <N|alias|paneId> | kill-all | map"
 
+// bgActions are hm bg's actions (map is also target-map).
+var bgActions = []string{"spawn", "list", "kill", "kill-all", "map"}
+
 func runBg(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("bg", env)
 	root := rootFlag(fs)
@@ -70,7 +73,7 @@ func runBg(ctx context.Context, env Env, args []string) int {
 	case "map", "target-map":
 		action = "target-map"
 	default:
-		return usageError(env, fs, bgSynopsis, fmt.Errorf("unknown action %q", action))
+		return usageError(env, fs, bgSynopsis, fmt.Errorf("unknown action %q%s", action, didYouMean(action, bgActions)))
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()

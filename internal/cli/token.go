@@ -10,12 +10,15 @@ import (
 
 const tokenSynopsis = "hm token rotate [--root D]"
 
+// tokenRotate is hm token's one action.
+const tokenRotate = "rotate"
+
 // runToken: `hm token rotate` replaces the operator secret.
 func runToken(_ context.Context, env Env, args []string) int {
 	fs := newFlags("token", env)
 	root := rootFlag(fs)
 	pos, err := parseArgs(fs, args)
-	if err == nil && (len(pos) != 1 || pos[0] != "rotate") {
+	if err == nil && (len(pos) != 1 || pos[0] != tokenRotate) {
 		err = errors.New("the only subcommand is rotate")
 	}
 	if err != nil {
