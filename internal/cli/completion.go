@@ -101,6 +101,16 @@ func commandFlags(ctx context.Context, c command) *flag.FlagSet {
 	return got
 }
 
+// commandPathsIn is every command path of tree (not the top's ""),
+// quoted for a shell.
+func commandPathsIn(tree []completionNode, quote func(string) string) []string {
+	var out []string
+	for _, n := range tree[1:] {
+		out = append(out, quote(n.path))
+	}
+	return out
+}
+
 // shQuote quotes s for sh, bash and zsh.
 func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
@@ -108,10 +118,7 @@ func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) 
 // (is "$1" a command path), _hm_words (what follows path "$1") and
 // _hm_values (path "$1"'s flags that take a value).
 func writeShFunctions(w io.Writer, tree []completionNode) {
-	var paths []string
-	for _, n := range tree[1:] {
-		paths = append(paths, shQuote(n.path))
-	}
+	paths := commandPathsIn(tree, shQuote)
 	fmt.Fprintf(w, "_hm_is_path() {\n  case \"$1\" in\n    %s) return 0 ;;\n  esac\n  return 1\n}\n\n", strings.Join(paths, "|"))
 	fmt.Fprint(w, "_hm_words() {\n  case \"$1\" in\n")
 	for _, n := range tree {
@@ -197,10 +204,7 @@ func fishQuote(s string) string {
 
 func writeFish(w io.Writer, tree []completionNode) {
 	fmt.Fprint(w, "# fish completion for hm, hm-send and hm-bg (hm completion fish)\n\n")
-	var paths []string
-	for _, n := range tree[1:] {
-		paths = append(paths, fishQuote(n.path))
-	}
+	paths := commandPathsIn(tree, fishQuote)
 	fmt.Fprintf(w, "function __hm_is_path\n    contains -- $argv[1] %s\nend\n\n", strings.Join(paths, " "))
 	fmt.Fprint(w, "function __hm_words\n    switch $argv[1]\n")
 	for _, n := range tree {

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"flag"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,7 +90,7 @@ func TestCompletionShells(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s is not on PATH (make deps installs it): %v", shell, err)
 			}
-			script, code := runOut(t, "completion", shell)
+			code, script, _ := runHm(t, "", "completion", shell)
 			if code != ExitOK {
 				t.Fatalf("hm completion %s: exit %d", shell, code)
 			}
@@ -157,13 +156,4 @@ func flagNames(fs *flag.FlagSet) []string {
 	var out []string
 	fs.VisitAll(func(f *flag.Flag) { out = append(out, flagName(f.Name)) })
 	return out
-}
-
-// runOut runs hm args and returns its stdout and exit code.
-func runOut(t *testing.T, args ...string) (string, int) {
-	t.Helper()
-	var out strings.Builder
-	env := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: io.Discard, Getenv: func(string) string { return "" }}
-	code := MainContext(t.Context(), args, env)
-	return out.String(), code
 }

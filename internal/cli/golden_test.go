@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -46,9 +45,7 @@ func (s session) run(t *testing.T, stdin string, args ...string) (string, int) {
 	for i, a := range args {
 		argv[i] = strings.NewReplacer("$ROOT", s.root, "$PORT", s.port).Replace(a)
 	}
-	var out, errb bytes.Buffer
-	env := Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
-	code := MainContext(t.Context(), argv, env)
+	code, stdout, stderr := runHm(t, stdin, argv...)
 	hide := func(s2 string) string {
 		if s.root != "" {
 			s2 = strings.ReplaceAll(s2, s.root, "$ROOT")
@@ -61,7 +58,7 @@ func (s session) run(t *testing.T, stdin string, args ...string) (string, int) {
 	var b strings.Builder
 	b.WriteString(strings.Join(append([]string{"$ hm"}, args...), " ") + "\n")
 	b.WriteString("exit " + strconv.Itoa(code) + "\n")
-	b.WriteString("--- stdout\n" + hide(out.String()))
-	b.WriteString("--- stderr\n" + hide(errb.String()))
+	b.WriteString("--- stdout\n" + hide(stdout))
+	b.WriteString("--- stderr\n" + hide(stderr))
 	return b.String(), code
 }

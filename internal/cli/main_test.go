@@ -26,9 +26,15 @@ func TestMain(m *testing.M) {
 // port args...` and returns its exit code, stdout and stderr.
 func cliOnHub(t *testing.T, root, port string) (run func(cmd string, args ...string) (int, string, string)) {
 	return func(cmd string, args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		env := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
-		code := MainContext(t.Context(), append([]string{cmd, "--root", root, "--port", port}, args...), env)
-		return code, out.String(), errb.String()
+		return runHm(t, "", append([]string{cmd, "--root", root, "--port", port}, args...)...)
 	}
+}
+
+// runHm runs `hm args...` with stdin and an empty environment, and
+// returns its exit code, stdout and stderr.
+func runHm(t *testing.T, stdin string, args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	env := Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	code := MainContext(t.Context(), args, env)
+	return code, out.String(), errb.String()
 }
