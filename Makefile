@@ -53,9 +53,18 @@ test-loaded:
 bench: build
 	$(GO) run ./scripts/bench
 
+# The linters are pinned here and run with go run, so that they need no
+# install and stay out of go.mod (their dependencies would raise ours).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+DEADCODE    ?= golang.org/x/tools/cmd/deadcode@v0.52.0
+
+# vet, gofmt, staticcheck, and deadcode: a function that neither the
+# programs nor the tests reach fails lint.
 lint: vet-cross
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) run $(STATICCHECK) $(PKGS)
+	@out=$$($(GO) run $(DEADCODE) -test $(PKGS)) || exit 1; if [ -n "$$out" ]; then echo "deadcode (unreachable even from tests):"; echo "$$out"; exit 1; fi
 
 # macOS is not run here; vetting its cross-compilation keeps Linux-only
 # calls out of the build (see README.md, Platforms).

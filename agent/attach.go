@@ -39,22 +39,18 @@ func parseControlFrame(b []byte) (cols, rows uint16, ok bool) {
 	return f.Cols, f.Rows, true
 }
 
-// AttachHandler serves ws://.../attach/<pane> (SPEC §5.4). authorize (nil:
-// everyone) decides access: false gives HTTP 401. An unknown pane gives HTTP
-// 404. Browser cross-origin requests are refused. The first server frame is
-// the pane's current screen rendered from its virtual terminal at the
+// AttachHandlerContext serves ws://.../attach/<pane> (SPEC §5.4). authorize
+// (nil: everyone) decides access: false gives HTTP 401. An unknown pane gives
+// HTTP 404. Browser cross-origin requests are refused. The first server frame
+// is the pane's current screen rendered from its virtual terminal at the
 // viewer's size (?cols=C&rows=R, default the pane's size; see
-// vterm.Terminal.Render), then live output follows as binary frames; client binary frames are typed into the pane, a text
-// frame {"type":"resize","cols":C,"rows":R} resizes it, and "?mode=view"
-// makes the connection read-only. Sessions end when the client leaves, the
-// request context ends or the pane stops.
-func AttachHandler(lookup func(name string) (*Pane, bool), authorize func(r *http.Request) bool, logger *slog.Logger) http.Handler {
-	return AttachHandlerContext(context.Background(), lookup, authorize, logger)
-}
-
-// AttachHandlerContext is AttachHandler whose sessions also end when ctx is
-// cancelled; a hub cancels it on shutdown because http.Server.Shutdown does
-// not end hijacked (WebSocket) connections.
+// vterm.Terminal.Render), then live output follows as binary frames; client
+// binary frames are typed into the pane, a text frame
+// {"type":"resize","cols":C,"rows":R} resizes it, and "?mode=view" makes the
+// connection read-only. Sessions end when the client leaves, the request
+// context ends, the pane stops or ctx is cancelled; a hub cancels ctx on
+// shutdown because http.Server.Shutdown does not end hijacked (WebSocket)
+// connections.
 func AttachHandlerContext(ctx context.Context, lookup func(name string) (*Pane, bool), authorize func(r *http.Request) bool, logger *slog.Logger) http.Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

@@ -18,7 +18,7 @@ import (
 	"github.com/coder/websocket"
 )
 
-// attachServer serves AttachHandler for the given panes on a real socket.
+// attachServer serves AttachHandlerContext for the given panes on a real socket.
 func attachServer(t *testing.T, panes map[string]*Pane) (wsBase string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -16,6 +16,6 @@
 // be typed safely), press Enter in a separate write after the profile's Enter
 // delay, and verify that the program reacted.
 //
-// [AttachHandler] serves /attach/<pane> over WebSocket (SPEC §5.4) and
+// [AttachHandlerContext] serves /attach/<pane> over WebSocket (SPEC §5.4) and
 // [AttachClient] is the matching client used by "hm attach".
 package agent

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -52,12 +51,8 @@ func fakeAgent(t testing.TB) string {
 		if fakeErr != nil {
 			return
 		}
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
 		fakePath = filepath.Join(fakeDir, "fakeagent")
-		out, err := exec.Command(goTool, "build", "-o", fakePath, "hm/agent/internal/fakeagent").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", fakePath, "hm/agent/internal/fakeagent").CombinedOutput()
 		if err != nil {
 			fakeErr = fmt.Errorf("build fakeagent: %v\n%s", err, out)
 		}

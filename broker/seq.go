@@ -24,11 +24,6 @@ type seqDecision struct {
 	Lookup bool
 }
 
-type seqKey struct {
-	sender string
-	seq    int64
-}
-
 // sequencer owns per-sender sequence counters for one session. Each sender
 // has its own lock, held by the caller from decide until commit or rollback,
 // so that sequence order equals commit order per sender.

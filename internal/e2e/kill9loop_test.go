@@ -125,7 +125,6 @@ func TestFaultKill9Loop(t *testing.T) {
 		// without a backlog that takes long to drain at the end.
 		var wg sync.WaitGroup
 		burstDone := make(chan struct{})
-		var paneIDs []string
 		for snd := range 2 {
 			c, err := tryDialAs(t, h, "user", false)
 			if err != nil {
@@ -133,11 +132,6 @@ func TestFaultKill9Loop(t *testing.T) {
 					t.Fatal(err)
 				}
 				break // the fault killed the hub: counted below
-			}
-			for n := range 8 {
-				if n == 3 && snd == 0 && cycle%2 == 0 {
-					paneIDs = append(paneIDs, fmt.Sprintf("c%02d-s%d-%02d", cycle, snd, n))
-				}
 			}
 			wg.Add(1)
 			go func() {

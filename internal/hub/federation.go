@@ -147,8 +147,6 @@ func (h *Hub) hostsLocally(role string) bool {
 	return h.Broker != nil && h.Broker.Serves(role).Hosted()
 }
 
-func (f *fedHub) name() string { return "federation" }
-
 // run starts the loops; call once, after the broker exists and Recover ran.
 func (f *fedHub) run(ctx context.Context) {
 	ctx, f.cancel = context.WithCancel(ctx)

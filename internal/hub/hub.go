@@ -116,7 +116,6 @@ type Hub struct {
 
 // component is an optional part of the hub with its own lifecycle.
 type component interface {
-	name() string
 	// stop is called in reverse start order at shutdown.
 	stop(ctx context.Context)
 }

@@ -70,8 +70,6 @@ func fault(n *atomic.Int64) {
 	}
 }
 
-func (s *paneSet) name() string { return "panes" }
-
 // Hosted implements broker.Panes.
 func (s *paneSet) Hosted(role string) bool {
 	s.mu.RLock()

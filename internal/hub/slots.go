@@ -47,5 +47,4 @@ func (s slotHost) Submit(ctx context.Context, sub broker.Submission) error {
 // slotComponent stops the slots with the hub's other components.
 type slotComponent struct{ *slots.Set }
 
-func (slotComponent) name() string               { return "background slots" }
 func (c slotComponent) stop(ctx context.Context) { c.Stop(ctx) }
