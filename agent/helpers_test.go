@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,15 +13,9 @@ import (
 	"time"
 
 	"hm/internal/promptlog"
+	"hm/internal/testutil"
 
 	"go.uber.org/goleak"
-)
-
-var (
-	fakeOnce sync.Once
-	fakePath string
-	fakeErr  error
-	fakeDir  string
 )
 
 // TestMain fails the run if a test left a goroutine behind, then removes
@@ -36,37 +29,16 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		if fakeDir != "" {
-			os.RemoveAll(fakeDir)
-		}
+		testutil.RemoveBuilds()
 		os.Exit(code)
 	}))
 }
 
 // fakeAgent builds agent/internal/fakeagent once per test binary.
-func fakeAgent(t testing.TB) string {
-	t.Helper()
-	fakeOnce.Do(func() {
-		fakeDir, fakeErr = os.MkdirTemp("", "hm-agent-fake-")
-		if fakeErr != nil {
-			return
-		}
-		fakePath = filepath.Join(fakeDir, "fakeagent")
-		out, err := exec.Command("go", "build", "-o", fakePath, "hm/agent/internal/fakeagent").CombinedOutput()
-		if err != nil {
-			fakeErr = fmt.Errorf("build fakeagent: %v\n%s", err, out)
-		}
-	})
-	if fakeErr != nil {
-		t.Fatal(fakeErr)
-	}
-	return fakePath
-}
+func fakeAgent(t testing.TB) string { return testutil.FakeAgent(t) }
 
 // testLogger sends logs to the test output.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
+func testLogger(t testing.TB) *slog.Logger { return testutil.Logger(t, slog.LevelInfo) }
 
 // startPane starts a pane and stops it at cleanup.
 func startPane(t testing.TB, spec Spec) *Pane {

@@ -16,6 +16,7 @@ import (
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/client"
+	"hm/internal/testutil"
 	"hm/journal"
 	"hm/roles"
 )
@@ -82,11 +83,7 @@ func (h *harness) close() {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxT(t testing.TB) context.Context { return testutil.Context(t) }
 
 // dial connects a raw client.
 func (h *harness) dial() *client.Client {

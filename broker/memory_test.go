@@ -14,6 +14,7 @@ import (
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/client"
+	"hm/internal/testutil"
 )
 
 // sessionRun sends n messages from one sender to one listener that
@@ -171,7 +172,7 @@ func rssMiB() float64 {
 // in make test's un-raced pass.
 func TestTimingSessionStateBounded(t *testing.T) {
 	// Not parallel: it measures the process's heap.
-	if raceEnabled {
+	if testutil.Race {
 		t.Skip("runs in make test's un-raced Timing pass (-run Timing)")
 	}
 	const n, every = 20_000, 2_000

@@ -8,13 +8,12 @@ import (
 	"log/slog"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"hm/internal/testutil"
 )
 
 // testLogger sends ledger logs to the test output.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
+func testLogger(t testing.TB) *slog.Logger { return testutil.Logger(t, slog.LevelDebug) }
 
 // openTest opens a ledger in a fresh temp dir and closes it at cleanup.
 func openTest(t testing.TB, opts Options) *Ledger {
@@ -61,11 +60,7 @@ func headerOf(role string) string {
 	return "USER"
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxT(t testing.TB) context.Context { return testutil.Context(t) }
 
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))

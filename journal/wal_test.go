@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"testing"
+
+	"hm/internal/testutil"
 )
 
 // TestTimingWALBoundedUnderLoad: appends with a reader always busy beside them
@@ -18,7 +20,7 @@ import (
 // its busy reader takes 20 s.
 func TestTimingWALBoundedUnderLoad(t *testing.T) {
 	t.Parallel()
-	if raceEnabled {
+	if testutil.Race {
 		t.Skip("runs in make test's un-raced Timing pass (-run Timing)")
 	}
 	l := openTest(t, Options{})

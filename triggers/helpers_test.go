@@ -13,12 +13,11 @@ import (
 	"time"
 
 	"hm/internal/poll"
+	"hm/internal/testutil"
 )
 
 // testLogger sends logs to the test output.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
+func testLogger(t testing.TB) *slog.Logger { return testutil.Logger(t, slog.LevelDebug) }
 
 // quietLogger logs warnings and errors only (for tests with many files).
 func quietLogger(t testing.TB) *slog.Logger {

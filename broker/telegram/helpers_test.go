@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"hm/broker/telegram/telegramtest"
+	"hm/internal/testutil"
 )
 
 const testToken = "424242:test-secret"
@@ -149,9 +150,7 @@ func (m *memStore) recordedParts() []Part {
 }
 
 // testLogger logs to the test's output.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
+func testLogger(t testing.TB) *slog.Logger { return testutil.Logger(t, slog.LevelDebug) }
 
 // newFake starts a fake Bot API closed at the end of the test.
 func newFake(t testing.TB) *telegramtest.Server {

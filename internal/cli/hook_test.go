@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -28,6 +27,7 @@ import (
 	"hm/internal/poll"
 	"hm/internal/promptlog"
 	"hm/internal/status"
+	"hm/internal/testutil"
 	"hm/journal"
 )
 
@@ -401,31 +401,8 @@ func TestHookNeverFails(t *testing.T) {
 	}
 }
 
-var fakeAgent struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // fakeAgentBin builds the fake agent CLI (agent/internal/fakeagent) once.
-func fakeAgentBin(t testing.TB) string {
-	t.Helper()
-	fakeAgent.once.Do(func() {
-		dir, err := os.MkdirTemp("", "hm-cli-fake-")
-		if err != nil {
-			fakeAgent.err = err
-			return
-		}
-		fakeAgent.path = filepath.Join(dir, "fakeagent")
-		if out, err := exec.Command("go", "build", "-o", fakeAgent.path, "hm/agent/internal/fakeagent").CombinedOutput(); err != nil {
-			fakeAgent.err = fmt.Errorf("build fakeagent: %v\n%s", err, out)
-		}
-	})
-	if fakeAgent.err != nil {
-		t.Fatal(fakeAgent.err)
-	}
-	return fakeAgent.path
-}
+func fakeAgentBin(t testing.TB) string { return testutil.FakeAgent(t) }
 
 // TestHookRacesTyping: builder's pane types into a fake agent CLI while
 // hooks of that CLI (prompt submits, tool calls, stops, from three

@@ -3,9 +3,10 @@ package cli
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"hm/internal/testutil"
 
 	"go.uber.org/goleak"
 )
@@ -14,9 +15,7 @@ import (
 // the fake agent built for the hook tests.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		if fakeAgent.path != "" {
-			os.RemoveAll(filepath.Dir(fakeAgent.path))
-		}
+		testutil.RemoveBuilds()
 		os.Exit(code)
 	}))
 }

@@ -8,14 +8,12 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"hm/internal/cockpit"
+	"hm/internal/testutil"
 )
 
 // clock is a settable test clock for cockpit.Deps.Now.
@@ -159,35 +157,6 @@ func loginSession(t *testing.T, base, token string) (*http.Client, *http.Cookie)
 	return nil, nil
 }
 
-// fakeAgentBuild is the fake agent (agent/internal/fakeagent), built once for the tests
-// that host panes.
-var fakeAgentBuild struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
-
-// fakeAgentBin returns the path of the built fake agent.
-func fakeAgentBin(t testing.TB) string {
-	t.Helper()
-	fakeAgentBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "hm-cockpit-test-")
-		if err != nil {
-			fakeAgentBuild.err = err
-			return
-		}
-		fakeAgentBuild.path = filepath.Join(dir, "fakeagent")
-		fakeAgentBuild.out, fakeAgentBuild.err = exec.Command("go", "build", "-o", fakeAgentBuild.path, "hm/agent/internal/fakeagent").CombinedOutput()
-	})
-	if fakeAgentBuild.err != nil {
-		t.Fatalf("build fakeagent: %v\n%s", fakeAgentBuild.err, fakeAgentBuild.out)
-	}
-	return fakeAgentBuild.path
-}
-
-func removeFakeAgent() {
-	if fakeAgentBuild.path != "" {
-		os.RemoveAll(filepath.Dir(fakeAgentBuild.path))
-	}
-}
+// fakeAgentBin returns the path of the fake agent (agent/internal/fakeagent),
+// built once for the tests that host panes.
+func fakeAgentBin(t testing.TB) string { return testutil.FakeAgent(t) }

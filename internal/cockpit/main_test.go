@@ -4,6 +4,8 @@ import (
 	"os"
 	"testing"
 
+	"hm/internal/testutil"
+
 	"go.uber.org/goleak"
 )
 
@@ -11,7 +13,7 @@ import (
 // the fake agent built for the tests that need one.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		removeFakeAgent()
+		testutil.RemoveBuilds()
 		os.Exit(code)
 	}))
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"hm/internal/testutil"
 )
 
 // binDir holds the binaries the tests run, each flavour built on first use
@@ -21,7 +23,7 @@ type build struct {
 }
 
 var builds struct {
-	plain, race, fake build
+	plain, race build
 }
 
 func (b *build) do(dir string, args ...string) error {
@@ -79,8 +81,9 @@ func hmBinary(t testing.TB, name string) (string, []string) {
 // fakeAgentBin is the fake agent CLI hosted in panes by the fault and
 // security suites (built without -race: it stands in for a foreign program).
 func fakeAgentBin() string {
-	if err := builds.fake.do(binDir, "hm/agent/internal/fakeagent"); err != nil {
+	path, err := testutil.BuildFakeAgent()
+	if err != nil {
 		panic(err)
 	}
-	return filepath.Join(binDir, "fakeagent")
+	return path
 }

@@ -19,6 +19,7 @@ import (
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/layout"
+	"hm/internal/testutil"
 
 	"go.uber.org/goleak"
 )
@@ -33,6 +34,7 @@ func TestMain(m *testing.M) {
 	// Fails the run if a test left a goroutine behind.
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		os.RemoveAll(dir)
+		testutil.RemoveBuilds()
 		os.Exit(code)
 	}))
 }

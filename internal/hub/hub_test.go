@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"hm/internal/hub"
 	"hm/internal/layout"
 	"hm/internal/promptlog"
+	"hm/internal/testutil"
 	"hm/journal"
 
 	"go.uber.org/goleak"
@@ -26,19 +26,15 @@ import (
 var fakeAgent string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hm-hub-test-")
-	if err != nil {
-		panic(err)
-	}
-	fakeAgent = filepath.Join(dir, "fakeagent")
-	out, err := exec.Command("go", "build", "-o", fakeAgent, "hm/agent/internal/fakeagent").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build fakeagent: %v\n%s", err, out)
+	var err error
+	if fakeAgent, err = testutil.BuildFakeAgent(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		testutil.RemoveBuilds()
 		os.Exit(1)
 	}
 	// Fails the run if a test left a goroutine behind.
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		os.RemoveAll(dir)
+		testutil.RemoveBuilds()
 		os.Exit(code)
 	}))
 }
@@ -147,11 +143,7 @@ func (th *testHub) token() string {
 	return tok
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxT(t testing.TB) context.Context { return testutil.Context(t) }
 
 // as connects as role with the operator token (or a given token).
 func (th *testHub) as(role string, listen bool, token ...string) *client.Client {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"hm/internal/status"
+	"hm/internal/testutil"
 	"hm/journal"
 )
 
@@ -31,15 +32,9 @@ var fixtureRoles = []RoleInfo{
 	{Role: "builder-bg-1", Header: "BUILDER-BG-1", PaneID: "bg-2-1"},
 }
 
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(t.Output(), nil))
-}
+func testLogger(t testing.TB) *slog.Logger { return testutil.Logger(t, slog.LevelInfo) }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxT(t testing.TB) context.Context { return testutil.Context(t) }
 
 // openLedger opens a ledger at dir/evidence-ledger.db with a fixed clock and
 // closes it at cleanup.

@@ -1,0 +1,32 @@
+// Package testutil holds the helpers that the tests of several packages
+// share: a logger writing to the test's output, a test context, whether the
+// race detector is on, and the fake agent CLI built once per test binary.
+// It imports nothing of hm.
+package testutil
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+)
+
+// Logger logs at level and above to t's output.
+func Logger(t testing.TB, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
+}
+
+// ContextTimeout bounds a test's context. It is generous on purpose: a test
+// waits for a condition rather than asserting speed, and on a slow, loaded
+// machine the condition can take long; the bound only ends a test that
+// would otherwise hang until the go test timeout.
+const ContextTimeout = 3 * time.Minute
+
+// Context returns a context cancelled at t's cleanup or after
+// ContextTimeout. It does not derive from t.Context, which ends before the
+// cleanups run: cleanups that close with it keep a live context.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), ContextTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
