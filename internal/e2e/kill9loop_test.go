@@ -12,6 +12,7 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/layout"
+	"hm/internal/msgid"
 	"hm/internal/status"
 	"hm/journal"
 
@@ -209,6 +210,12 @@ func TestFaultKill9Loop(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range rows {
+			if msgid.Reserved(m.MessageID) && m.Status == status.Failed && m.ErrorCode == status.CodeExpiredSession {
+				// A session line of a session the kill cut short: a
+				// lifecycle notice of the hub's own, which expires with
+				// its session (#34) and is listed in the briefing.
+				continue
+			}
 			if m.TargetRole == "architect" && !slices.Contains(paneIDs, m.MessageID) {
 				paneIDs = append(paneIDs, m.MessageID)
 			}
