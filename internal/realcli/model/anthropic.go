@@ -40,7 +40,9 @@ func parseAnthropic(req *Request) error {
 		}
 	}
 	for i, m := range b.Messages {
-		if m.Role != "user" {
+		// Not only "user": Claude Code 2.1.197 sends a UserPromptSubmit
+		// hook's additional context as a "system" message of its own.
+		if m.Role == "assistant" {
 			continue
 		}
 		texts, tool := textOf(m.Content), false

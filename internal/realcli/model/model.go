@@ -237,14 +237,17 @@ func (s *Server) answer(ctx context.Context, req *Request) (Reply, bool) {
 // subtract returns the texts of all, in order, less one occurrence of
 // each text of old.
 func subtract(all, old []string) []string {
+	// Texts are compared without their surrounding blanks: Claude Code
+	// sends an earlier turn's text again with a newline added once the
+	// turn after it was interrupted.
 	left := map[string]int{}
 	for _, t := range old {
-		left[t]++
+		left[strings.TrimSpace(t)]++
 	}
 	var out []string
 	for _, t := range all {
-		if left[t] > 0 {
-			left[t]--
+		if k := strings.TrimSpace(t); left[k] > 0 {
+			left[k]--
 			continue
 		}
 		out = append(out, t)

@@ -126,6 +126,9 @@ func TestNewTexts(t *testing.T) {
 			if strings.HasPrefix(m, "model:") {
 				role, m = "assistant", strings.TrimPrefix(m, "model:")
 			}
+			if strings.HasPrefix(m, "system:") {
+				role, m = "system", strings.TrimPrefix(m, "system:")
+			}
 			if i > 0 {
 				b.WriteString(",")
 			}
@@ -145,6 +148,12 @@ func TestNewTexts(t *testing.T) {
 		{"a", []string{"A", "B", "model:x", "C"}, []string{"C"}}, // answered
 		{"a", []string{"A", "B", "model:x", "C", "C D"}, []string{"C D"}},
 		{"b", []string{"A"}, []string{"A"}}, // another client
+		// Claude Code sends an interrupted turn's earlier text again
+		// with a newline added: history, not new content.
+		{"c", []string{"A", "model:x", "B"}, []string{"A", "B"}},
+		{"c", []string{"A", "model:x", "B\\n", "C"}, []string{"C"}},
+		// and a UserPromptSubmit hook's context as a system message.
+		{"d", []string{"A", "system:ctx"}, []string{"A", "ctx"}},
 	} {
 		if got := turn(tc.prefix, tc.msgs...); strings.Join(got, "|") != strings.Join(tc.want, "|") {
 			t.Errorf("%s %q: new texts %q, want %q", tc.prefix, tc.msgs, got, tc.want)
