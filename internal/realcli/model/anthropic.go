@@ -58,6 +58,14 @@ func parseAnthropic(req *Request) error {
 				}
 			}
 		}
+		if m.Role == "system" {
+			// Claude Code also repeats a hook context it already sent
+			// in a user message as a system message: the same text,
+			// not a second copy of what it carries.
+			texts = slices.DeleteFunc(texts, func(t string) bool {
+				return slices.ContainsFunc(req.all, func(u string) bool { return strings.TrimSpace(u) == strings.TrimSpace(t) })
+			})
+		}
 		req.all = append(req.all, texts...)
 		if i >= start {
 			req.ToolResult = req.ToolResult || tool
