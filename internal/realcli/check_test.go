@@ -45,6 +45,14 @@ func sightings(reqs []model.Request, id string) []sighting {
 			s.merged = !s.context && strings.Count(typed, "[hm:") > 1
 			out = append(out, s)
 		}
+		// Claude Code sends a hook's context as a system message: the
+		// first time alone (the model got it there), later again as a
+		// rendering of the history. It counts where nothing before did.
+		for _, p := range r.SystemTexts {
+			if len(out) == 0 && strings.Contains(p, trailer) {
+				out = append(out, sighting{seq: r.Seq, part: p, context: true})
+			}
+		}
 	}
 	return out
 }

@@ -40,8 +40,8 @@ func parseAnthropic(req *Request) error {
 		}
 	}
 	for i, m := range b.Messages {
-		// Not only "user": Claude Code 2.1.197 sends a UserPromptSubmit
-		// hook's additional context as a "system" message of its own.
+		// Not only "user": Claude Code 2.1.197 sends hook context as
+		// "system" messages too (Request.SystemTexts).
 		if m.Role == "assistant" {
 			continue
 		}
@@ -59,12 +59,8 @@ func parseAnthropic(req *Request) error {
 			}
 		}
 		if m.Role == "system" {
-			// Claude Code also repeats a hook context it already sent
-			// in a user message as a system message: the same text,
-			// not a second copy of what it carries.
-			texts = slices.DeleteFunc(texts, func(t string) bool {
-				return slices.ContainsFunc(req.all, func(u string) bool { return strings.TrimSpace(u) == strings.TrimSpace(t) })
-			})
+			req.SystemTexts = append(req.SystemTexts, texts...)
+			continue
 		}
 		req.all = append(req.all, texts...)
 		if i >= start {

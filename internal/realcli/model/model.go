@@ -54,6 +54,11 @@ type Request struct {
 	// is one of them; hook context and the CLI's own reminders may be
 	// others.
 	Texts []string
+	// SystemTexts are the texts of the conversation's system-role
+	// messages (Anthropic): Claude Code sends a hook's context there, the
+	// first time alone (UserPromptSubmit after a restart) and later again
+	// beside the user message that already carried it. See sightings.
+	SystemTexts []string
 	// ToolResult: the turn adds the result of a tool the model called.
 	ToolResult bool
 	// Tools are the names of the tools offered.

@@ -152,11 +152,8 @@ func TestNewTexts(t *testing.T) {
 		// with a newline added: history, not new content.
 		{"c", []string{"A", "model:x", "B"}, []string{"A", "B"}},
 		{"c", []string{"A", "model:x", "B\\n", "C"}, []string{"C"}},
-		// and a UserPromptSubmit hook's context as a system message.
-		{"d", []string{"A", "system:ctx"}, []string{"A", "ctx"}},
-		// and the context it sent in a user message once more as a
-		// system message: the same text, once.
-		{"e", []string{"ctx", "model:x", "system:ctx", "B"}, []string{"ctx", "B"}},
+		// and hook context as a system message: SystemTexts, not Texts.
+		{"d", []string{"A", "system:ctx"}, []string{"A"}},
 	} {
 		if got := turn(tc.prefix, tc.msgs...); strings.Join(got, "|") != strings.Join(tc.want, "|") {
 			t.Errorf("%s %q: new texts %q, want %q", tc.prefix, tc.msgs, got, tc.want)
