@@ -1,0 +1,123 @@
+package layers
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// ground is the vocabulary every layer may use; it depends on nothing of hm
+// beyond itself.
+var ground = []string{
+	"hm/internal/atomicfile",
+	"hm/internal/layout",
+	"hm/internal/msgid",
+	"hm/internal/periodic",
+	"hm/internal/poll",
+	"hm/internal/promptlog",
+	"hm/internal/status",
+	"hm/internal/testutil",
+}
+
+// top is the program's top: it wires the layers and nothing below imports it.
+var top = []string{"hm/internal/hub/...", "hm/internal/cli/...", "hm/cmd/..."}
+
+// rule constrains what the packages matching pkgs depend on (transitively,
+// without tests): only the hm packages in only (when set), and none in never.
+// A pattern ending in "/..." matches the package and those below it.
+type rule struct {
+	name  string
+	pkgs  []string
+	only  []string
+	never []string
+	// exception, when set, is why the rule is broken today: the test then
+	// requires the breach, so that the exception goes when it is fixed.
+	exception string
+}
+
+var rules = []rule{
+	{name: "ground imports only ground", pkgs: ground, only: ground},
+	{name: "roles imports only the ground", pkgs: []string{"hm/roles"}, only: append([]string{"hm/roles"}, ground...)},
+	{name: "broker never imports agent, triggers or the top", pkgs: []string{"hm/broker/..."},
+		never: append([]string{"hm/agent/...", "hm/triggers/..."}, top...)},
+	{name: "journal imports no broker, agent, triggers or the top", pkgs: []string{"hm/journal/..."},
+		never: append([]string{"hm/broker/...", "hm/agent/...", "hm/triggers/..."}, top...)},
+	{name: "agent imports no broker, journal, triggers or the top", pkgs: []string{"hm/agent/..."},
+		never: append([]string{"hm/broker/...", "hm/journal/...", "hm/triggers/..."}, top...)},
+	{name: "triggers imports no broker, agent, journal or the top", pkgs: []string{"hm/triggers/..."},
+		never: append([]string{"hm/broker", "hm/broker/telegram/...", "hm/agent/...", "hm/journal/..."}, top...)},
+	{name: "hm-send links no SQLite, NATS, Telegram or MCP", pkgs: []string{"hm/cmd/hm-send"},
+		never: []string{"zombiezen.com/go/sqlite/...", "modernc.org/sqlite/...", "github.com/nats-io/...",
+			"github.com/go-telegram/...", "github.com/modelcontextprotocol/..."},
+		exception: "cmd/hm-send calls internal/cli.Main, which links every command, the hub's included; " +
+			"a thin hm-send needs the send command split from internal/cli"},
+}
+
+// matches reports whether path matches one of patterns.
+func matches(path string, patterns []string) bool {
+	return slices.ContainsFunc(patterns, func(p string) bool {
+		if base, ok := strings.CutSuffix(p, "/..."); ok {
+			return path == base || strings.HasPrefix(path, base+"/")
+		}
+		return path == p
+	})
+}
+
+// deps returns every hm package with the packages it depends on.
+func deps(t *testing.T) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Deps \" \"}}", "hm/...").Output()
+	if err != nil {
+		t.Fatalf("go list hm/...: %v", err)
+	}
+	all := map[string][]string{}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) > 0 {
+			all[f[0]] = f[1:]
+		}
+	}
+	if len(all) < 20 {
+		t.Fatalf("go list found only %d packages in hm/...", len(all))
+	}
+	return all
+}
+
+// breaches returns what the packages r governs depend on against r.
+func (r rule) breaches(all map[string][]string) (governed int, found []string) {
+	for pkg, ds := range all {
+		if !matches(pkg, r.pkgs) {
+			continue
+		}
+		governed++
+		for _, d := range ds {
+			hm := d == "hm" || strings.HasPrefix(d, "hm/")
+			if (r.only != nil && hm && !matches(d, r.only)) || matches(d, r.never) {
+				found = append(found, pkg+" -> "+d)
+			}
+		}
+	}
+	slices.Sort(found)
+	return governed, found
+}
+
+func TestLayers(t *testing.T) {
+	all := deps(t)
+	for _, r := range rules {
+		t.Run(r.name, func(t *testing.T) {
+			governed, found := r.breaches(all)
+			if governed == 0 {
+				t.Fatalf("no package matches %v: the rule governs nothing", r.pkgs)
+			}
+			switch {
+			case r.exception == "" && len(found) > 0:
+				t.Errorf("%d dependencies break the rule:\n%s", len(found), strings.Join(found, "\n"))
+			case r.exception != "" && len(found) == 0:
+				t.Errorf("the rule holds now: drop its exception (%s)", r.exception)
+			case r.exception != "":
+				t.Logf("known exception (%s): %d dependencies, e.g. %s", r.exception, len(found), found[0])
+			}
+		})
+	}
+}
