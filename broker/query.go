@@ -257,11 +257,11 @@ func (b *Broker) sessionName(s string) (string, error) {
 	case s == "current":
 		return b.cfg.SessionID, nil
 	}
-	n, err := strconv.Atoi(strings.TrimPrefix(s, "app-session-"))
+	n, err := strconv.Atoi(strings.TrimPrefix(s, roles.SessionPrefix))
 	if err != nil || n < 0 {
-		return "", refuse(status.CodeBadRequest, "session %q is not current, all, N or app-session-N", clip(s, 40))
+		return "", refuse(status.CodeBadRequest, "session %q is not current, all, N or %sN", clip(s, 40), roles.SessionPrefix)
 	}
-	return "app-session-" + strconv.Itoa(n), nil
+	return roles.SessionID(n), nil
 }
 
 func (b *Broker) timeline(ctx context.Context, id Identity, q proto.TimelineQuery) (proto.TimelineResult, error) {

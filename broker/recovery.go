@@ -137,6 +137,6 @@ func (b *Broker) Recover(ctx context.Context) (delivered, expired int, err error
 }
 
 func delayedPrefix(m journal.Message) string {
-	n := strings.TrimPrefix(m.SessionID, "app-session-")
+	n := strings.TrimPrefix(m.SessionID, roles.SessionPrefix)
 	return "[delayed from session " + n + "] "
 }

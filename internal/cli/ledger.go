@@ -70,7 +70,7 @@ func printRows(w io.Writer, rows []journal.Message) {
 		if m.ErrorCode != "" {
 			st += "(" + string(m.ErrorCode) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", ts, strings.TrimPrefix(m.SessionID, "app-session-"), m.SenderRole, m.TargetRole, m.Seq, st, m.AckStatus, body)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", ts, strings.TrimPrefix(m.SessionID, roles.SessionPrefix), m.SenderRole, m.TargetRole, m.Seq, st, m.AckStatus, body)
 	}
 	tw.Flush()
 }
@@ -110,14 +110,14 @@ func runHistory(ctx context.Context, env Env, args []string) int {
 	case "":
 		st, err := lay.ReadAppStatus()
 		if err == nil && st.Session > 0 {
-			q.SessionID = "app-session-" + strconv.Itoa(st.Session)
+			q.SessionID = roles.SessionID(st.Session)
 		}
 	default:
 		n, err := strconv.Atoi(*session)
 		if err != nil || n <= 0 {
 			return usageError(env, fs, historySynopsis, fmt.Errorf("--session %q: a number or all", *session))
 		}
-		q.SessionID = "app-session-" + strconv.Itoa(n)
+		q.SessionID = roles.SessionID(n)
 	}
 	l, err := openLedger(ctx, lay)
 	if err != nil {
@@ -254,7 +254,7 @@ func reportOptions(lay layout.Layout) report.Options {
 	if err != nil {
 		team = roles.Default()
 	}
-	return report.Options{Session: st.Session, SessionID: "app-session-" + strconv.Itoa(st.Session), Now: time.Now(), Roles: report.RolesFromTeam(team)}
+	return report.Options{Session: st.Session, SessionID: roles.SessionID(st.Session), Now: time.Now(), Roles: report.RolesFromTeam(team)}
 }
 
 func runBriefing(ctx context.Context, env Env, args []string) int {

@@ -222,7 +222,7 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 }
 
 // SessionID is "app-session-N".
-func (h *Hub) SessionID() string { return "app-session-" + strconv.Itoa(h.Session) }
+func (h *Hub) SessionID() string { return roles.SessionID(h.Session) }
 
 // URL is the hub's WebSocket URL.
 func (h *Hub) URL() string { return "ws://127.0.0.1:" + strconv.Itoa(h.Port) + "/" }

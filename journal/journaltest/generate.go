@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"hm/internal/status"
+	"hm/roles"
 
 	"hm/journal"
 )
@@ -124,7 +125,7 @@ func MessagesConfig(c Config) []*journal.Message {
 		if n-i <= left { // the remaining messages all fall in this session
 			lastSession = true
 		}
-		sid := fmt.Sprintf("app-session-%d", session)
+		sid := roles.SessionID(session)
 		ts += 200 + r.Int64N(90_000)
 
 		sender := pickSender(r)

@@ -20,6 +20,7 @@ import (
 
 	"hm/journal"
 	"hm/journal/journaltest"
+	"hm/roles"
 )
 
 var benchRows = flag.Int("bench-rows", 1_000_000, "messages in the generated benchmark ledger")
@@ -146,8 +147,8 @@ func (bl *genLedger) generate(n, lastSession int) error {
 
 // nextSession returns the id of the session after id.
 func nextSession(id string) string {
-	n, _ := SessionNumber(id)
-	return fmt.Sprintf("%s%d", SessionPrefix, n+1)
+	n, _ := roles.SessionNumber(id)
+	return roles.SessionID(n + 1)
 }
 
 // runTimed runs fn b.N times and reports ms/op, p50-ms, p99-ms and the
@@ -250,7 +251,7 @@ func BenchmarkOneBigSession(b *testing.B) {
 	b.Cleanup(func() { _ = l.Close() })
 	ms := journaltest.Messages(*bigSessionRows, 2)
 	for _, m := range ms {
-		m.SessionID = SessionPrefix + "1"
+		m.SessionID = roles.SessionID(1)
 	}
 	for len(ms) > 0 {
 		k := min(len(ms), 1000)

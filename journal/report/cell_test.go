@@ -1,7 +1,6 @@
 package report
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -143,26 +142,4 @@ func TestRolesFromTeam(t *testing.T) {
 	if want := (RoleInfo{Role: "architect", Header: "ARCH", PaneID: "1"}); got[0] != want {
 		t.Errorf("first role = %+v, want %+v", got[0], want)
 	}
-}
-
-func FuzzSessionNumber(f *testing.F) {
-	for _, s := range []string{"app-session-1", "app-session-007", "app-session-", "app-session--3", "app-session-9999999999999999999999", "x", ""} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, id string) {
-		n, ok := SessionNumber(id)
-		if !ok {
-			if n != 0 {
-				t.Fatalf("SessionNumber(%q) = %d, false: want 0", id, n)
-			}
-			return
-		}
-		if n < 0 || !strings.HasPrefix(id, SessionPrefix) {
-			t.Fatalf("SessionNumber(%q) = %d, true", id, n)
-		}
-		back, ok := SessionNumber(SessionPrefix + strconv.Itoa(n))
-		if !ok || back != n {
-			t.Fatalf("round trip of %d: %d, %v", n, back, ok)
-		}
-	})
 }

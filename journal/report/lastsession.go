@@ -7,6 +7,7 @@ import (
 	"zombiezen.com/go/sqlite"
 
 	"hm/journal"
+	"hm/roles"
 )
 
 // qSessionGroups lists the session ids of the running per-session counts:
@@ -24,7 +25,7 @@ func LastSession(ctx context.Context, l *journal.Ledger) (int, error) {
 	last := 0
 	err := l.Read(ctx, func(conn *sqlite.Conn) error {
 		return exec(conn, qSessionGroups, func(stmt *sqlite.Stmt) error {
-			if n, ok := SessionNumber(stmt.ColumnText(0)); ok {
+			if n, ok := roles.SessionNumber(stmt.ColumnText(0)); ok {
 				last = max(last, n)
 			}
 			return nil

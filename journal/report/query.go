@@ -12,6 +12,7 @@ import (
 
 	"hm/internal/status"
 	"hm/journal"
+	"hm/roles"
 )
 
 // The report's SQL. Every statement is bounded: a LIMIT, or an equality on
@@ -166,7 +167,7 @@ func latestSession(ids []string, skipID string, skipN int) string {
 		if id == skipID {
 			continue
 		}
-		n, ok := SessionNumber(id)
+		n, ok := roles.SessionNumber(id)
 		if !ok {
 			fallback = max(fallback, id)
 			continue

@@ -2,16 +2,12 @@ package report
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
 	"hm/roles"
 )
-
-// SessionPrefix starts every session id: session N is "app-session-N".
-const SessionPrefix = "app-session-"
 
 // Section limits: how many rows each part of a document shows at most.
 const (
@@ -75,7 +71,7 @@ func (o Options) sessionID() string {
 		return o.SessionID
 	}
 	if o.Session > 0 {
-		return SessionPrefix + strconv.Itoa(o.Session)
+		return roles.SessionID(o.Session)
 	}
 	return ""
 }
@@ -85,27 +81,8 @@ func (o Options) sessionNumber() int {
 	if o.Session > 0 {
 		return o.Session
 	}
-	n, _ := SessionNumber(o.SessionID)
+	n, _ := roles.SessionNumber(o.SessionID)
 	return n
-}
-
-// SessionNumber parses "app-session-N" and returns N; ok is false for any
-// other form.
-func SessionNumber(id string) (n int, ok bool) {
-	digits, found := strings.CutPrefix(id, SessionPrefix)
-	if !found || digits == "" {
-		return 0, false
-	}
-	for i := 0; i < len(digits); i++ {
-		if digits[i] < '0' || digits[i] > '9' {
-			return 0, false
-		}
-	}
-	v, err := strconv.Atoi(digits)
-	if err != nil || v < 0 {
-		return 0, false
-	}
-	return v, true
 }
 
 // RolesFromTeam lists a team's members (main panes first, then background

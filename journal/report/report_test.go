@@ -238,20 +238,6 @@ func TestPreviousSessionSelection(t *testing.T) {
 	if got := latestSession(nil, "", 0); got != "" {
 		t.Errorf("no sessions = %q, want empty", got)
 	}
-	for _, c := range []struct {
-		id string
-		n  int
-		ok bool
-	}{
-		{"app-session-7", 7, true}, {"app-session-007", 7, true}, {"app-session-", 0, false},
-		{"app-session-7a", 0, false}, {"session-7", 0, false}, {"app-session--1", 0, false},
-		{"app-session-99999999999999999999999", 0, false},
-	} {
-		n, ok := SessionNumber(c.id)
-		if n != c.n || ok != c.ok {
-			t.Errorf("SessionNumber(%q) = %d, %v; want %d, %v", c.id, n, ok, c.n, c.ok)
-		}
-	}
 }
 
 func TestEmptyLedger(t *testing.T) {
