@@ -147,9 +147,9 @@ func (b *Broker) roleName(name string) (string, error) {
 	case roles.RoleSystem, roles.RoleUnverified:
 		return key, nil
 	}
-	if rest, ok := strings.CutPrefix(key, "others-"); ok {
+	if rest, ok := roles.CutOthers(key); ok {
 		if m, ok := b.team.Lookup(rest); ok {
-			return "others-" + m.Role, nil
+			return roles.OthersTarget(m.Role), nil
 		}
 	}
 	t, err := b.team.Resolve(key)

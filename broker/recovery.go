@@ -39,8 +39,7 @@ func (b *Broker) routeFor(m journal.Message) (route, error) {
 		}
 		return route{name: m.TargetRole, kind: roles.TargetTelegram, telegram: chat}, nil
 	}
-	if strings.HasPrefix(m.TargetRole, "others-") {
-		skip := strings.TrimPrefix(m.TargetRole, "others-")
+	if skip, ok := roles.CutOthers(m.TargetRole); ok {
 		rt := route{name: m.TargetRole, kind: roles.TargetMember}
 		for _, mem := range b.team.Members() {
 			if mem.Role != skip && mem.Role != m.SenderRole {

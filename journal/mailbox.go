@@ -44,7 +44,7 @@ func RoleReader(role string, main bool, peers []string) Reader {
 	r.Groups = append(r.Groups, roles.RoleAll)
 	for _, p := range peers {
 		if p != role {
-			r.Groups = append(r.Groups, roles.OthersPrefix+p)
+			r.Groups = append(r.Groups, roles.OthersTarget(p))
 		}
 	}
 	return r

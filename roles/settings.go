@@ -72,7 +72,7 @@ func isReserved(role string) bool {
 // sender that is no team member.
 func isSpecial(name string) bool {
 	switch name {
-	case RoleUser, RoleSystem, RoleTelegram, RoleAll, RoleUnverified, "workers":
+	case RoleUser, RoleSystem, RoleTelegram, RoleAll, RoleUnverified, RoleWorkers:
 		return true
 	}
 	return false

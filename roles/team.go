@@ -27,8 +27,11 @@ const (
 	RoleTelegram = "telegram" // the Telegram chat as a target
 	RoleAll      = "all"      // broadcast target
 	// OthersPrefix starts the group target others-<role>: every main pane
-	// but role (and the sender).
+	// but role (and the sender). See OthersTarget and CutOthers.
 	OthersPrefix = "others-"
+	// RoleWorkers is the trigger-file group target that stands for the
+	// builder (SPEC §7: workers.txt). See ExpandWorkers.
+	RoleWorkers = "workers"
 	// RoleUnverified is the recorded sender of an unsigned trigger file.
 	RoleUnverified = "unverified"
 )
@@ -492,6 +495,27 @@ func (t *Team) RoleForHeader(header string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// OthersTarget returns the group target others-<role>.
+func OthersTarget(role string) string { return OthersPrefix + role }
+
+// CutOthers returns role from the group target others-<role>; ok is false
+// for any other target.
+func CutOthers(target string) (role string, ok bool) {
+	if role, ok = strings.CutPrefix(target, OthersPrefix); !ok {
+		return "", false
+	}
+	return role, true
+}
+
+// ExpandWorkers returns the target a trigger file's target stands for: the
+// builder for RoleWorkers, any other target itself.
+func ExpandWorkers(target string) string {
+	if target == RoleWorkers {
+		return "builder"
+	}
+	return target
 }
 
 // Others returns the main members other than role, in pane order.

@@ -205,3 +205,29 @@ func TestNotificationsSettings(t *testing.T) {
 		}
 	}
 }
+
+func TestGroupTargets(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		target, others string
+		isOthers       bool
+		expanded       string
+	}{
+		{"others-builder", "builder", true, "others-builder"},
+		{"others-", "", true, "others-"},
+		{"workers", "", false, "builder"},
+		{"all", "", false, "all"},
+		{"oracle", "", false, "oracle"},
+	} {
+		others, ok := CutOthers(c.target)
+		if others != c.others || ok != c.isOthers {
+			t.Errorf("CutOthers(%q) = %q, %v; want %q, %v", c.target, others, ok, c.others, c.isOthers)
+		}
+		if ok && OthersTarget(others) != c.target {
+			t.Errorf("OthersTarget(%q) = %q, want %q", others, OthersTarget(others), c.target)
+		}
+		if got := ExpandWorkers(c.target); got != c.expanded {
+			t.Errorf("ExpandWorkers(%q) = %q, want %q", c.target, got, c.expanded)
+		}
+	}
+}

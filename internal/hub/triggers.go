@@ -3,7 +3,6 @@ package hub
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"hm/broker"
 	"hm/broker/proto"
@@ -44,22 +43,21 @@ func (h *Hub) triggerSink(ctx context.Context, f triggers.File) error {
 		}
 		s.From, s.Mark = roles.RoleUnverified, unverifiedMark
 	}
+	others, isOthers := roles.CutOthers(f.Target)
 	switch {
 	case f.Target == roles.RoleAll:
 		s.Broadcast = true
-	case f.Target == "workers":
-		s.Target = "builder"
-	case strings.HasPrefix(f.Target, "others-"):
-		skip, err := h.Team.Resolve(strings.TrimPrefix(f.Target, "others-"))
+	case isOthers:
+		skip, err := h.Team.Resolve(others)
 		if err != nil || skip.Kind != roles.TargetMember {
 			return triggers.Reject(status.CodeInvalidTarget, "%s names no team member", f.Target)
 		}
 		for _, m := range h.Team.Others(skip.Member.Role) {
 			s.Recipients = append(s.Recipients, m.Role)
 		}
-		s.TargetName = "others-" + skip.Member.Role
+		s.TargetName = roles.OthersTarget(skip.Member.Role)
 	default:
-		s.Target = f.Target
+		s.Target = roles.ExpandWorkers(f.Target)
 	}
 	ack, err := h.Broker.Submit(ctx, s)
 	if err != nil {
@@ -110,11 +108,7 @@ func (h *Hub) checkUnsignedClaim(f triggers.File) error {
 	if !member || !m.Background || m.Role != role {
 		return nil
 	}
-	target := f.Target
-	if target == "workers" {
-		target = "builder"
-	}
-	t, err := h.Team.Resolve(target)
+	t, err := h.Team.Resolve(roles.ExpandWorkers(f.Target))
 	if err == nil && t.Kind == roles.TargetMember && t.Member.Role == m.Owner {
 		return nil
 	}
