@@ -107,7 +107,7 @@ type Delivery struct {
 	// Urgent jumps the queue, skips the quiet period and, where the
 	// profile has an Interrupt, interrupts a busy program (see Enqueue and
 	// waitReady). A content whose priority tags (after the role header)
-	// include "[URGENT]" is urgent too.
+	// include "[URGENT]" is urgent too (roles.Urgent).
 	Urgent bool
 	// Claimable lets another path take the message while its typing has
 	// not begun (see Pane.Claim): a CLI hook that puts it in the agent's

@@ -2,8 +2,9 @@ package agent
 
 import (
 	"slices"
-	"strings"
 	"time"
+
+	"hm/roles"
 )
 
 // The pane's queue of messages: first in, first out, urgent ones first.
@@ -32,7 +33,7 @@ type item struct {
 // queued before it, ahead of every other waiting message, and a waiting
 // head it overtakes gives way at once.
 func (p *Pane) Enqueue(d Delivery) {
-	d.Urgent = d.Urgent || hasUrgentTag(d.Content)
+	d.Urgent = d.Urgent || roles.Urgent(d.Content, "")
 	it := &item{d: d, enqueuedAt: time.Now()}
 	p.qmu.Lock()
 	if err := p.qfail; err != nil {
@@ -160,35 +161,4 @@ func (p *Pane) head(prevDone time.Time) *item {
 			return nil
 		}
 	}
-}
-
-// hasUrgentTag reports whether the priority tags right after the optional
-// "[AGENT MSG ...]" prefix and "(ROLE #N):" header include "[URGENT]".
-func hasUrgentTag(content string) bool {
-	s := strings.TrimLeft(content, " ")
-	if strings.HasPrefix(s, "[AGENT MSG") {
-		if i := strings.IndexByte(s, ']'); i >= 0 {
-			s = strings.TrimLeft(s[i+1:], " ")
-		}
-	}
-	if strings.HasPrefix(s, "(") {
-		if i := strings.Index(s, "):"); i > 0 && i < 64 {
-			s = s[i+2:]
-		}
-	}
-	for range 8 {
-		s = strings.TrimLeft(s, " ")
-		if !strings.HasPrefix(s, "[") {
-			return false
-		}
-		i := strings.IndexByte(s, ']')
-		if i < 0 {
-			return false
-		}
-		if strings.EqualFold(s[:i+1], "[URGENT]") {
-			return true
-		}
-		s = s[i+1:]
-	}
-	return false
 }

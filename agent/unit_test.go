@@ -432,22 +432,3 @@ func TestStageKindString(t *testing.T) {
 		}
 	}
 }
-
-func TestHasUrgentTag(t *testing.T) {
-	t.Parallel()
-	tests := map[string]bool{
-		"(ARCH #3): [URGENT] fix":                               true,
-		"(BUILDER-BG-2 #7):[ACK REQUIRED] [urgent] x":           true,
-		"[AGENT MSG - reply via hm-send] (ORACLE #1): [URGENT]": true,
-		"[URGENT] no header":                                    true,
-		"(ARCH #3): please look at [URGENT] later":              false,
-		"(ARCH #3): [FYI] done":                                 false,
-		"plain":                                                 false,
-		"(ARCH #3): [unclosed":                                  false,
-	}
-	for in, want := range tests {
-		if got := hasUrgentTag(in); got != want {
-			t.Errorf("hasUrgentTag(%q) = %v, want %v", in, got, want)
-		}
-	}
-}

@@ -20,7 +20,7 @@ import (
 // a listener took the message.
 func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 	content := prefix + m.RawBody
-	urgent := roles.HasTag(bodyOf(m.RawBody), roles.TagUrgent) || m.Priority == status.PriorityUrgent
+	urgent := roles.Urgent(m.RawBody, m.Priority)
 	handed := false
 	for _, mem := range rt.members {
 		listened := b.toListeners(mem.Role, m, content)

@@ -3,7 +3,6 @@
 package broker
 
 import (
-	"hm/internal/status"
 	"hm/journal"
 	"hm/roles"
 )
@@ -12,16 +11,7 @@ import (
 // direction and metadata, and the refs, signals and obligation its body names.
 func (b *Broker) ledgerMessage(s Submission, sender string, rt route, seq int64, header, content, body string) *journal.Message {
 	now := b.now()
-	priority := s.Priority
-	if priority == "" {
-		priority = status.PriorityNormal
-	}
-	tags := roles.Tags(body)
-	for _, t := range tags {
-		if t == roles.TagUrgent && priority == status.PriorityNormal {
-			priority = status.PriorityUrgent
-		}
-	}
+	priority := roles.Priority(s.Priority, body)
 	channel := s.Channel
 	if channel == "" {
 		channel = ChannelWS

@@ -226,6 +226,31 @@ func Tags(body string) []string {
 	}
 }
 
+// Priority returns the priority a message with body (after the header) is
+// recorded with: declared, normal when empty, and urgent when normal and
+// the body's priority tags include [URGENT].
+func Priority(declared, body string) string {
+	if declared == "" {
+		declared = status.PriorityNormal
+	}
+	if declared == status.PriorityNormal && HasTag(body, TagUrgent) {
+		return status.PriorityUrgent
+	}
+	return declared
+}
+
+// Urgent reports whether a message jumps a pane's queue: its priority is
+// urgent, or the priority tags right after its header include [URGENT].
+// content may start with the "[AGENT MSG ...]" prefix and the "(ROLE #N):"
+// header (see ParseHeader).
+func Urgent(content, priority string) bool {
+	if priority == status.PriorityUrgent {
+		return true
+	}
+	_, body, _ := ParseHeader(content)
+	return HasTag(body, TagUrgent)
+}
+
 // HasTag reports whether body carries tag among its leading priority tags.
 func HasTag(body, tag string) bool {
 	for _, t := range Tags(body) {

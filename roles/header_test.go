@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"hm/internal/status"
 )
 
 func TestParseHeader(t *testing.T) {
@@ -200,5 +202,43 @@ func TestViewContent(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestUrgent(t *testing.T) {
+	t.Parallel()
+	tests := map[string]bool{
+		"(ARCH #3): [URGENT] fix":                               true,
+		"(BUILDER-BG-2 #7):[ACK REQUIRED] [urgent] x":           true,
+		"[AGENT MSG - reply via hm-send] (ORACLE #1): [URGENT]": true,
+		"[URGENT] no header":                                    true,
+		"(ARCH #3): please look at [URGENT] later":              false,
+		"(ARCH #3): [FYI] done":                                 false,
+		"plain":                                                 false,
+		"(ARCH #3): [unclosed":                                  false,
+	}
+	for in, want := range tests {
+		if got := Urgent(in, ""); got != want {
+			t.Errorf("Urgent(%q, \"\") = %v, want %v", in, got, want)
+		}
+		if !Urgent(in, status.PriorityUrgent) {
+			t.Errorf("Urgent(%q, urgent) = false", in)
+		}
+	}
+}
+
+func TestPriority(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ declared, body, want string }{
+		{"", "hello", status.PriorityNormal},
+		{"", "[URGENT] now", status.PriorityUrgent},
+		{status.PriorityNormal, "[FYI] [urgent] now", status.PriorityUrgent},
+		{status.PriorityHigh, "[URGENT] now", status.PriorityHigh},
+		{status.PriorityLow, "hello", status.PriorityLow},
+		{"", "see [URGENT]", status.PriorityNormal},
+	} {
+		if got := Priority(c.declared, c.body); got != c.want {
+			t.Errorf("Priority(%q, %q) = %q, want %q", c.declared, c.body, got, c.want)
+		}
 	}
 }

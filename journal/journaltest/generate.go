@@ -197,7 +197,7 @@ func MessagesConfig(c Config) []*journal.Message {
 			Direction:    journal.DirectionOutbound,
 			Seq:          seq,
 			Header:       sender.header,
-			Priority:     "normal",
+			Priority:     status.PriorityNormal,
 			SentAtMs:     ts - r.Int64N(50),
 			BrokeredAtMs: ts,
 			RawBody:      b.String(),
@@ -212,9 +212,8 @@ func MessagesConfig(c Config) []*journal.Message {
 		case r.Float64() < 0.15:
 			m.Channel = "trigger"
 		}
-		if slices.Contains(tags, "URGENT") {
-			m.Priority = "urgent"
-		}
+		_, body, _ := roles.ParseHeader(m.RawBody)
+		m.Priority = roles.Priority(m.Priority, body)
 		if len(tags) > 0 {
 			m.MetadataJSON = fmt.Sprintf(`{"tags":["%s"]}`, strings.Join(tags, `","`))
 		}
