@@ -187,19 +187,37 @@ type Pane struct {
 	done       chan struct{} // closed after stopped, once callbacks have drained
 	releaseCtx func() bool
 
+	// Lock order: a goroutine that holds one of the Pane's locks takes only
+	// locks listed after it, never one listed before:
+	//
+	//	inputMu  the input: a message's text and its Enter, a viewer's keys
+	//	writeMu  one write into the PTY (writeRaw, pressEnter)
+	//	vtMu     vt, the virtual terminal
+	//	mu       the run and the fields listed under it
+	//	qmu      the queue and the fields listed under it
+	//	logMu    the pane log
+	//
+	// In practice: inputMu, then writeMu or vtMu (never both), then mu; qmu
+	// and logMu are taken with none of the others held. Two locks of the
+	// pane's helpers come last: the entered log's (taken under writeMu, by the
+	// first Enter's record) and the callback dispatcher's (report, under
+	// inputMu); nothing is taken under either. A function named …Locked, or
+	// whose comment says the caller holds a lock, runs with that lock held.
+	//
 	// inputMu serialises the writers of input: a message's text and its
 	// Enter, a viewer's keys, WriteContext. writeMu serialises single
 	// writes into the PTY (writeRaw, pressEnter), the terminal's answers
 	// to queries included, which take writeMu alone: they may go in
-	// between a message's text and its Enter, never inside either. Lock
-	// order: inputMu, then writeMu.
+	// between a message's text and its Enter, never inside either.
 	inputMu sync.Mutex
 	writeMu sync.Mutex
 
-	// vtMu guards vt, the pane's virtual terminal. Lock order: vtMu, then mu.
+	// vtMu guards vt, the pane's virtual terminal.
 	vtMu sync.Mutex
 	vt   *vterm.Terminal
 
+	// mu guards the fields below, down to typists (hookHeld, atomic, is
+	// also read without it).
 	mu          sync.Mutex
 	proc        *proc
 	procChanged chan struct{} // closed and replaced whenever proc changes
@@ -224,6 +242,7 @@ type Pane struct {
 	subsClosed  bool
 	typists     int // attached viewers that may type (their terminal answers queries)
 
+	// qmu guards queue, qseq, qjump, qfail and interrupting.
 	qmu   sync.Mutex
 	queue []*item
 	qseq  uint64 // the last item's seq
@@ -236,6 +255,8 @@ type Pane struct {
 	// its hooks, whose output the program drops (Claim).
 	interrupting *item
 
+	// logMu guards the pane log, logFile and logSize; entered, the
+	// entered log, has a lock of its own.
 	logMu   sync.Mutex
 	logFile *os.File
 	entered *enteredLog

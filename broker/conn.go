@@ -33,7 +33,26 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	limit  *bucket
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the writer and the acker (serve), the replays register starts
+
+	// Lock order: a goroutine that holds one of these locks takes only
+	// locks listed after it, never one listed before:
+	//
+	//	replayMu    one replay of the backlog at a time (replayPending, pruneDelivered)
+	//	Broker.mu   the broker's sets of connections and listeners
+	//	mu          the fields listed under it
+	//	inflightMu  inflight and inflightClosed
+	//	claimMu     claims
+	//	cork.mu     the socket's kept writes (corkConn)
+	//
+	// In practice replayMu is the only lock held while another is taken:
+	// under it a replay takes Broker.mu (goBackground) and mu, reads the
+	// ledger and waits for room in out. Broker.mu and mu are never held
+	// together: who needs both copies what it needs under one, then takes
+	// the other. inflightMu is held while a send waits for room in inflight,
+	// which the acker always drains; claimMu and cork.mu are held alone.
+	// acksPending and wg are WaitGroups, closeOnce runs close once.
+	//
 	// inflight carries sends whose commits are queued, in order, to the
 	// acker goroutine, which waits for each, routes it and writes its ACK.
 	// It is closed (under inflightMu, with inflightClosed set) only when the
@@ -47,6 +66,7 @@ type conn struct {
 	queued  atomic.Int64
 	drained chan struct{}
 
+	// mu guards the fields below, down to replaying.
 	mu         sync.Mutex
 	registered bool
 	identity   Identity
@@ -67,7 +87,10 @@ type conn struct {
 	replaying bool
 	// handover is the listener's ack policy "handover": what it was handed
 	// counts as done. Otherwise (the default, "message-ack") delivery is
-	// at-least-once until its message-ack.
+	// at-least-once until its message-ack. Unlike the fields around it, it
+	// is written under Broker.mu, once, at the register that makes c a
+	// listener and before the replay that reads it starts; a later register
+	// may not change it (reregister).
 	handover bool
 	// replayMu serializes replays of the backlog to this listener (at
 	// register, and when another listener of the role dies).

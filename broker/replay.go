@@ -125,7 +125,7 @@ func (b *Broker) owed(c *conn, role string) ([]journal.Message, error) {
 }
 
 // replayPass delivers the rows c is owed and has not been given; it returns
-// how many it delivered.
+// how many it delivered. The caller holds c.replayMu.
 func (b *Broker) replayPass(c *conn, role string) int {
 	pending, err := b.owed(c, role)
 	if err != nil {
