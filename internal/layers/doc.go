@@ -1,5 +1,8 @@
-// Package layers holds no code: its test states which hm packages may
-// depend on which, and checks it with go list -deps (layers_test.go).
+// Package layers holds no code, only tests that hold the documents to the
+// code: which hm packages may depend on which, checked with go list -deps
+// (layers_test.go), and that every Go name docs/architecture.md,
+// docs/glossary.md and docs/design.md mention is declared, in the file
+// they say (walkthrough_test.go).
 //
 // From the ground up: the vocabulary packages (internal/status, msgid,
 // atomicfile, periodic, layout, poll, promptlog, testutil) depend on no
