@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"hm/roles"
 
 	"zombiezen.com/go/sqlite"
 
@@ -75,13 +76,13 @@ func obligationSessions(conn *sqlite.Conn, o Options) (s1, s2 string, err error)
 // other session (latestSession). A handoff of session 7 built after
 // session 8 began still pairs 7 with 6.
 func sessionBefore(ids []string, current string) string {
-	n, ok := SessionNumber(current)
+	n, ok := roles.SessionNumber(current)
 	if !ok {
 		return latestSession(ids, current, 0)
 	}
 	best, bestN := "", 0
 	for _, id := range ids {
-		if m, ok := SessionNumber(id); ok && m < n && (m > bestN || (m == bestN && id > best)) {
+		if m, ok := roles.SessionNumber(id); ok && m < n && (m > bestN || (m == bestN && id > best)) {
 			best, bestN = id, m
 		}
 	}
