@@ -227,8 +227,7 @@ type Pane struct {
 	typedAt     time.Time // hm's own typing (a message, an Enter) last reached the terminal
 	person      personState
 	waiting     string      // Status.Waiting
-	hook        hookReport  // the ready or waiting state a CLI hook reported last
-	turn        hookTurn    // the turn a CLI hook said runs
+	hook        hookReport  // the state a CLI hook reported last
 	hookHeld    atomic.Bool // hook holds a report (read without mu by handleOutput)
 	readyRun    *proc       // the run Status last saw ready (it is past starting)
 	startedAt   time.Time
@@ -465,7 +464,7 @@ func (p *Pane) Status() Status {
 			st.State = StateStarting
 		}
 	default:
-		st.State, st.PID = p.judgeLocked(pr, readiness, marker, time.Now()).state, pr.pid
+		st.State, st.PID = p.livenessLocked(pr, readiness, time.Now()), pr.pid
 	}
 	if p.stopping && p.proc == nil {
 		st.State = StateExited
