@@ -50,7 +50,7 @@ test-realcli: deps build
 test-loaded:
 	./scripts/test-loaded.sh
 
-bench: build
+bench: deps build
 	$(GO) run ./scripts/bench
 
 # The linters are pinned here and run with go run, so that they need no

@@ -83,7 +83,7 @@ func writeFile(t testing.TB, path, data string) {
 
 // startHub runs `hm up --port 0` in root and waits until it serves; it is
 // stopped (SIGTERM, then SIGKILL of its process group) at cleanup.
-func startHub(t *testing.T, root string) *hub {
+func startHub(t testing.TB, root string) *hub {
 	t.Helper()
 	lay := layout.Layout{Root: root}
 	cmd := exec.Command(hmBin(t, "hm"), "up", "--port", "0")

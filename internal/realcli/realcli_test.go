@@ -116,7 +116,7 @@ type sentMsg struct {
 
 // startPane wires root for the mode, starts the hub with the CLI in
 // builder's pane and waits for the pane to be ready.
-func startPane(t *testing.T, srv *model.Server, c agentCLI, hooks bool) *paneRun {
+func startPane(t testing.TB, srv *model.Server, c agentCLI, hooks bool) *paneRun {
 	mode := map[bool]string{false: "typing", true: "hooks"}[hooks]
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -172,7 +172,7 @@ func (r *paneRun) evidence() string {
 }
 
 // send sends content to builder as architect.
-func (r *paneRun) send(t *testing.T, content string) sentMsg {
+func (r *paneRun) send(t testing.TB, content string) sentMsg {
 	t.Helper()
 	r.mu.Lock()
 	r.n++

@@ -211,7 +211,7 @@ func benches(quick bool) []bench {
 			{issue: "#17", what: "the same: the renderer process's resident set, peak", unit: "renderer-rss-MB", goal: "reported"},
 			{issue: "floor", what: "the same browser's renderer on about:blank, resident set", unit: "blank-rss-MB"},
 		}},
-	}, append(speedBenches(quick), hardCaseBenches(quick)...)...)
+	}, append(append(speedBenches(quick), hardCaseBenches(quick)...), realCLIBenches()...)...)
 }
 
 // speedBenches are issue #18's rows: hm with listeners that acknowledge
@@ -304,6 +304,33 @@ func hardCaseBenches(quick bool) []bench {
 			{issue: "#15", what: "fake program " + c + ": hub's added latency, readiness observed → first byte typed, p50", unit: "ready-p50-ms", goal: "< 20 ms", ok: lt(20)},
 			{issue: "#15", what: "fake program " + c + ": hub's added latency, readiness observed → first byte typed, p99", unit: "ready-p99-ms", goal: "< 20 ms", ok: lt(20)},
 		}})
+	}
+	return out
+}
+
+// realCLIBenches are issue #32's rows: each real CLI (Claude Code, Codex
+// CLI, Gemini CLI, pinned in scripts/agent-clis.txt) in an hm pane against
+// internal/realcli's scripted model, typing only and hook-wired. Each run
+// sends 20 messages one at a time to the idle agent (the model answering
+// at once), then 8 back to back with the model taking 2 s a turn. The
+// floor, from the same run, is the CLI's own time from its prompt-submit
+// hook (UserPromptSubmit, BeforeAgent) to its request to the model.
+func realCLIBenches() []bench {
+	var out []bench
+	for _, cli := range []string{"claude", "codex", "gemini"} {
+		for _, mode := range []string{"typing", "hooks"} {
+			path := map[string]string{"typing": "typed path (no hooks)", "hooks": "hook path (hm init, hooks wired)"}[mode]
+			floor := cli + "-" + mode + "-floor"
+			out = append(out, bench{pkg: "./internal/realcli", name: "BenchmarkRealCLI/" + cli + "/" + mode, benchtime: "1x", count: 1, metrics: []metric{
+				{issue: "floor", what: cli + ", " + path + ": the CLI's prompt-submit hook → its request to the model, p50", unit: "floor-p50-ms", floor: floor},
+				{issue: "floor", what: cli + ", " + path + ": the CLI's prompt-submit hook → its request to the model, p99", unit: "floor-p99-ms"},
+				{issue: "#32", what: cli + ", " + path + ", idle agent, model answers at once: send → the model's request, p50 (20 messages)", unit: "p50-ms",
+					goal: "< 1 s", ok: lt(1000), vs: floor, vsLabel: "the floor p50"},
+				{issue: "#32", what: cli + ", " + path + ": send → the model's request, p99", unit: "p99-ms", goal: "< 3 s", ok: lt(3000)},
+				{issue: "#32", what: cli + ", " + path + ", model takes 2 s a turn: messages per minute (8 sent back to back)", unit: "msgs/min", goal: "reported"},
+				{issue: "#32", what: cli + ", " + path + ", those 8: not reaching the model exactly once, alone", unit: "lost", goal: "0", ok: lt(0.5)},
+			}})
+		}
 	}
 	return out
 }
