@@ -247,12 +247,13 @@ func (s *paneSet) stop(ctx context.Context) {
 }
 
 // paneEnv is the environment of a hosted program (SPEC §6): the hub's own
-// minus secrets (roles.Team.IsSecretEnv) and the variables it sets itself.
+// minus secrets (roles.Team.IsSecretEnv), minus the markers of a batch run
+// (isBatchMarker) and the variables it sets itself.
 func paneEnv(lay layout.Layout, team *roles.Team, m roles.Member, port int, token string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if team.IsSecretEnv(k) {
+		if team.IsSecretEnv(k) || isBatchMarker(k) {
 			continue
 		}
 		switch k {
@@ -274,6 +275,18 @@ func paneEnv(lay layout.Layout, team *roles.Team, m roles.Member, port int, toke
 		}
 	}
 	return env
+}
+
+// isBatchMarker reports whether k tells a program it runs unattended (CI=true
+// and the like). A pane is a terminal a person watches: under these Gemini
+// CLI runs headless and exits when stdin holds no prompt, and Ink-drawn CLIs
+// stop redrawing. A command that sets one itself still gets it.
+func isBatchMarker(k string) bool {
+	switch k {
+	case "CI", "CONTINUOUS_INTEGRATION", "GITHUB_ACTIONS", "BUILD_NUMBER", "RUN_ID":
+		return true
+	}
+	return strings.HasPrefix(k, "CI_")
 }
 
 // commandProblem explains why a configured command will not run, or "".
