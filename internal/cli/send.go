@@ -298,7 +298,7 @@ func (s sender) fallback(reason string) int {
 		// hub to number it (the hub owns sequence numbers).
 		content = roles.Header{Role: team.HeaderFor(s.cfg.role), Seq: 0}.String() + content
 	}
-	if err := os.MkdirAll(s.cfg.layout.Triggers(), 0o700); err != nil {
+	if err := s.cfg.layout.EnsureTriggers(); err != nil {
 		fmt.Fprintln(s.env.Stderr, "hm-send: fallback:", err)
 		return ExitFailed
 	}

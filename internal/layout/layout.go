@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"hm/internal/atomicfile"
@@ -91,18 +93,92 @@ func (l Layout) EnvFile() string { return filepath.Join(l.Root, ".env") }
 
 // Ensure creates the directory tree with mode 0700 (and tightens modes of
 // directories that already exist), and a .squidrun/.gitignore that keeps
-// the runtime secrets out of git when there is none (WriteGitIgnore).
+// the runtime secrets out of git when there is none (WriteGitIgnore). A
+// cloned repository may ship any of these as a symbolic link, or files in
+// runtime/ as links out of the root: that is refused (checkInside), so hm
+// never writes, appends or chmods outside the root.
 func (l Layout) Ensure() error {
-	for _, d := range []string{l.State(), l.Triggers(), filepath.Join(l.Triggers(), "rejected"), l.Runtime(), l.PaneLogs(), l.Handoffs(), filepath.Join(l.State(), "coord"), l.FullMessages()} {
+	return l.ensure(l.State(), l.Triggers(), filepath.Join(l.Triggers(), "rejected"), l.Runtime(), l.PaneLogs(), l.Handoffs(), filepath.Join(l.State(), "coord"), l.FullMessages())
+}
+
+// EnsureTriggers creates .squidrun/ (with its .gitignore) and triggers/
+// under the same rules as Ensure: what hm-send's fallback needs when no
+// hub has run on the root yet.
+func (l Layout) EnsureTriggers() error {
+	return l.ensure(l.State(), l.Triggers())
+}
+
+func (l Layout) ensure(dirs ...string) error {
+	for _, d := range dirs {
+		if err := checkInside(l.Root, d); err != nil {
+			return err
+		}
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
+		}
+		if err := checkInside(l.Root, d); err != nil { // made meanwhile
+			return err
 		}
 		if err := os.Chmod(d, 0o700); err != nil {
 			return fmt.Errorf("chmod %s: %w", d, err)
 		}
 	}
+	for _, d := range []string{l.Runtime(), l.PaneLogs()} {
+		if err := noLinksIn(d); err != nil {
+			return err
+		}
+	}
 	_, err := l.WriteGitIgnore()
 	return err
+}
+
+// ErrOutsideRoot is the error of a state path that is a symbolic link or
+// not a directory.
+var ErrOutsideRoot = errors.New("hm keeps its state inside the root and follows no links there")
+
+// checkInside fails when any existing component of dir below root is a
+// symbolic link or not a directory.
+func checkInside(root, dir string) error {
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s: not under the root %s: %w", dir, root, ErrOutsideRoot)
+	}
+	p := root
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, part)
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("check %s: %w", p, err)
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s is a symbolic link: %w; replace it with a directory", p, ErrOutsideRoot)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory: %w", p, ErrOutsideRoot)
+		}
+	}
+	return nil
+}
+
+// noLinksIn fails when dir holds a symbolic link: the files hm opens there
+// (the ledger and its -wal, the token, the lock, logs) must be its own.
+func noLinksIn(dir string) error {
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check %s: %w", dir, err)
+	}
+	for _, de := range des {
+		if de.Type()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s is a symbolic link: %w; remove it", filepath.Join(dir, de.Name()), ErrOutsideRoot)
+		}
+	}
+	return nil
 }
 
 // HubInfo is runtime/hub.json.
