@@ -5,6 +5,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,6 +78,10 @@ type Options struct {
 	// takes the default. MaxAttach caps /attach/ and /ui/attach/ together
 	// (default 64); the others are broker.Config's.
 	MaxAttach, MaxConns, MaxUnregistered, MaxOperatorConns int
+	// IdleTimeout closes an HTTP connection idle between requests (0: the
+	// default, defaultIdleTimeout). Hijacked WebSocket connections have
+	// their own rules.
+	IdleTimeout time.Duration
 	// WaitingSettle is how long a pane must not wait for a person for its
 	// waiting spell to end (notify.Waiting.Settle; 0: the default).
 	WaitingSettle time.Duration
@@ -88,6 +93,12 @@ type Options struct {
 	// tests that run hubs do not.
 	DetectDesktop bool
 }
+
+// defaultIdleTimeout bounds a keep-alive HTTP connection waiting for its
+// next request: without it, a local peer that made one request (answered
+// 401 or not) could hold a descriptor of the hub's forever, and enough of
+// them starve the agents' connections.
+const defaultIdleTimeout = 2 * time.Minute
 
 // Hub is a running hub.
 type Hub struct {
@@ -236,6 +247,7 @@ func (h *Hub) serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           loopbackOnly(mux),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       cmp.Or(h.opts.IdleTimeout, defaultIdleTimeout),
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
 	}

@@ -1,13 +1,19 @@
 package hub_test
 
 import (
+	"errors"
+	"io"
+	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"hm/internal/client"
 	"hm/internal/hub"
 	"hm/internal/hub/hubtest"
+	"hm/internal/poll"
 )
 
 // TestRootSendsBrowserToCockpit: a browser opening the hub's address gets
@@ -63,4 +69,40 @@ func TestRootSendsBrowserToCockpit(t *testing.T) {
 		t.Fatalf("WebSocket client at /: %v", err)
 	}
 	cl.Close()
+}
+
+// TestIdleHTTPConnectionsEnd: a connection that made one plain HTTP request
+// and then sends nothing is closed by the hub (Options.IdleTimeout, 2 min by
+// default). Before, with no idle timeout, any local peer could keep one of
+// the hub's descriptors per connection forever.
+func TestIdleHTTPConnectionsEnd(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, hubConfig{opts: func(o *hub.Options) {
+		noPanes(o)
+		o.IdleTimeout = 300 * time.Millisecond
+	}})
+	addr := strings.TrimSuffix(strings.TrimPrefix(th.h.URL(), "ws://"), "/")
+	for _, req := range []string{
+		"GET /status HTTP/1.1\r\nHost: " + addr + "\r\n\r\n", // refused: no token
+		"GET / HTTP/1.1\r\nHost: " + addr + "\r\n\r\n",       // redirected to /ui/
+		"GET /ui/ HTTP/1.1\r\nHost: " + addr + "\r\n\r\n",    // the cockpit's login
+	} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte(req)); err != nil {
+			t.Fatal(err)
+		}
+		// Read the answer, then nothing more comes: the hub must hang up.
+		if err := c.SetReadDeadline(time.Now().Add(poll.Floor)); err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.Copy(io.Discard, c)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("%q: the idle connection was still open after %v", strings.Fields(req)[1], poll.Floor)
+		}
+	}
 }
