@@ -81,10 +81,15 @@ type conn struct {
 	pruneAt    int
 	pruning    bool
 	subscribed bool
-	// replaying is set while the ledger backlog is being replayed: a live
-	// delivery that finds the queue full then leaves its message pending
-	// for the replay loop instead of dropping the client.
+	// replaying is set from the register that makes c a listener, and
+	// while any replay of its backlog runs: a live delivery meanwhile is
+	// held (in delivery order) and queued after the replay, so it never
+	// overtakes an older row the replay has not handed over yet (replay.go).
+	// A held message past maxQueuedBytes stays pending in the ledger for
+	// the replay instead.
 	replaying bool
+	held      []outFrame
+	heldBytes int64
 	// handover is the listener's ack policy "handover": what it was handed
 	// counts as done. Otherwise (the default, "message-ack") delivery is
 	// at-least-once until its message-ack. Unlike the fields around it, it

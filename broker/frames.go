@@ -162,6 +162,9 @@ func (c *conn) register(f proto.Frame) bool {
 	b.touch(role)
 	c.sendJSON(proto.Registered{Type: proto.TypeRegistered, Role: role, PaneID: paneID, ClientID: c.id})
 	if f.Listen && !listening {
+		c.mu.Lock()
+		c.replaying = true // before any live delivery can find c (replay.go)
+		c.mu.Unlock()
 		b.mu.Lock()
 		c.handover = f.Ack == ackHandover
 		if b.listeners[role] == nil {

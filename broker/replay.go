@@ -12,27 +12,24 @@ import (
 	"hm/journal"
 )
 
-// enqueueLive queues a live delivery. While the backlog is replaying, a
-// full queue leaves the message pending for the replay loop; otherwise a
-// full queue is a slow consumer and the client is dropped.
+// enqueueLive queues a live delivery. While the backlog is replaying, the
+// frame is held and queued once the replay is done (flushHeld): every row
+// the replay hands over is older than any live one. A held frame that does
+// not fit leaves its message pending for the replay loop; otherwise a full
+// queue is a slow consumer and the client is dropped.
 func (c *conn) enqueueLive(f outFrame) bool {
 	c.mu.Lock()
-	replaying := c.replaying
-	c.mu.Unlock()
-	if !replaying {
-		return c.enqueue(f)
-	}
-	if !c.hasRoom(len(f.data)) {
-		return false
-	}
-	c.queued.Add(int64(len(f.data)))
-	select {
-	case c.out <- f:
+	if c.replaying {
+		defer c.mu.Unlock()
+		if c.heldBytes+int64(len(f.data)) > maxQueuedBytes {
+			return false
+		}
+		c.held = append(c.held, f)
+		c.heldBytes += int64(len(f.data))
 		return true
-	default:
-		c.queued.Add(-int64(len(f.data)))
-		return false
 	}
+	c.mu.Unlock()
+	return c.enqueue(f)
 }
 
 func (c *conn) deliverWith(m journal.Message, content string, enqueue func(outFrame) bool) bool {
@@ -82,8 +79,8 @@ func (c *conn) deliverWith(m journal.Message, content string, enqueue func(outFr
 }
 
 // replayPending delivers messages that waited in the ledger for role, with
-// backpressure, until none are left (live messages arriving meanwhile stay
-// pending and are picked up by the next pass).
+// backpressure, until none are left; live messages arriving meanwhile are
+// held (enqueueLive) and queued after the backlog, in the order they came.
 func (b *Broker) replayPending(c *conn, role string) {
 	c.replayMu.Lock()
 	defer c.replayMu.Unlock()
@@ -92,10 +89,32 @@ func (b *Broker) replayPending(c *conn, role string) {
 	c.mu.Unlock()
 	for b.replayPass(c, role) > 0 {
 	}
-	c.mu.Lock()
-	c.replaying = false
-	c.mu.Unlock()
-	b.replayPass(c, role) // anything skipped while the flag was being cleared
+	c.flushHeld()
+}
+
+// flushHeld queues the frames held during a replay, then ends the replay:
+// frames held while it queues are queued too, so none is overtaken.
+func (c *conn) flushHeld() {
+	for {
+		c.mu.Lock()
+		held := c.held
+		if len(held) == 0 {
+			c.replaying = false
+			c.heldBytes = 0
+			c.mu.Unlock()
+			return
+		}
+		c.held, c.heldBytes = nil, 0
+		c.mu.Unlock()
+		for _, f := range held {
+			if !c.enqueueWait(f) {
+				c.mu.Lock()
+				c.held, c.heldBytes, c.replaying = nil, 0, false
+				c.mu.Unlock()
+				return // the connection is gone: what it was owed stays owed
+			}
+		}
+	}
 }
 
 // owed returns what a listener of role is owed, in row order: the pending

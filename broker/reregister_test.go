@@ -1,10 +1,12 @@
 package broker_test
 
 import (
+	"context"
 	"testing"
 
 	"hm/broker/proto"
 	"hm/internal/client"
+	"hm/internal/poll"
 	"hm/internal/status"
 )
 
@@ -77,11 +79,11 @@ func TestReregisterKeepsOneRole(t *testing.T) {
 			if ack := send(t, c, proto.Frame{Type: proto.TypeBroadcast, Content: "to all", MessageID: "bc-from-c"}); !ack.OK {
 				t.Fatalf("broadcast ack = %+v", ack)
 			}
-			msgs := messagesBefore(t, c)
 			want := ""
 			if tc.listens {
 				want = "to-builder"
 			}
+			msgs := messagesUntil(t, c, want)
 			if msgs != want {
 				t.Fatalf("connection received messages %q, want %q", msgs, want)
 			}
@@ -95,6 +97,44 @@ func reg(role, token string, listen bool) proto.Frame {
 
 // messagesBefore returns the ids of the message frames c receives before
 // the answer to a probe, joined with commas.
+// messagesUntil returns the ids of the messages c receives, in order, until
+// want (when not "") has come and then a probe is answered: a listener
+// registered just before may get its live messages after its backlog
+// replay, later than the sender's ACK.
+func messagesUntil(t *testing.T, c *client.Client, want string) string {
+	t.Helper()
+	ids := ""
+	add := func(id string) {
+		if ids != "" {
+			ids += ","
+		}
+		ids += id
+	}
+	if want != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), poll.Floor)
+		defer cancel()
+		for {
+			typ, raw, err := c.Next(ctx)
+			if err != nil {
+				t.Fatalf("waiting for %s: %v (got %q)", want, err, ids)
+			}
+			if typ != proto.TypeMessage {
+				continue
+			}
+			id := decode[proto.Message](t, raw).MessageID
+			add(id)
+			if id == want {
+				break
+			}
+		}
+	}
+	rest := messagesBefore(t, c)
+	if rest != "" {
+		add(rest)
+	}
+	return ids
+}
+
 func messagesBefore(t *testing.T, c *client.Client) string {
 	t.Helper()
 	ids := ""
