@@ -237,6 +237,10 @@ func (p *Pane) deliver(it *item) (done bool) {
 			return done
 		}
 	}
+	if p.enterHeld(pr) {
+		unlock()
+		return false // the earlier message went alone: wait for ready again
+	}
 	screen := p.Screen()
 	before := viewInput(screen, p.profile, trailer)
 	head := textHead(c.Text, screen)
@@ -330,6 +334,7 @@ func (p *Pane) deliver(it *item) (done bool) {
 			// program take it (the proof, if it comes, only raises the
 			// stage).
 			it.submitted(false)
+			p.noteEntered(pr, it.d.MessageID, trailer)
 		}
 		unlock()
 		var ok, ended bool
@@ -365,6 +370,7 @@ func (p *Pane) deliver(it *item) (done bool) {
 		return true
 	}
 	left := p.eraseStuck(pr, before, trailer, utf8.RuneCount(text))
+	p.lastEntered = enteredText{} // reported stuck: never entered again
 	unlock()
 	err = fmt.Errorf("%w: the text stayed at the input after %d presses of Enter; %s", ErrStuck, enterAttempts, left)
 	p.log.Warn("message stuck", "id", it.d.MessageID, "err", err)

@@ -211,6 +211,9 @@ type Pane struct {
 	// between a message's text and its Enter, never inside either.
 	inputMu sync.Mutex
 	writeMu sync.Mutex
+	// entered is the last message whose Enter hm pressed, and the program
+	// run it went to; guarded by inputMu (held.go).
+	lastEntered enteredText
 
 	// vtMu guards vt, the pane's virtual terminal.
 	vtMu sync.Mutex

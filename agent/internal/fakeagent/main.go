@@ -20,6 +20,11 @@
 //   - FAKEAGENT_NEWLINE_ENTERS=N: the first N Enters (CR outside a paste)
 //     are newlines in the input whatever their timing, as a program that
 //     is not taking prompts yet;
+//   - FAKEAGENT_MOUNT_MS=N: a program still mounting its UI for N ms after
+//     its banner, as Ink-drawn CLIs do on a loaded machine: an Enter (outside
+//     a paste) then submits nothing; the screen is cleared and shows a
+//     spinner row ("⠋ loading") until the N ms are over, then the banner,
+//     the prompt and the input, kept whole, are drawn again;
 //   - an Esc read on its own interrupts a busy spell (FAKEAGENT_SILENT_MS,
 //     FAKEAGENT_SPINNER_MS, below), logged as {"interrupted":true,...};
 //     with FAKEAGENT_RESTORE_ON_ESC=1 the interrupted prompt is put back
@@ -172,6 +177,7 @@ type agent struct {
 	killLine     bool // FAKEAGENT_KILL_LINE
 	newlineEnter int  // FAKEAGENT_NEWLINE_ENTERS still to come
 	restoreOnEsc bool // FAKEAGENT_RESTORE_ON_ESC
+	mountUntil   time.Time // FAKEAGENT_MOUNT_MS after the banner, else zero
 
 	prompts   int
 	buf       []byte
@@ -255,6 +261,9 @@ func run() error {
 		}
 		a.printf("> ")
 	}
+	if ms := envInt("FAKEAGENT_MOUNT_MS", 0); ms > 0 {
+		a.mountUntil = time.Now().Add(time.Duration(ms) * time.Millisecond)
+	}
 	if a.take(early) {
 		return nil
 	}
@@ -329,6 +338,11 @@ func (a *agent) feed(chunk []byte, now time.Time) bool {
 			a.buf = append(a.buf, '\n')
 		case a.inPaste:
 			a.buf = append(a.buf, c)
+		case c == '\r' && now.Before(a.mountUntil):
+			a.flushEcho(echo)
+			echo = echo[:0]
+			a.mount()
+			continue
 		case c == '\r':
 			if a.newlineEnter > 0 || now.Sub(a.lastInput) < a.threshold {
 				a.newlineEnter = max(0, a.newlineEnter-1)
@@ -376,6 +390,17 @@ func (a *agent) feed(chunk []byte, now time.Time) bool {
 	}
 	a.flushEcho(echo)
 	return false
+}
+
+// mount is an Enter taken while the UI still mounts: nothing is submitted;
+// the screen is cleared, a spinner row shows until the mount is over, and
+// then the banner, the prompt and the kept input are drawn again.
+func (a *agent) mount() {
+	a.printf("\x1b[2J\x1b[H⠋ loading\r\n")
+	time.Sleep(time.Until(a.mountUntil))
+	a.mountUntil = time.Time{}
+	a.printf("\x1b[2J\x1b[Hfakeagent ready (pid %d)\r\n> ", os.Getpid())
+	a.out.Write(bytes.ReplaceAll(a.buf, []byte("\n"), []byte("\r\n")))
 }
 
 // cut shortens the input to its first n bytes and returns echo with what

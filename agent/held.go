@@ -1,0 +1,57 @@
+package agent
+
+import "context"
+
+// A message hm judged submitted may still stand at the program's input: a
+// program that was still mounting its UI took the Enter as nothing, cleared
+// its screen (which looked like the text leaving, or like a busy program)
+// and then drew the text back into its input. Typing the next message after
+// it would submit both as one prompt. So before any message is typed, the
+// last one entered is looked for at the input; found there, it is entered
+// again, alone, and the next message waits for the program to be ready.
+
+// enteredText is the last message whose Enter hm pressed into one run.
+type enteredText struct {
+	pr      *proc
+	id      string
+	trailer string
+	presses int // Enters pressed again because it stood at the input
+}
+
+// heldPresses bounds the Enters pressed again for one message found still
+// at the input; after them it is left there (and logged), since what the
+// program does with it is no longer hm's to judge.
+const heldPresses = 3
+
+// noteEntered records that the Enter for the message with trailer went to
+// pr. The caller holds inputMu.
+func (p *Pane) noteEntered(pr *proc, id, trailer string) {
+	p.lastEntered = enteredText{pr: pr, id: id, trailer: trailer}
+}
+
+// enterHeld presses Enter again for the last message entered into pr when
+// its text still stands at the input (its trailer on the cursor's row). It
+// reports whether it did, in which case the caller does not type now and
+// waits for the program to be ready again. The caller holds inputMu.
+func (p *Pane) enterHeld(pr *proc) bool {
+	last := &p.lastEntered
+	if last.pr != pr || last.trailer == "" || last.presses >= heldPresses {
+		return false
+	}
+	at := viewInput(p.Screen(), p.profile, last.trailer)
+	if at.count == 0 || at.below != 0 {
+		return false
+	}
+	last.presses++
+	p.log.Warn("a message judged submitted still stands at the program's input; pressing Enter for it alone before typing the next",
+		"id", last.id, "press", last.presses)
+	if err := p.pressEnter(context.Background(), pr, nil); err != nil {
+		p.log.Warn("press enter again", "id", last.id, "err", err)
+		return true
+	}
+	p.waitScreen(pr, patience(p.profile.Verify, last.presses), func(s Screen) bool {
+		return leftInput(at, viewInput(s, p.profile, last.trailer), s, p.profile)
+	})
+	return true
+}
+

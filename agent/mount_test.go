@@ -1,0 +1,68 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"hm/internal/poll"
+)
+
+// TestEnterWhileMountingNeverMerges: a program still mounting its UI takes
+// an Enter as nothing, clears its screen behind a spinner and then draws
+// the text hm typed back into its input. The screen said "submitted" (busy,
+// the text gone), so hm typed the next message after it and both went to
+// the program as one prompt — seen with the real Gemini CLI on a loaded
+// machine (the session line and the first message merged). Every message
+// must reach the program alone, exactly once.
+func TestEnterWhileMountingNeverMerges(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		busy bool // spinner rows classify as busy
+	}{
+		{"spinner is busy", true},
+		{"spinner unknown", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			spec, logPath := fakeSpec(t, "FAKEAGENT_MOUNT_MS=1500")
+			spec.Timing = hardTiming(">", tc.busy, true)
+			p := startPane(t, spec)
+			stages := newStageLog()
+			ids := []string{"m1", "m2", "m3"}
+			for i, id := range ids {
+				p.Enqueue(Delivery{MessageID: id, Content: fmt.Sprintf("(ARCH #%d): message %d", i+1, i+1), Report: stages.reporter(id)})
+			}
+			poll.For(t, 60*time.Second, func() error {
+				for _, id := range ids {
+					if !stages.final(id) {
+						return fmt.Errorf("final stage for %s, have %v", id, stages.get(id))
+					}
+				}
+				return nil
+			})
+			settle(t, logPath)
+			prompts := readPrompts(t, logPath)
+			seen := map[string]int{}
+			for _, pr := range prompts {
+				n := 0
+				for _, id := range ids {
+					if strings.Contains(pr.Prompt, Trailer(id)) {
+						seen[id]++
+						n++
+					}
+				}
+				if n != 1 {
+					t.Errorf("prompt %q holds %d messages, want 1", pr.Prompt, n)
+				}
+			}
+			for _, id := range ids {
+				if seen[id] != 1 {
+					t.Errorf("%s reached the program %d times, want 1 (prompts %+v)", id, seen[id], prompts)
+				}
+			}
+		})
+	}
+}
