@@ -30,7 +30,7 @@ func (p *Pane) noteEntered(pr *proc, id, trailer string) {
 }
 
 // enterHeld presses Enter again for the last message entered into pr when
-// its text still stands at the input (its trailer on the cursor's row). It
+// its text still stands at the input (heldAtInput). It
 // reports whether it did, in which case the caller does not type now and
 // waits for the program to be ready again. The caller holds inputMu.
 func (p *Pane) enterHeld(pr *proc) bool {
@@ -38,8 +38,9 @@ func (p *Pane) enterHeld(pr *proc) bool {
 	if last.pr != pr || last.trailer == "" || last.presses >= heldPresses {
 		return false
 	}
-	at := viewInput(p.Screen(), p.profile, last.trailer)
-	if at.count == 0 || at.below != 0 {
+	s := p.Screen()
+	at := viewInput(s, p.profile, last.trailer)
+	if !heldAtInput(s, at) {
 		return false
 	}
 	last.presses++
@@ -55,3 +56,30 @@ func (p *Pane) enterHeld(pr *proc) bool {
 	return true
 }
 
+// heldRows is how far below a held text's trailer the cursor may stand:
+// the newlines the presses of Enter put into an input that took them as
+// line breaks.
+const heldRows = enterAttempts + heldPresses
+
+// heldAtInput reports whether the trailer at stands at the program's input
+// on s: on the cursor's row, or a few rows above it with nothing between
+// them but blanks and box drawing and nothing before the cursor (Enters
+// taken as newlines). A submitted text in the history above an input box
+// is never that: the box's prompt stands before the cursor.
+func heldAtInput(s Screen, at inputView) bool {
+	if at.count == 0 || at.below < 0 || at.below > heldRows {
+		return false
+	}
+	if at.below == 0 {
+		return true
+	}
+	if promptBeforeCursor(s) {
+		return false
+	}
+	for y := at.row + 1; y < s.CursorRow && y < len(s.Lines); y++ {
+		if squeeze(s.Lines[y]) != "" {
+			return false
+		}
+	}
+	return true
+}

@@ -21,13 +21,15 @@ func TestEnterWhileMountingNeverMerges(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		busy bool // spinner rows classify as busy
+		env  []string
 	}{
-		{"spinner is busy", true},
-		{"spinner unknown", false},
+		{"spinner is busy", true, nil},
+		{"spinner unknown", false, nil},
+		{"Enter kept as a newline", true, []string{"FAKEAGENT_MOUNT_NEWLINE=1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			spec, logPath := fakeSpec(t, "FAKEAGENT_MOUNT_MS=1500")
+			spec, logPath := fakeSpec(t, append([]string{"FAKEAGENT_MOUNT_MS=1500"}, tc.env...)...)
 			spec.Timing = hardTiming(">", tc.busy, true)
 			p := startPane(t, spec)
 			stages := newStageLog()

@@ -24,7 +24,8 @@
 //     its banner, as Ink-drawn CLIs do on a loaded machine: an Enter (outside
 //     a paste) then submits nothing; the screen is cleared and shows a
 //     spinner row ("⠋ loading") until the N ms are over, then the banner,
-//     the prompt and the input, kept whole, are drawn again;
+//     the prompt and the input, kept whole, are drawn again; with
+//     FAKEAGENT_MOUNT_NEWLINE=1 that Enter is kept in the input as a newline;
 //   - an Esc read on its own interrupts a busy spell (FAKEAGENT_SILENT_MS,
 //     FAKEAGENT_SPINNER_MS, below), logged as {"interrupted":true,...};
 //     with FAKEAGENT_RESTORE_ON_ESC=1 the interrupted prompt is put back
@@ -173,11 +174,12 @@ type agent struct {
 	resetOnInput bool     // FAKEAGENT_RESET_ON_INPUT
 	queryOnInput bool     // FAKEAGENT_QUERY_ON_INPUT
 	resets       int
-	exitMid      int  // FAKEAGENT_EXIT_MID
-	killLine     bool // FAKEAGENT_KILL_LINE
-	newlineEnter int  // FAKEAGENT_NEWLINE_ENTERS still to come
-	restoreOnEsc bool // FAKEAGENT_RESTORE_ON_ESC
+	exitMid      int       // FAKEAGENT_EXIT_MID
+	killLine     bool      // FAKEAGENT_KILL_LINE
+	newlineEnter int       // FAKEAGENT_NEWLINE_ENTERS still to come
+	restoreOnEsc bool      // FAKEAGENT_RESTORE_ON_ESC
 	mountUntil   time.Time // FAKEAGENT_MOUNT_MS after the banner, else zero
+	mountNewline bool      // FAKEAGENT_MOUNT_NEWLINE
 
 	prompts   int
 	buf       []byte
@@ -208,6 +210,7 @@ func run() error {
 		killLine:     os.Getenv("FAKEAGENT_KILL_LINE") == "1",
 		newlineEnter: envInt("FAKEAGENT_NEWLINE_ENTERS", 0),
 		restoreOnEsc: os.Getenv("FAKEAGENT_RESTORE_ON_ESC") == "1",
+		mountNewline: os.Getenv("FAKEAGENT_MOUNT_NEWLINE") == "1",
 	}
 	if a.doneLine == "" {
 		a.doneLine = "__HM_BG_DONE__"
@@ -396,6 +399,9 @@ func (a *agent) feed(chunk []byte, now time.Time) bool {
 // the screen is cleared, a spinner row shows until the mount is over, and
 // then the banner, the prompt and the kept input are drawn again.
 func (a *agent) mount() {
+	if a.mountNewline {
+		a.buf = append(a.buf, '\n')
+	}
 	a.printf("\x1b[2J\x1b[H⠋ loading\r\n")
 	time.Sleep(time.Until(a.mountUntil))
 	a.mountUntil = time.Time{}
