@@ -45,11 +45,12 @@ func ParseHookState(s string) (State, error) {
 	return "", fmt.Errorf("hook state %q: want ready, busy or waiting_for_human", s)
 }
 
-// hookReport is the state a CLI hook reported for the pane's program. It
-// holds for that run while the screen reads as it did when the report came
-// (screen): the screen changing class (a dialog answered, a spinner that
-// starts or stops) contradicts it for good and the screen is believed
-// again; a newer report replaces it; a new run forgets it.
+// hookReport is a ready or waiting_for_human state a CLI hook reported
+// for the pane's program. It holds for that run while the screen reads as
+// it did when the report came (screen): the screen changing class (a
+// dialog answered, a spinner that starts or stops) contradicts it for good
+// and the screen is believed again; a newer report replaces it; a new run
+// forgets it.
 type hookReport struct {
 	state  State
 	screen Readiness
@@ -57,10 +58,27 @@ type hookReport struct {
 	at     time.Time
 }
 
+// hookTurn is a turn a CLI hook said runs (a prompt submitted, a tool
+// call ended, a stop hm blocked with messages): the pane is busy whatever
+// its screen shows until a hook says the turn ended (ready), hm or a
+// person interrupts it (a CLI may run no stop hook for a cancelled turn),
+// the run ends, or the screen, not busy, stood still for hookTurnQuiet (a
+// turn-end hook that never reached the hub). CLIs animate their work, so
+// a screen that still for that long is not working.
+type hookTurn struct {
+	run *proc
+	at  time.Time
+}
+
+// hookTurnQuiet is how long a screen that shows no busy marker must stand
+// still before a turn a hook reported is taken as over without its hook.
+const hookTurnQuiet = time.Minute
+
 // ReportHookState records the state a CLI hook of the pane's program
 // reported (`hm hook`, docs/protocol.md §14): Stop/AfterAgent ready,
-// UserPromptSubmit/BeforeAgent/PostToolUse/AfterTool busy, a permission
-// Notification waiting_for_human. It is ignored while no program runs.
+// UserPromptSubmit/BeforeAgent/PostToolUse/AfterTool busy (a turn runs),
+// a permission Notification waiting_for_human. It is ignored while no
+// program runs.
 func (p *Pane) ReportHookState(s State) {
 	screen, _ := p.profile.Classify(p.Screen())
 	p.mu.Lock()
@@ -69,12 +87,29 @@ func (p *Pane) ReportHookState(s State) {
 	if pr == nil || pr.isExited() {
 		return
 	}
-	p.hook = hookReport{state: s, screen: screen, run: pr, at: time.Now()}
-	p.hookHeld.Store(true)
-	if s == StateReady {
+	switch s {
+	case StateBusy:
+		p.turn = hookTurn{run: pr, at: time.Now()}
+		p.hook = hookReport{}
+		p.hookHeld.Store(false)
+	case StateReady:
+		p.turn = hookTurn{}
 		p.readyRun = pr
+		fallthrough
+	default:
+		p.hook = hookReport{state: s, screen: screen, run: pr, at: time.Now()}
+		p.hookHeld.Store(true)
 	}
 	p.log.Debug("hook reported the pane's state", "state", string(s), "screen", screen.String())
+}
+
+// endTurnLocked forgets the turn a hook reported, why being what ended it
+// (an interrupt); p.mu is held.
+func (p *Pane) endTurnLocked(why string) {
+	if p.turn.run != nil {
+		p.log.Debug("the turn a hook reported is taken as over", "why", why)
+	}
+	p.turn = hookTurn{}
 }
 
 // contradictHookLocked drops the hook's report once run pr's screen reads
@@ -99,54 +134,132 @@ func (p *Pane) hookStateLocked(pr *proc, screen Readiness) State {
 	return p.hook.state
 }
 
-// hookWaitingForHuman tells whether a hook said run pr waits for a person
-// and the screen (classified screen) has not contradicted it since.
-func (p *Pane) hookWaitingForHuman(pr *proc, screen Readiness) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.hookStateLocked(pr, screen) == StateWaitingForHuman
+// turnRunsLocked reports whether a turn a hook reported still runs in pr,
+// on a screen of class screen that stood still for quiet. p.mu is held.
+func (p *Pane) turnRunsLocked(pr *proc, screen Readiness, quiet time.Duration) bool {
+	switch {
+	case p.turn.run == nil:
+		return false
+	case p.turn.run != pr:
+		p.turn = hookTurn{}
+		return false
+	case screen != Busy && quiet >= hookTurnQuiet && time.Since(p.turn.at) >= hookTurnQuiet:
+		p.log.Warn("a hook said a turn runs, but the screen stood still without a busy marker: taken as over (no turn-end hook came)", "quiet", quiet.Round(time.Second))
+		p.turn = hookTurn{}
+		return false
+	}
+	return true
 }
 
-// livenessLocked derives the state of the running program pr from its
-// screen (classified screen) and the hooks, p.mu held:
-//   - a hook's report, while it holds (hookReport);
-//   - a Blocked screen: waiting_for_human; a Busy screen: busy;
-//   - a Ready screen (or, past the profile's Unmarked wait, one without a
-//     marker, which a delivery would type into too): busy while output
-//     came within the quiet period, else ready; until the run was first
-//     seen ready it is starting rather than busy.
-func (p *Pane) livenessLocked(pr *proc, screen Readiness, now time.Time) State {
-	if s := p.hookStateLocked(pr, screen); s != "" {
-		return s
-	}
-	seen := p.readyRun == pr
-	quiet := now.Sub(p.lastOutput)
+// verdict is a pane run's readiness at one moment, judged in one place
+// (Pane.judgeLocked) for the typing engine (waitReady) and for Status.
+type verdict struct {
+	// state is what Status shows; StateReady is when a message is typed.
+	state State
+	// screen is the class the judgment stands on: the screen's by the
+	// profile's markers, except Blocked for a hook's waiting_for_human,
+	// Busy while a hook's turn runs, ReadyUnknown for a Ready screen over
+	// a terminal still canonical (cooked). marker is what decided.
+	screen Readiness
+	marker string
+	// quiet is how long the run has written nothing.
+	quiet time.Duration
+	// cooked: a Ready screen over a terminal still canonical.
+	cooked bool
+	// unmarked: ready only because a screen no marker matched stood still
+	// for the profile's Unmarked wait (profile drift, see Pane.drift).
+	unmarked bool
+	// recheck, when not ready, bounds the wait before judging again (new
+	// output ends it sooner).
+	recheck time.Duration
+}
+
+// Markers a verdict names for what hooks decided.
+const (
+	markerHookWaiting = "hook: waiting for a human"
+	markerHookTurn    = "hook: a turn runs"
+)
+
+// judge is the readiness of run pr now (see judgeLocked).
+func (p *Pane) judge(pr *proc) verdict {
+	screen, marker := p.profile.Classify(p.Screen())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.judgeLocked(pr, screen, marker, time.Now())
+}
+
+// judgeLocked decides whether run pr, whose screen classifies as screen
+// (by marker), is ready for a message, p.mu held. In order:
+//   - a hook's waiting_for_human (while it holds), a Blocked screen:
+//     waiting_for_human;
+//   - a hook's ready (while it holds): ready; on a screen that still
+//     shows a busy marker, once it stood still for the quiet period;
+//   - a turn a hook reported and that has not ended: busy, whatever the
+//     screen shows;
+//   - a Busy screen: busy;
+//   - a Ready screen (not over a canonical terminal when the profile has
+//     RawInput): ready once quiet for the quiet period (a fresh run that
+//     wrote nothing: after StartupWait);
+//   - a screen no marker matches: ready once it stood still for the
+//     profile's Unmarked wait (unmarked: the profile's markers may have
+//     drifted from the CLI's screen).
+//
+// What is not ready is busy (a Busy screen once the run wrote something,
+// any other once it was seen ready), else starting.
+func (p *Pane) judgeLocked(pr *proc, screen Readiness, marker string, now time.Time) verdict {
+	v := verdict{screen: screen, marker: marker, quiet: now.Sub(p.lastOutput)}
 	if !p.sawOutput {
-		quiet = now.Sub(pr.startedAt)
+		v.quiet = now.Sub(pr.startedAt)
 	}
-	switch screen {
-	case Blocked:
-		return StateWaitingForHuman
-	case Busy:
-		if !p.sawOutput {
-			return StateStarting
-		}
-		return StateBusy
-	case Ready:
-		if !p.sawOutput && quiet < p.spec.StartupWait {
-			return StateStarting
-		}
-	default: // ReadyUnknown
-		if !seen && quiet < p.profile.unmarked() {
-			return StateStarting
-		}
+	if screen == Ready && p.profile.RawInput && pr.canonical() {
+		v.screen, v.cooked = ReadyUnknown, true
+	}
+	hook := p.hookStateLocked(pr, screen)
+	switch {
+	case hook == StateWaitingForHuman:
+		v.screen, v.marker = Blocked, markerHookWaiting
+		fallthrough
+	case v.screen == Blocked:
+		v.state, v.recheck = StateWaitingForHuman, readinessRecheck
+		return v
+	case hook == StateReady && v.screen != Busy:
+		v.state = StateReady
+	case hook == StateReady:
+		p.quietLocked(&v, p.profile.Idle, readinessRecheck)
+	case p.turnRunsLocked(pr, screen, v.quiet):
+		v.screen, v.marker = Busy, markerHookTurn
+		v.recheck = readinessRecheck
+	case v.screen == Busy:
+		v.recheck = readinessRecheck
+	case v.screen == Ready && !p.sawOutput:
+		p.quietLocked(&v, max(p.profile.Idle, p.spec.StartupWait), readinessRecheck)
+	case v.screen == Ready:
+		p.quietLocked(&v, p.profile.Idle, readinessRecheck)
+	case v.cooked:
+		p.quietLocked(&v, p.profile.unmarked(), canonicalRecheck)
+	default:
+		p.quietLocked(&v, p.profile.unmarked(), readinessRecheck)
+		v.unmarked = v.state == StateReady
+	}
+	if v.state == StateReady {
+		p.readyRun = pr
+		return v
 	}
 	switch {
-	case quiet >= p.profile.Idle:
-		p.readyRun = pr
-		return StateReady
-	case seen:
-		return StateBusy
+	case v.marker == markerHookTurn, v.screen == Busy && p.sawOutput, v.screen != Busy && p.readyRun == pr:
+		v.state = StateBusy
+	default:
+		v.state = StateStarting
 	}
-	return StateStarting
+	return v
+}
+
+// quietLocked makes v ready once the run stood still for need; else it
+// sets when to look again (at most every most).
+func (p *Pane) quietLocked(v *verdict, need, most time.Duration) {
+	if v.quiet >= need {
+		v.state = StateReady
+		return
+	}
+	v.recheck = min(most, need-v.quiet)
 }

@@ -33,8 +33,7 @@ func wantState(t *testing.T, p *Pane, want State, step string) {
 
 // TestLivenessStates: a pane's State follows its screen (a dialog is
 // waiting_for_human, a spinner busy, a quiet prompt ready) and the states
-// its CLI's hooks report, which hold until the screen changes class or a
-// newer hook comes.
+// its CLI's hooks report (TestHookTurnIsBusy: a turn).
 func TestLivenessStates(t *testing.T) {
 	t.Parallel()
 	type step struct {
@@ -56,14 +55,6 @@ func TestLivenessStates(t *testing.T) {
 			{hook: StateBusy, want: StateBusy},
 			{hook: StateWaitingForHuman, want: StateWaitingForHuman},
 			{hook: StateReady, want: StateReady}}},
-		{"a hook's busy ends when the screen changes class", []string{"FAKEAGENT_SPINNER_MS=800"}, []step{
-			{want: StateReady},
-			{hook: StateWaitingForHuman, want: StateWaitingForHuman},
-			{hook: StateBusy, want: StateBusy},
-			// The message waits for nothing: busy is not waiting for a
-			// person. Its spinner (Busy), then the prompt (Ready again)
-			// contradict the hook, which does not come back.
-			{enqueue: "go", want: StateReady}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -81,6 +72,52 @@ func TestLivenessStates(t *testing.T) {
 				}
 				wantState(t, p, s.want, "step "+string(rune('0'+i)))
 			}
+		})
+	}
+}
+
+// TestHookTurnIsBusy: between the hook that says a turn runs (a prompt
+// submitted) and the one that says it ended, the pane is busy whatever its
+// screen shows, for Status and for the typing alike: the program's prompt
+// back on the screen after its spinner (Claude between two steps of a
+// turn) neither makes hm status say ready nor lets a message be typed.
+// A person's Esc (a cancelled turn may run no stop hook) ends it too.
+// Before the fix the screen changing class dropped the hook's word: the
+// pane read ready on the quiet prompt and the second message was typed
+// into the running turn.
+func TestHookTurnIsBusy(t *testing.T) {
+	t.Parallel()
+	for _, end := range []string{"turn-end hook", "person's Esc"} {
+		t.Run(end, func(t *testing.T) {
+			t.Parallel()
+			p, logPath := livenessPane(t, "FAKEAGENT_SPINNER_MS=600")
+			wantState(t, p, StateReady, "start")
+			stages := newStageLog()
+			p.Enqueue(Delivery{MessageID: "m1", Content: "(ARCH #1): first", Report: stages.reporter("m1")})
+			poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("m1"), "m1 submitted") })
+			p.ReportHookState(StateBusy) // the prompt-submit hook
+			p.Enqueue(Delivery{MessageID: "m2", Content: "(ARCH #2): second", Report: stages.reporter("m2")})
+			// The spinner ends and the prompt shows, quiet: still busy.
+			poll.For(t, 20*time.Second, func() error {
+				st := p.Status()
+				return poll.Want(strings.HasPrefix(st.Readiness, Ready.String()) && time.Since(st.LastActivity) > 2*p.Profile().Idle,
+					"the prompt back on a quiet screen, status %+v", st)
+			})
+			for range 10 {
+				if st := p.Status(); st.State != StateBusy {
+					t.Fatalf("state %q on the prompt while a hook's turn runs, want busy", st.State)
+				}
+				if got := readPrompts(t, logPath); len(got) != 1 {
+					t.Fatalf("%d prompts while the turn runs, want only the first: %+v", len(got), got)
+				}
+				time.Sleep(p.Profile().Idle)
+			}
+			if end == "turn-end hook" {
+				p.ReportHookState(StateReady)
+			} else if _, err := p.Write([]byte("\x1b")); err != nil {
+				t.Fatal(err)
+			}
+			poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("m2"), "m2 typed once the turn ended") })
 		})
 	}
 }

@@ -230,7 +230,8 @@ type Pane struct {
 	typedAt     time.Time // hm's own typing (a message, an Enter) last reached the terminal
 	person      personState
 	waiting     string      // Status.Waiting
-	hook        hookReport  // the state a CLI hook reported last
+	hook        hookReport  // the ready or waiting state a CLI hook reported last
+	turn        hookTurn    // the turn a CLI hook said runs
 	hookHeld    atomic.Bool // hook holds a report (read without mu by handleOutput)
 	readyRun    *proc       // the run Status last saw ready (it is past starting)
 	startedAt   time.Time
@@ -467,7 +468,7 @@ func (p *Pane) Status() Status {
 			st.State = StateStarting
 		}
 	default:
-		st.State, st.PID = p.livenessLocked(pr, readiness, time.Now()), pr.pid
+		st.State, st.PID = p.judgeLocked(pr, readiness, marker, time.Now()).state, pr.pid
 	}
 	if p.stopping && p.proc == nil {
 		st.State = StateExited

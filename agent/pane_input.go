@@ -44,6 +44,11 @@ func (p *Pane) writeInput(ctx context.Context, b []byte, note func(pr *proc, wri
 	if len(b) > 0 {
 		note(pr, b)
 	}
+	if isInterruptKey(b) {
+		p.mu.Lock()
+		p.endTurnLocked("a person's interrupt key") // a cancelled turn may run no stop hook
+		p.mu.Unlock()
+	}
 	n, err := p.writeRaw(ctx, pr, b)
 	if hook := p.afterInput.Load(); hook != nil {
 		(*hook)()

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strconv"
@@ -283,6 +284,13 @@ func (p *Pane) notePerson(pr *proc, keys *keyScanner, b []byte, dialog bool) {
 		close(ps.changed)
 		ps.changed = make(chan struct{})
 	}
+}
+
+// isInterruptKey reports whether a viewer's write is a key that stops an
+// agent CLI's turn: Esc alone (not the start of an escape sequence) or
+// Ctrl-C.
+func isInterruptKey(b []byte) bool {
+	return string(b) == "\x1b" || bytes.IndexByte(b, 0x03) >= 0
 }
 
 // personHold reports whether a person in attach holds run pr's input now:

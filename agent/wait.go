@@ -111,14 +111,16 @@ func (p *Pane) waitReady(pr *proc, it *item, deadline time.Time) bool {
 	return true
 }
 
-// awaitReady is waitReady's loop.
+// awaitReady is waitReady's loop. Whether the run is ready is the one
+// judgment Status shows too (Pane.judge); what is the typing engine's own
+// is people first, and an urgent message's way with a busy program.
 func (p *Pane) awaitReady(pr *proc, it *item, deadline time.Time) bool {
 	urgent, acc := it.d.Urgent, &it.waited
 	interrupts, armed := 0, true
 	defer p.setWaiting("")
 	for {
 		p.mu.Lock()
-		last, cur, out := p.lastOutput, p.proc, p.outChanged
+		cur, out := p.proc, p.outChanged
 		p.mu.Unlock()
 		if cur != pr {
 			return false
@@ -137,27 +139,15 @@ func (p *Pane) awaitReady(pr *proc, it *item, deadline time.Time) bool {
 		p.setWaiting("")
 		now := time.Now()
 		asUrgent := urgent && (deadline.IsZero() || !now.Before(deadline))
-		state, marker := p.profile.Classify(p.Screen())
-		if state != Blocked && p.hookWaitingForHuman(pr, state) {
-			// A hook said the agent asks a person (a permission
-			// prompt the profile's markers do not know): as a
-			// Blocked screen, whatever is typed would answer it.
-			state, marker = Blocked, "hook: waiting for a human"
-		}
-		// A ready screen over a terminal still canonical: not reading yet.
-		cooked := state == Ready && p.profile.RawInput && pr.canonical()
-		if cooked {
-			state = ReadyUnknown
-		}
-		if state != Busy {
+		v := p.judge(pr)
+		if v.screen != Busy {
 			armed = true
 		}
-		quiet := now.Sub(last)
-		var wait time.Duration
+		wait := v.recheck
 		switch {
-		case asUrgent && state == Ready && (interrupts == 0 || quiet >= p.profile.Idle):
+		case asUrgent && v.screen == Ready && (interrupts == 0 || v.quiet >= p.profile.Idle):
 			return true
-		case asUrgent && state == Busy && p.profile.Interrupt != "" && armed && interrupts < maxInterrupts:
+		case asUrgent && v.screen == Busy && p.profile.Interrupt != "" && armed && interrupts < maxInterrupts:
 			sent, ok := p.interrupt(pr, it)
 			if !ok {
 				return false
@@ -167,30 +157,22 @@ func (p *Pane) awaitReady(pr *proc, it *item, deadline time.Time) bool {
 				armed = false
 			}
 			wait = readinessRecheck
-		case state == Ready && quiet >= p.profile.Idle:
+		case v.state == StateReady && v.cooked:
+			p.log.Warn("terminal still canonical on a quiet screen; typing anyway (check the profile's rawInput)", "profile", p.profile.Name, "quiet", v.quiet.Round(time.Second))
 			return true
-		case state == Ready:
-			wait = p.profile.Idle - quiet
-		case cooked && quiet >= p.profile.unmarked():
-			p.log.Warn("terminal still canonical on a quiet screen; typing anyway (check the profile's rawInput)", "profile", p.profile.Name, "quiet", quiet.Round(time.Second))
-			return true
-		case state == ReadyUnknown && quiet >= p.profile.unmarked():
+		case v.state == StateReady && v.unmarked:
 			// See Profile.Unmarked: a screen that has stood still this
 			// long with no prompt marker, no busy marker and no dialog
 			// is taken as ready rather than holding the queue forever.
-			p.log.Warn("no ready marker on a quiet screen; typing anyway (check the profile's screen markers)", "profile", p.profile.Name, "quiet", quiet.Round(time.Second))
+			p.log.Warn("no ready marker on a quiet screen; typing anyway (check the profile's screen markers)", "profile", p.profile.Name, "quiet", v.quiet.Round(time.Second))
 			return true
-		case cooked:
-			// termios changes make no output: look again soon.
-			wait = min(canonicalRecheck, p.profile.unmarked()-quiet)
-		case state == ReadyUnknown:
-			wait = min(readinessRecheck, p.profile.unmarked()-quiet)
+		case v.state == StateReady:
+			return true
+		case v.screen == Blocked:
+			p.setWaiting(WaitingForHuman)
+			p.log.Debug("waiting for a person", "marker", v.marker)
 		default:
-			if state == Blocked {
-				p.setWaiting(WaitingForHuman)
-			}
-			p.log.Debug("waiting for the pane to be ready", "screen", state.String(), "marker", marker)
-			wait = readinessRecheck
+			p.log.Debug("waiting for the pane to be ready", "screen", v.screen.String(), "marker", v.marker)
 		}
 		if urgent && !deadline.IsZero() && now.Before(deadline) {
 			wait = min(wait, deadline.Sub(now))
@@ -223,6 +205,9 @@ func (p *Pane) interrupt(pr *proc, it *item) (sent, ok bool) {
 		p.qmu.Lock()
 		p.interrupting = it
 		p.qmu.Unlock()
+		p.mu.Lock()
+		p.endTurnLocked("hm interrupted it") // a cancelled turn may run no stop hook
+		p.mu.Unlock()
 		it.interrupted, it.cleared = true, false
 		p.log.Info("interrupted the busy program for an urgent message", "id", it.d.MessageID, "profile", p.profile.Name)
 		p.report(it, Stage{Kind: StageInterrupted})
