@@ -243,6 +243,9 @@ func (p *Pane) judgeLocked(pr *proc, screen Readiness, marker string, now time.T
 	}
 	if v.state == StateReady {
 		p.readyRun = pr
+		if v.screen == Ready && v.marker != "" && hook == "" {
+			p.clearDriftLocked()
+		}
 		return v
 	}
 	switch {

@@ -164,6 +164,9 @@ type Status struct {
 	// ("ready", "busy", "blocked", "not ready"), with the marker that
 	// decided, e.g. "blocked: Do you want to proceed?".
 	Readiness string
+	// Drift, when set, warns that hm typed into the pane on the unmarked
+	// wait: its profile's markers may no longer match the CLI's screen.
+	Drift *Drift
 	// Waiting says why a message waits for someone, not for the program:
 	// WaitingForPerson ("waiting for the person in attach") while a person
 	// in attach typed within PersonQuiet or left a line half typed; ""
@@ -232,6 +235,7 @@ type Pane struct {
 	waiting     string      // Status.Waiting
 	hook        hookReport  // the ready or waiting state a CLI hook reported last
 	turn        hookTurn    // the turn a CLI hook said runs
+	drift       *Drift      // Status.Drift
 	hookHeld    atomic.Bool // hook holds a report (read without mu by handleOutput)
 	readyRun    *proc       // the run Status last saw ready (it is past starting)
 	startedAt   time.Time
@@ -472,6 +476,10 @@ func (p *Pane) Status() Status {
 	}
 	if p.stopping && p.proc == nil {
 		st.State = StateExited
+	}
+	if p.drift != nil {
+		d := *p.drift
+		st.Drift = &d
 	}
 	return st
 }

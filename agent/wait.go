@@ -164,7 +164,7 @@ func (p *Pane) awaitReady(pr *proc, it *item, deadline time.Time) bool {
 			// See Profile.Unmarked: a screen that has stood still this
 			// long with no prompt marker, no busy marker and no dialog
 			// is taken as ready rather than holding the queue forever.
-			p.log.Warn("no ready marker on a quiet screen; typing anyway (check the profile's screen markers)", "profile", p.profile.Name, "quiet", v.quiet.Round(time.Second))
+			p.noteDrift(pr, v)
 			return true
 		case v.state == StateReady:
 			return true

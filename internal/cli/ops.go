@@ -191,6 +191,11 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 	if len(st.Panes) == 0 {
 		fmt.Fprintln(env.Stdout, "(no hosted panes)")
 	}
+	for _, p := range st.Panes {
+		if p.Drift != nil {
+			fmt.Fprintf(env.Stdout, "warning: %s: %s\n", p.Role, p.Drift.Warning)
+		}
+	}
 	printFederation(env.Stdout, st.Federation)
 	fmt.Fprintf(env.Stdout, "slots: %d running\n", len(st.Slots))
 	for _, s := range st.Slots {
@@ -544,6 +549,11 @@ func runDoctor(ctx context.Context, env Env, args []string) int {
 	tok, _ := lay.ReadToken()
 	if st, err := fetchStatus(ctx, cfg, tok); err == nil {
 		report(true, false, "hub", fmt.Sprintf("running pid %d on port %d, session %d", st.Hub.PID, st.Hub.Port, st.Hub.Session))
+		for _, p := range st.Panes {
+			if p.Drift != nil {
+				report(false, true, "profile", p.Role+": "+p.Drift.Warning)
+			}
+		}
 	} else if ln, lerr := listenCheck(cfg.port); lerr == nil {
 		ln()
 		report(true, true, "port", fmt.Sprintf("127.0.0.1:%d is free (hub not running)", cfg.port))

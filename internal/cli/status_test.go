@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"encoding/json"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -8,6 +10,7 @@ import (
 
 	"hm/internal/hub"
 	"hm/internal/hub/hubtest"
+	"hm/internal/poll"
 )
 
 // TestPaneState: `hm status` shows why a pane exited and that its messages
@@ -58,5 +61,42 @@ func TestStatusListsObligations(t *testing.T) {
 		if code != ExitOK || !strings.Contains(out, tc.want) {
 			t.Errorf("hm %s: exit %d, stdout lacks %q:\n%s\nstderr %q", strings.Join(tc.args, " "), code, tc.want, out, errOut)
 		}
+	}
+}
+
+// TestStatusShowsDrift: a pane typed into on the unmarked wait (its
+// profile's ready marker never shows) is a warning in `hm status` (text
+// and --json) and `hm doctor`, naming the CLI's command and the screen.
+func TestStatusShowsDrift(t *testing.T) {
+	t.Parallel()
+	hh := startHookHub(t, neverReady)
+	hm := cliOnHub(t, hh.root, strconv.Itoa(hh.Port))
+	run := func(args ...string) string {
+		_, out, _ := hm(args[0], args[1:]...)
+		return out
+	}
+	// The session's first message to builder goes in after the unmarked
+	// wait (15 s).
+	var drift *hub.DriftStatus
+	poll.For(t, 2*time.Minute, func() error {
+		var st hub.Status
+		if err := json.Unmarshal([]byte(run("status", "--json")), &st); err != nil {
+			return err
+		}
+		for _, p := range st.Panes {
+			if p.Role == "builder" {
+				drift = p.Drift
+			}
+		}
+		return poll.Want(drift != nil, "no drift on builder yet")
+	})
+	if drift.Command != "sleep 3600" || !strings.Contains(drift.Warning, `profile "never"`) || !strings.Contains(drift.Warning, "sleep 3600") {
+		t.Errorf("drift %+v: want the command and the profile named", drift)
+	}
+	if out := run("status"); !strings.Contains(out, "warning: builder: "+drift.Warning) {
+		t.Errorf("hm status shows no drift warning:\n%s", out)
+	}
+	if out := run("doctor"); !regexp.MustCompile(`(?m)^warn\s+profile\s+builder: .*no ready marker`).MatchString(out) {
+		t.Errorf("hm doctor shows no drift warning:\n%s", out)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"hm/agent"
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/broker/telegram"
@@ -36,6 +37,30 @@ type PaneStatus struct {
 	// "ready", "busy: <marker>", "blocked: <dialog marker>", "not ready"
 	// (agent.Status.Readiness).
 	Readiness string `json:"readiness"`
+	// Drift, when set, warns that the pane was typed into on the unmarked
+	// wait: its profile's markers may no longer match its CLI's screen
+	// (agent.Drift).
+	Drift *DriftStatus `json:"drift,omitempty"`
+}
+
+// DriftStatus is a pane's profile drift in Status (agent.Drift).
+type DriftStatus struct {
+	// Warning is the drift in one line, as hm status, hm doctor and the
+	// cockpit show it.
+	Warning string `json:"warning"`
+	AtMs    int64  `json:"atMs"`
+	Command string `json:"command"`
+	// Version is the CLI's --version, where cheap to ask ("" otherwise).
+	Version string   `json:"version,omitempty"`
+	Rows    []string `json:"rows"`
+}
+
+// driftStatus is d in Status, nil for none.
+func driftStatus(d *agent.Drift) *DriftStatus {
+	if d == nil {
+		return nil
+	}
+	return &DriftStatus{Warning: d.Warning(), AtMs: d.At.UnixMilli(), Command: d.Command, Version: d.Version, Rows: d.Rows}
 }
 
 // Status is what `hm status --json` prints (served at /status).
@@ -120,7 +145,8 @@ func (h *Hub) Snapshot(ctx context.Context) Status {
 			}
 			s.Panes = append(s.Panes, PaneStatus{Role: p.Role, PaneID: p.PaneID, Header: p.Header, Command: p.Command, Profile: p.Profile,
 				PID: p.PID, State: string(p.State), Queued: p.Queued, LastActivityMs: p.LastActivity.UnixMilli(), Restarts: p.Restarts,
-				LastError: p.LastError, BracketedPaste: p.BracketedPaste, Waiting: p.Waiting, Readiness: p.Readiness})
+				LastError: p.LastError, BracketedPaste: p.BracketedPaste, Waiting: p.Waiting, Readiness: p.Readiness,
+				Drift: driftStatus(p.Drift)})
 		}
 	}
 	s.Slots = []proto.BgAgent{}

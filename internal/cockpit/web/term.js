@@ -39,6 +39,8 @@ export class PaneView {
     this.stateEl = el('span', 'badge state', 'starting');
     this.stateEl.dataset.state = 'starting';
     this.queueEl = el('span', 'queue', 'queue 0');
+    this.driftEl = el('span', 'badge drift', '');
+    this.driftEl.hidden = true;
     this.connEl = el('span', 'conn', '');
     this.roBtn = el('button', 'ro', '');
     this.roBtn.type = 'button';
@@ -47,7 +49,7 @@ export class PaneView {
     this.focusBtn.type = 'button';
     this.focusBtn.title = 'enlarge / back to grid';
     this.focusBtn.onclick = (e) => { e.stopPropagation(); onFocus(this); };
-    head.append(this.roleEl, this.progEl, this.stateEl, this.queueEl, el('span', 'spacer'), this.connEl, this.roBtn, this.focusBtn);
+    head.append(this.roleEl, this.progEl, this.stateEl, this.queueEl, this.driftEl, el('span', 'spacer'), this.connEl, this.roBtn, this.focusBtn);
     head.ondblclick = () => onFocus(this);
     this.body = el('div', 'pane-body');
     this.root.append(head, this.body);
@@ -180,6 +182,11 @@ export class PaneView {
     this.stateEl.dataset.state = state;
     this.stateEl.title = [p.readiness, p.waiting].filter(Boolean).join(' · ');
     this.queueEl.textContent = 'queue ' + (p.queued || 0);
+    // Profile drift: typed on the unmarked wait (docs/operations.md).
+    this.driftEl.hidden = !p.drift;
+    this.driftEl.textContent = p.drift ? 'profile drift' : '';
+    this.driftEl.title = p.drift ? p.drift.warning : '';
+    this.root.dataset.drift = p.drift ? 'true' : '';
     this.root.dataset.state = state;
     if (this.reattach && !this.closed && state !== 'exited') {
       this.reattach = false;
