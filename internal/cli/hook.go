@@ -74,11 +74,11 @@ func runHook(ctx context.Context, env Env, args []string) int {
 	if err != nil {
 		return ExitOK // not a CLI's hook input
 	}
-	if ev.Kind == hook.Stop && in.StopHookActive && *wait == 0 {
-		// The agent already goes on because a stop hook said so: no second
-		// block (no loop); what waits is typed once it is idle.
-		return ExitOK
-	}
+	// A stop of a turn that already went on because a stop hook said so
+	// (Gemini's AfterAgent after hm's deny): no second block (no loop),
+	// what waits is typed once the agent is idle; but the turn the block
+	// began ends here, and the pane must hear it (tellOnly).
+	tellOnly := ev.Kind == hook.Stop && in.StopHookActive && *wait == 0
 	cfg, err := discover(env, *root, *port, "")
 	if err != nil {
 		return ExitOK
@@ -89,7 +89,7 @@ func runHook(ctx context.Context, env Env, args []string) int {
 	}
 	cctx, cancel := context.WithTimeout(ctx, hookClaimTimeout+*wait+min(*wait, hookWaitSlack))
 	defer cancel()
-	cl, res, err := hookClaim(cctx, cfg, ev, ev.State(in), receipts, *wait, started)
+	cl, res, err := hookClaim(cctx, cfg, ev, ev.State(in), receipts, *wait, started, tellOnly)
 	if err != nil {
 		return ExitOK
 	}
@@ -133,9 +133,10 @@ func runHook(ctx context.Context, env Env, args []string) int {
 
 // hookClaim connects to the hub and, in one round trip, registers as the
 // pane's role, sends the receipts and claims what the event calls for,
-// telling the pane's state the event implies (state, "" for none). It
-// returns the connection and the hub's answer to the claim.
-func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, state string, receipts []string, wait time.Duration, started time.Time) (*client.Client, proto.ClaimResult, error) {
+// telling the pane's state the event implies (state, "" for none); with
+// tellOnly it claims nothing. It returns the connection and the hub's
+// answer to the claim.
+func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, state string, receipts []string, wait time.Duration, started time.Time, tellOnly bool) (*client.Client, proto.ClaimResult, error) {
 	var res proto.ClaimResult
 	dctx, cancel := context.WithTimeout(ctx, hookDialTimeout)
 	cl, err := client.DialToken(dctx, cfg.url(), cfg.token)
@@ -149,7 +150,7 @@ func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, state strin
 		// at work) releases it at once.
 		req.WaitSinceMs = started.UnixMilli()
 	}
-	if ev.Kind == hook.Notification {
+	if ev.Kind == hook.Notification || tellOnly {
 		req.Max = -1 // it tells the state; nothing can join the agent's context now
 	}
 	payload, _ := json.Marshal(req)

@@ -733,4 +733,31 @@ func TestHookStopBlockedIsBusy(t *testing.T) {
 	if m := hh.row(t, "stop-busy-1"); m.AckStatus != status.DeliveredContext {
 		t.Fatalf("stop-busy-1: %s/%s, want delivered.context", m.Status, m.AckStatus)
 	}
+	// The turn the block began ends with a Stop that says a stop hook
+	// already made it go on (Claude's Stop, Gemini's AfterAgent after its
+	// deny): it claims nothing, and the pane is ready. Before the fix that
+	// Stop told the hub nothing and the pane stayed busy (the real Gemini:
+	// a minute's wait per message). test fails before the fix.
+	for i, c := range []struct{ cli, event string }{{"claude", "Stop"}, {"gemini", "AfterAgent"}} {
+		hh.drain(t)
+		first, second := fmt.Sprintf("stop-cont-%d-a", i), fmt.Sprintf("stop-cont-%d-b", i)
+		sendTo(t, hh.sender(t, "architect"), "builder", first, fmt.Sprintf("(ARCH #%d): carried by the block", 3+2*i))
+		if out := hh.hook(t, c.cli, c.event, stop); !strings.Contains(out, first) {
+			t.Fatalf("%s %s with %s queued printed %q, want it carried", c.cli, c.event, first, out)
+		}
+		if got := paneStateOf(t, vars, "builder"); got != "busy" {
+			t.Fatalf("%s %s blocked: builder %q, want busy", c.cli, c.event, got)
+		}
+		sendTo(t, hh.sender(t, "architect"), "builder", second, fmt.Sprintf("(ARCH #%d): for the pane", 4+2*i))
+		active := []byte(`{"hook_event_name":"` + c.event + `","stop_hook_active":true}`)
+		if out := hh.hook(t, c.cli, c.event, active); out != "" {
+			t.Fatalf("%s %s stop_hook_active printed %q, want nothing (no second block)", c.cli, c.event, out)
+		}
+		if got := paneStateOf(t, vars, "builder"); got != "ready" {
+			t.Fatalf("after %s %s with stop_hook_active (the continued turn ended): builder %q, want ready", c.cli, c.event, got)
+		}
+		if m := hh.row(t, second); m.Status != status.Brokered {
+			t.Fatalf("%s: %s/%s after a stop_hook_active Stop, want it left for the pane", second, m.Status, m.AckStatus)
+		}
+	}
 }
