@@ -2,6 +2,7 @@ package agent
 
 import (
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,16 +82,46 @@ func TestLivenessStates(t *testing.T) {
 // screen shows, for Status and for the typing alike: the program's prompt
 // back on the screen after its spinner (Claude between two steps of a
 // turn) neither makes hm status say ready nor lets a message be typed.
-// A person's Esc (a cancelled turn may run no stop hook) ends it too.
-// Before the fix the screen changing class dropped the hook's word: the
-// pane read ready on the quiet prompt and the second message was typed
-// into the running turn.
+// Each path that really ends a turn ends it: the turn-end hook, a
+// person's Esc (a cancelled turn may run no stop hook), hm's own interrupt
+// for an [URGENT] message, and the program's exit (the restarted run
+// begins with no turn). Before the fix the screen changing class dropped
+// the hook's word: the pane read ready on the quiet prompt and the second
+// message was typed into the running turn.
 func TestHookTurnIsBusy(t *testing.T) {
 	t.Parallel()
-	for _, end := range []string{"turn-end hook", "person's Esc"} {
-		t.Run(end, func(t *testing.T) {
+	cases := []struct {
+		name string
+		end  func(t *testing.T, p *Pane, stages *stageLog) (typed []string)
+	}{
+		{"turn-end hook", func(t *testing.T, p *Pane, _ *stageLog) []string {
+			p.ReportHookState(StateReady)
+			return []string{"m2"}
+		}},
+		{"person's Esc", func(t *testing.T, p *Pane, _ *stageLog) []string {
+			if _, err := p.Write([]byte("\x1b")); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"m2"}
+		}},
+		{"hm's interrupt", func(t *testing.T, p *Pane, stages *stageLog) []string {
+			p.Enqueue(Delivery{MessageID: "u3", Content: "(ARCH #3): [URGENT] now", Urgent: true, Report: stages.reporter("u3")})
+			return []string{"u3", "m2"}
+		}},
+		{"program exit", func(t *testing.T, p *Pane, _ *stageLog) []string {
+			if err := syscall.Kill(p.Status().PID, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"m2"}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p, logPath := livenessPane(t, "FAKEAGENT_SPINNER_MS=600")
+			spec, logPath := fakeSpec(t, "FAKEAGENT_SPINNER_MS=600")
+			spec.Profile, spec.Profiles = "fakecli", livenessProfile()
+			spec.Timing.Interrupt, spec.Restart = "\x1b", true
+			p := startPane(t, spec)
 			wantState(t, p, StateReady, "start")
 			stages := newStageLog()
 			p.Enqueue(Delivery{MessageID: "m1", Content: "(ARCH #1): first", Report: stages.reporter("m1")})
@@ -112,12 +143,9 @@ func TestHookTurnIsBusy(t *testing.T) {
 				}
 				time.Sleep(p.Profile().Idle)
 			}
-			if end == "turn-end hook" {
-				p.ReportHookState(StateReady)
-			} else if _, err := p.Write([]byte("\x1b")); err != nil {
-				t.Fatal(err)
+			for _, id := range tc.end(t, p, stages) {
+				poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final(id), "%s typed once the turn ended", id) })
 			}
-			poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("m2"), "m2 typed once the turn ended") })
 		})
 	}
 }
