@@ -303,6 +303,10 @@ func (p *Pane) deliver(it *item) (done bool) {
 			// would look like a second row and the text leaving.
 			typed = viewInput(p.Screen(), p.profile, trailer)
 		}
+		// A screen already busy before this press (a spinner still up
+		// from the last turn, a CLI still starting) proves nothing
+		// about it: only the text leaving the input does then.
+		busyBefore, _ := p.profile.Classify(p.Screen())
 		p.mu.Lock()
 		out := p.outChanged
 		p.mu.Unlock()
@@ -345,7 +349,7 @@ func (p *Pane) deliver(it *item) (done bool) {
 				// A person's keys after hm's typing make the screen
 				// unreadable as proof (their text on the next row looks
 				// like a redrawn prompt): no claim then.
-				return !p.personTypedAfterHM() && leftInput(typed, viewInput(s, p.profile, trailer), s, p.profile)
+				return !p.personTypedAfterHM() && leftInput(typed, busyBefore == Busy, viewInput(s, p.profile, trailer), s, p.profile)
 			})
 		} else {
 			ok, ended = p.waitOutput(pr, out)

@@ -127,13 +127,15 @@ func (v inputView) shown(before inputView, prof Profile) bool {
 
 // leftInput reports whether a submission is visible: compared with typed (the
 // view when the text stood at the input, before Enter), the program went
-// busy, the trailer left the screen, or it moved away from the cursor by
+// busy (not when its screen was busy already before Enter, typedBusy: a
+// spinner left from the last turn or a CLI still starting says nothing of
+// this Enter, and the text may still stand at the input), the trailer left the screen, or it moved away from the cursor by
 // more than the one row a newline inside the input would add. Exactly one
 // row more counts only when the cursor's row now shows something before
 // the cursor (a redrawn prompt); a newline inside the input leaves it
 // blank.
-func leftInput(typed, now inputView, s Screen, prof Profile) bool {
-	if r, _ := prof.Classify(s); r == Busy {
+func leftInput(typed inputView, typedBusy bool, now inputView, s Screen, prof Profile) bool {
+	if r, _ := prof.Classify(s); r == Busy && !typedBusy {
 		return true
 	}
 	if typed.pasted && !now.pasted {

@@ -40,9 +40,10 @@ func TestEchoViews(t *testing.T) {
 		})
 	}
 	after := []struct {
-		name string
-		now  Screen
-		left bool
+		name      string
+		typedBusy bool // the screen was busy already before Enter
+		now       Screen
+		left      bool
 	}{
 		{name: "unchanged", now: typed},
 		{name: "newline inside the input", now: screenOf(2, 0, "banner", "> hello [hm:m1]", "")},
@@ -52,12 +53,16 @@ func TestEchoViews(t *testing.T) {
 		{name: "scrolled: output then prompt", now: screenOf(2, 2, "> hello [hm:m1]", "done", "> "), left: true},
 		{name: "input cleared", now: screenOf(1, 2, "banner", "> "), left: true},
 		{name: "busy", now: screenOf(1, 16, "banner working", "> hello [hm:m1]"), left: true},
+		// Gemini starting up, or a spinner left from the last turn: the
+		// Enter went nowhere and the text stands at the input.
+		{name: "busy before Enter, text still at the input", typedBusy: true, now: screenOf(1, 16, "banner working", "> hello [hm:m1]")},
+		{name: "busy before Enter, input cleared", typedBusy: true, now: screenOf(1, 2, "banner working", "> "), left: true},
 		{name: "moved into the history above a box", now: screenOf(5, 4, "banner", "> hello [hm:m1]", "", "╭────╮", "│ >  │", "╰────╯"), left: true},
 	}
 	tv := viewInput(typed, prof, tr)
 	for _, tc := range after {
 		t.Run("after enter: "+tc.name, func(t *testing.T) {
-			if got := leftInput(tv, viewInput(tc.now, prof, tr), tc.now, prof); got != tc.left {
+			if got := leftInput(tv, tc.typedBusy, viewInput(tc.now, prof, tr), tc.now, prof); got != tc.left {
 				t.Errorf("left = %v, want %v (typed %+v, now %+v)", got, tc.left, tv, viewInput(tc.now, prof, tr))
 			}
 		})
@@ -78,7 +83,7 @@ func FuzzViewInput(f *testing.F) {
 			t.Fatalf("trailer ends on row %d of %d", v.row, len(s.Lines))
 		}
 		_ = v.shown(inputView{row: -1}, prof)
-		_ = leftInput(v, v, s, prof)
+		_ = leftInput(v, false, v, s, prof)
 		_ = promptBeforeCursor(s)
 	})
 }

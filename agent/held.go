@@ -43,6 +43,7 @@ func (p *Pane) enterHeld(pr *proc) bool {
 	if !heldAtInput(s, at) {
 		return false
 	}
+	busyBefore, _ := p.profile.Classify(p.Screen())
 	last.presses++
 	p.log.Warn("a message judged submitted still stands at the program's input; pressing Enter for it alone before typing the next",
 		"id", last.id, "press", last.presses)
@@ -51,7 +52,7 @@ func (p *Pane) enterHeld(pr *proc) bool {
 		return true
 	}
 	p.waitScreen(pr, patience(p.profile.Verify, last.presses), func(s Screen) bool {
-		return leftInput(at, viewInput(s, p.profile, last.trailer), s, p.profile)
+		return leftInput(at, busyBefore == Busy, viewInput(s, p.profile, last.trailer), s, p.profile)
 	})
 	return true
 }
