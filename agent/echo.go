@@ -139,7 +139,10 @@ func leftInput(typed inputView, typedBusy bool, now inputView, s Screen, prof Pr
 		return true
 	}
 	if typed.pasted && !now.pasted {
-		return true
+		// The collapsed paste went: submitted, unless its text now stands
+		// in full at the cursor (Gemini still starting shows a paste as
+		// its marker, then as the text, and took no Enter).
+		return !(now.count > typed.count && now.below >= 0 && now.below <= prof.markerRows())
 	}
 	if now.count < typed.count || now.count == 0 {
 		return true

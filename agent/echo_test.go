@@ -67,6 +67,24 @@ func TestEchoViews(t *testing.T) {
 			}
 		})
 	}
+	// Typed as a collapsed paste: the marker going is a submission, unless
+	// the text now stands in full at the cursor (Gemini starting up: the
+	// paste shown as its text, the Enter not taken).
+	pasted := viewInput(screenOf(1, 30, "banner", "> [Pasted text #1 +20 lines]"), prof, tr)
+	for _, tc := range []struct {
+		name string
+		now  Screen
+		left bool
+	}{
+		{name: "paste marker gone, input empty", now: screenOf(3, 2, "banner", "> [Pasted text #1 +20 lines]", "ok", "> "), left: true},
+		{name: "paste marker gone, its text at the cursor", now: screenOf(2, 18, "banner", "> line one", "line two [hm:m1]")},
+	} {
+		t.Run("after enter on a paste: "+tc.name, func(t *testing.T) {
+			if got := leftInput(pasted, false, viewInput(tc.now, prof, tr), tc.now, prof); got != tc.left {
+				t.Errorf("left = %v, want %v (typed %+v, now %+v)", got, tc.left, pasted, viewInput(tc.now, prof, tr))
+			}
+		})
+	}
 }
 
 // FuzzViewInput: any screen text and trailer, no panic, and a trailer that
