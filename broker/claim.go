@@ -17,7 +17,6 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/msgid"
-	"hm/internal/status"
 	"hm/journal"
 	"hm/roles"
 )
@@ -206,12 +205,8 @@ func (c *conn) claimAck(f proto.Frame) {
 func (b *Broker) recordContext(hs []heldClaim) {
 	var wg sync.WaitGroup
 	for _, h := range hs {
-		detail := map[string]any{"pane": h.role}
-		if h.hook != "" {
-			detail["hook"] = h.hook
-		}
 		wg.Go(func() {
-			b.advance(journal.Change{MessageID: h.MessageID, Status: status.Routed, AckStatus: status.DeliveredContext, Event: status.EventContext, Detail: detail})
+			b.advance(journal.Context(h.MessageID, h.role, h.hook))
 		})
 	}
 	wg.Wait()

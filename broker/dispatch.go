@@ -46,14 +46,10 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 				// new program (the one that had it died with the hub's
 				// terminal); see docs/protocol.md, "kill -9 and panes".
 				Typed: func() {
-					b.advance(journal.Change{MessageID: id, AckStatus: status.Typed, Event: status.EventTyped, Detail: map[string]any{"pane": mem.Role}})
+					b.advance(journal.Typed(id, mem.Role))
 				},
 				Submitted: func(proven bool) {
-					ack := status.AcceptedUnverified
-					if proven {
-						ack = status.Submitted
-					}
-					b.advance(journal.Change{MessageID: id, Status: status.Routed, AckStatus: ack, Event: status.EventSubmitted, Detail: map[string]any{"pane": mem.Role, "proven": proven}})
+					b.advance(journal.Submitted(id, mem.Role, proven))
 				},
 				Failed: func(err error) { b.paneFailed(m, mem.Role, err) },
 				Stuck:  func(err error) { b.stuck(m, mem.Role, err) },
@@ -61,18 +57,18 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 				// another attempt (the row is unchanged but its attempt
 				// count), with the reason, before it is typed again.
 				Retyping: func(err error) {
-					b.advance(journal.Change{MessageID: id, IncAttempt: true, Event: status.EventAttempt, Detail: map[string]any{"pane": mem.Role, "error": err.Error()}})
+					b.advance(journal.Attempt(id, mem.Role, err))
 				},
 				// The pane's busy program was stopped for this urgent
 				// message: its work was cut, and the ledger says why.
 				Interrupted: func() {
-					b.advance(journal.Change{MessageID: id, Event: status.EventInterrupted, Detail: map[string]any{"pane": mem.Role}})
+					b.advance(journal.Interrupted(id, mem.Role))
 				},
 				// After that interrupt the input held text hm did not
 				// type (the interrupted prompt, put back): erased before
 				// this message, and the ledger keeps what it was.
 				Cleared: func(held string) {
-					b.advance(journal.Change{MessageID: id, Event: status.EventCleared, Detail: map[string]any{"pane": mem.Role, "held": clip(held, maxHeld)}})
+					b.advance(journal.Cleared(id, mem.Role, clip(held, maxHeld)))
 				},
 			})
 			if !listened {
@@ -92,7 +88,7 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 	if rt.telegram != "" && b.deps.Telegram != nil {
 		b.sendTelegram(m, rt.telegram, routedNoProof)
 	} else if routedNoProof {
-		b.advance(journal.Change{MessageID: m.MessageID, Status: status.Routed, AckStatus: status.AcceptedUnverified, Event: status.EventShown})
+		b.advance(journal.Shown(m.MessageID))
 	}
 	return handed
 }
@@ -102,7 +98,7 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 // pending and is typed again after a restart) and tells m's sender with a
 // system notice, never silently.
 func (b *Broker) stuck(m journal.Message, role string, err error) {
-	b.advance(journal.Change{MessageID: m.MessageID, AckStatus: status.Stuck, Event: status.EventStuck, Detail: map[string]any{"pane": role, "error": err.Error()}})
+	b.advance(journal.Stuck(m.MessageID, role, err))
 	b.log.Warn("message stuck at a pane", "messageId", m.MessageID, "pane", role, "err", err)
 	if b.deps.Notices != nil {
 		b.deps.Notices.Stuck(m, role, err.Error())
@@ -115,7 +111,7 @@ func (b *Broker) stuck(m journal.Message, role string, err error) {
 // written): status failed, pane_failed; m's sender is told with a system
 // notice.
 func (b *Broker) paneFailed(m journal.Message, role string, err error) {
-	b.advance(journal.Change{MessageID: m.MessageID, Status: status.Failed, ErrorCode: status.CodePaneFailed, Event: status.EventFailed, Detail: map[string]any{"pane": role, "error": err.Error()}})
+	b.advance(journal.PaneFailed(m.MessageID, status.CodePaneFailed, role, err.Error()))
 	b.log.Warn("message failed at a pane", "messageId", m.MessageID, "pane", role, "err", err)
 	b.tellSender(m, msgid.Failed(m.MessageID), fmt.Sprintf("Your message %s to %s failed: %v. It was not delivered; send it again if it still matters.", m.MessageID, role, err))
 }
@@ -124,7 +120,7 @@ func (b *Broker) paneFailed(m journal.Message, role string, err error) {
 // take it (status failed, no_route) and tells m's sender with a system
 // notice.
 func (b *Broker) noRoute(m journal.Message, role string) {
-	b.advance(journal.Change{MessageID: m.MessageID, Status: status.Failed, ErrorCode: status.CodeNoRoute, Event: status.EventFailed, Detail: map[string]any{"pane": role, "error": role + " is not running"}})
+	b.advance(journal.PaneFailed(m.MessageID, status.CodeNoRoute, role, role+" is not running"))
 	b.log.Warn("message for a background slot that is not running", "messageId", m.MessageID, "slot", role)
 	b.tellSender(m, msgid.Failed(m.MessageID), fmt.Sprintf("Your message %s to %s failed: no_route: %s is not running. It was not delivered; spawn the slot and send it again if it still matters.", m.MessageID, role, role))
 }
@@ -151,11 +147,11 @@ func (b *Broker) sendTelegram(m journal.Message, chat string, alsoShown bool) {
 		err := b.deps.Telegram.Send(b.ctx, m.MessageID, chat, m.SenderRole, m.RawBody)
 		switch {
 		case err == nil:
-			b.advance(journal.Change{MessageID: m.MessageID, Status: status.Routed, AckStatus: status.DeliveredVerified, Event: status.EventTelegramSent})
+			b.advance(journal.TelegramSent(m.MessageID))
 		case alsoShown:
-			b.advance(journal.Change{MessageID: m.MessageID, Status: status.Routed, AckStatus: status.AcceptedUnverified, Event: status.EventTelegramFailed, Detail: map[string]any{"error": err.Error()}})
+			b.advance(journal.TelegramFailed(m.MessageID, err))
 		default:
-			b.advance(journal.Change{MessageID: m.MessageID, Status: status.Failed, ErrorCode: status.CodeTelegramFailed, Event: status.EventFailed, Detail: map[string]any{"error": err.Error()}})
+			b.advance(journal.SendFailed(m.MessageID, status.CodeTelegramFailed, err.Error()))
 		}
 	}()
 }
@@ -211,7 +207,7 @@ func (b *Broker) mayAcknowledge(id Identity, m journal.Message) error {
 
 // ackChange is the ledger change of a message-ack or receipt by role.
 func ackChange(messageID, by string) journal.Change {
-	return journal.Change{MessageID: messageID, Status: status.Acked, AckStatus: status.DeliveredVerified, Event: status.EventAcked, Detail: map[string]any{"by": by}}
+	return journal.Acked(messageID, by, "")
 }
 
 // Acknowledge marks a message delivered.verified (listener message-ack or a

@@ -102,13 +102,8 @@ func (b *Broker) receive(ctx context.Context, id Identity, hook string, ids []st
 // messageID, one of the prompt's proven ids: acked, or merged when there
 // are others.
 func receiptChange(messageID, by, hook string, prompt []string) journal.Change {
-	ch := ackChange(messageID, by)
-	if hook != "" {
-		ch.Detail["hook"] = hook
-	}
 	if len(prompt) > 1 {
-		ch.Event = status.EventMerged
-		ch.Detail["with"] = slices.DeleteFunc(slices.Clone(prompt), func(s string) bool { return s == messageID })
+		return journal.Merged(messageID, by, hook, slices.DeleteFunc(slices.Clone(prompt), func(s string) bool { return s == messageID }))
 	}
-	return ch
+	return journal.Acked(messageID, by, hook)
 }

@@ -93,14 +93,14 @@ func (b *Broker) expire(m journal.Message, now time.Time) bool {
 		return false
 	}
 	age := now.Sub(time.UnixMilli(m.BrokeredAtMs))
-	detail := map[string]any{"ageMs": age.Milliseconds()}
+	reason := ""
 	switch {
 	case sessionScoped(m):
-		detail["reason"] = "a lifecycle notice of " + m.SessionID + ", which ended"
+		reason = "a lifecycle notice of " + m.SessionID + ", which ended"
 	case age <= b.cfg.DelayedMaxAge:
 		return false
 	}
-	b.advance(journal.Change{MessageID: m.MessageID, Status: status.Failed, ErrorCode: status.CodeExpiredSession, Event: status.EventFailed, Detail: detail})
+	b.advance(journal.Expired(m.MessageID, age.Milliseconds(), reason))
 	return true
 }
 
@@ -124,7 +124,7 @@ func (b *Broker) Recover(ctx context.Context) (delivered, expired int, err error
 		}
 		rt, err := b.routeFor(m)
 		if err != nil {
-			b.advance(journal.Change{MessageID: m.MessageID, Status: status.Failed, ErrorCode: proto.CodeOf(err), Event: status.EventFailed, Detail: map[string]any{"reason": err.Error()}})
+			b.advance(journal.Unroutable(m.MessageID, proto.CodeOf(err), err.Error()))
 			expired++
 			continue
 		}

@@ -132,7 +132,7 @@ func (b *Broker) forwardRemote(ctx context.Context, m journal.Message, rt route)
 	}
 	if len(remote) == len(rt.members) && !queued {
 		// Nothing of it is for this hub: the copies carry it on.
-		b.advance(journal.Change{MessageID: m.MessageID, Status: status.Routed, AckStatus: status.AcceptedUnverified, Event: status.EventForwarded, Detail: map[string]any{"copies": len(remote)}})
+		b.advance(journal.ForwardedCopies(m.MessageID, len(remote)))
 	}
 	return queued
 }
@@ -167,15 +167,15 @@ func (b *Broker) forwardRow(ctx context.Context, m journal.Message) (queued bool
 	})
 	if err != nil {
 		if m.AckStatus != status.AcceptedQueuedRemote {
-			b.advance(journal.Change{MessageID: m.MessageID, AckStatus: status.AcceptedQueuedRemote, Event: status.EventQueuedRemote, Detail: map[string]any{"error": err.Error()}})
+			b.advance(journal.QueuedRemote(m.MessageID, err))
 		}
 		return true
 	}
-	detail := map[string]any{}
+	hub := ""
 	if p, ok := b.deps.Remote.Pane(m.TargetRole); ok {
-		detail["hub"] = p.Hub
+		hub = p.Hub
 	}
-	b.advance(journal.Change{MessageID: m.MessageID, Status: status.Routed, AckStatus: status.AcceptedUnverified, Event: status.EventForwarded, Detail: detail})
+	b.advance(journal.Forwarded(m.MessageID, hub))
 	return false
 }
 
@@ -366,7 +366,7 @@ func (b *Broker) recordRemote(ctx context.Context, rm RemoteMessage, mem roles.M
 	if err != nil {
 		return fmt.Errorf("record remote %s: %w", rm.MessageID, err)
 	}
-	b.advance(journal.Change{MessageID: rm.MessageID, Event: status.EventReceived, Detail: map[string]any{"hub": rm.Hub}})
+	b.advance(journal.Received(rm.MessageID, rm.Hub))
 	b.dispatch(committed, route{name: mem.Role, kind: roles.TargetMember, members: []roles.Member{mem}}, "")
 	return nil
 }

@@ -60,14 +60,11 @@ func (c *conn) deliverWith(m journal.Message, content string, enqueue func(outFr
 		return false
 	}
 	id, b := m.MessageID, c.b
-	detail := map[string]any{"client": c.id}
-	if m.Status == status.Routed {
-		// Handed to an earlier listener and not acknowledged: offered again
-		// with the same messageId (SPEC §5.3, at-least-once).
-		detail["reoffer"] = true
-	}
+	// Handed to an earlier listener and not acknowledged: offered again
+	// with the same messageId (SPEC §5.3, at-least-once).
+	reoffer := m.Status == status.Routed
 	ok := enqueue(outFrame{data: data, onWritten: func() {
-		b.deps.Ledger.AdvanceAsync(journal.Change{MessageID: id, Status: status.Routed, AckStatus: status.DeliveredWebSocket, Event: status.EventDelivered, Detail: detail})
+		b.deps.Ledger.AdvanceAsync(journal.Delivered(id, c.id, reoffer))
 		b.wake(id)
 	}})
 	if !ok {

@@ -35,8 +35,7 @@ func (h *Hub) recoverEntered(ctx context.Context) {
 			if err != nil || row.Status.Rank() >= status.Routed.Rank() {
 				continue
 			}
-			if _, err := h.Ledger.Advance(ctx, journal.Change{MessageID: id, Status: status.Routed, AckStatus: status.AcceptedUnverified,
-				Event: status.EventSubmitted, Detail: map[string]any{"pane": m.Role, "proven": false, "from": "entered log"}}); err != nil {
+			if _, err := h.Ledger.Advance(ctx, journal.EnteredBeforeStop(id, m.Role)); err != nil {
 				h.log.Warn("record an entered message", "id", id, "err", err)
 				continue
 			}

@@ -84,9 +84,9 @@ func (s telegramStore) RecordPart(ctx context.Context, p telegram.Part) error {
 
 func (s telegramStore) FinishPart(ctx context.Context, partID string, ok bool, reason string) error {
 	// A part is recorded before the API call; Telegram's answer settles it.
-	c := journal.Change{MessageID: partID, Status: status.Acked, AckStatus: status.DeliveredVerified, Event: status.EventTelegramSent}
+	c := journal.TelegramPartSent(partID)
 	if !ok {
-		c = journal.Change{MessageID: partID, Status: status.Failed, ErrorCode: status.CodeTelegramFailed, Event: status.EventFailed, Detail: map[string]any{"reason": reason}}
+		c = journal.SendFailed(partID, status.CodeTelegramFailed, reason)
 	}
 	_, err := s.h.Ledger.Advance(ctx, c)
 	return err

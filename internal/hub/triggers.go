@@ -83,8 +83,7 @@ func (h *Hub) triggerSink(ctx context.Context, f triggers.File) error {
 // on that message naming the file and the id it carried. The file is not
 // delivered again; an error is transient and the file is retried.
 func (h *Hub) noteRepeat(ctx context.Context, first string, f triggers.File) error {
-	_, err := h.Ledger.Advance(ctx, journal.Change{MessageID: first, Event: status.EventRepeated,
-		Detail: map[string]any{"channel": string(broker.ChannelTrigger), "file": f.Name, "messageId": f.MessageID}})
+	_, err := h.Ledger.Advance(ctx, journal.Repeated(first, string(broker.ChannelTrigger), f.Name, f.MessageID))
 	if err != nil {
 		return fmt.Errorf("record trigger file %s as a repeat of %s: %w", f.Name, first, err)
 	}
