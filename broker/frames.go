@@ -409,13 +409,13 @@ func (b *Broker) deliveryCheck(ctx context.Context, id Identity, f proto.Frame) 
 }
 
 // EventRow renders a ledger event for journal-event frames and `hm comms tail`.
-func EventRow(ev journal.Event) map[string]any {
+func EventRow(ev journal.Event) proto.EventRow {
 	m := ev.Row
-	return map[string]any{
-		"event_id": ev.EventID, "event": ev.Event, "at_ms": ev.AtMs, "detail": ev.Detail,
-		"message_id": m.MessageID, "session_id": m.SessionID, "sender_role": m.SenderRole,
-		"target_role": m.TargetRole, "channel": m.Channel, "seq": m.Seq, "header": m.Header,
-		"priority": m.Priority, "raw_body": m.RawBody, "status": m.Status, "ack_status": m.AckStatus,
-		"error_code": m.ErrorCode, "brokered_at_ms": m.BrokeredAtMs,
+	return proto.EventRow{
+		EventID: ev.EventID, Event: ev.Event, AtMs: ev.AtMs, Detail: ev.Detail,
+		MessageID: m.MessageID, SessionID: m.SessionID, SenderRole: m.SenderRole,
+		TargetRole: m.TargetRole, Channel: m.Channel, Seq: m.Seq, Header: m.Header,
+		Priority: m.Priority, RawBody: m.RawBody, Status: m.Status, AckStatus: m.AckStatus,
+		ErrorCode: m.ErrorCode, BrokeredAtMs: m.BrokeredAtMs,
 	}
 }

@@ -281,6 +281,29 @@ type Response struct {
 
 // JournalEvent carries one ledger change to subscribers.
 type JournalEvent struct {
-	Type string `json:"type"`
-	Row  any    `json:"row"`
+	Type string   `json:"type"`
+	Row  EventRow `json:"row"`
+}
+
+// EventRow is the row of a journal-event frame: one ledger event and the
+// message row as it stood after it, in the ledger's column names
+// (snake_case). `hm comms tail`, `hm mcp` and the cockpit read this type.
+type EventRow struct {
+	EventID      int64           `json:"event_id"`
+	Event        status.Event    `json:"event"`
+	AtMs         int64           `json:"at_ms"`
+	Detail       json.RawMessage `json:"detail"`
+	MessageID    string          `json:"message_id"`
+	SessionID    string          `json:"session_id"`
+	SenderRole   string          `json:"sender_role"`
+	TargetRole   string          `json:"target_role"`
+	Channel      string          `json:"channel"`
+	Seq          int64           `json:"seq"`
+	Header       string          `json:"header"`
+	Priority     string          `json:"priority"`
+	RawBody      string          `json:"raw_body"`
+	Status       status.Status   `json:"status"`
+	AckStatus    status.Stage    `json:"ack_status"`
+	ErrorCode    status.Code     `json:"error_code"`
+	BrokeredAtMs int64           `json:"brokered_at_ms"`
 }

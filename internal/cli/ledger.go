@@ -232,19 +232,16 @@ func runTail(ctx context.Context, env Env, args []string) int {
 		if typ != proto.TypeJournalEvent {
 			continue
 		}
-		var ev struct {
-			Row map[string]any `json:"row"`
-		}
+		var ev proto.JournalEvent
 		if json.Unmarshal(raw, &ev) != nil {
 			continue
 		}
 		r := ev.Row
-		at, _ := r["at_ms"].(float64)
-		body := oneLine(fmt.Sprint(r["raw_body"]))
+		body := oneLine(r.RawBody)
 		if rs := []rune(body); len(rs) > 100 {
 			body = string(rs[:99]) + "…"
 		}
-		fmt.Fprintf(env.Stdout, "%s  %-10s %s → %s  %s  %s  %s\n", time.UnixMilli(int64(at)).UTC().Format("15:04:05.000"), r["event"], r["sender_role"], r["target_role"], r["status"], r["message_id"], body)
+		fmt.Fprintf(env.Stdout, "%s  %-10s %s → %s  %s  %s  %s\n", time.UnixMilli(r.AtMs).UTC().Format("15:04:05.000"), r.Event, r.SenderRole, r.TargetRole, r.Status, r.MessageID, body)
 	}
 }
 

@@ -109,24 +109,13 @@ func (s *Server) followJournal(ctx context.Context, push func(ChannelParams) err
 		if typ != proto.TypeJournalEvent {
 			continue
 		}
-		var ev struct {
-			Row struct {
-				Event      string `json:"event"`
-				MessageID  string `json:"message_id"`
-				SenderRole string `json:"sender_role"`
-				TargetRole string `json:"target_role"`
-				Seq        int64  `json:"seq"`
-				Header     string `json:"header"`
-				RawBody    string `json:"raw_body"`
-				Status     string `json:"status"`
-			} `json:"row"`
-		}
+		var ev proto.JournalEvent
 		if json.Unmarshal(raw, &ev) != nil {
 			continue
 		}
 		r := ev.Row
-		row := journal.Message{SenderRole: r.SenderRole, TargetRole: r.TargetRole, Status: status.Status(r.Status)}
-		if r.Event != string(status.Brokered) || seen[r.MessageID] || !mine.Received(row) {
+		row := journal.Message{SenderRole: r.SenderRole, TargetRole: r.TargetRole, Status: r.Status}
+		if r.Event != status.EventBrokered || seen[r.MessageID] || !mine.Received(row) {
 			continue
 		}
 		if len(seen) > 10000 {
