@@ -316,6 +316,7 @@ func (p *Pane) deliver(it *item) (done bool) {
 		// again into the next program (see pressEnter).
 		var record func()
 		if attempt == 0 {
+			p.startEnteredTurn(pr)
 			record = func() {
 				if err := p.entered.add(it.d.MessageID); err != nil {
 					p.log.Warn("entered log", "id", it.d.MessageID, "err", err)
@@ -325,6 +326,9 @@ func (p *Pane) deliver(it *item) (done bool) {
 		if err := p.pressEnter(context.Background(), pr, record); err != nil {
 			if attempt == 0 {
 				// The first Enter never reached the program: not submitted.
+				p.mu.Lock()
+				p.endTurnLocked("its Enter was not written")
+				p.mu.Unlock()
 				unlock()
 				return p.typeAgain(pr, it, stage, "before Enter (not written)", err)
 			}

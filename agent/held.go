@@ -35,8 +35,8 @@ func (p *Pane) noteEntered(pr *proc, id, trailer string) {
 // waits for the program to be ready again. The caller holds inputMu.
 func (p *Pane) enterHeld(pr *proc) bool {
 	last := &p.lastEntered
-	if last.pr != pr || last.trailer == "" || last.presses >= heldPresses {
-		return false
+	if last.pr != pr || last.trailer == "" || last.presses >= heldPresses || pr.canonical() {
+		return false // a cooked terminal hands the line over at Enter: nothing is held
 	}
 	s := p.Screen()
 	at := viewInput(s, p.profile, last.trailer)

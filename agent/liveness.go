@@ -87,6 +87,7 @@ func (p *Pane) ReportHookState(s State) {
 	if pr == nil || pr.isExited() {
 		return
 	}
+	p.hooked = true
 	switch s {
 	case StateBusy:
 		p.turn = hookTurn{run: pr, at: time.Now()}
@@ -101,6 +102,25 @@ func (p *Pane) ReportHookState(s State) {
 		p.hookHeld.Store(true)
 	}
 	p.log.Debug("hook reported the pane's state", "state", string(s), "screen", screen.String())
+}
+
+// startEnteredTurn records that hm is about to press Enter for a prompt in
+// run pr. In a pane whose program reports through hooks, that starts a
+// turn: the pane is busy until the turn-end hook (or what else ends a
+// turn, see hookTurn), so the next message is not typed while the CLI
+// still holds this one. Gemini CLI queues the prompts submitted while it
+// initializes or works and sends them to the model joined as one; its
+// prompt-submit hook fires only then. It reports whether it started one.
+func (p *Pane) startEnteredTurn(pr *proc) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.hooked {
+		return false
+	}
+	p.turn = hookTurn{run: pr, at: time.Now()}
+	p.hook = hookReport{} // an earlier turn's end no longer holds
+	p.hookHeld.Store(false)
+	return true
 }
 
 // endTurnLocked forgets the turn a hook reported, why being what ended it

@@ -106,7 +106,9 @@ func TestHookTurnIsBusy(t *testing.T) {
 		}},
 		{"hm's interrupt", func(t *testing.T, p *Pane, stages *stageLog) []string {
 			p.Enqueue(Delivery{MessageID: "u3", Content: "(ARCH #3): [URGENT] now", Urgent: true, Report: stages.reporter("u3")})
-			return []string{"u3", "m2"}
+			poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("u3"), "u3 submitted") })
+			p.ReportHookState(StateReady) // u3's turn ends (TestEnteredPromptStartsHookTurn)
+			return []string{"m2"}
 		}},
 		{"program exit", func(t *testing.T, p *Pane, _ *stageLog) []string {
 			if err := syscall.Kill(p.Status().PID, syscall.SIGKILL); err != nil {
@@ -193,5 +195,41 @@ func TestParseHookState(t *testing.T) {
 		if _, err := ParseHookState(c.in); (err == nil) != c.ok {
 			t.Errorf("ParseHookState(%q) = %v", c.in, err)
 		}
+	}
+}
+
+// TestEnteredPromptStartsHookTurn: in a pane whose program reports through
+// hooks, a prompt hm entered is a turn until the turn-end hook, so the next
+// message waits for it even though the screen is back at a quiet prompt.
+// Gemini CLI queues prompts submitted while it initializes or works and
+// sends them joined as one (its prompt-submit hook fires only then): the
+// real-CLI suite saw two messages typed one after the other reach its
+// model as one prompt.
+func TestEnteredPromptStartsHookTurn(t *testing.T) {
+	t.Parallel()
+	spec, logPath := fakeSpec(t)
+	spec.Profile, spec.Profiles = "fakecli", livenessProfile()
+	p := startPane(t, spec)
+	wantState(t, p, StateReady, "start")
+	p.ReportHookState(StateReady) // its hooks run (a SessionStart, an earlier turn's end)
+	stages := newStageLog()
+	p.Enqueue(Delivery{MessageID: "m1", Content: "(ARCH #1): first", Report: stages.reporter("m1")})
+	p.Enqueue(Delivery{MessageID: "m2", Content: "(ARCH #2): second", Report: stages.reporter("m2")})
+	poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("m1"), "m1 submitted") })
+	// No hook yet: m1 may still be queued inside the CLI.
+	for range 10 {
+		if st := p.Status(); st.State != StateBusy {
+			t.Fatalf("state %q after hm entered a prompt and before its turn ended, want busy", st.State)
+		}
+		if got := readPrompts(t, logPath); len(got) != 1 || len(stages.get("m2")) != 0 {
+			t.Fatalf("m2 typed before m1's turn ended: prompts %+v, m2 stages %v", got, stages.get("m2"))
+		}
+		time.Sleep(2 * p.Profile().Idle)
+	}
+	p.ReportHookState(StateBusy)  // the prompt-submit hook
+	p.ReportHookState(StateReady) // the turn-end hook
+	poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("m2"), "m2 typed once the turn ended") })
+	if got := readPrompts(t, logPath); len(got) != 2 {
+		t.Fatalf("prompts %+v, want m1 and m2 apart", got)
 	}
 }

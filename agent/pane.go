@@ -235,6 +235,7 @@ type Pane struct {
 	waiting     string      // Status.Waiting
 	hook        hookReport  // the ready or waiting state a CLI hook reported last
 	turn        hookTurn    // the turn a CLI hook said runs
+	hooked      bool        // the pane's program has reported through hooks (any run)
 	drift       *Drift      // Status.Drift
 	hookHeld    atomic.Bool // hook holds a report (read without mu by handleOutput)
 	readyRun    *proc       // the run Status last saw ready (it is past starting)
