@@ -26,9 +26,10 @@ install: build
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/hm $(addprefix $(DESTDIR)$(BINDIR)/,$(LINKS))
 
-# Builds and starts the hub on its defaults (127.0.0.1:9900, panes in this directory).
+# Builds and starts the hub for the README's tour (127.0.0.1:9900, panes in
+# this directory): the demo team, whose panes show each message's text.
 run: build
-	./$(BIN)/hm up
+	./$(BIN)/hm up --demo
 
 # What the tests need that Go does not bring (shells, chattr, node/npm):
 # installed with apt-get when missing; and the agent CLIs pinned in

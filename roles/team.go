@@ -210,6 +210,28 @@ func Default() *Team {
 	return t
 }
 
+// Demo returns the tour's team (hm up --demo, make run): the default
+// team's three panes, each running a line reader instead of a shell. A
+// shell pane only ever gets an inert pointer line (SPEC §6), so a person
+// watching it never reads a message; the reader takes each message as
+// typed text (profile default), and the terminal's echo shows it on the
+// pane's screen. The reader only reads: no line is ever run as a command.
+func Demo() *Team {
+	t := Default()
+	for i := range t.main {
+		m := &t.main[i]
+		m.Command = DemoCommand(m.Role)
+		m.Profile = ProfileDefault
+	}
+	return t
+}
+
+// DemoCommand is a demo pane's program: a prompt naming the role, then one
+// line read per message, as data.
+func DemoCommand(role string) string {
+	return "while printf '%s> ' " + role + "; IFS= read -r line; do :; done"
+}
+
 func build(s settings) (*Team, error) {
 	members := defaultMembers()
 	listed := map[string]bool{}

@@ -17,13 +17,14 @@ import (
 // maxPort is the highest TCP port.
 const maxPort = 65535
 
-const upSynopsis = "hm up [--root D] [--port N] [--no-panes] [--allow-anonymous] [--rate-limit N] [--durable] [--pprof] [--nats URL [--nats-creds FILE] [--team NAME] [--hub NAME]]"
+const upSynopsis = "hm up [--root D] [--port N] [--no-panes] [--demo] [--allow-anonymous] [--rate-limit N] [--durable] [--pprof] [--nats URL [--nats-creds FILE] [--team NAME] [--hub NAME]]"
 
 func runUp(ctx context.Context, env Env, args []string) int {
 	fs := newFlags("up", env)
 	root := rootFlag(fs)
 	port := fs.Int("port", -1, "port on 127.0.0.1 (0 picks a free one; default: settings.json port or 9900)")
 	noPanes := fs.Bool("no-panes", false, "do not host agent panes")
+	demo := fs.Bool("demo", false, "host the tour's team: architect, builder and oracle panes that show each message's text (make run)")
 	anon := fs.Bool("allow-anonymous", false, "trust the declared role of clients that send no token")
 	rate := fs.Float64("rate-limit", 200, "frames per second per connection (0 turns the limit off)")
 	durable := fs.Bool("durable", false, "synchronous=FULL for the ledger")
@@ -72,7 +73,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 		slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: level}),
 	))
 	err = hub.Run(ctx, hub.Options{
-		Layout: lay, Port: *port, NoPanes: *noPanes, AllowAnonymous: *anon,
+		Layout: lay, Port: *port, NoPanes: *noPanes, Demo: *demo, AllowAnonymous: *anon,
 		RateLimit: *rate, Durable: *durable, Pprof: *pprof, Logger: logger, Getenv: env.Getenv,
 		Terminal: terminalSink(env.Stderr), DetectDesktop: true,
 		NATS:       hub.NATSOptions{URL: *natsURL, Creds: *natsCreds, Team: *natsTeam, Hub: *natsHub},

@@ -41,6 +41,7 @@ type Options struct {
 	Layout         layout.Layout
 	Port           int // -1: from settings (default 9900); 0: any free port
 	NoPanes        bool
+	Demo           bool // host the tour's team (roles.Demo), not settings.json's
 	AllowAnonymous bool
 	RateLimit      float64 // frames/s per connection; 0 = off
 	Durable        bool
@@ -152,7 +153,7 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 	if err := lay.Ensure(); err != nil {
 		return nil, nil, err
 	}
-	team, err := roles.Load(lay.Settings())
+	team, err := loadTeam(lay, opts.Demo)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -327,4 +328,13 @@ func loopbackOnly(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// loadTeam is the team the hub hosts: settings.json's (or the default
+// team), or with demo the tour's team, whatever settings.json says.
+func loadTeam(lay layout.Layout, demo bool) (*roles.Team, error) {
+	if demo {
+		return roles.Demo(), nil
+	}
+	return roles.Load(lay.Settings())
 }

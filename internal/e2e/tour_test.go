@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"bytes"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/creack/pty"
+
+	"hm/internal/poll"
+)
+
+// lockedBuffer collects a terminal's output while a test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestTourShowsMessages is the README's tour as a person meets it (issue
+// #34 item 1): the hub started as make run starts it, hm-send to architect,
+// then hm attach architect in a terminal: the message's text is on the
+// pane's screen, not only a pointer to a file.
+func TestTourShowsMessages(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	h := startHub(t, root, "--demo")
+	defer h.stop()
+	const text = "(BUILDER #1): tests pass"
+	if r := run(t, root, nil, "hm-send", "architect", text); r.code != 0 {
+		t.Fatalf("hm-send: %+v", r)
+	}
+	bin, env := hmBinary(t, "hm")
+	cmd := exec.Command(bin, "attach", "architect")
+	cmd.Env = cleanEnv(root, env...)
+	cmd.Dir = root
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 160})
+	if err != nil {
+		t.Fatalf("hm attach in a terminal: %v", err)
+	}
+	defer tty.Close()
+	var out lockedBuffer
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(&out, tty)
+	}()
+	poll.For(t, 60*time.Second, func() error {
+		screen := ansi.Strip(out.String())
+		return poll.Want(strings.Contains(screen, text) && strings.Contains(screen, "architect> "),
+			"the attached pane shows the prompt and %q; it shows:\n%s", text, screen)
+	})
+	if _, err := tty.Write([]byte{0x1c}); err != nil { // Ctrl-\ detaches
+		t.Fatalf("detach: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("hm attach after Ctrl-\\: %v\n%s", err, ansi.Strip(out.String()))
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Errorf("hm attach did not detach on Ctrl-\\:\n%s", ansi.Strip(out.String()))
+	}
+	tty.Close()
+	<-copied
+}
