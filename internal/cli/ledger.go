@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +14,7 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/layout"
+	"hm/internal/status"
 	"hm/journal"
 	"hm/journal/report"
 	"hm/roles"
@@ -59,20 +61,36 @@ func runComms(ctx context.Context, env Env, args []string) int {
 
 func printRows(w io.Writer, rows []journal.Message) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tSESSION\tFROM\tTO\tSEQ\tSTATUS\tACK\tMESSAGE")
+	fmt.Fprintln(tw, "TIME\tSESSION\tFROM\tTO\tSEQ\tDELIVERY\tMESSAGE")
+	var notes []string
 	for _, m := range rows {
 		ts := time.UnixMilli(m.BrokeredAtMs).UTC().Format("01-02 15:04:05")
 		body := oneLine(m.RawBody)
 		if r := []rune(body); len(r) > 80 {
 			body = string(r[:79]) + "…"
 		}
-		st := string(m.Status)
-		if m.ErrorCode != "" {
-			st += "(" + string(m.ErrorCode) + ")"
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", ts, strings.TrimPrefix(m.SessionID, roles.SessionPrefix), m.SenderRole, m.TargetRole, m.Seq, delivery(m), body)
+		if v := m.AckStatus.ToVerify(); v != "" && m.Status != status.Failed && !slices.Contains(notes, v) {
+			notes = append(notes, v)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", ts, strings.TrimPrefix(m.SessionID, roles.SessionPrefix), m.SenderRole, m.TargetRole, m.Seq, st, m.AckStatus, body)
 	}
 	tw.Flush()
+	for _, n := range notes {
+		fmt.Fprintln(w, "note: a message is "+n)
+	}
+}
+
+// delivery is a ledger row's delivery in the plain words of
+// status.PlainStages: how far it got, or that it failed and why. The
+// stage names stay in --json.
+func delivery(m journal.Message) string {
+	if m.Status == status.Failed {
+		if m.ErrorCode != "" {
+			return "failed (" + string(m.ErrorCode) + ")"
+		}
+		return "failed"
+	}
+	return m.AckStatus.Plain()
 }
 
 // oneLine is a message body as the text views of hm comms show it: as
@@ -180,7 +198,7 @@ func runSearch(ctx context.Context, env Env, args []string) int {
 	}
 	for _, h := range hits {
 		ts := time.UnixMilli(h.BrokeredAtMs).UTC().Format("2006-01-02 15:04:05")
-		fmt.Fprintf(env.Stdout, "%s  %s → %s  %s  %s\n    %s\n", ts, h.SenderRole, h.TargetRole, h.MessageID, h.Status, oneLine(h.Excerpt))
+		fmt.Fprintf(env.Stdout, "%s  %s → %s  %s  %s\n    %s\n", ts, h.SenderRole, h.TargetRole, h.MessageID, delivery(h.Message), oneLine(h.Excerpt))
 	}
 	return ExitOK
 }

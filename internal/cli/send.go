@@ -242,11 +242,7 @@ func (s sender) run(ctx context.Context, priority string, timeout, wait time.Dur
 		return s.refused(ack.Status, ack.Reason) // on stderr, --json or not
 	}
 	if !s.json {
-		verb := "accepted for"
-		if ack.Stage().Delivered() {
-			verb = "delivered to"
-		}
-		fmt.Fprintf(s.env.Stdout, "%s %s (%s, seq %d)\n", verb, s.target, ack.Status, ack.Seq)
+		fmt.Fprintf(s.env.Stdout, "%s (seq %d): %s\n", s.target, ack.Seq, ack.Stage().Human())
 	}
 	return ExitOK
 }

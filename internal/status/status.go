@@ -161,3 +161,60 @@ const (
 	// versions, or a replaced key.
 	EventLedgerKey Event = "ledger_key"
 )
+
+// PlainStage is how a person reads one delivery stage: the one table of
+// the words every human view uses (hm-send, hm comms history, hm status,
+// the handoff, the cockpit, which receives it from the hub). The stage
+// names themselves stay on the wire and in --json.
+type PlainStage struct {
+	Stage Stage  `json:"stage"`
+	Words string `json:"words"`
+}
+
+// PlainStages lists every stage with its plain words, in rank order.
+var PlainStages = []PlainStage{
+	{StageNone, "queued"},
+	{AcceptedQueuedRemote, "queued for another hub"},
+	{AcceptedUnverified, "queued"},
+	{Typed, "typed"},
+	{Stuck, "stuck"},
+	{Submitted, "submitted"},
+	{DeliveredWebSocket, "received by its listener"},
+	{DeliveredContext, "in the agent's context"},
+	{DeliveredVerified, "seen by the agent"},
+	{FallbackTriggered, "left for the hub (not running)"},
+}
+
+// ToVerify says what would take a message at stage s to "seen by the
+// agent", or "" once it is there: a listener's acknowledgement, or for a
+// pane the CLI's hooks, which hm init wires.
+func (s Stage) ToVerify() string {
+	switch s {
+	case DeliveredVerified, Stuck, FallbackTriggered:
+		return ""
+	case DeliveredWebSocket:
+		return "seen by the agent once the listener acknowledges it"
+	}
+	return "seen by the agent once its CLI reports it (hooks: hm init)"
+}
+
+// Plain returns the words a person reads for s; a stage not in the table
+// reads as its own name.
+func (s Stage) Plain() string {
+	for _, p := range PlainStages {
+		if p.Stage == s {
+			return p.Words
+		}
+	}
+	return string(s)
+}
+
+// Human is s as a person reads it: its plain words and what would verify
+// it, e.g. "queued; seen by the agent once its CLI reports it (hooks: hm
+// init)".
+func (s Stage) Human() string {
+	if v := s.ToVerify(); v != "" {
+		return s.Plain() + "; " + v
+	}
+	return s.Plain()
+}

@@ -78,3 +78,35 @@ func TestCodesComplete(t *testing.T) {
 		t.Errorf("%d codes declared, %d in Codes", len(declared), len(Codes))
 	}
 }
+
+// TestPlainStages: every stage a person can meet has its plain words in the
+// one table, which lists them in rank order (issue #34 item 2).
+func TestPlainStages(t *testing.T) {
+	for _, s := range append(append([]Stage{}, Stages...), FallbackTriggered) {
+		n := 0
+		for _, p := range PlainStages {
+			if p.Stage == s {
+				n++
+			}
+		}
+		if n != 1 || s.Plain() == "" || s.Plain() == string(s) && s != Typed && s != Stuck && s != Submitted {
+			t.Errorf("stage %q: %d table rows, words %q", s, n, s.Plain())
+		}
+	}
+	for i, p := range PlainStages[:len(PlainStages)-1] {
+		if p.Stage.Rank() != i {
+			t.Errorf("PlainStages[%d] is %q, rank %d", i, p.Stage, p.Stage.Rank())
+		}
+	}
+	tests := []struct {
+		s    Stage
+		want string
+	}{
+		{AcceptedUnverified, "queued"}, {Submitted, "submitted"}, {DeliveredVerified, "seen by the agent"}, {"odd", "odd"},
+	}
+	for _, tt := range tests {
+		if got := tt.s.Plain(); got != tt.want {
+			t.Errorf("Stage(%q).Plain() = %q, want %q", tt.s, got, tt.want)
+		}
+	}
+}
