@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"hm/internal/msgid"
+	"hm/internal/status"
 )
 
 // CodeResponse is POST /ui/code's answer.
@@ -134,6 +135,8 @@ func (c *Cockpit) serveAPI(w http.ResponseWriter, r *http.Request, name string) 
 		writeJSON(w, h)
 	case "verify":
 		c.serveVerify(w, r)
+	case "words":
+		writeJSON(w, map[string]any{"stages": status.PlainTable()})
 	default:
 		jsonError(w, http.StatusNotFound, "no such endpoint /ui/api/"+clip(name, 60))
 	}

@@ -116,6 +116,10 @@ func TestBrowser(t *testing.T) {
 		stage := fmt.Sprintf(`(document.querySelector('.msg[data-id=%q]') || {dataset: {}}).dataset.stage || ''`, sentID)
 		waitJS(t, ctx, 30*time.Second, "the message submitted into the architect pane (timeline)", stage,
 			func(s string) bool { return s == "submitted" })
+		// Short of verified, the row says in plain words what would verify it
+		// (the table comes from the hub: /ui/api/words, issue #34 item 2).
+		waitJS(t, ctx, 10*time.Second, "what would verify the submitted message", fmt.Sprintf(`(document.querySelector('.msg[data-id=%q] .path .verify') || {}).textContent || ''`, sentID),
+			func(s string) bool { return strings.Contains(s, "hm init") })
 		// The agent's receipt (what `hm receipt` or its ack tool sends).
 		c, err := client.Dial(ctx, e.h.URL())
 		if err != nil {
@@ -131,9 +135,14 @@ func TestBrowser(t *testing.T) {
 		waitJS(t, ctx, 10*time.Second, "delivered.verified in the timeline", stage,
 			func(s string) bool { return s == "delivered.verified" })
 		path, _ := eval[string](ctx, fmt.Sprintf(`document.querySelector('.msg[data-id=%q] .path').textContent`, sentID))
-		for _, s := range []string{"brokered", "submitted", "delivered.verified"} {
+		for _, s := range []string{"queued", "submitted", "seen by the agent"} {
 			if !strings.Contains(path, s) {
 				t.Errorf("status path %q lacks %s", path, s)
+			}
+		}
+		for _, s := range []string{"brokered", "delivered.verified", "hm init"} {
+			if strings.Contains(path, s) {
+				t.Errorf("status path %q of a verified message shows %q", path, s)
 			}
 		}
 		// Details: events and the hash chain.

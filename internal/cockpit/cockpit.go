@@ -13,6 +13,7 @@
 //	GET  /ui/api/status        the hub's status (hm status --json)
 //	GET  /ui/api/handoff       {"path","markdown"}
 //	GET  /ui/api/verify[?id=]  the ledger's hash-chain verification
+//	GET  /ui/api/words         the delivery stages in plain words (status.PlainTable)
 //	GET  /ui/<file>            the embedded page (web/)
 package cockpit
 

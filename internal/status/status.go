@@ -4,6 +4,8 @@
 // constants; none writes the strings itself.
 package status
 
+import "slices"
+
 // Status is a message's routing status (comms_journal.status, SPEC §9). It
 // only moves to a higher Rank: a later failure never overwrites routed or
 // acked, while proof of delivery may overwrite failed.
@@ -167,22 +169,33 @@ const (
 // the handoff, the cockpit, which receives it from the hub). The stage
 // names themselves stay on the wire and in --json.
 type PlainStage struct {
-	Stage Stage  `json:"stage"`
-	Words string `json:"words"`
+	Stage    Stage  `json:"stage"`
+	Words    string `json:"words"`
+	ToVerify string `json:"toVerify,omitempty"` // Stage.ToVerify, filled by PlainTable
+}
+
+// PlainTable is PlainStages with what would verify each stage, as the
+// cockpit receives it (GET /ui/api/words) rather than restating it.
+func PlainTable() []PlainStage {
+	t := slices.Clone(PlainStages)
+	for i := range t {
+		t[i].ToVerify = t[i].Stage.ToVerify()
+	}
+	return t
 }
 
 // PlainStages lists every stage with its plain words, in rank order.
 var PlainStages = []PlainStage{
-	{StageNone, "queued"},
-	{AcceptedQueuedRemote, "queued for another hub"},
-	{AcceptedUnverified, "queued"},
-	{Typed, "typed"},
-	{Stuck, "stuck"},
-	{Submitted, "submitted"},
-	{DeliveredWebSocket, "received by its listener"},
-	{DeliveredContext, "in the agent's context"},
-	{DeliveredVerified, "seen by the agent"},
-	{FallbackTriggered, "left for the hub (not running)"},
+	{Stage: StageNone, Words: "queued"},
+	{Stage: AcceptedQueuedRemote, Words: "queued for another hub"},
+	{Stage: AcceptedUnverified, Words: "queued"},
+	{Stage: Typed, Words: "typed"},
+	{Stage: Stuck, Words: "stuck"},
+	{Stage: Submitted, Words: "submitted"},
+	{Stage: DeliveredWebSocket, Words: "received by its listener"},
+	{Stage: DeliveredContext, Words: "in the agent's context"},
+	{Stage: DeliveredVerified, Words: "seen by the agent"},
+	{Stage: FallbackTriggered, Words: "left for the hub (not running)"},
 }
 
 // ToVerify says what would take a message at stage s to "seen by the

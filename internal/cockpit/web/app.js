@@ -231,6 +231,27 @@ function insertOrdered(m) {
 
 function stageOf(m) { return m.ack_status || m.status || ''; }
 
+// The delivery stages in plain words, from the hub (GET /ui/api/words, the
+// one table in internal/status): stage -> {words, toVerify}. Until it
+// arrives a stage shows its own name.
+const WORDS = new Map();
+async function loadWords() {
+  try {
+    const r = await fetch('/ui/api/words', { cache: 'no-store' });
+    if (!r.ok) return;
+    for (const w of (await r.json()).stages || []) WORDS.set(w.stage, w);
+    for (const m of msgs.values()) if (m.el) renderMsg(m);
+  } catch { /* the stage names stay */ }
+}
+
+// plainStage is a path step as a person reads it: a committed message not
+// yet handed over (brokered) is the empty stage's "queued".
+function plainStage(s) {
+  if (s.startsWith('failed')) return s;
+  const w = WORDS.get(s === 'brokered' ? '' : s);
+  return w ? w.words : s;
+}
+
 function addStage(m, s) {
   if (!s || m.path[m.path.length - 1] === s) return;
   if (m.path.includes(s) && !['stuck', 'typed', 'attempt'].includes(s)) return;
@@ -303,12 +324,20 @@ function renderMsg(m) {
   for (const t of tags(m)) head.appendChild(el('span', 'tag', t));
   head.appendChild(el('span', 'time', m.at ? new Date(m.at).toLocaleTimeString() : ''));
   const path = el('div', 'path');
-  m.path.forEach((s, i) => {
-    if (i) path.appendChild(el('span', 'arrow', '→'));
+  let shown = '';
+  for (const s of m.path) {
+    const words = plainStage(s);
+    if (words === shown) continue; // brokered and accepted.unverified are both "queued"
+    if (shown) path.appendChild(el('span', 'arrow', '→'));
+    shown = words;
     const cls = s.startsWith('failed') || s === 'stuck' ? 'bad' : DELIVERED.includes(s) ? 'good' : '';
-    path.appendChild(el('span', 'stage ' + cls, s));
-  });
+    const span = el('span', 'stage ' + cls, words);
+    span.title = s; // the protocol's name
+    path.appendChild(span);
+  }
   if (m.stuck) path.appendChild(el('span', 'stage bad', 'stuck: ' + m.stuck));
+  const toVerify = m.status !== 'failed' && (WORDS.get(m.ack_status || '') || {}).toVerify;
+  if (toVerify) path.appendChild(el('span', 'verify', toVerify));
   const body = el('div', 'mbody', (m.body || '').slice(0, 600));
   li.replaceChildren(head, path, body);
   return li;
@@ -658,6 +687,7 @@ const hub = new Hub({
 window.hmCockpit = { hub, panes, remotes, msgs, onEvent }; // for the browser tests and the curious
 
 applyCols();
+loadWords();
 await pollStatus();
 setInterval(pollStatus, 1000);
 loadHandoff();
