@@ -70,6 +70,26 @@ func (m Message) Ref() string {
 	return strings.ToUpper(m.Header) + " #" + strconv.FormatInt(m.Seq, 10)
 }
 
+// Delivery is how far the message got, in the plain words a person reads
+// (status.PlainStages): its stage's words, or "failed". The one
+// rule behind hm comms history and search, the handoff and the briefing;
+// the stage names stay in the columns and in --json.
+func (m Message) Delivery() string {
+	switch {
+	case m.Status == status.Failed:
+		return "failed"
+	case m.AckStatus != status.StageNone:
+		return m.AckStatus.Plain()
+	case m.Status == status.Recorded:
+		return "recorded, never routed"
+	case m.Status == status.Routed:
+		return "handed over"
+	case m.Status == status.Acked:
+		return status.DeliveredVerified.Plain()
+	}
+	return status.StageNone.Plain()
+}
+
 // row returns a copy without the write-only extras.
 func (m Message) row() Message {
 	m.Signals, m.Obligation, m.Refs = nil, nil, nil

@@ -69,7 +69,7 @@ func printRows(w io.Writer, rows []journal.Message) {
 		if r := []rune(body); len(r) > 80 {
 			body = string(r[:79]) + "…"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", ts, strings.TrimPrefix(m.SessionID, roles.SessionPrefix), m.SenderRole, m.TargetRole, m.Seq, delivery(m), body)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", ts, strings.TrimPrefix(m.SessionID, roles.SessionPrefix), m.SenderRole, m.TargetRole, m.Seq, withCode(m), body)
 		if v := m.AckStatus.ToVerify(); v != "" && m.Status != status.Failed && !slices.Contains(notes, v) {
 			notes = append(notes, v)
 		}
@@ -80,17 +80,13 @@ func printRows(w io.Writer, rows []journal.Message) {
 	}
 }
 
-// delivery is a ledger row's delivery in the plain words of
-// status.PlainStages: how far it got, or that it failed and why. The
-// stage names stay in --json.
-func delivery(m journal.Message) string {
-	if m.Status == status.Failed {
-		if m.ErrorCode != "" {
-			return "failed (" + string(m.ErrorCode) + ")"
-		}
-		return "failed"
+// withCode is a row's delivery in plain words (journal.Message.Delivery)
+// with a failure's error code: "failed (pane_failed)".
+func withCode(m journal.Message) string {
+	if m.Status == status.Failed && m.ErrorCode != "" {
+		return m.Delivery() + " (" + string(m.ErrorCode) + ")"
 	}
-	return m.AckStatus.Plain()
+	return m.Delivery()
 }
 
 // oneLine is a message body as the text views of hm comms show it: as
@@ -198,7 +194,7 @@ func runSearch(ctx context.Context, env Env, args []string) int {
 	}
 	for _, h := range hits {
 		ts := time.UnixMilli(h.BrokeredAtMs).UTC().Format("2006-01-02 15:04:05")
-		fmt.Fprintf(env.Stdout, "%s  %s → %s  %s  %s\n    %s\n", ts, h.SenderRole, h.TargetRole, h.MessageID, delivery(h.Message), oneLine(h.Excerpt))
+		fmt.Fprintf(env.Stdout, "%s  %s → %s  %s  %s\n    %s\n", ts, h.SenderRole, h.TargetRole, h.MessageID, withCode(h.Message), oneLine(h.Excerpt))
 	}
 	return ExitOK
 }

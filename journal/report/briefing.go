@@ -198,7 +198,7 @@ func renderBriefing(b briefingData, o Options) []byte {
 	// The whole tail of the ledger is asked for, so no note says it was cut.
 	d.section(fmt.Sprintf("Last %d Messages", BriefingRecentLimit))
 	d.list("The ledger is empty.", "",
-		[]string{"row", "session", "time", "from", "to", "ref", "status", "body"},
+		[]string{"row", "session", "time", "from", "to", "ref", "delivery", "body"},
 		rowsOf(b.recent, func(m journal.Message) []string {
 			return []string{itoa(m.RowID), dash(m.SessionID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), statusCell(m), roles.ViewContent(m.RawBody)}
 		}), false, BriefingRecentLimit, "messages", 0)

@@ -6,6 +6,7 @@ import (
 
 	"zombiezen.com/go/sqlite"
 
+	"hm/internal/status"
 	"hm/journal"
 	"hm/roles"
 )
@@ -154,8 +155,8 @@ func buildHandoff(conn *sqlite.Conn, cov *journal.Cover, o Options) ([]byte, err
 		}), h.morePending, HandoffListLimit, "pending deliveries", 0)
 
 	d.section("Recent Messages")
-	d.list("No messages in this session.", fmt.Sprintf("The last %d messages of the session.", HandoffRecentLimit),
-		[]string{"row", "time", "from", "to", "ref", "channel", "status", "body"},
+	d.list("No messages in this session.", fmt.Sprintf("The last %d messages of the session. A message is \"%s\" once its CLI reports it (hooks: `hm init`) or its listener acknowledges it.", HandoffRecentLimit, status.DeliveredVerified.Plain()),
+		[]string{"row", "time", "from", "to", "ref", "channel", "delivery", "body"},
 		rowsOf(h.recent, func(m journal.Message) []string {
 			return []string{itoa(m.RowID), fmtTime(msgTime(m)), dash(m.SenderRole), dash(m.TargetRole), ref(m), dash(m.Channel), statusCell(m), roles.ViewContent(m.RawBody)}
 		}), h.moreRecent, HandoffRecentLimit, "messages", 0)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"hm/internal/status"
 	"hm/journal"
 )
 
@@ -189,13 +188,9 @@ func capped(n int64) string {
 // ref renders a message's "HEADER #N", or "—".
 func ref(m journal.Message) string { return dash(m.Ref()) }
 
-// statusCell renders a message's status with its acknowledgement stage.
-func statusCell(m journal.Message) string {
-	if m.AckStatus == status.StageNone {
-		return string(m.Status)
-	}
-	return string(m.Status) + " (" + string(m.AckStatus) + ")"
-}
+// statusCell renders how far a message got, in plain words
+// (journal.Message.Delivery).
+func statusCell(m journal.Message) string { return m.Delivery() }
 
 // moreNote is the note under a table that was cut at limit rows.
 func moreNote(limit int, what string) string {
