@@ -298,6 +298,8 @@ func commandProblem(command string) string {
 		switch w {
 		case "exec", "command", "builtin", "nohup", "time":
 			continue // shell words that run the next one
+		case "while", "until", "for", "if", "case", "{", "(", "!":
+			return "" // a compound command: sh runs it, no program to look up
 		}
 		if _, err := exec.LookPath(w); err != nil {
 			return "command " + strconv.Quote(w) + " not found on PATH"
