@@ -7,6 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"hm/agent"
 
@@ -33,7 +36,8 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	natsCreds := fs.String("nats-creds", "", "NATS user credentials file: the hub's identity, which signs its presence")
 	natsTeam := fs.String("team", "", "the team's name on NATS: stream HM_<TEAM>, subjects hm.<team>.> (default \"hm\")")
 	natsHub := fs.String("hub", "", "this hub's name on NATS without --nats-creds (default: the host name)")
-	verbose := fs.Bool("verbose", false, "debug logging")
+	verbose := fs.Bool("verbose", false, "stream the full log (debug level) to this terminal instead of the one-line status")
+	fs.BoolVar(verbose, "v", false, "short for --verbose")
 	pos, err := parseArgs(fs, args)
 	if err != nil || len(pos) > 0 {
 		if err == nil {
@@ -68,10 +72,18 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewMultiHandler(
-		slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}),
-		slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: level}),
-	))
+	// The terminal gets a one-line status and each warning in a line; the
+	// full log goes to hub.log, and with -v to the terminal as well.
+	term := &terminalLog{w: env.Stderr}
+	var shown slog.Handler = term
+	if *verbose {
+		shown = slog.NewMultiHandler(term.counting(), slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	}
+	logger := slog.New(slog.NewMultiHandler(shown, slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: level})))
+	ctx, cancel := context.WithCancel(ctx)
+	var watch sync.WaitGroup
+	defer watch.Wait()
+	defer cancel()
 	err = hub.Run(ctx, hub.Options{
 		Layout: lay, Port: *port, NoPanes: *noPanes, Demo: *demo, AllowAnonymous: *anon,
 		RateLimit: *rate, Durable: *durable, Pprof: *pprof, Logger: logger, Getenv: env.Getenv,
@@ -80,6 +92,10 @@ func runUp(ctx context.Context, env Env, args []string) int {
 		PaneKeeper: paneKeeper(),
 		Ready: func(h *hub.Hub) {
 			fmt.Fprintf(env.Stderr, "hm: hub listening on %s (session %d, root %s); Ctrl-C stops it\n", h.URL(), h.Session, h.Layout.Root)
+			if !*verbose {
+				fmt.Fprintf(env.Stderr, "hm: the full log is in %s (hm up -v streams it here)\n", lay.HubLog())
+				watch.Go(func() { h.WatchTerminal(ctx, env.Stderr, 2*time.Second, term.count) })
+			}
 		},
 	})
 	if err != nil {
@@ -88,6 +104,50 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	}
 	return ExitOK
 }
+
+// terminalLog is the hub's terminal as a slog.Handler: each warning or
+// error as one short line ("hm: warning: <message>: <err>"), counted for
+// the status line; the rest of the log is in hub.log.
+type terminalLog struct {
+	w      io.Writer
+	n      atomic.Int64
+	silent bool         // count only (hm up -v streams the whole log instead)
+	parent *terminalLog // the counter a counting copy adds to
+}
+
+func (t *terminalLog) counting() *terminalLog { return &terminalLog{w: t.w, silent: true, parent: t} }
+
+func (t *terminalLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (t *terminalLog) Handle(_ context.Context, r slog.Record) error {
+	c := t
+	if t.parent != nil {
+		c = t.parent
+	}
+	c.n.Add(1)
+	if t.silent {
+		return nil
+	}
+	msg := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "err" || a.Key == "error" {
+			msg += ": " + a.Value.String()
+		}
+		return true
+	})
+	level := "warning"
+	if r.Level >= slog.LevelError {
+		level = "error"
+	}
+	_, err := fmt.Fprintf(t.w, "hm: %s: %s\n", level, msg)
+	return err
+}
+
+func (t *terminalLog) WithAttrs([]slog.Attr) slog.Handler { return t }
+func (t *terminalLog) WithGroup(string) slog.Handler      { return t }
+
+// count is the number of warnings and errors logged so far.
+func (t *terminalLog) count() int { return int(t.n.Load()) }
 
 // terminalSink is the notification sink of the hub's terminal: w when it
 // is a terminal, else none (a log file or a pipe gets no bells).
