@@ -191,7 +191,7 @@ async function pollStatus() {
     $('session').textContent = h.sessionId || ('session ' + (h.session ?? '?'));
     $('session').title = (h.root || '') + (h.version ? ' · hm ' + h.version : '');
     const ledgerOK = !st.ledger || st.ledger.ok;
-    setBadge('hubstate', ledgerOK ? `hub up · pid ${h.pid} · ${age(Date.now() - (h.uptimeMs || 0))}` : 'ledger: ' + st.ledger.error,
+    setBadge('hubstate', ledgerOK ? `hub up · ${age(Date.now() - (h.uptimeMs || 0))}` : 'ledger: ' + st.ledger.error,
       ledgerOK ? 'ready' : 'exited');
     updatePanes(st);
     const local = paneList(st);
