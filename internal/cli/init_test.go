@@ -50,3 +50,50 @@ func TestInit(t *testing.T) {
 		t.Errorf("unparseable .mcp.json: exit %d\n%s", code, errb)
 	}
 }
+
+// TestInitWarnsHmNotOnPath: the wiring runs a bare `hm`, so hm init warns
+// when no directory on PATH holds an executable hm (issue #34 item 11), and
+// says nothing when one does; undo does not warn.
+func TestInitWarnsHmNotOnPath(t *testing.T) {
+	t.Parallel()
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "hm"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	notExec := t.TempDir()
+	if err := os.WriteFile(filepath.Join(notExec, "hm"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path string
+		args       []string
+		warn       bool
+	}{
+		{"empty PATH", "", []string{"init", "--agents", "claude"}, true},
+		{"hm not executable", notExec, []string{"init", "--agents", "claude"}, true},
+		{"hm on PATH", notExec + string(os.PathListSeparator) + bin, []string{"init", "--agents", "claude"}, false},
+		{"dry run warns too", "", []string{"init", "--dry-run", "--agents", "claude"}, true},
+		{"undo does not warn", "", []string{"init", "--undo", "--agents", "claude"}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			var out, errb bytes.Buffer
+			e := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+				switch k {
+				case "SQUIDRUN_ROOT":
+					return root
+				case "PATH":
+					return tc.path
+				}
+				return ""
+			}}
+			if code := MainContext(context.Background(), tc.args, e); code != ExitOK {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			if got := strings.Contains(errb.String(), "hm is not on PATH"); got != tc.warn {
+				t.Errorf("warning shown %v, want %v; stderr %q", got, tc.warn, errb.String())
+			}
+		})
+	}
+}
