@@ -14,6 +14,7 @@ import (
 
 	"hm/agent/internal/vterm"
 	"hm/internal/poll"
+	"hm/internal/testutil"
 
 	"github.com/coder/websocket"
 )
@@ -47,7 +48,7 @@ func attachServer(t *testing.T, panes map[string]*Pane) (wsBase string) {
 
 // client runs AttachClient in the background.
 type client struct {
-	out    syncBuffer
+	out    testutil.SyncBuffer
 	in     *io.PipeWriter
 	resize chan [2]uint16
 	cancel context.CancelFunc

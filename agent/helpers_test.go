@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -141,24 +140,6 @@ func (l *stageLog) final(id string) bool {
 		}
 	}
 	return false
-}
-
-// syncBuffer is a goroutine-safe bytes.Buffer.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // processGone reports whether pid no longer runs (gone or a zombie).

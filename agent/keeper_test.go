@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"hm/internal/poll"
+	"hm/internal/testutil"
 )
 
 // keeperTestEnv makes the test binary a pane keeper (TestMain).
@@ -58,7 +59,7 @@ func TestKeeperHoldsTerminalAfterHubDeath(t *testing.T) {
 				_ = pr.cmd.Wait()
 				close(exited)
 			}()
-			out := &syncBuffer{}
+			out := &testutil.SyncBuffer{}
 			drained := make(chan struct{})
 			go func() {
 				defer close(drained)

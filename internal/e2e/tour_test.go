@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"io"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,25 +11,8 @@ import (
 	"github.com/creack/pty"
 
 	"hm/internal/poll"
+	"hm/internal/testutil"
 )
-
-// lockedBuffer collects a terminal's output while a test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestTourShowsMessages is the README's tour as a person meets it (issue
 // #34 item 1): the hub started as make run starts it, hm-send to architect,
@@ -55,7 +36,7 @@ func TestTourShowsMessages(t *testing.T) {
 		t.Fatalf("hm attach in a terminal: %v", err)
 	}
 	defer tty.Close()
-	var out lockedBuffer
+	var out testutil.SyncBuffer
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
