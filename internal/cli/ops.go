@@ -405,14 +405,19 @@ func runAttach(ctx context.Context, env Env, args []string) int {
 		if *view {
 			mode = ", read-only: what you type is not sent"
 		}
-		fmt.Fprintf(env.Stderr, "hm: attached to %s (Ctrl-\\ detaches%s)\r\n", pos[0], mode)
+		banner := fmt.Sprintf("hm: attached to %s (Ctrl-\\ detaches%s)", pos[0], mode)
+		// The pane's screen, drawn next, covers the banner's line: the
+		// banner also goes to the window title (pushed, popped on detach).
+		fmt.Fprintf(env.Stderr, "%s\r\n\x1b[22;0t\x1b]2;%s\x07", banner, banner)
+		defer fmt.Fprint(env.Stderr, "\x1b[23;0t")
 	}
 	err = agent.AttachClient(ctx, url, tok, *view, in, out, resize)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(env.Stderr, "\r\nhm attach: %v\n", hubError(cfg.port, cfg.layout.Root, err))
 		return ExitFailed
 	}
-	fmt.Fprintln(env.Stderr, "\r\nhm: detached")
+	// Still in raw mode: \r\n, so the shell's prompt starts at column 0.
+	fmt.Fprint(env.Stderr, "\r\nhm: detached\r\n")
 	return ExitOK
 }
 

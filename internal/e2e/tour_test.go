@@ -17,7 +17,8 @@ import (
 // TestTourShowsMessages is the README's tour as a person meets it (issue
 // #34 item 1): the hub started as make run starts it, hm-send to architect,
 // then hm attach architect in a terminal: the message's text is on the
-// pane's screen, not only a pointer to a file.
+// pane's screen, not only a pointer to a file. Attach keeps its banner (in
+// the window title) and leaves the cursor at column 0 on detach.
 func TestTourShowsMessages(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -63,4 +64,12 @@ func TestTourShowsMessages(t *testing.T) {
 	}
 	tty.Close()
 	<-copied
+	// The banner survives the pane's screen in the window title, and the
+	// detach line ends at column 0 for the shell's prompt (issue #34 item 11).
+	raw := out.String()
+	for _, want := range []string{"\x1b[22;0t\x1b]2;hm: attached to architect (Ctrl-\\ detaches)\x07", "hm: detached\r\n\x1b[23;0t"} {
+		if !strings.Contains(raw, want) {
+			t.Errorf("hm attach's output lacks %q:\n%q", want, raw)
+		}
+	}
 }
