@@ -134,6 +134,14 @@ func benches(quick bool) []bench {
 		{pkg: "./internal/e2e", name: "BenchmarkIdleHubRSS", benchtime: "1x", count: 3, metrics: []metric{
 			{issue: "#3", what: "idle hub with three panes, RSS", unit: "rss-MB", goal: "< 40 MB", ok: lt(40)},
 		}},
+		// #36: tmux hosting three shells is the floor, measured in the same run.
+		{pkg: "./internal/e2e", name: "BenchmarkIdle", benchtime: "1x", count: 3, metrics: []metric{
+			{issue: "floor", what: "tmux server with three shells at a prompt, idle: wakeups (context switches) per second", unit: "tmux-wakeups/s", floor: "tmux-idle-wakeups"},
+			{issue: "floor", what: "tmux server with three shells, idle: CPU seconds per minute", unit: "tmux-cpu-s/min"},
+			{issue: "#36", what: "idle hub with three shell panes at a prompt: wakeups (context switches) per second", unit: "hub-wakeups/s", goal: "≤ 1/s", ok: lt(1.0001),
+				vs: "tmux-idle-wakeups", vsLabel: "tmux"},
+			{issue: "#36", what: "idle hub with three shell panes: CPU seconds per minute", unit: "hub-cpu-s/min", goal: "≤ 0.01 s", ok: lt(0.0101)},
+		}},
 		{pkg: "./internal/e2e", name: "BenchmarkBusyPanesRSS", benchtime: "1x", count: 3, metrics: []metric{
 			{issue: "#15", what: "hub with three busy panes (fake agents printing continuously, a message to each every 250 ms for 8 s), RSS", unit: "rss-MB", goal: "< 40 MB", ok: lt(40)},
 		}},
