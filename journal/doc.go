@@ -11,9 +11,10 @@
 // commit, its operations are retried one by one so one bad operation cannot
 // fail unrelated ones. Failures to commit wrap ErrUnavailable. Reads use a
 // small pool of query_only connections (WAL lets them run beside the
-// writer). A second goroutine asks the writer every Options.FTSInterval to
-// index new bodies into the external-content FTS5 table comms_fts; indexing
-// is never done inside Append, and a backlog is worked off in small chunks
+// writer). A second goroutine asks the writer every Options.FTSInterval,
+// while committed bodies wait (an idle ledger runs no timer), to index new
+// bodies into the external-content FTS5 table comms_fts; indexing is never
+// done inside Append, and a backlog is worked off in small chunks
 // while the writer is idle. SQLite's auto-checkpoint is off on the writer:
 // it checkpoints the WAL after 50ms without work, and under sustained load
 // about every maxWALFrames frames (at most every 2,000 commits), restarting

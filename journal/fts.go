@@ -18,18 +18,30 @@ const (
 	ftsFlushChunk = 8192
 )
 
-// ftsLoop asks the writer every FTSInterval to index newly committed bodies.
+// ftsLoop asks the writer, at most every FTSInterval, to index newly
+// committed bodies. It sleeps without a timer while every committed body
+// is indexed: the writer kicks it (ftsKick) when a commit leaves bodies to
+// index.
 func (l *Ledger) ftsLoop(ctx context.Context) {
 	defer close(l.ftsDone)
-	t := time.NewTicker(l.opts.FTSInterval)
-	defer t.Stop()
+	t := time.NewTimer(l.opts.FTSInterval)
+	t.Stop()
 	for {
+		if !l.ftsPending() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-l.ftsKick:
+			}
+		}
+		t.Reset(l.opts.FTSInterval)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		}
-		if l.committedRowID.Load() <= l.indexedRowID.Load() || l.ftsQueued.Load() {
+		if !l.ftsPending() || l.ftsQueued.Load() {
 			continue
 		}
 		l.ftsQueued.Store(true)
@@ -39,6 +51,24 @@ func (l *Ledger) ftsLoop(ctx context.Context) {
 		}, onErr: l.ftsError}
 		if !l.trySubmit(o) {
 			l.ftsQueued.Store(false)
+		}
+	}
+}
+
+// ftsPending reports whether committed bodies wait to be indexed.
+func (l *Ledger) ftsPending() bool {
+	return l.committedRowID.Load() > l.indexedRowID.Load()
+}
+
+// publishRowIDs publishes the writer's committed and indexed row ids and
+// wakes ftsLoop when bodies wait to be indexed.
+func (l *Ledger) publishRowIDs(committed, indexed int64) {
+	l.committedRowID.Store(committed)
+	l.indexedRowID.Store(indexed)
+	if committed > indexed {
+		select {
+		case l.ftsKick <- struct{}{}:
+		default:
 		}
 	}
 }

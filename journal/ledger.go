@@ -50,7 +50,7 @@ type Options struct {
 	// not counted.
 	MaxBytes int64
 	// FTSInterval is how often committed bodies are indexed for Search
-	// (default 500ms).
+	// while some wait (default 500ms).
 	FTSInterval time.Duration
 	// MaxBatch caps how many queued operations share one transaction
 	// (default 256).
@@ -100,6 +100,7 @@ type Ledger struct {
 
 	ftsCancel context.CancelFunc
 	ftsDone   chan struct{}
+	ftsKick   chan struct{} // buffered 1: a commit left bodies to index
 	// The checkpointer copies WAL frames into the database on its own
 	// connection, concurrently with the writer, when the writer asks.
 	ckptReq    chan struct{}
@@ -168,6 +169,7 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		stop:        make(chan struct{}),
 		writerDone:  make(chan struct{}),
 		ftsDone:     make(chan struct{}),
+		ftsKick:     make(chan struct{}, 1),
 		ckptReq:     make(chan struct{}, 1),
 		ckptStop:    make(chan struct{}),
 		ckptDone:    make(chan struct{}),

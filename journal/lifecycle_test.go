@@ -162,6 +162,27 @@ func TestFTSCatchesUp(t *testing.T) {
 	}
 }
 
+// TestFTSIndexesAfterIdle: the FTS loop sleeps without a timer while
+// nothing waits to be indexed, and a commit after an idle spell wakes it.
+func TestFTSIndexesAfterIdle(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	l := openTest(t, Options{FTSInterval: 20 * time.Millisecond})
+	for i, body := range []string{"first needle", "second needle after idle"} {
+		time.Sleep(200 * time.Millisecond) // idle: the loop is asleep
+		if _, err := l.Append(ctx, &Message{MessageID: fmt.Sprintf("m%d", i), RawBody: body}); err != nil {
+			t.Fatal(err)
+		}
+		poll.For(t, 20*time.Second, func() error {
+			hits, err := l.Search(ctx, "needle", 5)
+			if err != nil {
+				return err
+			}
+			return poll.Want(len(hits) == i+1, "the body to be indexed without FlushFTS")
+		})
+	}
+}
+
 // TestTwoWriters shows that a second process-level writer on the same file
 // (e.g. a CLI beside the hub) keeps the chain valid: the writer reloads the
 // chain tail inside each transaction.

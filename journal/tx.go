@@ -250,8 +250,7 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 	w.commitsSinceCkpt++
 	w.l.commits.Add(1)
 	w.l.opsDone.Add(int64(okCount))
-	w.l.committedRowID.Store(w.lastRowID)
-	w.l.indexedRowID.Store(w.ftsRowID)
+	w.l.publishRowIDs(w.lastRowID, w.ftsRowID)
 	if tx.ftsRan {
 		w.ftsWanted = tx.ftsMore && w.lastRowID > w.ftsRowID
 		w.l.ftsFailing.Store(false)

@@ -136,8 +136,7 @@ func newWriter(l *Ledger, conn *sqlite.Conn) (*writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load state: %w", err)
 	}
-	l.committedRowID.Store(w.lastRowID)
-	l.indexedRowID.Store(w.ftsRowID)
+	l.publishRowIDs(w.lastRowID, w.ftsRowID)
 	if err := w.ensureKeyEpoch(); err != nil {
 		return nil, err
 	}
