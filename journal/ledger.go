@@ -77,6 +77,11 @@ type Options struct {
 	// kept aside beside it because the ledger it opened did not hold them
 	// (headfile.go).
 	HeadPath string
+
+	// filePoll replaces watchInterval and noNotify turns the directory
+	// notification off, for tests of the watch loop.
+	filePoll time.Duration
+	noNotify bool
 }
 
 // Ledger is the evidence ledger: an SQLite database with one writer
@@ -284,6 +289,7 @@ func (l *Ledger) Close() error {
 		l.closed = true
 		close(l.closing)
 		l.mu.Unlock()
+		l.files.stopNotify()
 
 		l.ftsCancel()
 		<-l.ftsDone

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,9 @@ type fileWatch struct {
 	// recheck is set while a check op the watch loop queued waits for the
 	// writer (one at a time).
 	recheck atomic.Bool
+	// notify reports changes to the names in the ledger's directory; nil
+	// where that is not available, and the watch loop polls instead.
+	notify *dirNotifier
 }
 
 type watchedFile struct {
@@ -54,8 +58,9 @@ func newWatchedFile(path string, f *os.File) (watchedFile, error) {
 	return watchedFile{path: path, f: f, fd: int(f.Fd()), dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil // Dev is an int32 on darwin
 }
 
-// watchInterval is how often an idle ledger checks its files (the writer
-// also checks around every commit).
+// watchInterval is how often an idle ledger checks its files where it
+// cannot be told of changes to its directory (the writer also checks
+// around every commit).
 const watchInterval = time.Second
 
 // watch starts watching path (the database). The WAL file is picked up
@@ -65,6 +70,15 @@ func (l *Ledger) watch() error {
 		return err
 	}
 	_ = l.files.add(l.path + "-wal")
+	if l.opts.noNotify {
+		return nil
+	}
+	n, err := newDirNotifier(filepath.Dir(l.path))
+	if err != nil {
+		l.log.Debug("journal: checking the ledger files every second", "err", err)
+		return nil
+	}
+	l.files.notify = n
 	return nil
 }
 
@@ -86,6 +100,7 @@ func (w *fileWatch) add(path string) error {
 
 // close releases the descriptors.
 func (w *fileWatch) close() {
+	w.stopNotify()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, f := range w.files {
@@ -203,12 +218,42 @@ func (l *Ledger) Health() error {
 	return l.checkPaths()
 }
 
-// watchLoop checks the files every watchInterval so a deletion is noticed
-// even while nothing is written: it asks the writer to check them, which
-// re-creates them (recover.go). It stops once that failed for good.
+// stopNotify ends the directory watch (and the watch loop's wait on it).
+func (w *fileWatch) stopNotify() {
+	if w.notify != nil {
+		w.notify.close()
+	}
+}
+
+// watchLoop checks the files whenever a name in their directory changes,
+// so a deletion is noticed even while nothing is written: it asks the
+// writer to check them, which re-creates them (recover.go). Where it cannot
+// be told of changes, or once the notification failed, it checks every
+// watchInterval. It stops once re-creating failed for good.
 func (l *Ledger) watchLoop() {
 	defer close(l.watchDone)
-	t := time.NewTicker(watchInterval)
+	if n := l.files.notify; n != nil {
+		for {
+			err := n.wait()
+			select {
+			case <-l.closing:
+				return
+			default:
+			}
+			if err != nil {
+				l.log.Warn("journal: watching the ledger's directory failed; checking its files every second instead", "err", err)
+				break
+			}
+			if !l.checkFilesChanged() {
+				return
+			}
+		}
+	}
+	every := watchInterval
+	if l.opts.filePoll > 0 {
+		every = l.opts.filePoll
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -216,13 +261,22 @@ func (l *Ledger) watchLoop() {
 			return
 		case <-t.C:
 		}
-		if l.files.err.Load() != nil {
+		if !l.checkFilesChanged() {
 			return
 		}
-		if l.checkPaths() != nil {
-			l.requestFileCheck()
-		}
 	}
+}
+
+// checkFilesChanged has the writer re-create the files if a path no
+// longer names the file the ledger opened. False once that failed for good.
+func (l *Ledger) checkFilesChanged() bool {
+	if l.files.err.Load() != nil {
+		return false
+	}
+	if l.checkPaths() != nil {
+		l.requestFileCheck()
+	}
+	return true
 }
 
 // requestFileCheck queues an op that only makes the writer check the

@@ -131,30 +131,46 @@ func assertLedgerHolds(t *testing.T, path string, ids []string) {
 
 // TestLedgerFilesRecreatedIdle: the watch loop notices a deletion while
 // nothing is written and has the writer re-create the files, so what only
-// the deleted WAL held survives although no write followed.
+// the deleted WAL held survives although no write followed. It is told of
+// the deletion by the directory's notification, with no poll; where that
+// is not available it polls.
 func TestLedgerFilesRecreatedIdle(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t)
-	path := filepath.Join(t.TempDir(), "evidence-ledger.db")
-	l := openAt(t, path, Options{})
-	var ids []string
-	for i := range 10 {
-		id := fmt.Sprintf("idle-%d", i)
-		if _, err := l.Append(ctx, msg(id, "architect", "builder", int64(i+1), "x")); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{name: "notified", opts: Options{filePoll: time.Hour}},
+		{name: "polled", opts: Options{noNotify: true, filePoll: 20 * time.Millisecond}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := ctxT(t)
+			path := filepath.Join(t.TempDir(), "evidence-ledger.db")
+			l := openAt(t, path, tc.opts)
+			var ids []string
+			for i := range 10 {
+				id := fmt.Sprintf("idle-%d", i)
+				if _, err := l.Append(ctx, msg(id, "architect", "builder", int64(i+1), "x")); err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			// Let the writer's own work after those commits (its idle
+			// checkpoint, which checks the files too) pass.
+			time.Sleep(time.Second)
+			if err := os.Remove(path + "-wal"); err != nil {
+				t.Fatal(err)
+			}
+			poll.For(t, 30*time.Second, func() error {
+				if _, err := os.Stat(path + "-wal"); err != nil {
+					return err
+				}
+				return l.Health()
+			})
+			assertLedgerHolds(t, path, ids)
+		})
 	}
-	if err := os.Remove(path + "-wal"); err != nil {
-		t.Fatal(err)
-	}
-	poll.For(t, 30*time.Second, func() error {
-		if _, err := os.Stat(path + "-wal"); err != nil {
-			return err
-		}
-		return l.Health()
-	})
-	assertLedgerHolds(t, path, ids)
 }
 
 // TestLedgerFilesNotRecreatable: while the files cannot be re-created
