@@ -55,8 +55,8 @@
 //     seen): the file is claimed only after Settle of quiet, measured from the
 //     later of its last Write event and its modification time, and confirmed
 //     by a fresh stat showing the same size and mtime.
-//   - Found by a rescan (startup drain, the periodic Rescan, or after an
-//     fsnotify queue overflow): a file whose mtime is at least Settle old is
+//   - Found by a rescan (startup drain, after an fsnotify error or queue
+//     overflow, or the Rescan period while events cannot see everything): a file whose mtime is at least Settle old is
 //     ready; a newer one is settled as above.
 //
 // Readiness is judged by the file no longer changing, never by its content

@@ -34,23 +34,32 @@ type runState struct {
 	entrySeq   uint64
 	token      string
 	settling   int       // entries in stSettling
+	blocked    int       // entries in stBlocked (retried by a rescan)
 	nextSettle time.Time // earliest time a settling entry may be ready
 
 	// claiming (claim.go) and rescans (rescan.go)
 	claimedQ  []claimedItem
 	paused    bool // a transient sink error: wait for the next rescan
 	rescanDue bool
-	ignored   map[string]bool
-	doneIDs   map[string]struct{} // derived ids committed and deleted in this run
+	// rescanAt is when the next fallback rescan is due (zero: none); one
+	// is scheduled only while events cannot tell the watcher everything
+	// (see blind).
+	rescanAt time.Time
+	// watching: fsnotify watches the directory. badWaiting: a misnamed
+	// .txt file was seen that a later rescan refuses once it is quiet.
+	// scanFailed: the last rescan could not read the directories.
+	watching, badWaiting, scanFailed bool
+	ignored                          map[string]bool
+	doneIDs                          map[string]struct{} // derived ids committed and deleted in this run
 }
 
 // loop is the event loop: it feeds fsnotify events and errors to the
-// readiness state machine, runs due rescans, and processes one ready file at
-// a time until ctx is done. Its ticker and timer only wake it; every
-// decision reads the Watcher's clock.
+// readiness state machine, runs rescans when due, and processes one ready
+// file at a time until ctx is done. A rescan runs after a watcher error or
+// overflow, and every Rescan only while events alone cannot see everything
+// (blind): an idle watcher that is told of every change runs no timer. Its
+// timer only wakes it; every decision reads the Watcher's clock.
 func (s *runState) loop(ctx context.Context) {
-	ticker := time.NewTicker(s.w.opts.Rescan)
-	defer ticker.Stop()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -58,9 +67,13 @@ func (s *runState) loop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.drain(ticker.C)
+		s.drain()
 		now := s.w.now()
+		if !s.rescanAt.IsZero() && !now.Before(s.rescanAt) {
+			s.rescanDue = true
+		}
 		if s.rescanDue {
+			s.rescanAt = time.Time{}
 			s.rescan(now)
 		}
 		s.fireMarker(now)
@@ -68,6 +81,7 @@ func (s *runState) loop(ctx context.Context) {
 		if s.step(ctx) {
 			continue
 		}
+		s.scheduleRescan(now)
 		if d, ok := s.nextDeadline(s.w.now()); ok {
 			timer.Reset(max(d, time.Millisecond))
 		}
@@ -80,16 +94,33 @@ func (s *runState) loop(ctx context.Context) {
 			s.takeError(err, ok)
 		case err := <-s.w.injectErr:
 			s.handleError(err)
-		case <-ticker.C:
-			s.rescanDue = true
 		case <-timer.C:
 		}
 		timer.Stop()
 	}
 }
 
+// blind reports whether events alone may miss a file that is there or
+// was left to retry: fsnotify is unavailable or not watching the
+// directory, a sink error paused processing, a file could not be claimed,
+// a misnamed file waits to be refused, or the last scan failed.
+func (s *runState) blind() bool {
+	return s.events == nil || !s.watching || s.paused || s.blocked > 0 || s.badWaiting || s.scanFailed
+}
+
+// scheduleRescan sets rescanAt to Rescan from now while the watcher is
+// blind, and clears it otherwise.
+func (s *runState) scheduleRescan(now time.Time) {
+	switch {
+	case !s.blind():
+		s.rescanAt = time.Time{}
+	case s.rescanAt.IsZero():
+		s.rescanAt = now.Add(s.w.opts.Rescan)
+	}
+}
+
 // drain handles what is already queued without blocking.
-func (s *runState) drain(tick <-chan time.Time) {
+func (s *runState) drain() {
 	for range 4096 {
 		select {
 		case ev, ok := <-s.events:
@@ -102,8 +133,6 @@ func (s *runState) drain(tick <-chan time.Time) {
 			}
 		case err := <-s.w.injectErr:
 			s.handleError(err)
-		case <-tick:
-			s.rescanDue = true
 		default:
 			return
 		}
@@ -155,6 +184,7 @@ func (s *runState) handleEvent(ev fsnotify.Event) {
 	if !ok || name == "" || strings.ContainsRune(name, filepath.Separator) {
 		if filepath.Clean(ev.Name) == s.w.dir && ev.Has(fsnotify.Remove|fsnotify.Rename) {
 			s.w.log.Warn("trigger dir removed or moved; recreating it")
+			s.watching = false
 			s.rescanDue = true
 		}
 		return
@@ -167,6 +197,9 @@ func (s *runState) handleEvent(ev fsnotify.Event) {
 	}
 	target, valid := ParseName(name)
 	if !valid {
+		if badTxtName(name) && ev.Has(fsnotify.Create|fsnotify.Write|fsnotify.Rename) {
+			s.badWaiting = true // refused by a rescan once quiet
+		}
 		return
 	}
 	now := s.w.now()

@@ -55,6 +55,9 @@ func (s *runState) nextDeadline(now time.Time) (time.Duration, bool) {
 	if s.marker != "" && (due.IsZero() || s.markerDue.Before(due)) {
 		due = s.markerDue
 	}
+	if !s.rescanAt.IsZero() && (due.IsZero() || s.rescanAt.Before(due)) {
+		due = s.rescanAt
+	}
 	if due.IsZero() {
 		return 0, false
 	}
@@ -157,12 +160,18 @@ func (s *runState) newEntry(name, target string, now time.Time) *entry {
 }
 
 func (s *runState) setState(e *entry, st state) {
-	if e.state == stSettling {
+	switch e.state {
+	case stSettling:
 		s.settling--
+	case stBlocked:
+		s.blocked--
 	}
 	e.state = st
-	if st == stSettling {
+	switch st {
+	case stSettling:
 		s.settling++
+	case stBlocked:
+		s.blocked++
 	}
 }
 

