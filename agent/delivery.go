@@ -287,11 +287,12 @@ func (p *Pane) deliver(it *item) (done bool) {
 		it.d.Typed()
 	}
 
-	// Enter is a separate write, EnterDelay after the text showed. If the
-	// program ends (or the pane stops) before Enter, the text was never
-	// submitted: keep the message queued so it is typed again in full into
-	// the next run (or, at shutdown, stays undelivered for the next session).
-	if !p.pause(pr, p.profile.EnterDelay, nil) {
+	// Enter is a separate write, EnterDelay after the text showed (none
+	// where the terminal is canonical: see enterDelay). If the program
+	// ends (or the pane stops) before Enter, the text was never submitted:
+	// keep the message queued so it is typed again in full into the next
+	// run (or, at shutdown, stays undelivered for the next session).
+	if !p.pause(pr, p.profile.enterDelay(pr.canonical()), nil) {
 		unlock()
 		return p.typeAgain(pr, it, stage, "before Enter", nil)
 	}

@@ -19,7 +19,8 @@ type Profile struct {
 	// message is typed.
 	Idle time.Duration
 	// EnterDelay is the pause between the last text byte and the separate
-	// Enter ("\r") write.
+	// Enter ("\r") write, while the terminal is not canonical (see
+	// enterDelay).
 	EnterDelay time.Duration
 	// Verify is how long to wait for output after Enter before Enter is sent
 	// once more (and, after the retry, before giving up as unverified).
@@ -346,4 +347,15 @@ func ProfilesFromSettings(s map[string]roles.ProfileSettings) map[string]Profile
 		}
 	}
 	return out
+}
+
+// enterDelay is the pause before the first Enter: the profile's
+// EnterDelay, or none while the terminal is canonical (cooked). There the
+// kernel's line discipline takes the text and the Enter together and hands
+// the program the finished line, so no program can see the Enter too soon.
+func (p Profile) enterDelay(canonical bool) time.Duration {
+	if canonical {
+		return 0
+	}
+	return p.EnterDelay
 }
