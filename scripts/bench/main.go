@@ -134,6 +134,12 @@ func benches(quick bool) []bench {
 		{pkg: "./internal/e2e", name: "BenchmarkIdleHubRSS", benchtime: "1x", count: 3, metrics: []metric{
 			{issue: "#3", what: "idle hub with three panes, RSS", unit: "rss-MB", goal: "< 40 MB", ok: lt(40)},
 		}},
+		// #36: tmux send-keys into the same canonical-mode program is the floor.
+		{pkg: "./internal/e2e", name: "BenchmarkDeliveryCanonical", benchtime: n("30x", "10x"), count: 3, metrics: []metric{
+			{issue: "floor", what: "tmux send-keys process start → line read by a canonical-mode program (bash read loop), p50", unit: "tmux-p50-ms", floor: "tmux-send-keys"},
+			{issue: "#36", what: "hm-send process start → line read by the same program in a `default`-profile pane, p50", unit: "hm-p50-ms",
+				goal: "≤ 2× tmux send-keys", ok: times("tmux-send-keys", 2, false), vs: "tmux-send-keys", vsLabel: "tmux send-keys"},
+		}},
 		// #36: tmux hosting three shells is the floor, measured in the same run.
 		{pkg: "./internal/e2e", name: "BenchmarkIdle", benchtime: "1x", count: 3, metrics: []metric{
 			{issue: "floor", what: "tmux server with three shells at a prompt, idle: wakeups (context switches) per second", unit: "tmux-wakeups/s", floor: "tmux-idle-wakeups"},
