@@ -1,6 +1,5 @@
 // Package periodic runs a function on a ticker until its context ends: the
-// one loop the hub's handoff writer and the background slots' idle check
-// share.
+// one loop the hub's handoff writer and the waiting watch share.
 package periodic
 
 import (

@@ -18,7 +18,6 @@ import (
 	"hm/agent"
 	"hm/broker"
 	"hm/broker/proto"
-	"hm/internal/periodic"
 	"hm/internal/status"
 	"hm/roles"
 )
@@ -76,6 +75,9 @@ type Set struct {
 
 	mu      sync.Mutex
 	running map[int]*slot
+	// started wakes Run when a slot starts (buffered 1): with none running
+	// Run waits on it, with no timer.
+	started chan struct{}
 	stopped bool
 	wg      sync.WaitGroup
 }
@@ -97,7 +99,8 @@ func New(cfg Config) *Set {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Set{host: cfg.Host, log: log, owner: cfg.Owner, members: cfg.Members, idleTTL: cfg.IdleTTL, running: map[int]*slot{}}
+	return &Set{host: cfg.Host, log: log, owner: cfg.Owner, members: cfg.Members, idleTTL: cfg.IdleTTL, running: map[int]*slot{},
+		started: make(chan struct{}, 1)}
 }
 
 // Owner is the member that owns the slots.
@@ -257,6 +260,10 @@ func (s *Set) spawn(ctx context.Context, p slotPayload) (proto.BgResult, bool) {
 	sl := &slot{m: m, command: command, createdAt: time.Now()}
 	s.running[m.Slot] = sl // reserve before starting
 	s.mu.Unlock()
+	select {
+	case s.started <- struct{}{}:
+	default:
+	}
 
 	spec := s.host.PaneSpec(roles.Member{Role: m.Role, PaneID: m.PaneID, Header: m.Header, Command: command, Profile: m.Profile,
 		Background: true, Owner: m.Owner, Slot: m.Slot})
@@ -404,7 +411,9 @@ func (s *Set) endAll(reason string) []string {
 	return killed
 }
 
-// Run expires idle slots until ctx ends.
+// Run expires idle slots until ctx ends. It checks them every quarter of
+// the idle TTL (at most every second) while a slot runs, and waits with no
+// timer while none does.
 func (s *Set) Run(ctx context.Context) {
 	every := s.idleTTL / 4
 	if every > time.Second {
@@ -413,27 +422,54 @@ func (s *Set) Run(ctx context.Context) {
 	if every < 10*time.Millisecond {
 		every = 10 * time.Millisecond
 	}
-	periodic.Run(ctx, every, func() {
-		now := time.Now()
-		s.mu.Lock()
-		var idle []int
-		for n, sl := range s.running {
-			if sl.pane == nil || sl.ending {
-				continue
-			}
-			last := sl.pane.Status().LastActivity
-			if last.Before(sl.createdAt) {
-				last = sl.createdAt
-			}
-			if now.Sub(last) > s.idleTTL {
-				idle = append(idle, n)
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		if !s.anyRunning() {
+			t.Stop()
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.started:
 			}
 		}
-		s.mu.Unlock()
-		for _, n := range idle {
-			s.end(n, EndIdleTTL)
+		t.Reset(every)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
-	})
+		s.expireIdle(time.Now())
+	}
+}
+
+// anyRunning reports whether a slot is running or starting.
+func (s *Set) anyRunning() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.running) > 0
+}
+
+// expireIdle ends the slots idle for longer than the idle TTL at now.
+func (s *Set) expireIdle(now time.Time) {
+	s.mu.Lock()
+	var idle []int
+	for n, sl := range s.running {
+		if sl.pane == nil || sl.ending {
+			continue
+		}
+		last := sl.pane.Status().LastActivity
+		if last.Before(sl.createdAt) {
+			last = sl.createdAt
+		}
+		if now.Sub(last) > s.idleTTL {
+			idle = append(idle, n)
+		}
+	}
+	s.mu.Unlock()
+	for _, n := range idle {
+		s.end(n, EndIdleTTL)
+	}
 }
 
 // Stop ends every slot (hub_stopped) and waits for pending ends; no slot

@@ -351,3 +351,25 @@ func TestStopEndsSlots(t *testing.T) {
 		t.Fatalf("spawn after Stop = %v, %v", r, ok)
 	}
 }
+
+// TestIdleTTLAfterSleep: Run waits with no timer while no slot runs (#36)
+// and a spawn wakes it, also after it went back to sleep: each of two
+// slots spawned one after the other expires.
+func TestIdleTTLAfterSleep(t *testing.T) {
+	s, host := newSet(t, 1, "sleep 30", 200*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for round := 1; round <= 2; round++ {
+		if r, ok := handle(t, s, "spawn", ""); !ok {
+			t.Fatalf("spawn %d = %v", round, r)
+		}
+		poll.For(t, 15*time.Second, func() error {
+			return poll.Want(!s.Running("builder-bg-1") && !s.anyRunning(), "slot of round %d expired", round)
+		})
+		if !host.told("builder", "builder-bg-1 ended: "+EndIdleTTL) {
+			t.Fatalf("round %d: owner not told idle_ttl_expired", round)
+		}
+	}
+}
