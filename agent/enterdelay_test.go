@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"hm/internal/poll"
+	"hm/internal/testutil"
 )
 
 // TestEnterDelayCanonical: a program whose terminal is canonical gets its
@@ -32,7 +32,7 @@ func TestEnterDelayCanonical(t *testing.T) {
 	// program reading cooked lines (bash's read builtin without -e).
 	spec, _ := fakeSpec(t)
 	out := filepath.Join(spec.Dir, "lines")
-	spec.Command = fmt.Sprintf(`exec bash --norc --noprofile -c 'printf "> "; while IFS= read -r l; do printf "%%s\n" "$l" >> %s; printf "> "; done'`, shellQuote(out))
+	spec.Command = testutil.LineReaderCommand(out)
 	spec.Timing.EnterDelay = time.Hour
 	p := startPane(t, spec)
 	poll.For(t, 10*time.Second, func() error { return poll.Want(strings.Contains(string(p.Replay()), ">"), "the reader's prompt") })

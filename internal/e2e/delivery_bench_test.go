@@ -12,14 +12,8 @@ import (
 	"time"
 
 	"hm/internal/poll"
+	"hm/internal/testutil"
 )
-
-// lineReader is a program that reads its terminal in canonical mode (bash's
-// read builtin without -e leaves the terminal cooked) and appends each line
-// it reads to out, after the wall-clock time it read it at.
-func lineReader(out string) string {
-	return fmt.Sprintf(`exec bash --norc --noprofile -c 'printf "> "; while IFS= read -r l; do printf "%%s %%s\n" "$EPOCHREALTIME" "$l" >> %s; printf "> "; done'`, out)
-}
 
 // readAt waits for the line holding token in out and returns when the
 // reader read it.
@@ -72,7 +66,7 @@ func BenchmarkDeliveryCanonical(b *testing.B) {
 	hmOut := filepath.Join(root, "builder.lines")
 	writeSettings(b, root, fmt.Sprintf(`{"panes":[
 	 {"role":"architect","command":"exec sh","profile":"shell"},
-	 {"role":"builder","command":%q,"profile":"default"}]}`, lineReader(hmOut)))
+	 {"role":"builder","command":%q,"profile":"default"}]}`, testutil.LineReaderCommand(hmOut)))
 	h := startHubTB(b, root, "--rate-limit", "0")
 	bin, raceEnv := hmBinary(b, "hm-send")
 	env := cleanEnv(h.root, append(raceEnv, "SQUIDRUN_ROLE=architect")...)
@@ -93,7 +87,7 @@ func BenchmarkDeliveryCanonical(b *testing.B) {
 		cmd.Env = append(os.Environ(), "SHELL=/bin/sh")
 		return cmd
 	}
-	if out, err := tmuxCmd("new-session", "-d", "-x", "120", "-y", "40", "sh", "-c", lineReader(tmuxOut)).CombinedOutput(); err != nil {
+	if out, err := tmuxCmd("new-session", "-d", "-x", "120", "-y", "40", "sh", "-c", testutil.LineReaderCommand(tmuxOut)).CombinedOutput(); err != nil {
 		b.Fatalf("tmux new-session: %v: %s", err, out)
 	}
 	defer func() { _ = tmuxCmd("kill-server").Run() }()

@@ -6,7 +6,9 @@ package testutil
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 )
@@ -29,4 +31,14 @@ func Context(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), ContextTimeout)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// LineReaderCommand is a /bin/sh command line running a program that reads
+// its terminal in canonical mode (bash's read builtin without -e leaves the
+// terminal cooked), prints "> " before each line and appends each line it
+// reads to out, after the wall-clock time it read it at ($EPOCHREALTIME,
+// seconds with microseconds).
+func LineReaderCommand(out string) string {
+	return fmt.Sprintf(`exec bash --norc --noprofile -c 'printf "> "; while IFS= read -r l; do printf "%%s %%s\n" "$EPOCHREALTIME" "$l" >> "$0"; printf "> "; done' %s`,
+		"'"+strings.ReplaceAll(out, "'", `'\''`)+"'")
 }
