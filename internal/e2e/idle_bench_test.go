@@ -21,55 +21,50 @@ const (
 
 // procUsage is what the kernel counts for one process: the context
 // switches of all its threads (each one a wakeup: voluntary when a thread
-// slept and was woken, nonvoluntary when it was preempted) and the CPU
-// time it used, user plus system.
+// slept and was woken, nonvoluntary when it was preempted) and the time
+// its threads ran on a CPU (schedstat, in nanoseconds: the clock-tick
+// counts of /proc/<pid>/stat are too coarse for 0.01 s a minute).
 type procUsage struct {
 	switches int64
 	cpu      time.Duration
 }
 
 // readUsage reads pid's usage from /proc/<pid>/task/*/status and
-// /proc/<pid>/stat.
+// /proc/<pid>/task/*/schedstat.
 func readUsage(pid int) (procUsage, error) {
 	var u procUsage
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
 	if err != nil || len(tasks) == 0 {
 		return u, fmt.Errorf("no threads of %d in /proc: %v", pid, err)
 	}
 	for _, t := range tasks {
-		data, err := os.ReadFile(t)
+		status, err := os.ReadFile(filepath.Join(t, "status"))
 		if err != nil {
 			continue // the thread ended meanwhile
 		}
-		for _, l := range strings.Split(string(data), "\n") {
+		for _, l := range strings.Split(string(status), "\n") {
 			if strings.HasPrefix(l, "voluntary_ctxt_switches:") || strings.HasPrefix(l, "nonvoluntary_ctxt_switches:") {
 				n, err := strconv.ParseInt(strings.Fields(l)[1], 10, 64)
 				if err != nil {
-					return u, fmt.Errorf("%s: %w", t, err)
+					return u, fmt.Errorf("%s/status: %w", t, err)
 				}
 				u.switches += n
 			}
 		}
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return u, err
-	}
-	// Fields after the command (which may hold spaces) in parentheses:
-	// utime and stime are the 14th and 15th of the line.
-	rest := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	if len(rest) < 13 {
-		return u, fmt.Errorf("/proc/%d/stat: too short", pid)
-	}
-	var ticks int64
-	for _, f := range rest[11:13] {
-		n, err := strconv.ParseInt(f, 10, 64)
+		sched, err := os.ReadFile(filepath.Join(t, "schedstat"))
 		if err != nil {
-			return u, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+			continue
 		}
-		ticks += n
+		f := strings.Fields(string(sched))
+		if len(f) == 0 {
+			return u, fmt.Errorf("%s/schedstat: empty", t)
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return u, fmt.Errorf("%s/schedstat: %w", t, err)
+		}
+		u.cpu += time.Duration(ns)
 	}
-	u.cpu = time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
 	return u, nil
 }
 
