@@ -223,10 +223,11 @@ var builtinProfiles = map[string]Profile{
 		}},
 	ProfileGemini: {Name: ProfileGemini, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true, Interrupt: escKey,
 		Screen: Markers{
-			Pasted:  []string{"[Pasted Text: "}, // a paste of more than about 5 lines
-			Ready:   []string{"Type your message", "│ > ", "> "},
-			Busy:    append([]string{"esc to cancel"}, spinners...),
-			Blocked: []string{"Allow execution", "Apply this change?", "Do you want to proceed?", "How would you like to authenticate", "Login with Google", "Waiting for auth"},
+			Pasted: []string{"[Pasted Text: "}, // a paste of more than about 5 lines
+			Ready:  []string{"Type your message", "│ > ", "> "},
+			Busy:   append([]string{"esc to cancel"}, spinners...),
+			Blocked: []string{"Allow execution", "Apply this change?", "Do you want to proceed?", "How would you like to authenticate", "Login with Google", "Waiting for auth",
+				"Use Enter to select a message"}, // the rewind dialog a double Esc opens
 		}},
 }
 
