@@ -265,7 +265,8 @@ func (p *Pane) deliver(it *item) (done bool) {
 		// before Enter may be pressed.
 		// The text's start must show too, where it can (textHead): Enter
 		// would otherwise submit a torn prompt.
-		shown, ended := p.waitScreen(pr, patience(p.profile.echoWait(), it.unseen), func(s Screen) bool {
+		relock := func() { p.inputMu.Lock(); locked = true }
+		shown, ended := p.waitEchoed(pr, it, unlock, relock, func(s Screen) bool {
 			var ok bool
 			typed, ok = echoed(s, p.profile, trailer, before, head, headsBefore)
 			return ok
@@ -346,11 +347,11 @@ func (p *Pane) deliver(it *item) (done bool) {
 			p.noteEntered(pr, it.d.MessageID, trailer)
 		}
 		unlock()
-		var ok, ended bool
+		var ok, ended, unread bool
 		if trailer != "" {
 			// Submitted means the text left the input area, not "some
-			// output".
-			ok, ended = p.waitScreen(pr, patience(p.profile.Verify, 2*attempt), func(s Screen) bool {
+			// output", and the program read it.
+			ok, ended, unread = p.waitTaken(pr, patience(p.profile.Verify, 2*attempt), func(s Screen) bool {
 				// A person's keys after hm's typing make the screen
 				// unreadable as proof (their text on the next row looks
 				// like a redrawn prompt): no claim then.
@@ -367,6 +368,12 @@ func (p *Pane) deliver(it *item) (done bool) {
 		case ended:
 			it.submitted(false)
 			p.report(it, stage(StageUnverified, p.endReason(pr)))
+			return true
+		case unread:
+			// Entered, and waiting in the terminal for a program that
+			// does not read: not pressed again, not claimed taken.
+			p.log.Warn("message entered but not read by the program", "id", it.d.MessageID, "waited", drainWait)
+			p.report(it, stage(StageUnverified, fmt.Errorf("the program has not read its input in %s", drainWait)))
 			return true
 		}
 		p.inputMu.Lock()

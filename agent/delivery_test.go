@@ -483,11 +483,16 @@ func TestPartlyTypedMessageRetypedAfterRestart(t *testing.T) {
 	if len(prompts) != 1 || strings.TrimRight(prompts[0].Prompt, "\n") != expectPrompt("p1", content) {
 		t.Errorf("prompts = %+v", prompts)
 	}
-	// The kill cut the typing short: the stages say so before the new
-	// typing.
-	if st := stages.get("p1"); len(st) != 3 || st[0].Kind != StageRetyping || !errors.Is(st[0].Err, ErrPaneExited) ||
-		st[1].Kind != StageTyped || st[2].Kind != StageSubmitted {
-		t.Errorf("stages = %+v", st)
+	// A terminal holding input its program has not read is not ready
+	// (unread.go), so the message usually waits untyped for the next run;
+	// where its typing had begun, the kill cut it short, and the stages
+	// say so before the new typing.
+	st := stages.get("p1")
+	if len(st) == 3 && (st[0].Kind != StageRetyping || !errors.Is(st[0].Err, ErrPaneExited)) {
+		t.Errorf("stages = %+v, want a retyping after the kill first", st)
+	}
+	if len(st) < 2 || len(st) > 3 || st[len(st)-2].Kind != StageTyped || st[len(st)-1].Kind != StageSubmitted {
+		t.Errorf("stages = %+v, want typed and submitted last", st)
 	}
 }
 

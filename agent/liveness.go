@@ -198,6 +198,7 @@ type verdict struct {
 const (
 	markerHookWaiting = "hook: waiting for a human"
 	markerHookTurn    = "hook: a turn runs"
+	markerUnread      = "typed input the program has not read"
 )
 
 // judge is the readiness of run pr now (see judgeLocked).
@@ -261,6 +262,11 @@ func (p *Pane) judgeLocked(pr *proc, screen Readiness, marker string, now time.T
 		p.quietLocked(&v, p.profile.unmarked(), readinessRecheck)
 		v.unmarked = v.state == StateReady
 	}
+	if v.state == StateReady && pr.unread() > 0 {
+		// Typed bytes wait in the terminal for a program that is not
+		// reading (unread.go): busy, whatever the screen shows.
+		v.state, v.marker, v.recheck = "", markerUnread, drainPoll
+	}
 	if v.state == StateReady {
 		p.readyRun = pr
 		if v.screen == Ready && v.marker != "" && hook == "" {
@@ -269,7 +275,7 @@ func (p *Pane) judgeLocked(pr *proc, screen Readiness, marker string, now time.T
 		return v
 	}
 	switch {
-	case v.marker == markerHookTurn, v.screen == Busy && p.sawOutput, v.screen != Busy && p.readyRun == pr:
+	case v.marker == markerHookTurn, v.marker == markerUnread, v.screen == Busy && p.sawOutput, v.screen != Busy && p.readyRun == pr:
 		v.state = StateBusy
 	default:
 		v.state = StateStarting

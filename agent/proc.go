@@ -20,6 +20,7 @@ import (
 type proc struct {
 	cmd       *exec.Cmd
 	master    *os.File // PTY master, non-blocking and registered with the runtime poller
+	ttyPath   string   // the terminal's slave side, e.g. /dev/pts/3 (see unread)
 	pid       int      // also the process group id (the child is a session leader)
 	startedAt time.Time
 
@@ -142,6 +143,7 @@ func startProc(spec *Spec, cols, rows uint16) (*proc, error) {
 	pr := &proc{
 		cmd:        cmd,
 		master:     master,
+		ttyPath:    tty.Name(),
 		pid:        cmd.Process.Pid,
 		startedAt:  time.Now(),
 		exited:     make(chan struct{}),

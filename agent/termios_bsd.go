@@ -11,3 +11,7 @@ const ioctlGetTermios = unix.TIOCGETA
 // terminal keeps in canonical mode (MAX_CANON): the kernel drops the bytes
 // after it.
 const canonLineMax = 1024
+
+// ioctlInputQueue counts the bytes a terminal holds for its reader that it
+// has not read yet (FIONREAD, _IOR('f', 127, int), which golang.org/x/sys/unix does not name); in canonical mode, complete lines only.
+const ioctlInputQueue = 0x4004667f

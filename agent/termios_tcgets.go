@@ -11,3 +11,7 @@ const ioctlGetTermios = unix.TCGETS
 // terminal keeps in canonical mode (Linux's N_TTY_BUF_SIZE less one): the
 // kernel drops the bytes after it but still echoes them.
 const canonLineMax = 4095
+
+// ioctlInputQueue counts the bytes a terminal holds for its reader that it
+// has not read yet (TIOCINQ); in canonical mode, complete lines only.
+const ioctlInputQueue = unix.TIOCINQ

@@ -6,17 +6,34 @@
 # would); then the agent CLIs pinned in scripts/agent-clis.txt, with npm,
 # into ${HM_CLI_CACHE:-$HOME/.cache/hm/agent-clis}/<package>@<version>
 # (outside the tree) for the real-CLI suite (internal/realcli). Each apt entry is
-# "command:debian-package". Nothing is done when everything is present.
+# "command:debian-package", or "py.module:debian-package" for a Python
+# module. Nothing is done when everything is present.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-needs=(bash:bash dash:dash zsh:zsh fish:fish ksh:ksh chattr:e2fsprogs chromium:chromium node:nodejs npm:npm tmux:tmux)
+needs=(bash:bash dash:dash zsh:zsh fish:fish ksh:ksh chattr:e2fsprogs chromium:chromium node:nodejs npm:npm tmux:tmux
+	py.prompt_toolkit:python3-prompt-toolkit)
+
+# have says whether a needs entry's command (or Python module, in python3
+# on PATH or Debian's /usr/bin/python3) is present.
+have() {
+	case $1 in
+	py.*)
+		local py
+		for py in python3 /usr/bin/python3; do
+			command -v "$py" >/dev/null 2>&1 && "$py" -c "import ${1#py.}" 2>/dev/null && return 0
+		done
+		return 1
+		;;
+	*) command -v "$1" >/dev/null 2>&1 ;;
+	esac
+}
 
 apt_deps() {
 	local missing=() n cmd pkg
 	for n in "${needs[@]}"; do
 		cmd=${n%%:*} pkg=${n##*:}
-		command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+		have "$cmd" || missing+=("$pkg")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
 
@@ -35,7 +52,7 @@ apt_deps() {
 	$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 	for n in "${needs[@]}"; do
 		cmd=${n%%:*}
-		command -v "$cmd" >/dev/null 2>&1 || { echo "make deps: $cmd still missing after install" >&2; exit 1; }
+		have "$cmd" || { echo "make deps: $cmd still missing after install" >&2; exit 1; }
 	done
 }
 

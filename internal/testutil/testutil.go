@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -41,4 +42,27 @@ func Context(t testing.TB) context.Context {
 func LineReaderCommand(out string) string {
 	return fmt.Sprintf(`exec bash --norc --noprofile -c 'printf "> "; while IFS= read -r l; do printf "%%s %%s\n" "$EPOCHREALTIME" "$l" >> "$0"; printf "> "; done' %s`,
 		"'"+strings.ReplaceAll(out, "'", `'\''`)+"'")
+}
+
+// PromptToolkitPython returns a Python interpreter that has the
+// prompt_toolkit module (python3 on PATH, else Debian's /usr/bin/python3,
+// where `make deps` installs python3-prompt-toolkit); the test fails with
+// what to install when none has it.
+func PromptToolkitPython(t testing.TB) string {
+	t.Helper()
+	var tried []string
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		path, err := exec.LookPath(py)
+		if err != nil {
+			tried = append(tried, py+": not found")
+			continue
+		}
+		out, err := exec.Command(path, "-c", "import prompt_toolkit").CombinedOutput()
+		if err == nil {
+			return path
+		}
+		tried = append(tried, fmt.Sprintf("%s: %v %s", path, err, strings.TrimSpace(string(out))))
+	}
+	t.Fatalf("no python3 with prompt_toolkit (run make deps, which installs Debian's python3-prompt-toolkit): %s", strings.Join(tried, "; "))
+	return ""
 }

@@ -1,0 +1,179 @@
+package agent
+
+import (
+	"path/filepath"
+
+	"hm/internal/testutil"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUnmarkedNeverLoses: markers that match nothing make delivery slower,
+// never lossy (#32 item 9). Each program here throws input away for a
+// second after every prompt, and the pane's profile recognises none of its
+// screens: a CLI release that changed its screen, or a program no profile
+// was written for. Echo verification and retyping must still bring every
+// message to the program exactly once, intact and in order, [URGENT] ones
+// included (they skip the quiet period, so they are typed into the busy
+// program first).
+func TestUnmarkedNeverLoses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		about   string
+		profile string
+		env     []string
+		urgent  bool // every other message is [URGENT]
+	}{
+		{name: "InkSpinnerUnderClaude", profile: ProfileClaude,
+			about: "an Ink TextInput program under the claude profile: a spinner none of its busy markers match for 1 s after each prompt, input thrown away",
+			env:   []string{"FAKEAGENT_SPINNER_MS=1000"}},
+		{name: "SilentUnderDefaultUrgent", profile: ProfileDefault, urgent: true,
+			about: "a prompt_toolkit-like program under the default profile: silent and deaf for 1 s after each prompt, every other message urgent",
+			env:   []string{"FAKEAGENT_SILENT_MS=1000"}},
+		{name: "SpinnerUnderGeminiUrgent", profile: ProfileGemini, urgent: true,
+			about: "a spinner under the gemini profile whose markers match none of it, every other message urgent",
+			env:   []string{"FAKEAGENT_SPINNER_MS=1000"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := append([]string{"FAKEAGENT_ECHO=1", "FAKEAGENT_ENTER_MS=0"}, tc.env...)
+			spec, logPath := fakeSpec(t, env...)
+			// The profile as it ships, with a short unmarked wait: typing
+			// into the deaf program sooner is the harder case, and keeps the
+			// test short.
+			multi := lookupProfile(tc.profile, nil).MultiLine
+			spec.Profile, spec.LogPath = tc.profile, ""
+			spec.Timing = Profile{Unmarked: 500 * time.Millisecond, MultiLine: multi, MultiLineSet: true}
+			msgs := hardMessages(12)
+			if tc.urgent {
+				for i := range msgs {
+					if i%2 == 1 {
+						msgs[i].content = strings.Replace(msgs[i].content, "): ", "): [URGENT] ", 1)
+					}
+				}
+			}
+			p := startPane(t, spec)
+			stages := newStageLog()
+			start := time.Now()
+			for _, m := range msgs {
+				p.Enqueue(Delivery{MessageID: m.id, Content: m.content, Report: stages.reporter(m.id)})
+			}
+			t.Parallel()
+			waitAllFinal(t, p, stages, msgs, logPath, start.Add(hardDeadline))
+			t.Logf("%s: last stage %s after the messages were enqueued", tc.about, lastStage(stages, msgs).Sub(start).Round(time.Millisecond))
+			settle(t, logPath)
+			recs := readPrompts(t, logPath)
+			if tc.urgent {
+				recs = inQueueOrder(recs, msgs)
+			}
+			checkHardDelivery(t, spec, msgs, recs, stages)
+		})
+	}
+}
+
+// inQueueOrder sorts the program's prompts by message number (records
+// that are no message's prompt first), for a batch whose urgent messages
+// jump the queue: checkHardDelivery's order check then holds only the
+// exactly-once and intact checks to account.
+func inQueueOrder(recs []promptRec, msgs []hardMsg) []promptRec {
+	index := map[string]int{}
+	for i, m := range msgs {
+		index[m.id] = i
+	}
+	key := func(r promptRec) int {
+		if mt := trailerRE.FindStringSubmatch(r.Prompt); mt != nil {
+			if i, ok := index[mt[1]]; ok {
+				return i
+			}
+		}
+		return -1
+	}
+	out := slices.Clone(recs)
+	slices.SortStableFunc(out, func(a, b promptRec) int { return key(a) - key(b) })
+	return out
+}
+
+// TestPromptToolkitNeverLoses types twelve messages, every other one
+// [URGENT], into a real prompt_toolkit program under the default profile
+// (no markers): between prompts it works for a second with its terminal
+// cooked, reading nothing, so the kernel echoes what hm types as if it had
+// been taken. Before hm looked at the terminal's unread input, 5 of the 12
+// never reached the program (the ledger said submitted), and one reached
+// it twice in one prompt. Each must reach it exactly once, intact, and no
+// message may be claimed submitted while the program still had not taken
+// the one before it.
+func TestPromptToolkitNeverLoses(t *testing.T) {
+	t.Parallel()
+	python := testutil.PromptToolkitPython(t)
+	script, err := filepath.Abs(filepath.Join("testdata", "ptk_prompt.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, logPath := fakeSpec(t)
+	spec.Command = shellQuote(python) + " " + shellQuote(script)
+	spec.Env = append(spec.Env, "PTK_LOG="+logPath, "PTK_BUSY=1")
+	spec.Profile, spec.Timing, spec.LogPath = ProfileDefault, Profile{}, ""
+	msgs := hardMessages(12)
+	for i := range msgs {
+		if i%2 == 1 {
+			msgs[i].content = strings.Replace(msgs[i].content, "): ", "): [URGENT] ", 1)
+		}
+	}
+	p := startPane(t, spec)
+	stages := newStageLog()
+	start := time.Now()
+	for _, m := range msgs {
+		p.Enqueue(Delivery{MessageID: m.id, Content: m.content, Report: stages.reporter(m.id)})
+	}
+	waitAllFinal(t, p, stages, msgs, logPath, start.Add(hardDeadline))
+	settle(t, logPath)
+	recs := readPrompts(t, logPath)
+	checkTakenOnce(t, spec, msgs, recs, stages)
+}
+
+// checkTakenOnce checks a real program's prompts: each message taken
+// exactly once, intact, alone, and not claimed submitted before the
+// program took the prompt before it (a real program logs its prompt a
+// moment after its screen shows it taken, so the fake's stricter "not
+// before its own prompt" does not apply).
+func checkTakenOnce(t *testing.T, spec Spec, msgs []hardMsg, recs []promptRec, stages *stageLog) {
+	t.Helper()
+	l := &limited{t: t, count: map[string]int{}}
+	defer l.summary()
+	index := map[string]int{}
+	for i, m := range msgs {
+		index[m.id] = i
+	}
+	taken := make([]int, len(msgs))
+	var prevAt int64
+	for _, r := range recs {
+		if strings.TrimSpace(r.Prompt) == "" {
+			continue
+		}
+		all := trailerRE.FindAllStringSubmatch(r.Prompt, -1)
+		if len(all) != 1 {
+			l.errorf("merged", "a prompt holds %d message trailers: %.200q", len(all), r.Prompt)
+			continue
+		}
+		i, ok := index[all[0][1]]
+		if !ok {
+			l.errorf("not a message", "prompt %.100q", r.Prompt)
+			continue
+		}
+		taken[i]++
+		checkIntact(l, spec, msgs[i], i, false, strings.TrimRight(r.Prompt, "\n"))
+		for _, s := range stages.get(msgs[i].id) {
+			if s.Kind == StageSubmitted && s.At.UnixMilli() < prevAt {
+				l.errorf("false submitted", "message %d claimed submitted %d ms before the program took the prompt before it", i, prevAt-s.At.UnixMilli())
+			}
+		}
+		prevAt = r.At
+	}
+	for i, n := range taken {
+		if n != 1 {
+			l.errorf("not once", "message %d reached the program %d times; stages %s", i, n, stageKinds(stages.get(msgs[i].id)))
+		}
+	}
+}

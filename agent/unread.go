@@ -1,0 +1,128 @@
+package agent
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Unread input is the witness of a program that does not read: bytes hm
+// wrote into the terminal that the program has not read yet. The kernel
+// holds them in the terminal's input queue, and, where the terminal is
+// canonical, echoes them as if they had been taken, so that neither the
+// screen nor the echo check can tell a busy program that reads nothing
+// (a prompt_toolkit program working between two prompts, with its terminal
+// cooked) from one that took the text. While a run has unread input it is
+// not ready for more (judgeLocked), a typing whose echo did not show is
+// not typed again, and a press of Enter is not judged (nor pressed again)
+// until the program has read what it has.
+
+// unread returns how many bytes written into run pr's terminal its
+// program has not read (where the terminal is canonical: in complete
+// lines), or -1 when that cannot be told (the run ended, the terminal
+// could not be opened).
+func (pr *proc) unread() int {
+	if pr.ttyPath == "" || pr.isExited() {
+		return -1
+	}
+	// The slave side is opened for the one question and closed again: a
+	// descriptor hm kept would stop the master's reads from ending (EIO)
+	// when the program and its children have closed theirs.
+	fd, err := unix.Open(pr.ttyPath, unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	defer unix.Close(fd)
+	n, err := unix.IoctlGetInt(fd, ioctlInputQueue)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// drainWait bounds how long a typing waits for its program to read what
+// hm wrote before the message is reported unverified: the program may be
+// busy for long, and the text waits for it in the terminal either way.
+const drainWait = time.Minute
+
+// drainPoll is how often a wait for unread input to be read looks again
+// (reading makes no output of its own).
+const drainPoll = 20 * time.Millisecond
+
+// waitDrained waits until run pr has read all hm wrote into its terminal,
+// at most d. drained is false when the wait ended first (ended: the run
+// ended, or the pane stops).
+func (p *Pane) waitDrained(pr *proc, d time.Duration) (drained, ended bool) {
+	deadline := time.Now().Add(d)
+	for {
+		if pr.unread() <= 0 {
+			return !pr.isExited(), pr.isExited()
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false, false
+		}
+		if !p.pause(pr, min(left, drainPoll), nil) {
+			return false, true
+		}
+	}
+}
+
+// waitEchoed waits for typed text to show at the program's input (cond).
+// A program that has not read the text yet is waited for, inputMu
+// released meanwhile (unlock, relock) so that a person's keys are not held
+// up, and its screen judged again once it read it; a person's keys typed
+// meanwhile make the screen no proof (not shown).
+func (p *Pane) waitEchoed(pr *proc, it *item, unlock, relock func(), cond func(Screen) bool) (shown, ended bool) {
+	d := patience(p.profile.echoWait(), it.unseen)
+	shown, ended = p.waitScreen(pr, d, cond)
+	if shown || ended || pr.unread() <= 0 {
+		return shown, ended
+	}
+	unlock()
+	drained, ended := p.waitDrained(pr, drainWait)
+	relock()
+	if !drained || p.personTypedAfterHM() {
+		return false, ended
+	}
+	return p.waitScreen(pr, d, cond)
+}
+
+// waitTaken waits for the program to take what hm entered: cond on the
+// screen, and nothing hm wrote left unread in the terminal. A program
+// that has not read it when the screen wait ends is waited for (up to
+// drainWait), not pressed Enter again, and judged once it read it;
+// unread is true when it never did.
+func (p *Pane) waitTaken(pr *proc, d time.Duration, cond func(Screen) bool) (ok, ended, unread bool) {
+	// after is the output signal current when the program was last seen
+	// with input unread: only a screen drawn after that counts, since what
+	// the screen showed before the program read its input (a canonical
+	// terminal's echo of the text and its newline) says nothing of it.
+	var after <-chan struct{}
+	taken := func(Screen) bool {
+		if pr.unread() > 0 {
+			p.mu.Lock()
+			after = p.outChanged
+			p.mu.Unlock()
+			return false
+		}
+		if after != nil {
+			select {
+			case <-after:
+			default:
+				return false
+			}
+		}
+		return cond(p.Screen()) // drawn after the checks above
+	}
+	ok, ended = p.waitScreen(pr, d, taken)
+	if ok || ended || pr.unread() <= 0 {
+		return ok, ended, false
+	}
+	drained, ended := p.waitDrained(pr, drainWait)
+	if !drained {
+		return false, ended, !ended
+	}
+	ok, ended = p.waitScreen(pr, d, taken)
+	return ok, ended, false
+}
