@@ -105,18 +105,28 @@ func (p *Pane) cliVersion() string {
 }
 
 // commandProgram is the program word of a simple command line: the first
-// word after VAR=value assignments and "exec", or "" when the line is not
-// that simple (a pipeline, quoting, expansions): the word then goes into a
+// word after VAR=value assignments, "exec" and "env" (with env's options;
+// -u and -C take a word of their own), or "" when the line is not that
+// simple (a pipeline, quoting, expansions): the word then goes into a
 // shell command line as it is.
 func commandProgram(command string) string {
 	if strings.ContainsAny(command, "|;&<>()$`'\"\\\n") {
 		return ""
 	}
+	env, skip := false, false
 	for _, w := range strings.Fields(command) {
-		if roles.IsAssignment(w) || w == "exec" {
-			continue
+		switch {
+		case skip:
+			skip = false
+		case roles.IsAssignment(w) || w == "exec":
+		case !env && (w == "env" || strings.HasSuffix(w, "/env")):
+			env = true
+		case env && (w == "-u" || w == "-C" || w == "--unset" || w == "--chdir"):
+			skip = true
+		case env && strings.HasPrefix(w, "-"):
+		default:
+			return w
 		}
-		return w
 	}
 	return ""
 }

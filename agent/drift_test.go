@@ -73,3 +73,25 @@ func TestDriftIsReported(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandProgram: the drift warning names the CLI's version, found by
+// running the command's program word with --version; a command that runs
+// the CLI through env (as the real-CLI suite's `exec env VARS… gemini`
+// does) has the CLI as that word, not env.
+func TestCommandProgram(t *testing.T) {
+	for _, tc := range []struct{ command, want string }{
+		{"claude", "claude"},
+		{"exec claude --resume", "claude"},
+		{"FOO=1 BAR=2 codex", "codex"},
+		{"exec env HOME=/tmp/h NO_COLOR=1 /opt/cli/bin/gemini --yolo", "/opt/cli/bin/gemini"},
+		{"env -i -u TERM PATH=/bin gemini", "gemini"},
+		{"/usr/bin/env -C /tmp codex", "codex"},
+		{"env", ""},
+		{"claude | tee log", ""},
+		{"exec env 'A=b c' gemini", ""},
+	} {
+		if got := commandProgram(tc.command); got != tc.want {
+			t.Errorf("commandProgram(%q) = %q, want %q", tc.command, got, tc.want)
+		}
+	}
+}
