@@ -263,6 +263,8 @@ type Pane struct {
 	// whose delivery has not ended: the turn they cancelled may still run
 	// its hooks, whose output the program drops (Claim).
 	interrupting *item
+	// lastInterrupt is when hm last typed the interrupt keys (interruptGap).
+	lastInterrupt time.Time
 
 	// logMu guards the pane log, logFile and logSize; entered, the
 	// entered log, has a lock of its own.

@@ -195,3 +195,40 @@ func TestUrgentAfterInterruptClearsInput(t *testing.T) {
 
 // anyTrailerRE finds every "[hm:<id>]" in a prompt, wherever it stands.
 var anyTrailerRE = regexp.MustCompile(`\[hm:([^\]\s]+)\]`)
+
+// TestUrgentNeverDoubleEsc: Claude Code, Codex and Gemini CLI each take
+// two Escs in quick succession as a command of its own (rewind, backtrack:
+// Gemini opens a dialog for a person). A program that goes busy again just
+// after hm's Esc interrupted it (work it resumes or had queued) must not
+// get a second Esc within interruptGap of the first.
+func TestUrgentNeverDoubleEsc(t *testing.T) {
+	t.Parallel()
+	spec, logPath := fakeSpec(t, "FAKEAGENT_SPINNER_MS=3000", "FAKEAGENT_BUSY_AGAIN_MS=150", "FAKEAGENT_ENTER_MS=0")
+	spec.Timing = hardTiming(">", true, true)
+	spec.Timing.Interrupt, spec.Timing.Idle = "\x1b", 400*time.Millisecond
+	p := startPane(t, spec)
+	stages := newStageLog()
+	p.Enqueue(Delivery{MessageID: "n1", Content: "(ARCH #1): start working", Report: stages.reporter("n1")})
+	poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("n1"), "n1 submitted") })
+	poll.For(t, 10*time.Second, func() error {
+		r := p.Status().Readiness
+		return poll.Want(strings.HasPrefix(r, Busy.String()), "the busy spell on the screen, readiness %q", r)
+	})
+	p.Enqueue(Delivery{MessageID: "u1", Content: "(ARCH #2): [URGENT] stop", Report: stages.reporter("u1")})
+	poll.For(t, 60*time.Second, func() error { return poll.Want(stages.final("u1"), "u1 final") })
+	settle(t, logPath)
+	var at []int64
+	for _, r := range readPrompts(t, logPath) {
+		if r.Interrupted {
+			at = append(at, r.At)
+		}
+	}
+	if len(at) == 0 {
+		t.Fatal("the urgent message never interrupted the busy program")
+	}
+	for i := 1; i < len(at); i++ {
+		if gap := time.Duration(at[i]-at[i-1]) * time.Millisecond; gap < interruptGap-100*time.Millisecond {
+			t.Errorf("interrupt %d came %s after the one before (want at least %s): a double Esc", i+1, gap, interruptGap)
+		}
+	}
+}

@@ -148,6 +148,10 @@ func (p *Pane) awaitReady(pr *proc, it *item, deadline time.Time) bool {
 		case asUrgent && v.screen == Ready && (interrupts == 0 || v.quiet >= p.profile.Idle):
 			return true
 		case asUrgent && v.screen == Busy && p.profile.Interrupt != "" && armed && interrupts < maxInterrupts:
+			if left := p.interruptGapLeft(); left > 0 {
+				wait = left // a second Esc now would be a double Esc
+				break
+			}
 			sent, ok := p.interrupt(pr, it)
 			if !ok {
 				return false
@@ -185,11 +189,27 @@ func (p *Pane) awaitReady(pr *proc, it *item, deadline time.Time) bool {
 
 // maxInterrupts bounds how often one urgent message interrupts a busy
 // program; canonicalRecheck is how often a Ready screen over a canonical
-// terminal is looked at again.
+// terminal is looked at again; interruptGap is the least time between two
+// interrupts of one pane: Claude Code, Codex and Gemini CLI take two Escs
+// in quick succession as a command of its own (Gemini opens its rewind
+// dialog), so a program busy again just after an interrupt waits for it.
 const (
 	maxInterrupts    = 3
 	canonicalRecheck = 50 * time.Millisecond
+	interruptGap     = 2 * time.Second
 )
+
+// interruptGapLeft is how long the pane must still wait before it may be
+// interrupted again (0: now).
+func (p *Pane) interruptGapLeft() time.Duration {
+	p.qmu.Lock()
+	last := p.lastInterrupt
+	p.qmu.Unlock()
+	if last.IsZero() {
+		return 0
+	}
+	return max(0, interruptGap-time.Since(last))
+}
 
 // interrupt types the profile's Interrupt into a busy program for the
 // urgent message it: sent tells whether it was typed, ok is false when the
@@ -203,7 +223,7 @@ func (p *Pane) interrupt(pr *proc, it *item) (sent, ok bool) {
 	switch {
 	case err == nil:
 		p.qmu.Lock()
-		p.interrupting = it
+		p.interrupting, p.lastInterrupt = it, time.Now()
 		p.qmu.Unlock()
 		p.mu.Lock()
 		p.endTurnLocked("hm interrupted it") // a cancelled turn may run no stop hook

@@ -31,7 +31,9 @@
 //     with FAKEAGENT_RESTORE_ON_ESC=1 the interrupted prompt is put back
 //     into the input after the new prompt marker, logged as
 //     {"restored":...}, as Claude Code does for a turn interrupted before
-//     its answer;
+//     its answer; with FAKEAGENT_BUSY_AGAIN_MS=N the prompt shows for N ms
+//     after such an interrupt and then a second busy spell begins (work the
+//     CLI resumes or had queued), once per prompt;
 //   - FAKEAGENT_IGNORE_HUP=1 ignores SIGHUP;
 //   - FAKEAGENT_START_MS delays the banner and the paste switch;
 //   - FAKEAGENT_ECHO=0 turns off the echo of typed input, so that output
@@ -174,12 +176,13 @@ type agent struct {
 	resetOnInput bool     // FAKEAGENT_RESET_ON_INPUT
 	queryOnInput bool     // FAKEAGENT_QUERY_ON_INPUT
 	resets       int
-	exitMid      int       // FAKEAGENT_EXIT_MID
-	killLine     bool      // FAKEAGENT_KILL_LINE
-	newlineEnter int       // FAKEAGENT_NEWLINE_ENTERS still to come
-	restoreOnEsc bool      // FAKEAGENT_RESTORE_ON_ESC
-	mountUntil   time.Time // FAKEAGENT_MOUNT_MS after the banner, else zero
-	mountNewline bool      // FAKEAGENT_MOUNT_NEWLINE
+	exitMid      int           // FAKEAGENT_EXIT_MID
+	killLine     bool          // FAKEAGENT_KILL_LINE
+	newlineEnter int           // FAKEAGENT_NEWLINE_ENTERS still to come
+	restoreOnEsc bool          // FAKEAGENT_RESTORE_ON_ESC
+	busyAgain    time.Duration // FAKEAGENT_BUSY_AGAIN_MS
+	mountUntil   time.Time     // FAKEAGENT_MOUNT_MS after the banner, else zero
+	mountNewline bool          // FAKEAGENT_MOUNT_NEWLINE
 
 	prompts   int
 	buf       []byte
@@ -210,6 +213,7 @@ func run() error {
 		killLine:     os.Getenv("FAKEAGENT_KILL_LINE") == "1",
 		newlineEnter: envInt("FAKEAGENT_NEWLINE_ENTERS", 0),
 		restoreOnEsc: os.Getenv("FAKEAGENT_RESTORE_ON_ESC") == "1",
+		busyAgain:    time.Duration(envInt("FAKEAGENT_BUSY_AGAIN_MS", 0)) * time.Millisecond,
 		mountNewline: os.Getenv("FAKEAGENT_MOUNT_NEWLINE") == "1",
 	}
 	if a.doneLine == "" {
@@ -480,6 +484,14 @@ func (a *agent) submit(rest []byte) bool {
 	interrupted := a.discards() && a.busySpell(rest)
 	if a.tui == nil {
 		a.printf("> ")
+	}
+	if interrupted && a.busyAgain > 0 {
+		time.Sleep(a.busyAgain)
+		a.printf("\r\n")
+		interrupted = a.busySpell(nil)
+		if a.tui == nil {
+			a.printf("> ")
+		}
 	}
 	if interrupted && a.restoreOnEsc {
 		a.restore(prompt)
