@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -162,7 +163,12 @@ func (d Delivery) Fail(err error) {
 }
 
 // deliver types one message. It returns false when the message must be tried
-// again (its text was not fully written, or the pane is stopping).
+// again (its text was not fully written, or the pane is stopping). Its
+// steps: wait for a running and ready program, compose the text (typing),
+// type it and see it echoed (typeText), press Enter and see the program
+// take it (enterText). Each step that types holds the input lock
+// (typing.in), which passes from typeText to enterText without a gap, so
+// that nothing is typed between a text and its Enter.
 func (p *Pane) deliver(it *item) (done bool) {
 	// CommitToFirstByte counts from readiness observed: the waits for a
 	// running and ready program (their screen checks included) are
@@ -188,7 +194,69 @@ func (p *Pane) deliver(it *item) (done bool) {
 		return false
 	}
 	it.waited = w0 + time.Since(t0)
+	t, ok := p.newTyping(pr, it)
+	if !ok {
+		return true
+	}
+	t.in.lock()
+	defer t.in.unlock()
+	if done, ok := p.typeText(t); !ok {
+		return done
+	}
+	return p.enterText(t)
+}
 
+// inputLock is one typing's hold on Pane.inputMu: taken to type the text,
+// kept through the first Enter, released while the screen is waited for.
+// unlock releases it only when held, so every return can call it.
+type inputLock struct {
+	mu   *sync.Mutex
+	held bool
+}
+
+func (l *inputLock) lock() {
+	if !l.held {
+		l.mu.Lock()
+		l.held = true
+	}
+}
+
+func (l *inputLock) unlock() {
+	if l.held {
+		l.held = false
+		l.mu.Unlock()
+	}
+}
+
+// typing is one typing of a message into run pr: its composed text and
+// what the screen showed of it.
+type typing struct {
+	pr      *proc
+	it      *item
+	c       composition
+	text    []byte
+	trailer string
+	in      inputLock
+	// before is the input as it stood before the text was written; typed,
+	// where the text stands once echoed (or after the last press).
+	before, typed inputView
+	// overhead is the engine's own latency to the first byte (Stage).
+	overhead time.Duration
+}
+
+// stage is a stage of t's message.
+func (t *typing) stage(k StageKind, err error) Stage {
+	s := Stage{Kind: k, CommitToFirstByte: t.overhead, Err: err}
+	if t.c.Pointer {
+		s.Pointer = t.it.pointer
+	}
+	return s
+}
+
+// newTyping composes the text of it for run pr, and writes its pointer
+// file when the body does not go inline; false when that failed (reported
+// failed: done).
+func (p *Pane) newTyping(pr *proc, it *item) (*typing, bool) {
 	p.mu.Lock()
 	bracketed := p.bracketed
 	p.mu.Unlock()
@@ -212,74 +280,64 @@ func (p *Pane) deliver(it *item) (done bool) {
 		if err != nil {
 			p.log.Error("message not delivered", "id", it.d.MessageID, "err", err)
 			p.report(it, Stage{Kind: StageFailed, Err: err})
-			return true
+			return nil, false
 		}
 		it.pointer = path
 	}
-	text := []byte(c.Text)
-	trailer := Trailer(it.d.MessageID)
+	t := &typing{pr: pr, it: it, c: c, text: []byte(c.Text), trailer: Trailer(it.d.MessageID)}
+	t.in.mu = &p.inputMu
+	return t, true
+}
 
-	p.inputMu.Lock()
-	locked := true
-	unlock := func() {
-		if locked {
-			locked = false
-			p.inputMu.Unlock()
-		}
-	}
-	defer unlock()
+// typeText writes t's text under the input lock (held) and waits for it
+// to show at the program's input, then for the Enter delay. ok is false
+// when the delivery ends here (done as deliver returns it).
+func (p *Pane) typeText(t *typing) (done, ok bool) {
+	pr, it := t.pr, t.it
 	if hold, _, _ := p.personHold(pr); hold {
-		unlock()
-		return false // a person's key came after waitReady: wait for them again
+		t.in.unlock()
+		return false, false // a person's key came after waitReady: wait for them again
 	}
 	if it.interrupted && !it.cleared {
-		if done, ok := p.clearAfterInterrupt(pr, it, unlock); !ok {
-			return done
+		if done, ok := p.clearAfterInterrupt(pr, it, t.in.unlock); !ok {
+			return done, false
 		}
 	}
 	if p.enterHeld(pr) {
-		unlock()
-		return false // the earlier message went alone: wait for ready again
+		t.in.unlock()
+		return false, false // the earlier message went alone: wait for ready again
 	}
 	screen := p.Screen()
-	before := viewInput(screen, p.profile, trailer)
-	head := textHead(c.Text, screen)
+	t.before = viewInput(screen, p.profile, t.trailer)
+	head := textHead(t.c.Text, screen)
 	headsBefore := headCount(screen, head)
-	n, err := p.writeTo(context.Background(), pr, text)
+	n, err := p.writeTo(context.Background(), pr, t.text)
 	// The first byte is in the terminal once the write returns.
-	overhead := max(0, time.Since(it.enqueuedAt)-it.waited)
-	stage := func(k StageKind, err error) Stage {
-		s := Stage{Kind: k, CommitToFirstByte: overhead, Err: err}
-		if c.Pointer {
-			s.Pointer = it.pointer
-		}
-		return s
+	t.overhead = max(0, time.Since(it.enqueuedAt)-it.waited)
+	if err != nil && n < len(t.text) {
+		t.in.unlock()
+		return p.typeAgain(pr, it, t.stage, fmt.Sprintf("while its text was written (%d of %d bytes)", n, len(t.text)), err), false
 	}
-	if err != nil && n < len(text) {
-		unlock()
-		return p.typeAgain(pr, it, stage, fmt.Sprintf("while its text was written (%d of %d bytes)", n, len(text)), err)
-	}
-	typed := before
-	if trailer != "" {
+	t.typed = t.before
+	if t.trailer != "" {
 		// Echo verification: the text must show at the program's input
 		// before Enter may be pressed.
 		// The text's start must show too, where it can (textHead): Enter
 		// would otherwise submit a torn prompt.
-		relock := func() { p.inputMu.Lock(); locked = true }
-		shown, ended := p.waitEchoed(pr, it, unlock, relock, func(s Screen) bool {
+		shown, ended := p.waitEchoed(pr, it, t.in.unlock, t.in.lock, func(s Screen) bool {
 			var ok bool
-			typed, ok = echoed(s, p.profile, trailer, before, head, headsBefore)
+			t.typed, ok = echoed(s, p.profile, t.trailer, t.before, head, headsBefore)
 			return ok
 		})
 		if ended {
-			unlock()
-			return p.typeAgain(pr, it, stage, "before its text showed", nil)
+			t.in.unlock()
+			return p.typeAgain(pr, it, t.stage, "before its text showed", nil), false
 		}
 		if !shown {
-			return p.notShown(pr, it, unlock, stage)
+			return p.notShown(pr, it, t.in.unlock, t.stage), false
 		}
 	}
-	p.report(it, stage(StageTyped, nil))
+	p.report(it, t.stage(StageTyped, nil))
 	// The caller's record of the typing, made as soon as the text is on
 	// the screen: the Enter follows EnterDelay later, so a kill aimed at
 	// this record finds the message typed and not entered (typed again
@@ -287,111 +345,129 @@ func (p *Pane) deliver(it *item) (done bool) {
 	if it.d.Typed != nil {
 		it.d.Typed()
 	}
-
 	// Enter is a separate write, EnterDelay after the text showed (none
 	// where the terminal is canonical: see enterDelay). If the program
 	// ends (or the pane stops) before Enter, the text was never submitted:
 	// keep the message queued so it is typed again in full into the next
 	// run (or, at shutdown, stays undelivered for the next session).
 	if !p.pause(pr, p.profile.enterDelay(pr.canonical()), nil) {
-		unlock()
-		return p.typeAgain(pr, it, stage, "before Enter", nil)
+		t.in.unlock()
+		return p.typeAgain(pr, it, t.stage, "before Enter", nil), false
 	}
+	return false, true
+}
+
+// enterText presses Enter for t's text (the input lock held for the first
+// press) and waits for the program to take it, pressing again where the
+// press left the text at the input, up to enterAttempts; text still there
+// then is erased and the message reported stuck. It returns deliver's done.
+func (p *Pane) enterText(t *typing) bool {
+	pr, it := t.pr, t.it
 	for attempt := 0; attempt < enterAttempts; attempt++ {
-		if attempt > 0 && trailer != "" {
+		if attempt > 0 && t.trailer != "" {
 			// The press before this one left the text at the input,
 			// perhaps with a newline under it: this press is judged
 			// against the screen as it stands now, or its own newline
 			// would look like a second row and the text leaving.
-			typed = viewInput(p.Screen(), p.profile, trailer)
+			t.typed = viewInput(p.Screen(), p.profile, t.trailer)
 		}
-		// A screen already busy before this press (a spinner still up
-		// from the last turn, a CLI still starting) proves nothing
-		// about it: only the text leaving the input does then.
-		busyBefore, _ := p.profile.Classify(p.Screen())
-		p.mu.Lock()
-		out := p.outChanged
-		p.mu.Unlock()
-		// The first Enter is recorded in the entered log by the very next
-		// system call after its write (one write(2), durable against a
-		// kill -9), so that a hub killed now does not type the message
-		// again into the next program (see pressEnter).
-		var record func()
-		if attempt == 0 {
-			p.startEnteredTurn(pr)
-			record = func() {
-				if err := p.entered.add(it.d.MessageID); err != nil {
-					p.log.Warn("entered log", "id", it.d.MessageID, "err", err)
-				}
-			}
+		if done, ok := p.pressOnce(t, attempt); ok {
+			return done
 		}
-		if err := p.pressEnter(context.Background(), pr, record); err != nil {
-			if attempt == 0 {
-				// The first Enter never reached the program: not submitted.
-				p.mu.Lock()
-				p.endTurnLocked("its Enter was not written")
-				p.mu.Unlock()
-				unlock()
-				return p.typeAgain(pr, it, stage, "before Enter (not written)", err)
-			}
-			it.submitted(false)
-			p.report(it, stage(StageUnverified, fmt.Errorf("press enter: %w", err)))
-			return true
-		}
-		if attempt == 0 {
-			// The Enter is in the terminal and the entered log: record
-			// it in the caller's ledger too, before waiting to see the
-			// program take it (the proof, if it comes, only raises the
-			// stage).
-			it.submitted(false)
-			p.noteEntered(pr, it.d.MessageID, trailer)
-		}
-		unlock()
-		var ok, ended, unread bool
-		if trailer != "" {
-			// Submitted means the text left the input area, not "some
-			// output", and the program read it.
-			ok, ended, unread = p.waitTaken(pr, patience(p.profile.Verify, 2*attempt), func(s Screen) bool {
-				// A person's keys after hm's typing make the screen
-				// unreadable as proof (their text on the next row looks
-				// like a redrawn prompt): no claim then.
-				return !p.personTypedAfterHM() && leftInput(typed, busyBefore == Busy, viewInput(s, p.profile, trailer), s, p.profile)
-			})
-		} else {
-			ok, ended = p.waitOutput(pr, out)
-		}
-		switch {
-		case ok:
-			it.submitted(true)
-			p.report(it, stage(StageSubmitted, nil))
-			return true
-		case ended:
-			it.submitted(false)
-			p.report(it, stage(StageUnverified, p.endReason(pr)))
-			return true
-		case unread:
-			// Entered, and waiting in the terminal for a program that
-			// does not read: not pressed again, not claimed taken.
-			p.log.Warn("message entered but not read by the program", "id", it.d.MessageID, "waited", drainWait)
-			p.report(it, stage(StageUnverified, fmt.Errorf("the program has not read its input in %s", drainWait)))
-			return true
-		}
-		p.inputMu.Lock()
-		locked = true
+		t.in.lock()
 	}
-	if trailer == "" {
-		unlock()
+	if t.trailer == "" {
+		t.in.unlock()
 		p.log.Warn("message typed but no reaction seen", "id", it.d.MessageID)
-		p.report(it, stage(StageUnverified, nil))
+		p.report(it, t.stage(StageUnverified, nil))
 		return true
 	}
-	left := p.eraseStuck(pr, before, trailer, utf8.RuneCount(text))
+	left := p.eraseStuck(pr, t.before, t.trailer, utf8.RuneCount(t.text))
 	p.lastEntered = enteredText{} // reported stuck: never entered again
-	unlock()
-	err = fmt.Errorf("%w: the text stayed at the input after %d presses of Enter; %s", ErrStuck, enterAttempts, left)
+	t.in.unlock()
+	err := fmt.Errorf("%w: the text stayed at the input after %d presses of Enter; %s", ErrStuck, enterAttempts, left)
 	p.log.Warn("message stuck", "id", it.d.MessageID, "err", err)
-	p.report(it, stage(StageStuck, err))
+	p.report(it, t.stage(StageStuck, err))
 	return true
+}
+
+// pressOnce presses Enter once for t (attempt 0 is the first press, which
+// the entered log records) and judges it; the input lock is held on entry
+// and released on return. ok is false when the text stayed at the input
+// and Enter is to be pressed again; else done is deliver's.
+func (p *Pane) pressOnce(t *typing, attempt int) (done, ok bool) {
+	pr, it := t.pr, t.it
+	// A screen already busy before this press (a spinner still up from
+	// the last turn, a CLI still starting) proves nothing about it: only
+	// the text leaving the input does then.
+	busyBefore, _ := p.profile.Classify(p.Screen())
+	p.mu.Lock()
+	out := p.outChanged
+	p.mu.Unlock()
+	// The first Enter is recorded in the entered log by the very next
+	// system call after its write (one write(2), durable against a kill
+	// -9), so that a hub killed now does not type the message again into
+	// the next program (see pressEnter).
+	var record func()
+	if attempt == 0 {
+		p.startEnteredTurn(pr)
+		record = func() {
+			if err := p.entered.add(it.d.MessageID); err != nil {
+				p.log.Warn("entered log", "id", it.d.MessageID, "err", err)
+			}
+		}
+	}
+	if err := p.pressEnter(context.Background(), pr, record); err != nil {
+		t.in.unlock()
+		if attempt == 0 {
+			// The first Enter never reached the program: not submitted.
+			p.mu.Lock()
+			p.endTurnLocked("its Enter was not written")
+			p.mu.Unlock()
+			return p.typeAgain(pr, it, t.stage, "before Enter (not written)", err), true
+		}
+		it.submitted(false)
+		p.report(it, t.stage(StageUnverified, fmt.Errorf("press enter: %w", err)))
+		return true, true
+	}
+	if attempt == 0 {
+		// The Enter is in the terminal and the entered log: record it in
+		// the caller's ledger too, before waiting to see the program take
+		// it (the proof, if it comes, only raises the stage).
+		it.submitted(false)
+		p.noteEntered(pr, it.d.MessageID, t.trailer)
+	}
+	t.in.unlock()
+	var taken, ended, unread bool
+	if t.trailer != "" {
+		// Submitted means the text left the input area, not "some
+		// output", and the program read it.
+		taken, ended, unread = p.waitTaken(pr, patience(p.profile.Verify, 2*attempt), func(s Screen) bool {
+			// A person's keys after hm's typing make the screen
+			// unreadable as proof (their text on the next row looks like
+			// a redrawn prompt): no claim then.
+			return !p.personTypedAfterHM() && leftInput(t.typed, busyBefore == Busy, viewInput(s, p.profile, t.trailer), s, p.profile)
+		})
+	} else {
+		taken, ended = p.waitOutput(pr, out)
+	}
+	switch {
+	case taken:
+		it.submitted(true)
+		p.report(it, t.stage(StageSubmitted, nil))
+		return true, true
+	case ended:
+		it.submitted(false)
+		p.report(it, t.stage(StageUnverified, p.endReason(pr)))
+		return true, true
+	case unread:
+		// Entered, and waiting in the terminal for a program that does
+		// not read: not pressed again, not claimed taken.
+		p.log.Warn("message entered but not read by the program", "id", it.d.MessageID, "waited", drainWait)
+		p.report(it, t.stage(StageUnverified, fmt.Errorf("the program has not read its input in %s", drainWait)))
+		return true, true
+	}
+	return false, false
 }
 
 // enterAttempts is how many times Enter is pressed for one typing before
