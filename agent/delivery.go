@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"hm/internal/atomicfile"
+	"hm/internal/paneevents"
 	"hm/internal/status"
 )
 
@@ -117,37 +118,26 @@ type Delivery struct {
 	// Report, if set, receives the stages in order, on a goroutine of the
 	// pane; it must not block for long.
 	Report func(Stage)
-	// Typed, if set, is called at StageTyped: on the delivery goroutine,
-	// once the whole text is in the pane (after StageTyped was reported),
-	// before the EnterDelay that precedes the first Enter, so a caller can
-	// durably record the message as typed. It is called once per typing
-	// (again when the program ended before Enter and the text is typed
-	// into the next run) and delays the Enter while it runs.
-	Typed func()
-	// Submitted, if set, is called on the delivery goroutine right after the
-	// first Enter is written, with proven false, and once more with proven
-	// true if the program then writes output, before StageSubmitted is
-	// reported. A caller records the message as submitted at the first
-	// call. Across a kill -9 the pane's entered log (Spec.EnteredLog),
-	// written by the system call right after the Enter's, is what tells the
-	// next start that the old program took it (see docs/protocol.md).
-	Submitted func(proven bool)
-	// Failed, if set, is called at StageFailed with its Err, on the same
-	// goroutine as Report and after it.
-	Failed func(err error)
-	// Stuck, if set, is called at StageStuck with its Err, on the same
-	// goroutine as Report and after it.
-	Stuck func(err error)
-	// Retyping, if set, is called at StageRetyping with its Err, on the
-	// same goroutine as Report and after it, so that the caller's ledger
-	// says why the message is typed again.
-	Retyping func(err error)
-	// Interrupted, if set, is called at StageInterrupted, on the pane's
-	// callback goroutine.
-	Interrupted func()
-	// Cleared, if set, is called at StageCleared with what the input
-	// held, on the pane's callback goroutine.
-	Cleared func(held string)
+	// Callbacks are the message's events (paneevents.Callbacks), each
+	// optional:
+	//   - Typed, at StageTyped: on the delivery goroutine, once the whole
+	//     text is in the pane (after StageTyped was reported), before the
+	//     EnterDelay that precedes the first Enter, so a caller can durably
+	//     record the message as typed. It is called once per typing (again
+	//     when the program ended before Enter and the text is typed into
+	//     the next run) and delays the Enter while it runs.
+	//   - Submitted, on the delivery goroutine right after the first Enter
+	//     is written, with proven false, and once more with proven true if
+	//     the program is then seen to take it, before StageSubmitted is
+	//     reported. A caller records the message as submitted at the first
+	//     call. Across a kill -9 the pane's entered log (Spec.EnteredLog),
+	//     written by the system call right after the Enter's, is what tells
+	//     the next start that the old program took it (docs/protocol.md).
+	//   - Failed, Stuck and Retyping, at StageFailed, StageStuck and
+	//     StageRetyping with its Err; Interrupted at StageInterrupted;
+	//     Cleared at StageCleared with what the input held: on the same
+	//     goroutine as Report and after it.
+	paneevents.Callbacks
 }
 
 // Fail reports StageFailed with err to d's Report and Failed callbacks, for a

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"hm/internal/paneevents"
 	"hm/internal/poll"
 	"hm/internal/promptlog"
 )
@@ -508,7 +509,7 @@ func TestDeliveryCallbacks(t *testing.T) {
 		var mu sync.Mutex
 		var typed []int // prompts already logged each time Typed ran
 		p.Enqueue(Delivery{MessageID: "t1", Content: "(ARCH #1): typed callback", Report: stages.reporter("t1"),
-			Typed: func() {
+			Callbacks: paneevents.Callbacks{Typed: func() {
 				got, err := promptlog.Read(logPath)
 				if err != nil {
 					t.Errorf("read prompt log: %v", err)
@@ -517,7 +518,8 @@ func TestDeliveryCallbacks(t *testing.T) {
 				defer mu.Unlock()
 				typed = append(typed, len(got))
 			},
-			Failed: func(err error) { t.Errorf("Failed(%v) for a delivered message", err) },
+				Failed: func(err error) { t.Errorf("Failed(%v) for a delivered message", err) },
+			},
 		})
 		poll.For(t, 10*time.Second, func() error { return poll.Want(stages.final("t1"), "delivery") })
 		mu.Lock()
@@ -536,8 +538,9 @@ func TestDeliveryCallbacks(t *testing.T) {
 		stages := newStageLog()
 		failed := make(chan error, 2)
 		p.Enqueue(Delivery{MessageID: "f1", Content: "(ARCH #1): " + strings.Repeat("x", MaxInlineBody+1), Report: stages.reporter("f1"),
-			Typed:  func() { t.Error("Typed called for a message that cannot be typed") },
-			Failed: func(err error) { failed <- err },
+			Callbacks: paneevents.Callbacks{Typed: func() { t.Error("Typed called for a message that cannot be typed") },
+				Failed: func(err error) { failed <- err },
+			},
 		})
 		select {
 		case err := <-failed:
@@ -554,7 +557,7 @@ func TestDeliveryCallbacks(t *testing.T) {
 	t.Run("Fail by the caller", func(t *testing.T) {
 		stages := newStageLog()
 		var got error
-		d := Delivery{MessageID: "g1", Report: stages.reporter("g1"), Failed: func(err error) { got = err }}
+		d := Delivery{MessageID: "g1", Report: stages.reporter("g1"), Callbacks: paneevents.Callbacks{Failed: func(err error) { got = err }}}
 		want := errors.New("slot ended")
 		d.Fail(want)
 		if got != want {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"hm/internal/paneevents"
 	"hm/internal/poll"
 )
 
@@ -228,11 +229,13 @@ func noSecondEnter(t *testing.T, lag time.Duration) {
 	stages := newStageLog()
 	entered := make(chan struct{}, 1)
 	p.Enqueue(Delivery{MessageID: "e1", Content: "(ARCH #1): no second enter", Report: stages.reporter("e1"),
-		Submitted: func(proven bool) {
+		Callbacks: paneevents.Callbacks{Submitted: func(proven bool) {
 			if !proven {
 				entered <- struct{}{}
 			}
-		}})
+		},
+		},
+	})
 	select {
 	case <-entered:
 	case <-time.After(15 * time.Second):

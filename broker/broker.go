@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"hm/broker/proto"
+	"hm/internal/paneevents"
 	"hm/journal"
 	"hm/roles"
 )
@@ -47,17 +48,10 @@ type PaneDelivery struct {
 	// before its typing begins. Messages a WebSocket listener of the role
 	// was handed are not claimable: the listener has them.
 	Claimable bool
-	Typed     func()
-	Submitted func(proven bool)
-	Failed    func(err error)
-	Stuck     func(err error)
-	Retyping  func(err error)
-	// Interrupted is called when the pane's busy program was interrupted
-	// for this (urgent) message.
-	Interrupted func()
-	// Cleared is called when, after that interrupt, the program's input
-	// held text hm did not type, and hm erased it (held) before typing.
-	Cleared func(held string)
+	// Callbacks are the message's events, each writing the ledger's
+	// row for it (dispatch.go); the hub passes them to the pane as they
+	// are.
+	paneevents.Callbacks
 }
 
 // maxHeld bounds the erased input the ledger keeps (event cleared).

@@ -10,6 +10,7 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/msgid"
+	"hm/internal/paneevents"
 	"hm/internal/status"
 	"hm/journal"
 	"hm/roles"
@@ -40,36 +41,7 @@ func (b *Broker) dispatch(m journal.Message, rt route, prefix string) bool {
 				Content:   content,
 				Urgent:    urgent,
 				Claimable: !listened,
-				// Typed and Submitted bracket the Enter. Only a submission
-				// commits routed: a row typed but not submitted when the hub
-				// dies is still pending, and Recover types it again into the
-				// new program (the one that had it died with the hub's
-				// terminal); see docs/protocol.md, "kill -9 and panes".
-				Typed: func() {
-					b.advance(journal.Typed(id, mem.Role))
-				},
-				Submitted: func(proven bool) {
-					b.advance(journal.Submitted(id, mem.Role, proven))
-				},
-				Failed: func(err error) { b.paneFailed(m, mem.Role, err) },
-				Stuck:  func(err error) { b.stuck(m, mem.Role, err) },
-				// The program ended while the message was being typed:
-				// another attempt (the row is unchanged but its attempt
-				// count), with the reason, before it is typed again.
-				Retyping: func(err error) {
-					b.advance(journal.Attempt(id, mem.Role, err))
-				},
-				// The pane's busy program was stopped for this urgent
-				// message: its work was cut, and the ledger says why.
-				Interrupted: func() {
-					b.advance(journal.Interrupted(id, mem.Role))
-				},
-				// After that interrupt the input held text hm did not
-				// type (the interrupted prompt, put back): erased before
-				// this message, and the ledger keeps what it was.
-				Cleared: func(held string) {
-					b.advance(journal.Cleared(id, mem.Role, clip(held, maxHeld)))
-				},
+				Callbacks: b.paneEvents(m, mem.Role),
 			})
 			if !listened {
 				b.wakers.notify(mem.Role) // a waiting claim may take it
@@ -281,4 +253,31 @@ func (b *Broker) toListeners(role string, m journal.Message, content string) boo
 
 func (c *conn) deliver(m journal.Message, content string) bool {
 	return c.deliverWith(m, content, c.enqueueLive)
+}
+
+// paneEvents are the ledger's records of message m's typing into role's
+// pane, one per event. Typed and Submitted bracket the Enter. Only a
+// submission commits routed: a row typed but not submitted when the hub
+// dies is still pending, and Recover types it again into the new program
+// (the one that had it died with the hub's terminal); see docs/protocol.md,
+// "kill -9 and panes".
+func (b *Broker) paneEvents(m journal.Message, role string) paneevents.Callbacks {
+	id := m.MessageID
+	return paneevents.Callbacks{
+		Typed:     func() { b.advance(journal.Typed(id, role)) },
+		Submitted: func(proven bool) { b.advance(journal.Submitted(id, role, proven)) },
+		Failed:    func(err error) { b.paneFailed(m, role, err) },
+		Stuck:     func(err error) { b.stuck(m, role, err) },
+		// The program ended while the message was being typed: another
+		// attempt (the row is unchanged but its attempt count), with the
+		// reason, before it is typed again.
+		Retyping: func(err error) { b.advance(journal.Attempt(id, role, err)) },
+		// The pane's busy program was stopped for this urgent message:
+		// its work was cut, and the ledger says why.
+		Interrupted: func() { b.advance(journal.Interrupted(id, role)) },
+		// After that interrupt the input held text hm did not type (the
+		// interrupted prompt, put back): erased before this message, and
+		// the ledger keeps what it was.
+		Cleared: func(held string) { b.advance(journal.Cleared(id, role, clip(held, maxHeld))) },
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"hm/broker/proto"
 	"hm/internal/launchwire"
 	"hm/internal/layout"
+	"hm/internal/paneevents"
 	"hm/roles"
 )
 
@@ -89,32 +90,26 @@ func (s *paneSet) Deliver(role string, d broker.PaneDelivery) {
 		}
 		return
 	}
-	typed, submitted := d.Typed, d.Submitted
-	if s.killBeforeEnter.Load() > 0 {
-		typed = func() {
-			if d.Typed != nil {
-				d.Typed()
-			}
-			fault(&s.killBeforeEnter)
-		}
-	}
-	if s.killAfterEnter.Load() > 0 {
-		submitted = func(proven bool) {
-			if !proven {
-				fault(&s.killAfterEnter)
-			}
-			if d.Submitted != nil {
-				d.Submitted(proven)
-			}
-		}
-	}
 	p.Enqueue(agent.Delivery{MessageID: d.MessageID, Content: d.Content, Urgent: d.Urgent, Claimable: d.Claimable,
 		// The ledger records the typing before Enter and routed once the
-		// program took it (its output after Enter): a crash in between
-		// leaves the message pending, typed again after restart into the
-		// new program (the old one died with the hub's terminal), unless
-		// the pane's entered log shows its Enter was written.
-		Typed: typed, Submitted: submitted, Failed: d.Failed, Stuck: d.Stuck, Retyping: d.Retyping, Interrupted: d.Interrupted, Cleared: d.Cleared})
+		// program took it: a crash in between leaves the message pending,
+		// typed again after restart into the new program (the old one
+		// died with the hub's terminal), unless the pane's entered log
+		// shows its Enter was written.
+		Callbacks: s.faults(d.Callbacks)})
+}
+
+// faults wraps a message's callbacks with the armed kill faults (see
+// paneSet.killBeforeEnter); unarmed, they pass as they are.
+func (s *paneSet) faults(c paneevents.Callbacks) paneevents.Callbacks {
+	var afterTyped, beforeSubmitted func()
+	if s.killBeforeEnter.Load() > 0 {
+		afterTyped = func() { fault(&s.killBeforeEnter) }
+	}
+	if s.killAfterEnter.Load() > 0 {
+		beforeSubmitted = func() { fault(&s.killAfterEnter) }
+	}
+	return c.Wrap(afterTyped, beforeSubmitted)
 }
 
 var _ broker.PaneClaimer = (*paneSet)(nil)

@@ -13,6 +13,7 @@ var ground = []string{
 	"hm/internal/atomicfile",
 	"hm/internal/layout",
 	"hm/internal/msgid",
+	"hm/internal/paneevents",
 	"hm/internal/periodic",
 	"hm/internal/poll",
 	"hm/internal/promptlog",

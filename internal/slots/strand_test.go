@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"hm/agent"
+	"hm/internal/paneevents"
 	"hm/internal/poll"
 )
 
@@ -19,7 +20,7 @@ func TestDeliveryRacingSlotEndIsFailed(t *testing.T) {
 	failed := make(chan error, 1)
 	host.onRemove = func(role string, p *agent.Pane) {
 		// The dispatch that found the pane a moment ago enqueues now.
-		p.Enqueue(agent.Delivery{MessageID: "late-1", Content: "late work", Failed: func(err error) { failed <- err }})
+		p.Enqueue(agent.Delivery{MessageID: "late-1", Content: "late work", Callbacks: paneevents.Callbacks{Failed: func(err error) { failed <- err }}})
 	}
 	if r, ok := handle(t, s, "spawn", ""); !ok {
 		t.Fatalf("spawn = %v", r)
@@ -43,7 +44,7 @@ func TestClaimGivenBackAfterSlotEndIsFailed(t *testing.T) {
 		t.Fatal("no pane for slot 1")
 	}
 	failed := make(chan error, 1)
-	p.Enqueue(agent.Delivery{MessageID: "claimed-1", Content: "claimed work", Claimable: true, Failed: func(err error) { failed <- err }})
+	p.Enqueue(agent.Delivery{MessageID: "claimed-1", Content: "claimed work", Claimable: true, Callbacks: paneevents.Callbacks{Failed: func(err error) { failed <- err }}})
 	cs := p.Claim(1, false)
 	if len(cs) != 1 {
 		t.Fatalf("claimed %d messages, want 1", len(cs))
