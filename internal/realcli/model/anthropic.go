@@ -73,7 +73,7 @@ func parseAnthropic(req *Request) error {
 
 func (s *Server) anthropic(w http.ResponseWriter, r *http.Request, rest string, req Request) {
 	if strings.HasPrefix(rest, "/v1/messages/count_tokens") {
-		req = s.record(req)
+		s.record(req)
 		writeJSON(w, map[string]any{"input_tokens": 100})
 		return
 	}

@@ -75,7 +75,7 @@ func parseGemini(req *Request) error {
 func (s *Server) gemini(w http.ResponseWriter, r *http.Request, rest string, req Request) {
 	switch {
 	case strings.HasSuffix(rest, ":countTokens"):
-		req = s.record(req)
+		s.record(req)
 		writeJSON(w, map[string]any{"totalTokens": 100})
 		return
 	case strings.HasSuffix(rest, ":streamGenerateContent"), strings.HasSuffix(rest, ":generateContent"):
