@@ -16,6 +16,15 @@ type hardMsg struct {
 	n           int // 1-based number, in the "(ARCH #n): " header
 }
 
+// msgIndex maps each message's id to its index in msgs.
+func msgIndex(msgs []hardMsg) map[string]int {
+	index := make(map[string]int, len(msgs))
+	for i, m := range msgs {
+		index[m.id] = i
+	}
+	return index
+}
+
 // header starts the message's content (unique per message).
 func (m hardMsg) header() string { return fmt.Sprintf("(ARCH #%d): ", m.n) }
 
@@ -128,10 +137,7 @@ func checkHardDelivery(t testing.TB, spec Spec, msgs []hardMsg, recs []promptRec
 	t.Helper()
 	l := &limited{t: t, count: map[string]int{}}
 	defer l.summary()
-	index := map[string]int{}
-	for i, m := range msgs {
-		index[m.id] = i
-	}
+	index := msgIndex(msgs)
 	var discarded []string
 	taken := make([][]promptRec, len(msgs))
 	last, empty := -1, 0

@@ -101,19 +101,30 @@ func TestHardCase(t *testing.T) {
 	for _, hc := range hardCases() {
 		t.Run(hc.name, func(t *testing.T) {
 			spec, logPath := hc.spec(t)
-			p := startPane(t, spec)
-			stages := newStageLog()
-			start := time.Now()
-			for _, m := range msgs {
-				p.Enqueue(Delivery{MessageID: m.id, Content: m.content, Report: stages.reporter(m.id)})
-			}
-			t.Parallel()
-			waitAllFinal(t, p, stages, msgs, logPath, start.Add(hardDeadline))
-			t.Logf("%s: last stage %s after the messages were enqueued", hc.about, lastStage(stages, msgs).Sub(start).Round(time.Millisecond))
-			settle(t, logPath)
+			stages := typeBatch(t, startPane(t, spec), msgs, logPath, hc.about, t.Parallel)
 			checkHardDelivery(t, spec, msgs, readPrompts(t, logPath), stages)
 		})
 	}
+}
+
+// typeBatch enqueues msgs into p, runs afterEnqueue (t.Parallel, where
+// the batch's subtests are to type at once), waits until each message
+// reached a final stage and the program's log settled, and logs how long
+// that took (about). It returns the stages.
+func typeBatch(t testing.TB, p *Pane, msgs []hardMsg, logPath, about string, afterEnqueue func()) *stageLog {
+	t.Helper()
+	stages := newStageLog()
+	start := time.Now()
+	for _, m := range msgs {
+		p.Enqueue(Delivery{MessageID: m.id, Content: m.content, Report: stages.reporter(m.id)})
+	}
+	if afterEnqueue != nil {
+		afterEnqueue()
+	}
+	waitAllFinal(t, p, stages, msgs, logPath, start.Add(hardDeadline))
+	t.Logf("%s: last stage %s after the messages were enqueued", about, lastStage(stages, msgs).Sub(start).Round(time.Millisecond))
+	settle(t, logPath)
+	return stages
 }
 
 // waitAllFinal polls until every message reached a final stage and the

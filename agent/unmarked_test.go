@@ -48,22 +48,9 @@ func TestUnmarkedNeverLoses(t *testing.T) {
 			spec.Timing = Profile{Unmarked: 500 * time.Millisecond, MultiLine: multi, MultiLineSet: true}
 			msgs := hardMessages(12)
 			if tc.urgent {
-				for i := range msgs {
-					if i%2 == 1 {
-						msgs[i].content = strings.Replace(msgs[i].content, "): ", "): [URGENT] ", 1)
-					}
-				}
+				msgs = everyOtherUrgent(msgs)
 			}
-			p := startPane(t, spec)
-			stages := newStageLog()
-			start := time.Now()
-			for _, m := range msgs {
-				p.Enqueue(Delivery{MessageID: m.id, Content: m.content, Report: stages.reporter(m.id)})
-			}
-			t.Parallel()
-			waitAllFinal(t, p, stages, msgs, logPath, start.Add(hardDeadline))
-			t.Logf("%s: last stage %s after the messages were enqueued", tc.about, lastStage(stages, msgs).Sub(start).Round(time.Millisecond))
-			settle(t, logPath)
+			stages := typeBatch(t, startPane(t, spec), msgs, logPath, tc.about, t.Parallel)
 			recs := readPrompts(t, logPath)
 			if tc.urgent {
 				recs = inQueueOrder(recs, msgs)
@@ -73,15 +60,23 @@ func TestUnmarkedNeverLoses(t *testing.T) {
 	}
 }
 
+// everyOtherUrgent marks every other message of msgs [URGENT] (in its
+// priority tags, right after the role header).
+func everyOtherUrgent(msgs []hardMsg) []hardMsg {
+	for i := range msgs {
+		if i%2 == 1 {
+			msgs[i].content = strings.Replace(msgs[i].content, "): ", "): [URGENT] ", 1)
+		}
+	}
+	return msgs
+}
+
 // inQueueOrder sorts the program's prompts by message number (records
 // that are no message's prompt first), for a batch whose urgent messages
 // jump the queue: checkHardDelivery's order check then holds only the
 // exactly-once and intact checks to account.
 func inQueueOrder(recs []promptRec, msgs []hardMsg) []promptRec {
-	index := map[string]int{}
-	for i, m := range msgs {
-		index[m.id] = i
-	}
+	index := msgIndex(msgs)
 	key := func(r promptRec) int {
 		if mt := trailerRE.FindStringSubmatch(r.Prompt); mt != nil {
 			if i, ok := index[mt[1]]; ok {
@@ -115,22 +110,9 @@ func TestPromptToolkitNeverLoses(t *testing.T) {
 	spec.Command = shellQuote(python) + " " + shellQuote(script)
 	spec.Env = append(spec.Env, "PTK_LOG="+logPath, "PTK_BUSY=1")
 	spec.Profile, spec.Timing, spec.LogPath = ProfileDefault, Profile{}, ""
-	msgs := hardMessages(12)
-	for i := range msgs {
-		if i%2 == 1 {
-			msgs[i].content = strings.Replace(msgs[i].content, "): ", "): [URGENT] ", 1)
-		}
-	}
-	p := startPane(t, spec)
-	stages := newStageLog()
-	start := time.Now()
-	for _, m := range msgs {
-		p.Enqueue(Delivery{MessageID: m.id, Content: m.content, Report: stages.reporter(m.id)})
-	}
-	waitAllFinal(t, p, stages, msgs, logPath, start.Add(hardDeadline))
-	settle(t, logPath)
-	recs := readPrompts(t, logPath)
-	checkTakenOnce(t, spec, msgs, recs, stages)
+	msgs := everyOtherUrgent(hardMessages(12))
+	stages := typeBatch(t, startPane(t, spec), msgs, logPath, "a prompt_toolkit program, every other message urgent", nil)
+	checkTakenOnce(t, spec, msgs, readPrompts(t, logPath), stages)
 }
 
 // checkTakenOnce checks a real program's prompts: each message taken
@@ -142,10 +124,7 @@ func checkTakenOnce(t *testing.T, spec Spec, msgs []hardMsg, recs []promptRec, s
 	t.Helper()
 	l := &limited{t: t, count: map[string]int{}}
 	defer l.summary()
-	index := map[string]int{}
-	for i, m := range msgs {
-		index[m.id] = i
-	}
+	index := msgIndex(msgs)
 	taken := make([]int, len(msgs))
 	var prevAt int64
 	for _, r := range recs {
