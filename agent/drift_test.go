@@ -95,3 +95,26 @@ func TestCommandProgram(t *testing.T) {
 		}
 	}
 }
+
+// TestStartingRunGetsLongerUnmarkedWait: a run that has never shown its
+// prompt is starting, not drifted: a still screen that matches no marker
+// (here a start-up menu the profile does not know) gets four times the
+// unmarked wait before hm types into it. Before, a loaded make test run
+// had hm type into Gemini CLI 15 s after its banner, before its input box
+// was up, and the session line merged with the next message.
+func TestStartingRunGetsLongerUnmarkedWait(t *testing.T) {
+	t.Parallel()
+	spec, logPath := fakeSpec(t, "FAKEAGENT_DIALOG_MS=1500", "FAKEAGENT_ECHO=1", "FAKEAGENT_ENTER_MS=0")
+	spec.Timing = hardTiming("> ", false, true)
+	spec.Timing.Unmarked = 500 * time.Millisecond // 2 s while starting, more than the menu's 1.5 s
+	p := startPane(t, spec)
+	stages := newStageLog()
+	p.Enqueue(Delivery{MessageID: "s1", Content: "(ARCH #1): after the start-up menu", Report: stages.reporter("s1")})
+	poll.For(t, 60*time.Second, func() error { return poll.Want(stages.final("s1"), "s1 final, stages %v", stageKinds(stages.get("s1"))) })
+	settle(t, logPath)
+	for _, r := range readPrompts(t, logPath) {
+		if strings.HasPrefix(r.Prompt, "DIALOG:") {
+			t.Errorf("typed into the start-up menu: %q", r.Prompt)
+		}
+	}
+}

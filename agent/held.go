@@ -1,6 +1,9 @@
 package agent
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // A message hm judged submitted may still stand at the program's input: a
 // program that was still mounting its UI took the Enter as nothing, cleared
@@ -9,13 +12,18 @@ import "context"
 // it would submit both as one prompt. So before any message is typed, the
 // last one entered is looked for at the input; found there, it is entered
 // again, alone, and the next message waits for the program to be ready.
+// With no next message to type, an idle pane watches its input for the
+// last message for a while (watchHeld): Gemini CLI, given an Enter while
+// it still cancelled an interrupted turn, queued the prompt and put it back
+// into its input, where it would have stood for good.
 
 // enteredText is the last message whose Enter hm pressed into one run.
 type enteredText struct {
 	pr      *proc
 	id      string
 	trailer string
-	presses int // Enters pressed again because it stood at the input
+	presses int       // Enters pressed again because it stood at the input
+	at      time.Time // when its Enter was pressed
 }
 
 // heldPresses bounds the Enters pressed again for one message found still
@@ -26,7 +34,7 @@ const heldPresses = 3
 // noteEntered records that the Enter for the message with trailer went to
 // pr. The caller holds inputMu.
 func (p *Pane) noteEntered(pr *proc, id, trailer string) {
-	p.lastEntered = enteredText{pr: pr, id: id, trailer: trailer}
+	p.lastEntered = enteredText{pr: pr, id: id, trailer: trailer, at: time.Now()}
 }
 
 // enterHeld presses Enter again for the last message entered into pr when
@@ -45,6 +53,7 @@ func (p *Pane) enterHeld(pr *proc) bool {
 	}
 	busyBefore, _ := p.profile.Classify(p.Screen())
 	last.presses++
+	p.startEnteredTurn(pr) // a hooked pane is busy again until its turn ends
 	p.log.Warn("a message judged submitted still stands at the program's input; pressing Enter for it alone before typing the next",
 		"id", last.id, "press", last.presses)
 	if err := p.pressEnter(context.Background(), pr, nil); err != nil {
@@ -83,4 +92,48 @@ func heldAtInput(s Screen, at inputView) bool {
 		}
 	}
 	return true
+}
+
+// heldWatchFor is how long after its Enter an idle pane watches its input
+// for the last message entered (watchHeld).
+const heldWatchFor = 2 * time.Minute
+
+// heldWatch reports whether an idle pane is to watch its input for the
+// last message entered: its run still runs, Enter may still be pressed
+// for it again, and its Enter was recent.
+func (p *Pane) heldWatch() bool {
+	p.inputMu.Lock()
+	last := p.lastEntered
+	p.inputMu.Unlock()
+	p.mu.Lock()
+	cur := p.proc
+	p.mu.Unlock()
+	return last.trailer != "" && last.pr == cur && cur != nil && !cur.isExited() &&
+		last.presses < heldPresses && time.Since(last.at) < heldWatchFor
+}
+
+// watchHeld is the idle pane's look at its input, once its screen stood
+// still for the quiet period: the last message entered, found there on a
+// screen that is not busy, is entered again alone (enterHeld). Not after a
+// person's keys (their Esc may have cancelled it, and a CLI puts a
+// cancelled prompt back), and not once a hook said a turn began after
+// that Enter (the program took it).
+func (p *Pane) watchHeld() {
+	p.inputMu.Lock()
+	defer p.inputMu.Unlock()
+	last := p.lastEntered
+	p.mu.Lock()
+	pr, quiet := p.proc, time.Since(p.lastOutput)
+	taken := p.turnHookAt.After(last.at)
+	p.mu.Unlock()
+	if pr == nil || pr.isExited() || quiet < p.profile.Idle || taken || p.personTypedAfterHM() {
+		return
+	}
+	if hold, _, _ := p.personHold(pr); hold {
+		return
+	}
+	if c, _ := p.profile.Classify(p.Screen()); c == Busy || c == Blocked {
+		return
+	}
+	p.enterHeld(pr)
 }

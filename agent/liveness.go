@@ -91,6 +91,7 @@ func (p *Pane) ReportHookState(s State) {
 	switch s {
 	case StateBusy:
 		p.turn = hookTurn{run: pr, at: time.Now()}
+		p.turnHookAt = p.turn.at
 		p.hook = hookReport{}
 		p.hookHeld.Store(false)
 	case StateReady:
@@ -259,7 +260,7 @@ func (p *Pane) judgeLocked(pr *proc, screen Readiness, marker string, now time.T
 	case v.cooked:
 		p.quietLocked(&v, p.profile.unmarked(), canonicalRecheck)
 	default:
-		p.quietLocked(&v, p.profile.unmarked(), readinessRecheck)
+		p.quietLocked(&v, p.unmarkedWaitLocked(pr), readinessRecheck)
 		v.unmarked = v.state == StateReady
 	}
 	if v.state == StateReady && pr.unread() > 0 {
@@ -282,6 +283,24 @@ func (p *Pane) judgeLocked(pr *proc, screen Readiness, marker string, now time.T
 	}
 	return v
 }
+
+// unmarkedWaitLocked is how long run pr's screen, matching none of the
+// profile's markers, must stand still to be taken as ready: the profile's
+// Unmarked wait, four times that for a run never yet seen ready. A CLI
+// still starting shows no prompt while it loads, and on a loaded machine
+// Gemini CLI stood still for more than 15 s between its banner and its
+// input box: typed into then, it merged the session line with the next
+// message. p.mu is held.
+func (p *Pane) unmarkedWaitLocked(pr *proc) time.Duration {
+	if p.readyRun != pr {
+		return startUnmarkedFactor * p.profile.unmarked()
+	}
+	return p.profile.unmarked()
+}
+
+// startUnmarkedFactor multiplies the unmarked wait of a run never seen
+// ready (unmarkedWaitLocked).
+const startUnmarkedFactor = 4
 
 // quietLocked makes v ready once the run stood still for need; else it
 // sets when to look again (at most every most).

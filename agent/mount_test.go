@@ -68,3 +68,45 @@ func TestEnterWhileMountingNeverMerges(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldTextEnteredWhenIdle: the only message, entered while the program
+// still mounted its UI (it took the Enter as nothing and drew the text back
+// into its input), must still reach it once the program is ready: with no
+// next message to type, hm watches the input of an idle pane for the last
+// message it entered. Before, the text stood at the input for good while
+// the ledger said submitted (a loaded make test run found Gemini CLI doing
+// this after an interrupt: it queued the urgent prompt and put it back).
+func TestHeldTextEnteredWhenIdle(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		env  []string
+	}{
+		{"Enter taken as nothing", nil},
+		{"Enter kept as a newline", []string{"FAKEAGENT_MOUNT_NEWLINE=1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			spec, logPath := fakeSpec(t, append([]string{"FAKEAGENT_MOUNT_MS=1500"}, tc.env...)...)
+			spec.Timing = hardTiming(">", true, true)
+			p := startPane(t, spec)
+			stages := newStageLog()
+			p.Enqueue(Delivery{MessageID: "only", Content: "(ARCH #1): the only message", Report: stages.reporter("only")})
+			poll.For(t, 60*time.Second, func() error {
+				n := 0
+				for _, pr := range readPrompts(t, logPath) {
+					n += strings.Count(pr.Prompt, Trailer("only"))
+				}
+				return poll.Want(n > 0, "the program took the message (stages %v, screen rows %q)", stageKinds(stages.get("only")), p.Screen().Lines)
+			})
+			settle(t, logPath)
+			n := 0
+			for _, pr := range readPrompts(t, logPath) {
+				n += strings.Count(pr.Prompt, Trailer("only"))
+			}
+			if n != 1 {
+				t.Errorf("the message reached the program %d times, want 1", n)
+			}
+		})
+	}
+}

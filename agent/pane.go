@@ -217,6 +217,9 @@ type Pane struct {
 	// entered is the last message whose Enter hm pressed, and the program
 	// run it went to; guarded by inputMu (held.go).
 	lastEntered enteredText
+	// heldLooked is the output signal current when the idle pane last
+	// looked at its input for it (idleWait); owned by deliverLoop.
+	heldLooked chan struct{}
 
 	// vtMu guards vt, the pane's virtual terminal.
 	vtMu sync.Mutex
@@ -235,6 +238,7 @@ type Pane struct {
 	waiting     string      // Status.Waiting
 	hook        hookReport  // the ready or waiting state a CLI hook reported last
 	turn        hookTurn    // the turn a CLI hook said runs
+	turnHookAt  time.Time   // when a hook last said a turn began (held.go)
 	hooked      bool        // the pane's program has reported through hooks (any run)
 	drift       *Drift      // Status.Drift
 	hookHeld    atomic.Bool // hook holds a report (read without mu by handleOutput)

@@ -155,10 +155,42 @@ func (p *Pane) head(prevDone time.Time) *item {
 			}
 			return it
 		}
-		select {
-		case <-p.qwake:
-		case <-p.stopCh:
+		if !p.idleWait() {
 			return nil
 		}
 	}
 }
+
+// idleWait waits, the queue empty, for a message (or the pane's stop:
+// false). While the last message entered is watched for at the input
+// (heldWatch), it looks there too once the screen stood still for the
+// quiet period after new output (watchHeld); a screen looked at that has
+// not changed since is not looked at again, so a still pane has no timer.
+func (p *Pane) idleWait() bool {
+	p.mu.Lock()
+	out := p.outChanged
+	p.mu.Unlock()
+	var still <-chan time.Time
+	switch {
+	case !p.heldWatch():
+		out = nil // nothing to do on output alone
+	case out != p.heldLooked:
+		t := time.NewTimer(p.profile.Idle + heldRecheck)
+		defer t.Stop()
+		still = t.C
+	}
+	select {
+	case <-p.qwake:
+	case <-p.stopCh:
+		return false
+	case <-out: // not still yet: wait again
+	case <-still:
+		p.heldLooked = out
+		p.watchHeld()
+	}
+	return true
+}
+
+// heldRecheck is added to the quiet period before an idle pane looks at
+// its input again.
+const heldRecheck = 100 * time.Millisecond
