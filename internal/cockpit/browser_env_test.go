@@ -145,7 +145,7 @@ func startHub(tb testing.TB, panes []paneSpec, extra, top string) *env {
 	if err := os.WriteFile(filepath.Join(root, ".squidrun", "settings.json"), []byte(settings), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	h, stop := hubtest.Start(tb, root, hub.Options{PaneMinBackoff: 50 * time.Millisecond, PaneMaxBackoff: 200 * time.Millisecond})
+	h, stop := hubtest.Start(tb, root, hub.Options{PaneMinBackoff: 50 * time.Millisecond, PaneMaxBackoff: 200 * time.Millisecond, HandoffEvery: 500 * time.Millisecond})
 	tok, err := h.Layout.ReadToken()
 	if err != nil {
 		tb.Fatal(err)

@@ -386,6 +386,51 @@ ws.onclose = (e) => { if (window.result === 'pending') window.result = 'closed '
 		}
 	})
 
+	// The handoff's Markdown tables render as tables (issue #34 item 9),
+	// built from text nodes only: a hostile cell stays text.
+	t.Run("HandoffTablesRender", func(t *testing.T) {
+		md := "| who | says |\n| --- | ---: |\n" +
+			"| <img src=x onerror=\"window.pwned=1\"> | <script>window.pwned=2</script> a \\| b |\n" +
+			"| **bold** | `code` |\n\nafter"
+		got, err := eval[string](ctx, `(async () => {
+  const { render } = await import('/ui/markdown.js');
+  const d = document.createElement('div');
+  d.append(render(`+jsString(md)+`));
+  document.body.append(d);
+  await new Promise((r) => setTimeout(r, 100));
+  const cells = (sel) => [...d.querySelectorAll(sel)].map((c) => c.textContent);
+  const out = JSON.stringify({
+    tables: d.querySelectorAll('table').length, th: cells('th'), td: cells('td'),
+    markup: d.querySelectorAll('img, script, [onerror]').length, pwned: window.pwned === undefined ? '' : String(window.pwned),
+    bold: d.querySelectorAll('td strong').length, code: d.querySelectorAll('td code').length,
+    align: (d.querySelector('tbody td:nth-child(2)') || { style: {} }).style.textAlign || '', after: cells(':scope > p').join(),
+  });
+  d.remove();
+  return out;
+})()`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			Tables, Markup, Bold, Code int
+			TH, TD                     []string
+			Pwned, Align, After        string
+		}
+		if err := json.Unmarshal([]byte(got), &r); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		wantTD := []string{`<img src=x onerror="window.pwned=1">`, `<script>window.pwned=2</script> a | b`, "bold", "code"}
+		if r.Tables != 1 || strings.Join(r.TH, ",") != "who,says" || strings.Join(r.TD, "\n") != strings.Join(wantTD, "\n") ||
+			r.Markup != 0 || r.Pwned != "" || r.Bold != 1 || r.Code != 1 || r.Align != "right" || r.After != "after" {
+			t.Fatalf("rendered %s", got)
+		}
+		// The hub's own handoff (rewritten every HandoffEvery) holds tables
+		// once there are messages: the panel shows them as tables.
+		waitJS(t, ctx, 20*time.Second, "the handoff panel shows a table",
+			`(hmCockpit.loadHandoff(), document.querySelectorAll('#handoffbody table th').length + ' ' + (document.getElementById('handoffbody').textContent.match(/\|\s*---/) ? 'raw' : 'clean'))`,
+			func(s string) bool { return !strings.HasPrefix(s, "0 ") && strings.HasSuffix(s, " clean") })
+	})
+
 	t.Run("NoPageErrors", func(t *testing.T) {
 		if s := pageErrors.String(); s != "" {
 			t.Fatalf("the cockpit page logged errors:%s", s)

@@ -684,7 +684,7 @@ const hub = new Hub({
   onState: (s) => { document.body.dataset.hub = s; if (s !== 'connected') setBadge('login', 'messages: ' + s, s === 'unauthorized' ? 'exited' : 'starting'); },
   onOpen: () => firstStatus.then(() => { backfill(); }),
 });
-window.hmCockpit = { hub, panes, remotes, msgs, onEvent }; // for the browser tests and the curious
+window.hmCockpit = { hub, panes, remotes, msgs, onEvent, loadHandoff }; // for the browser tests and the curious
 
 applyCols();
 loadWords();

@@ -1,5 +1,5 @@
-// A tiny Markdown renderer for the handoff: headings, lists, fenced and
-// indented code, paragraphs, and inline `code`, **bold** and _emphasis_.
+// A tiny Markdown renderer for the handoff: headings, lists, tables, fenced
+// and indented code, paragraphs, and inline `code`, **bold** and _emphasis_.
 // It builds DOM nodes and sets only textContent: no HTML in the source is
 // ever interpreted, so an untrusted handoff cannot inject markup.
 
@@ -23,6 +23,53 @@ export function inline(parent, text) {
     last = m.index + t.length;
   }
   if (last < text.length) parent.appendChild(document.createTextNode(text.slice(last)));
+}
+
+// cells splits a table row into its cells: outer pipes dropped, `\|` a
+// pipe inside a cell (as journal/report's Cell writes it).
+export function cells(line) {
+  let s = line.trim();
+  if (s.startsWith('|')) s = s.slice(1);
+  if (s.endsWith('|') && !s.endsWith('\\|')) s = s.slice(0, -1);
+  const out = [];
+  let cur = '';
+  for (let i = 0; i < s.length; i++) {
+    if (s[i] === '\\' && s[i + 1] === '|') { cur += '|'; i++; continue; }
+    if (s[i] === '|') { out.push(cur.trim()); cur = ''; continue; }
+    cur += s[i];
+  }
+  out.push(cur.trim());
+  return out;
+}
+
+// A table is a header row, a delimiter row (| --- | :---: | ---: |) with
+// as many cells, and the rows up to the first line without a pipe.
+const DELIM_CELL = /^:?-{1,}:?$/;
+function isDelimiter(line, n) {
+  if (!line || !line.includes('|')) return false;
+  const cs = cells(line);
+  return cs.length === n && cs.every((c) => DELIM_CELL.test(c));
+}
+
+function table(head, delim, rows) {
+  const align = cells(delim).map((c) => (c.endsWith(':') ? (c.startsWith(':') ? 'center' : 'right') : c.startsWith(':') ? 'left' : ''));
+  const t = el('table');
+  const row = (parent, tag, cs) => {
+    const tr = el('tr');
+    align.forEach((a, i) => {
+      const c = el(tag);
+      if (a) c.style.textAlign = a;
+      inline(c, cs[i] || '');
+      tr.appendChild(c);
+    });
+    parent.appendChild(tr);
+  };
+  const thead = el('thead');
+  row(thead, 'th', cells(head));
+  const tbody = el('tbody');
+  for (const r of rows) row(tbody, 'td', cells(r));
+  t.append(thead, tbody);
+  return t;
 }
 
 export function render(md) {
@@ -71,6 +118,18 @@ export function render(md) {
       const pre = el('pre');
       pre.appendChild(el('code', code.join('\n')));
       frag.appendChild(pre);
+      continue;
+    }
+    if (line.includes('|') && isDelimiter(lines[i + 1], cells(line).length)) {
+      flush();
+      const head = line;
+      const delim = lines[++i];
+      const rows = [];
+      while (i + 1 < lines.length && lines[i + 1].includes('|') && !/^\s*$/.test(lines[i + 1])) rows.push(lines[++i]);
+      const wrap = el('div');
+      wrap.className = 'table';
+      wrap.appendChild(table(head, delim, rows));
+      frag.appendChild(wrap);
       continue;
     }
     if (/^\s*(---+|\*\*\*+)\s*$/.test(line)) { flush(); frag.appendChild(el('hr')); continue; }
