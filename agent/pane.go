@@ -160,6 +160,9 @@ type Status struct {
 	LastError string
 	// BracketedPaste reports whether the program has bracketed paste on.
 	BracketedPaste bool
+	// Cols and Rows are the terminal size the program has now (the last
+	// resize, else Spec's).
+	Cols, Rows int
 	// Readiness classifies the pane's screen by its profile's markers
 	// ("ready", "busy", "blocked", "not ready"), with the marker that
 	// decided, e.g. "blocked: Do you want to proceed?".
@@ -462,6 +465,8 @@ func (p *Pane) Status() Status {
 		Restarts:       p.restarts,
 		LastError:      p.lastError,
 		BracketedPaste: p.bracketed,
+		Cols:           int(p.cols),
+		Rows:           int(p.rows),
 		LastActivity:   p.lastOutput,
 		Readiness:      readiness.String(),
 		Waiting:        p.waiting,

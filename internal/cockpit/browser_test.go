@@ -431,6 +431,48 @@ ws.onclose = (e) => { if (window.result === 'pending') window.result = 'closed '
 			func(s string) bool { return !strings.HasPrefix(s, "0 ") && strings.HasSuffix(s, " clean") })
 	})
 
+	// At a phone's size the messages and compose come first, then the
+	// terminals (issue #34 item 9); a read-only view takes its pane's
+	// columns and scrolls sideways rather than cutting the text.
+	t.Run("PhoneLayoutAndWidePanes", func(t *testing.T) {
+		viewport(t, ctx, 390, 844, true)
+		defer viewport(t, ctx, 1280, 800, false)
+		// xterm does not render rows off screen: the first pane is below
+		// the messages and compose, scrolled into view as a person would.
+		waitJS(t, ctx, 20*time.Second, "the architect pane painted at the phone's size",
+			`(document.querySelector('.pane[data-role="architect"]') || document.body).scrollIntoView(), `+paneText("architect"),
+			func(s string) bool { return strings.Contains(s, "fakeagent ready") })
+		order := waitJS(t, ctx, 10*time.Second, "messages, compose, then panes", `(() => {
+  const top = (id) => Math.round(document.getElementById(id).getBoundingClientRect().top + scrollY);
+  const c = document.getElementById('compose').getBoundingClientRect();
+  return [top('messages'), top('compose'), top('panes'), Math.round(c.bottom + scrollY), innerHeight].join(' ');
+})()`, func(s string) bool {
+			var msgs, compose, panes, composeBottom, height int
+			_, err := fmt.Sscan(s, &msgs, &compose, &panes, &composeBottom, &height)
+			return err == nil && msgs < compose && compose < panes && composeBottom <= height
+		})
+		t.Logf("tops of messages, compose, panes; compose's bottom (page coordinates); the window's height: %s", order)
+		var ptyCols int
+		for _, p := range e.h.Snapshot(context.Background()).Panes {
+			if p.Role == "architect" {
+				ptyCols = p.Cols
+			}
+		}
+		geo := waitJS(t, ctx, 10*time.Second, "the architect view as wide as its pane, scrolling sideways", `(() => {
+  const p = document.querySelector('.pane[data-role="architect"]');
+  const b = p.querySelector('.pane-body');
+  const fit = hmCockpit.panes.get('architect').fit.proposeDimensions();
+  b.scrollLeft = 100000;
+  return [p.dataset.size, fit ? fit.cols : 0, b.scrollWidth, b.clientWidth, Math.round(b.scrollLeft), getComputedStyle(b).overflowX].join(' ');
+})()`, func(s string) bool {
+			var size, overflow string
+			var fitCols, scrollW, clientW, left int
+			_, err := fmt.Sscan(s, &size, &fitCols, &scrollW, &clientW, &left, &overflow)
+			return err == nil && strings.HasPrefix(size, fmt.Sprintf("%dx", ptyCols)) && fitCols < ptyCols && scrollW > clientW && left > 0 && overflow == "auto"
+		})
+		t.Logf("architect's PTY %d columns; the view's size, fitting columns, scroll width, box width, scrolled, overflow-x: %s", ptyCols, geo)
+	})
+
 	t.Run("NoPageErrors", func(t *testing.T) {
 		if s := pageErrors.String(); s != "" {
 			t.Fatalf("the cockpit page logged errors:%s", s)
@@ -443,12 +485,7 @@ ws.onclose = (e) => { if (window.result === 'pending') window.result = 'closed '
 	}
 	t.Run("Screenshots", func(t *testing.T) {
 		shoot := func(name string, w, h int64, mobile bool) {
-			if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: w, Height: h, DeviceScaleFactor: 1, Mobile: mobile}); err != nil {
-				t.Fatal(err)
-			}
-			if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
-				t.Fatal(err)
-			}
+			viewport(t, ctx, w, h, mobile)
 			for _, r := range roles {
 				waitJS(t, ctx, 20*time.Second, r+" pane painted", paneText(r), func(s string) bool { return strings.Contains(s, "fakeagent ready") })
 			}
@@ -468,6 +505,17 @@ ws.onclose = (e) => { if (window.result === 'pending') window.result = 'closed '
 		shoot("desktop", 1280, 800, false)
 		shoot("phone", 390, 844, true)
 	})
+}
+
+// viewport sets the page's size (mobile: a phone's) and reloads it.
+func viewport(t *testing.T, ctx context.Context, w, h int64, mobile bool) {
+	t.Helper()
+	if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: w, Height: h, DeviceScaleFactor: 1, Mobile: mobile}); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // pressEnter presses Enter once: key down (which carries the text) and

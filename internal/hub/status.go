@@ -30,6 +30,10 @@ type PaneStatus struct {
 	Restarts       int    `json:"restarts"`
 	LastError      string `json:"lastError,omitempty"`
 	BracketedPaste bool   `json:"bracketedPaste"`
+	// Cols and Rows are the pane's terminal size (agent.Status): the
+	// cockpit sizes a read-only view to it.
+	Cols int `json:"cols"`
+	Rows int `json:"rows"`
 	// Waiting says why messages wait for someone rather than for the
 	// program, e.g. "waiting for the person in attach" (agent.Status.Waiting).
 	Waiting string `json:"waiting,omitempty"`
@@ -145,7 +149,7 @@ func (h *Hub) Snapshot(ctx context.Context) Status {
 			}
 			s.Panes = append(s.Panes, PaneStatus{Role: p.Role, PaneID: p.PaneID, Header: p.Header, Command: p.Command, Profile: p.Profile,
 				PID: p.PID, State: string(p.State), Queued: p.Queued, LastActivityMs: p.LastActivity.UnixMilli(), Restarts: p.Restarts,
-				LastError: p.LastError, BracketedPaste: p.BracketedPaste, Waiting: p.Waiting, Readiness: p.Readiness,
+				LastError: p.LastError, BracketedPaste: p.BracketedPaste, Cols: p.Cols, Rows: p.Rows, Waiting: p.Waiting, Readiness: p.Readiness,
 				Drift: driftStatus(p.Drift)})
 		}
 	}

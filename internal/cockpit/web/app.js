@@ -144,6 +144,7 @@ function updatePanes(st) {
       v = new PaneView(p.name, { readOnly: phone, onFocus: focusPane });
       panes.set(p.name, v);
       $('panes').appendChild(v.root);
+      v.update(p); // its size first: a read-only view attaches at the pane's width
       v.mount();
     }
     v.update(p);

@@ -86,9 +86,17 @@ export class PaneView {
     this.attach();
   }
 
+  // refit sizes the terminal to its box. A read-only view cannot resize
+  // the pane, so it takes the pane's columns instead (the status's cols):
+  // a pane wider than the box scrolls sideways rather than being cut.
   refit() {
     if (!this.opened || this.body.clientWidth < 20 || this.body.clientHeight < 20) return;
-    try { this.fit.fit(); } catch { /* not laid out yet */ }
+    try {
+      const dims = this.fit.proposeDimensions();
+      if (!dims || isNaN(dims.cols) || isNaN(dims.rows)) return;
+      const cols = this.readOnly && this.ptyCols ? this.ptyCols : dims.cols;
+      if (cols !== this.term.cols || dims.rows !== this.term.rows) this.term.resize(cols, dims.rows);
+    } catch { /* not laid out yet */ }
   }
 
   attach() {
@@ -171,9 +179,14 @@ export class PaneView {
     this.roBtn.textContent = this.readOnly ? 'read-only' : 'typing';
     this.roBtn.title = this.readOnly ? 'read-only: click to type into this pane' : 'typing: click to make read-only';
     this.root.classList.toggle('readonly', this.readOnly);
+    this.refit();
   }
 
   update(p) {
+    if (p.cols && p.cols !== this.ptyCols) {
+      this.ptyCols = p.cols;
+      if (this.readOnly) this.refit();
+    }
     const prog = shortProgram(p.command || '') + (p.profile ? ' (' + p.profile + ')' : '');
     this.progEl.textContent = prog;
     this.progEl.title = p.command || '';
