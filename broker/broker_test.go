@@ -18,6 +18,7 @@ import (
 	"hm/internal/client"
 	"hm/internal/poll"
 	"hm/journal"
+	"hm/roles"
 )
 
 func TestRouteToListenerAckFields(t *testing.T) {
@@ -448,10 +449,16 @@ func TestSubscribeJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	arch := h.as("architect", false)
-	send(t, arch, proto.Frame{Type: "send", Target: "builder", Content: "watched"})
+	send(t, arch, proto.Frame{Type: "send", Target: "builder", Content: "[ACK REQUIRED] watched"})
 	raw := nextOf(t, sub, "journal-event")
-	if !strings.Contains(string(raw), "watched") {
-		t.Fatalf("journal-event = %s", raw)
+	var ev proto.JournalEvent
+	if err := json.Unmarshal(raw, &ev); err != nil || !strings.Contains(ev.Row.RawBody, "watched") {
+		t.Fatalf("journal-event = %s (%v)", raw, err)
+	}
+	// The row carries the tags a view shows (roles.ShownTags), so no
+	// client parses the header itself.
+	if strings.Join(ev.Row.Tags, ",") != roles.TagAckRequired {
+		t.Fatalf("journal-event tags %q: %s", ev.Row.Tags, raw)
 	}
 }
 

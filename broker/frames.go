@@ -416,6 +416,13 @@ func EventRow(ev journal.Event) proto.EventRow {
 		MessageID: m.MessageID, SessionID: m.SessionID, SenderRole: m.SenderRole,
 		TargetRole: m.TargetRole, Channel: m.Channel, Seq: m.Seq, Header: m.Header,
 		Priority: m.Priority, RawBody: m.RawBody, Status: m.Status, AckStatus: m.AckStatus,
-		ErrorCode: m.ErrorCode, BrokeredAtMs: m.BrokeredAtMs,
+		ErrorCode: m.ErrorCode, BrokeredAtMs: m.BrokeredAtMs, Tags: shownTags(m),
 	}
+}
+
+// shownTags are the tags a view shows for m (roles.ShownTags of its text
+// after the header).
+func shownTags(m journal.Message) []string {
+	_, body, _ := roles.ParseHeader(m.RawBody)
+	return roles.ShownTags(body, m.Priority)
 }

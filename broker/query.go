@@ -425,7 +425,7 @@ func messageView(m journal.Message, mine journal.Reader) proto.MessageView {
 		MessageID: m.MessageID, Cursor: m.RowID, SessionID: m.SessionID, From: m.SenderRole, To: m.TargetRole,
 		Header: m.Header, Seq: m.Seq, Ref: m.Ref(), Priority: m.Priority, Channel: m.Channel, AtMs: m.BrokeredAtMs,
 		Status: m.Status, AckStatus: m.AckStatus, ErrorCode: m.ErrorCode, Bytes: m.BodyBytes,
-		Unread: mine.Received(m) && journal.Unread(m),
+		Unread: mine.Received(m) && journal.Unread(m), Tags: shownTags(m),
 	}
 	if strings.Contains(m.MetadataJSON, `"replyTo"`) {
 		var meta struct {

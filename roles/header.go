@@ -6,6 +6,7 @@ package roles
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -224,6 +225,21 @@ func Tags(body string) []string {
 			return out
 		}
 	}
+}
+
+// PriorityTags lists the priority tags a message may start with, in the
+// order a person is offered them (the cockpit's compose).
+func PriorityTags() []string { return slices.Clone(allTags) }
+
+// ShownTags are the tags a view shows for a message whose text after the
+// header is body: its priority tags, and its priority when that is neither
+// normal nor what the tags make it (Priority: [URGENT] makes it urgent).
+func ShownTags(body, priority string) []string {
+	tags := Tags(body)
+	if priority != "" && priority != status.PriorityNormal && priority != Priority("", body) {
+		tags = append(tags, priority)
+	}
+	return tags
 }
 
 // Priority returns the priority a message with body (after the header) is

@@ -3,6 +3,7 @@ package roles
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -240,5 +241,32 @@ func TestPriority(t *testing.T) {
 		if got := Priority(c.declared, c.body); got != c.want {
 			t.Errorf("Priority(%q, %q) = %q, want %q", c.declared, c.body, got, c.want)
 		}
+	}
+}
+
+// TestShownTags: a view shows a message's priority tags and a priority
+// they do not imply, once.
+func TestShownTags(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		body, priority string
+		want           []string
+	}{
+		{"hello", "", nil},
+		{"hello", status.PriorityNormal, nil},
+		{"[URGENT] now", status.PriorityUrgent, []string{TagUrgent}},
+		{"[urgent] [ack required] now", status.PriorityUrgent, []string{TagUrgent, TagAckRequired}},
+		{"[URGENT] now", status.PriorityNormal, []string{TagUrgent}},
+		{"now", status.PriorityUrgent, []string{status.PriorityUrgent}},
+		{"[FYI] later", status.PriorityLow, []string{TagFYI, status.PriorityLow}},
+		{"[URGENT] now", status.PriorityHigh, []string{TagUrgent, status.PriorityHigh}},
+		{"see [TASK]", "", nil},
+	} {
+		if got := ShownTags(c.body, c.priority); !slices.Equal(got, c.want) {
+			t.Errorf("ShownTags(%q, %q) = %q, want %q", c.body, c.priority, got, c.want)
+		}
+	}
+	if got := PriorityTags(); !slices.Equal(got, allTags) {
+		t.Errorf("PriorityTags() = %q", got)
 	}
 }

@@ -18,6 +18,7 @@ func TestJournalEventGolden(t *testing.T) {
 		MessageID: "hm-1", SessionID: "app-session-3", SenderRole: "architect", TargetRole: "builder",
 		Channel: "ws", Seq: 4, Header: "ARCH", Priority: "urgent", RawBody: "(ARCH #4): [URGENT] go",
 		Status: status.Routed, AckStatus: status.Submitted, ErrorCode: "", BrokeredAtMs: 1700000000001,
+		Tags: []string{"[URGENT]"},
 	}}
 	got, err := json.MarshalIndent(ev, "", "  ")
 	if err != nil {

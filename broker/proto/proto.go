@@ -306,4 +306,8 @@ type EventRow struct {
 	AckStatus    status.Stage    `json:"ack_status"`
 	ErrorCode    status.Code     `json:"error_code"`
 	BrokeredAtMs int64           `json:"brokered_at_ms"`
+	// Tags are the tags a view shows for the message (roles.ShownTags):
+	// the priority tags after its header, and a priority they do not
+	// imply. Absent when none.
+	Tags []string `json:"tags,omitempty"`
 }

@@ -97,6 +97,7 @@ type MessageView struct {
 	Body      string        `json:"body,omitempty" jsonschema:"the full text, its header first; a later line that reads as another message's header is shown quoted with '> '"`
 	Snippet   string        `json:"snippet,omitempty" jsonschema:"search: the matching words in [brackets]; timeline: the start of the body"`
 	ReplyTo   string        `json:"replyTo,omitempty" jsonschema:"the message this one answers (metadata replyTo)"`
+	Tags      []string      `json:"tags,omitempty" jsonschema:"the priority tags after its header, such as [ACK REQUIRED], and a priority they do not imply"`
 }
 
 // InboxResult answers an inbox query.

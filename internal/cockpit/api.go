@@ -12,6 +12,7 @@ import (
 
 	"hm/internal/msgid"
 	"hm/internal/status"
+	"hm/roles"
 )
 
 // CodeResponse is POST /ui/code's answer.
@@ -25,6 +26,28 @@ type CodeResponse struct {
 type Handoff struct {
 	Path     string `json:"path"`
 	Markdown string `json:"markdown"`
+}
+
+// Words is GET /ui/api/words' answer: the vocabulary the page shows,
+// taken from where each rule lives so that web/app.js restates none of it.
+type Words struct {
+	// Stages are the delivery stages in plain words, in rank order: the
+	// order of a message's path (status.PlainTable).
+	Stages []status.PlainStage `json:"stages"`
+	// Failed is the status of a message that could not be handed over.
+	Failed status.Status `json:"failed"`
+	// Tags are the priority tags a message may start with, compose's
+	// choices (roles.PriorityTags). A message's own tags come with it
+	// (the rows' and views' tags, roles.ShownTags).
+	Tags []string `json:"tags"`
+	// System is the hub's own role (roles.RoleSystem): its briefings and
+	// notices fold to one line in the timeline.
+	System string `json:"system"`
+}
+
+// words is the one Words the cockpit serves.
+func words() Words {
+	return Words{Stages: status.PlainTable(), Failed: status.Failed, Tags: roles.PriorityTags(), System: roles.RoleSystem}
 }
 
 // Verification is the ledger's hash-chain verification in GET
@@ -136,7 +159,7 @@ func (c *Cockpit) serveAPI(w http.ResponseWriter, r *http.Request, name string) 
 	case "verify":
 		c.serveVerify(w, r)
 	case "words":
-		writeJSON(w, map[string]any{"stages": status.PlainTable()})
+		writeJSON(w, words())
 	default:
 		jsonError(w, http.StatusNotFound, "no such endpoint /ui/api/"+clip(name, 60))
 	}

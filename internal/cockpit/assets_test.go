@@ -1,11 +1,15 @@
 package cockpit_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
 	"hm/internal/cockpit"
+	"hm/internal/status"
+	"hm/roles"
 )
 
 // TestPageHeaders: the page and every other cockpit answer carry no-store,
@@ -57,5 +61,73 @@ func TestPageHeaders(t *testing.T) {
 	resp, _ := doReq(t, c, http.MethodGet, base+"/ui", nil)
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/" {
 		t.Errorf("GET /ui: %s %q", resp.Status, resp.Header.Get("Location"))
+	}
+}
+
+// TestPageRestatesNoVocabulary: the page takes the delivery stages (their
+// order, words and kinds), the statuses, the priority tags and the
+// header grammar from the hub (GET /ui/api/words and the rows' tags)
+// instead of holding its own copy (issue #35): no served file names a
+// stage or status as a string, spells a tag or matches a header; and the
+// endpoint serves the one table of each rule.
+func TestPageRestatesNoVocabulary(t *testing.T) {
+	t.Parallel()
+	base := serveCockpit(t, cockpit.New(fakeCockpitDeps(nil)))
+	c, _ := loginSession(t, base, testOperatorToken)
+	var page strings.Builder
+	for _, f := range []string{"app.js", "index.html", "hub.js", "term.js", "markdown.js"} {
+		resp, body := doReq(t, c, http.MethodGet, base+"/ui/"+f, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /ui/%s: %s", f, resp.Status)
+		}
+		page.WriteString(body)
+	}
+	src := page.String()
+	var names []string
+	for _, s := range status.Stages {
+		if s != status.StageNone {
+			names = append(names, string(s))
+		}
+	}
+	names = append(names, string(status.FallbackTriggered))
+	for _, s := range status.Statuses {
+		names = append(names, string(s))
+	}
+	for _, n := range append(names, roles.RoleSystem) {
+		for _, q := range []string{"'" + n + "'", `"` + n + `"`, "`" + n + "`"} {
+			if strings.Contains(src, q) {
+				t.Errorf("the page holds its own %s", q)
+			}
+		}
+	}
+	for _, tag := range roles.PriorityTags() {
+		// The tag in any case, or its word in capitals (a pattern's
+		// alternative, such as URGENT|FYI).
+		if strings.Contains(strings.ToUpper(src), tag) || strings.Contains(src, strings.Trim(tag, "[]")) {
+			t.Errorf("the page spells the tag %s", tag)
+		}
+	}
+	for _, grammar := range []string{`#\d`, "AGENT MSG"} {
+		if strings.Contains(src, grammar) {
+			t.Errorf("the page restates the header grammar (%s)", grammar)
+		}
+	}
+
+	resp, body := doReq(t, c, http.MethodGet, base+"/ui/api/words", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /ui/api/words: %s %s", resp.Status, body)
+	}
+	var got cockpit.Words
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := cockpit.Words{Stages: status.PlainTable(), Failed: status.Failed, Tags: roles.PriorityTags(), System: roles.RoleSystem}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("words:\n got %+v\nwant %+v", got, want)
+	}
+	for i, s := range got.Stages[:len(got.Stages)-1] {
+		if s.Stage.Rank() != i || s.Delivered != s.Stage.Delivered() || s.NeedsPerson != s.Stage.NeedsPerson() {
+			t.Errorf("stages[%d] = %+v: not in rank order or its kinds differ", i, s)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/coder/websocket"
 	"golang.org/x/sys/unix"
 
 	"hm/broker/proto"
@@ -26,6 +27,7 @@ import (
 	"hm/internal/hub"
 	"hm/internal/poll"
 	"hm/internal/promptlog"
+	hmroles "hm/roles"
 )
 
 // TestBrowser drives the cockpit in headless Chromium against a real hub
@@ -103,9 +105,12 @@ func TestBrowser(t *testing.T) {
 	t.Run("ComposeReachesDeliveredVerified", func(t *testing.T) {
 		waitJS(t, ctx, 10*time.Second, "target select lists architect", `[...document.getElementById('target').options].map(o => o.value).join(',')`,
 			func(s string) bool { return strings.Contains(s, "architect") })
+		// Compose offers the hub's tags (GET /ui/api/words).
+		waitJS(t, ctx, 10*time.Second, "the tag select lists the hub's tags", `[...document.getElementById('priority').options].map(o => o.value).join(',')`,
+			func(s string) bool { return strings.Contains(s, hmroles.TagAckRequired) })
 		if err := chromedp.Do(ctx,
 			chromedp.SetValue(chromedp.ID("target"), "architect"),
-			chromedp.SetValue(chromedp.ID("priority"), "ack"),
+			chromedp.SetValue(chromedp.ID("priority"), hmroles.TagAckRequired),
 			chromedp.SendKeys(chromedp.ID("body"), "please look at "+word),
 			chromedp.Click(chromedp.ID("sendbtn")),
 		); err != nil {
@@ -452,18 +457,32 @@ ws.onclose = (e) => { if (window.result === 'pending') window.result = 'closed '
 			return err == nil && msgs < compose && compose < panes && composeBottom <= height
 		})
 		t.Logf("tops of messages, compose, panes; compose's bottom (page coordinates); the window's height: %s", order)
-		var ptyCols int
-		for _, p := range e.h.Snapshot(context.Background()).Panes {
-			if p.Role == "architect" {
-				ptyCols = p.Cols
-			}
+		// A person in `hm attach` with a wide terminal sizes the pane: the
+		// phone's read-only view follows it (the status's cols).
+		ptyCols := 120
+		ws, _, err := websocket.Dial(ctx, strings.Replace(e.base, "http:", "ws:", 1)+"/attach/architect?token="+e.token, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-		geo := waitJS(t, ctx, 10*time.Second, "the architect view as wide as its pane, scrolling sideways", `(() => {
+		drained := make(chan struct{})
+		go func() { // read the pane's screen until the socket closes
+			defer close(drained)
+			for {
+				if _, _, err := ws.Read(ctx); err != nil {
+					return
+				}
+			}
+		}()
+		defer func() { ws.CloseNow(); <-drained }()
+		if err := ws.Write(ctx, websocket.MessageText, []byte(fmt.Sprintf(`{"type":"resize","cols":%d,"rows":30}`, ptyCols))); err != nil {
+			t.Fatal(err)
+		}
+		geo := waitJS(t, ctx, 10*time.Second, fmt.Sprintf("the architect view as wide as its pane (%d columns), scrolling sideways", ptyCols), `(() => {
   const p = document.querySelector('.pane[data-role="architect"]');
   const b = p.querySelector('.pane-body');
   const fit = hmCockpit.panes.get('architect').fit.proposeDimensions();
   b.scrollLeft = 100000;
-  return [p.dataset.size, fit ? fit.cols : 0, b.scrollWidth, b.clientWidth, Math.round(b.scrollLeft), getComputedStyle(b).overflowX].join(' ');
+  return [p.dataset.size, fit ? fit.cols : 0, b.scrollWidth, b.clientWidth, Math.round(b.scrollLeft), getComputedStyle(b).overflowX, p.classList.contains('readonly'), hmCockpit.panes.get('architect').ptyCols].join(' ');
 })()`, func(s string) bool {
 			var size, overflow string
 			var fitCols, scrollW, clientW, left int

@@ -172,17 +172,28 @@ type PlainStage struct {
 	Stage    Stage  `json:"stage"`
 	Words    string `json:"words"`
 	ToVerify string `json:"toVerify,omitempty"` // Stage.ToVerify, filled by PlainTable
+	// Delivered and NeedsPerson are Stage.Delivered and Stage.NeedsPerson,
+	// filled by PlainTable.
+	Delivered   bool `json:"delivered,omitempty"`
+	NeedsPerson bool `json:"needsPerson,omitempty"`
 }
 
-// PlainTable is PlainStages with what would verify each stage, as the
-// cockpit receives it (GET /ui/api/words) rather than restating it.
+// PlainTable is PlainStages with what would verify each stage and which
+// stages are delivered or need a person, as the cockpit receives it (GET
+// /ui/api/words) rather than restating it. It is in rank order (the
+// order a message passes the stages), FallbackTriggered last.
 func PlainTable() []PlainStage {
 	t := slices.Clone(PlainStages)
 	for i := range t {
-		t[i].ToVerify = t[i].Stage.ToVerify()
+		s := t[i].Stage
+		t[i].ToVerify, t[i].Delivered, t[i].NeedsPerson = s.ToVerify(), s.Delivered(), s.NeedsPerson()
 	}
 	return t
 }
+
+// NeedsPerson reports whether a message at stage s waits for a person to
+// look: it is stuck at a pane.
+func (s Stage) NeedsPerson() bool { return s == Stuck }
 
 // PlainStages lists every stage with its plain words, in rank order.
 var PlainStages = []PlainStage{

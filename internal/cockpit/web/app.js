@@ -215,7 +215,6 @@ async function pollStatus() {
 const MAX_SHOWN = 400; // the newest matching messages kept in the DOM
 const msgs = new Map(); // messageId -> model
 const order = []; // messageIds, oldest first
-const DELIVERED = ['delivered.verified', 'delivered.websocket', 'delivered.context'];
 
 // insertOrdered keeps order sorted by commit time (live events arrive in
 // order; a backfill may bring older ones).
@@ -232,38 +231,42 @@ function insertOrdered(m) {
 
 function stageOf(m) { return m.ack_status || m.status || ''; }
 
-// The delivery stages in plain words, from the hub (GET /ui/api/words, the
-// one table in internal/status): stage -> {words, toVerify}. Until it
-// arrives a stage shows its own name.
-const WORDS = new Map();
+// The page's vocabulary, from the hub (GET /ui/api/words; cockpit.Words):
+// the delivery stages in plain words and in rank order (internal/status),
+// the failed status, the priority tags compose offers and the hub's own
+// role (roles). The page restates none of it; until it arrives a stage
+// shows its own name in the order it came.
+const WORDS = new Map(); // stage -> {words, toVerify, delivered, needsPerson}
+const RANK = new Map(); // stage -> its place in a message's path
+let VOCAB = { failed: null, tags: [], system: null };
 async function loadWords() {
   try {
     const r = await fetch('/ui/api/words', { cache: 'no-store' });
     if (!r.ok) return;
-    for (const w of (await r.json()).stages || []) WORDS.set(w.stage, w);
+    const w = await r.json();
+    (w.stages || []).forEach((st, i) => { WORDS.set(st.stage, st); RANK.set(st.stage, i); });
+    VOCAB = { failed: w.failed || null, tags: w.tags || [], system: w.system || null };
+    composeTags();
     for (const m of msgs.values()) if (m.el) renderMsg(m);
   } catch { /* the stage names stay */ }
 }
 
-// plainStage is a path step as a person reads it: a committed message not
-// yet handed over (brokered) is the empty stage's "queued".
-function plainStage(s) {
-  if (s.startsWith('failed')) return s;
-  const w = WORDS.get(s === 'brokered' ? '' : s);
-  return w ? w.words : s;
-}
+const stageWord = (s) => WORDS.get(s) || {};
+const isFailed = (m) => !!VOCAB.failed && m.status === VOCAB.failed;
+const isSystem = (m) => !!VOCAB.system && m.from === VOCAB.system;
 
-function addStage(m, s) {
-  if (!s || m.path[m.path.length - 1] === s) return;
-  if (m.path.includes(s) && !['stuck', 'typed', 'attempt'].includes(s)) return;
-  m.path.push(s);
+// pathOf is the stages a message reached, in the hub's rank order ("" is
+// committed, not yet handed over: "queued").
+function pathOf(m) {
+  const rank = (s) => (RANK.has(s) ? RANK.get(s) : RANK.size);
+  return [...m.stages].sort((a, b) => rank(a) - rank(b));
 }
 
 function mergeRow(r) {
   if (!r.message_id) return null;
   let m = msgs.get(r.message_id);
   if (!m) {
-    m = { id: r.message_id, path: [], events: new Set(), at: r.brokered_at_ms || r.at_ms || 0 };
+    m = { id: r.message_id, stages: new Set(), events: new Set(), at: r.brokered_at_ms || r.at_ms || 0 };
     msgs.set(r.message_id, m);
     insertOrdered(m);
   }
@@ -274,40 +277,27 @@ function mergeRow(r) {
   Object.assign(m, {
     header: r.header, seq: r.seq, from: r.sender_role, to: r.target_role, priority: r.priority,
     body: r.raw_body, status: r.status, ack_status: r.ack_status, error_code: r.error_code,
-    at: r.brokered_at_ms || r.at_ms || m.at, channel: r.channel,
+    at: r.brokered_at_ms || r.at_ms || m.at, channel: r.channel, tags: r.tags || [],
   });
-  if (r.status === 'brokered' || r.event === 'brokered') addStage(m, 'brokered');
-  if (r.event === 'stuck') addStage(m, 'stuck');
-  if (r.status === 'failed') addStage(m, 'failed' + (r.error_code ? ': ' + r.error_code : ''));
-  addStage(m, r.ack_status);
+  m.stages.add(r.ack_status || '');
   return m;
 }
 
 // mergeView takes a query's MessageView (camelCase) into the model.
+// Every message in the ledger was committed: its path starts queued.
 function mergeView(v) {
-  if (['brokered', 'routed', 'acked'].includes(v.status) && !msgs.has(v.messageId)) {
-    mergeRow({ message_id: v.messageId, status: 'brokered', brokered_at_ms: v.atMs });
-  }
-  return mergeRow({
+  const m = mergeRow({
     message_id: v.messageId, header: v.header, seq: v.seq, sender_role: v.from, target_role: v.to,
     priority: v.priority, raw_body: v.body || v.snippet, status: v.status, ack_status: v.ackStatus,
-    error_code: v.errorCode, brokered_at_ms: v.atMs, channel: v.channel,
+    error_code: v.errorCode, brokered_at_ms: v.atMs, channel: v.channel, tags: v.tags,
   });
+  if (m) m.stages.add('');
+  return m;
 }
 
 function visible(m) {
   const f = $('rolefilter').value;
   return !f || m.from === f || m.to === f;
-}
-
-// tags are the priority tags right after the role header (SPEC §2):
-// "(ARCH #3): [URGENT] [ACK REQUIRED] body", and a non-normal priority.
-const TAGS_RE = /^\s*(?:\[AGENT MSG[^\]]*\]\s*)?\([^)]*#\d+\):\s*((?:\[(?:ACK REQUIRED|URGENT|FYI|TASK)\]\s*)*)/i;
-function tags(m) {
-  const t = (m.body || '').match(TAGS_RE);
-  const out = t ? (t[1].match(/\[[^\]]+\]/g) || []).map((x) => x.toUpperCase()) : [];
-  if (m.priority && m.priority !== 'normal' && !out.includes('[' + m.priority.toUpperCase() + ']')) out.push(m.priority);
-  return out;
 }
 
 function renderMsg(m) {
@@ -316,31 +306,33 @@ function renderMsg(m) {
   li.dataset.id = m.id;
   li.dataset.stage = stageOf(m);
   li.dataset.status = m.status || '';
-  li.classList.toggle('failed', m.status === 'failed');
-  li.classList.toggle('stuck', m.ack_status === 'stuck' || !!m.stuck);
-  li.classList.toggle('delivered', DELIVERED.includes(m.ack_status));
+  li.classList.toggle('alarm', isFailed(m) || !!stageWord(m.ack_status).needsPerson || !!m.stuck);
+  li.classList.toggle('delivered', !!stageWord(m.ack_status).delivered);
   const head = el('div', 'mhead');
   head.appendChild(el('strong', 'ref', (m.header || (m.from || '?').toUpperCase()) + (m.seq ? ' #' + m.seq : '')));
   head.appendChild(el('span', 'route', (m.from || '?') + ' → ' + (m.to || '?')));
-  for (const t of tags(m)) head.appendChild(el('span', 'tag', t));
+  for (const t of m.tags || []) head.appendChild(el('span', 'tag', t)); // the hub's (roles.ShownTags)
   head.appendChild(el('span', 'time', m.at ? new Date(m.at).toLocaleTimeString() : ''));
-  const path = el('div', 'path');
-  let shown = '';
-  for (const s of m.path) {
-    const words = plainStage(s);
-    if (words === shown) continue; // brokered and accepted.unverified are both "queued"
-    if (shown) path.appendChild(el('span', 'arrow', '→'));
-    shown = words;
-    const cls = s.startsWith('failed') || s === 'stuck' ? 'bad' : DELIVERED.includes(s) ? 'good' : '';
-    const span = el('span', 'stage ' + cls, words);
-    span.title = s; // the protocol's name
-    path.appendChild(span);
+  const steps = el('div', 'path');
+  let shown = null;
+  const step = (text, cls, title) => {
+    if (text === shown) return; // committed and accepted.unverified are both "queued"
+    if (shown !== null) steps.appendChild(el('span', 'arrow', '→'));
+    shown = text;
+    const span = el('span', 'stage ' + cls, text);
+    span.title = title; // the protocol's name
+    steps.appendChild(span);
+  };
+  for (const s of pathOf(m)) {
+    const w = stageWord(s);
+    step(w.words || s, w.needsPerson ? 'bad' : w.delivered ? 'good' : '', s);
   }
-  if (m.stuck) path.appendChild(el('span', 'stage bad', 'stuck: ' + m.stuck));
-  const toVerify = m.status !== 'failed' && (WORDS.get(m.ack_status || '') || {}).toVerify;
-  if (toVerify) path.appendChild(el('span', 'verify', toVerify));
+  if (isFailed(m)) step(m.status + (m.error_code ? ': ' + m.error_code : ''), 'bad', m.status);
+  if (m.stuck) steps.appendChild(el('span', 'stage bad', 'stuck: ' + m.stuck));
+  const toVerify = !isFailed(m) && stageWord(m.ack_status || '').toVerify;
+  if (toVerify) steps.appendChild(el('span', 'verify', toVerify));
   const body = el('div', 'mbody', (m.body || '').slice(0, 600));
-  li.replaceChildren(head, path, body);
+  li.replaceChildren(head, steps, body);
   return li;
 }
 
@@ -398,8 +390,8 @@ function onEvent(r) {
 
 function markStuck(stuck) {
   for (const s of stuck) {
-    const m = msgs.get(s.messageId) || mergeRow({ message_id: s.messageId, sender_role: s.from, target_role: s.to, header: s.header, seq: s.seq, ack_status: 'stuck', brokered_at_ms: s.atMs });
-    if (m.stuck !== s.reason) { m.stuck = s.reason || 'stuck'; m.dirty = true; scheduleRender(); }
+    const m = msgs.get(s.messageId) || mergeRow({ message_id: s.messageId, sender_role: s.from, target_role: s.to, header: s.header, seq: s.seq, brokered_at_ms: s.atMs });
+    if (m.stuck !== s.reason) { m.stuck = s.reason || '?'; m.dirty = true; scheduleRender(); }
   }
 }
 
@@ -481,7 +473,7 @@ async function showDetail(id) {
 
 // highlighted renders a search snippet: the hub marks the matching words
 // with [brackets]; a bracketed part that holds none of the query's words
-// (a tag such as [URGENT] in the body) stays plain text.
+// (a priority tag in the body) stays plain text.
 function highlighted(snippet, query) {
   const terms = String(query).toLowerCase().split(/[^\p{L}\p{N}_]+/u).filter((w) => w && !['and', 'or', 'not', 'near'].includes(w));
   const frag = document.createDocumentFragment();
@@ -530,12 +522,13 @@ $('composeform').onsubmit = async (e) => {
   const body = $('body').value.trim();
   const out = $('sendresult');
   if (!body) return;
-  const pr = $('priority').value;
-  const tag = pr === 'urgent' ? '[URGENT] ' : pr === 'ack' ? '[ACK REQUIRED] ' : '';
+  // The chosen tag starts the message; the hub reads the priority and
+  // the obligation from it (roles.Priority, roles.HasTag).
+  const tag = $('priority').value;
   out.textContent = 'sending…';
   out.className = '';
   try {
-    const ack = await hub.send({ target: $('target').value, content: tag + body, priority: pr === 'urgent' ? 'urgent' : 'normal', ackRequired: pr === 'ack' });
+    const ack = await hub.send({ target: $('target').value, content: (tag ? tag + ' ' : '') + body });
     out.dataset.id = ack.messageId;
     out.dataset.status = ack.status || '';
     out.className = ack.ok ? 'good' : 'bad';
@@ -543,12 +536,23 @@ $('composeform').onsubmit = async (e) => {
       ? `${ack.header} #${ack.seq} → ${ack.target || ack.targets?.join(', ') || $('target').value}: ${ack.status}${ack.warnings?.length ? ' (' + ack.warnings.join(', ') + ')' : ''}`
       : `refused: ${ack.status}${ack.reason ? ' — ' + ack.reason : ''}`;
     if (ack.ok) $('body').value = '';
-    if (ack.ok && pr === 'ack') pollStatus();
+    if (ack.ok && tag) pollStatus(); // an obligation it may have opened
   } catch (err) {
     out.className = 'bad';
     out.textContent = err.message;
   }
 };
+// composeTags offers the hub's priority tags (roles.PriorityTags).
+function composeTags() {
+  const sel = $('priority');
+  const cur = sel.value;
+  const opts = [el('option', null, 'no tag')].concat(VOCAB.tags.map((t) => el('option', null, t)));
+  opts[0].value = '';
+  VOCAB.tags.forEach((t, i) => { opts[i + 1].value = t; });
+  sel.replaceChildren(...opts);
+  sel.value = VOCAB.tags.includes(cur) ? cur : '';
+}
+
 $('body').addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) $('composeform').requestSubmit();
 });
