@@ -492,6 +492,38 @@ ws.onclose = (e) => { if (window.result === 'pending') window.result = 'closed '
 		t.Logf("architect's PTY %d columns; the view's size, fitting columns, scroll width, box width, scrolled, overflow-x: %s", ptyCols, geo)
 	})
 
+	// The hub's own messages (the startup briefings) fold to one line
+	// that opens on click (issue #34 item 9).
+	t.Run("SystemMessagesFoldToOneLine", func(t *testing.T) {
+		geo := `(() => {
+  const li = [...document.querySelectorAll('#timeline li.msg')].find((li) => li.querySelector('.route').textContent.startsWith('system '));
+  if (!li) return 'none';
+  window.foldedId = li.dataset.id;
+  const lh = parseFloat(getComputedStyle(li).lineHeight);
+  return [li.classList.contains('folded'), Math.round(li.getBoundingClientRect().height), Math.round(lh), li.querySelector('.mbody').textContent.length].join(' ');
+})()`
+		folded := waitJS(t, ctx, 20*time.Second, "a system briefing folded to one line", geo, func(s string) bool {
+			var isFolded bool
+			var h, lh, n int
+			_, err := fmt.Sscan(s, &isFolded, &h, &lh, &n)
+			return err == nil && isFolded && h < 2*lh && n > 0
+		})
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#timeline li.msg.folded`))); err != nil {
+			t.Fatal(err)
+		}
+		open := waitJS(t, ctx, 10*time.Second, "the briefing open after a click", `(() => {
+  const li = document.querySelector('#timeline li.msg[data-id="' + window.foldedId + '"]') || document.querySelector('#timeline li.msg:not(.folded)');
+  const lh = parseFloat(getComputedStyle(li).lineHeight);
+  return [li.classList.contains('folded'), Math.round(li.getBoundingClientRect().height), Math.round(lh), document.getElementById('detail').hidden].join(' ');
+})()`, func(s string) bool {
+			var isFolded, detailHidden bool
+			var h, lh int
+			_, err := fmt.Sscan(s, &isFolded, &h, &lh, &detailHidden)
+			return err == nil && !isFolded && h > 2*lh
+		})
+		t.Logf("folded, height, line height, text: %s; after a click: %s", folded, open)
+	})
+
 	t.Run("NoPageErrors", func(t *testing.T) {
 		if s := pageErrors.String(); s != "" {
 			t.Fatalf("the cockpit page logged errors:%s", s)

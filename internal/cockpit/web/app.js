@@ -331,7 +331,13 @@ function renderMsg(m) {
   if (m.stuck) steps.appendChild(el('span', 'stage bad', 'stuck: ' + m.stuck));
   const toVerify = !isFailed(m) && stageWord(m.ack_status || '').toVerify;
   if (toVerify) steps.appendChild(el('span', 'verify', toVerify));
-  const body = el('div', 'mbody', (m.body || '').slice(0, 600));
+  // The hub's own messages (the startup briefings, notices) fold to one
+  // line until clicked.
+  const folded = isSystem(m) && !m.open;
+  li.classList.toggle('folded', folded);
+  li.title = folded ? 'click to open' : '';
+  const text = m.body || '';
+  const body = el('div', 'mbody', folded ? text.replace(/\s+/g, ' ').slice(0, 300) : text.slice(0, 600));
   li.replaceChildren(head, steps, body);
   return li;
 }
@@ -398,7 +404,10 @@ function markStuck(stuck) {
 $('rolefilter').onchange = scheduleRender;
 $('timeline').addEventListener('click', (e) => {
   const li = e.target.closest('li.msg');
-  if (li) showDetail(li.dataset.id);
+  if (!li) return;
+  const m = msgs.get(li.dataset.id);
+  if (m && li.classList.contains('folded')) { m.open = true; renderMsg(m); return; }
+  showDetail(li.dataset.id);
 });
 
 // Backfill: the messages each member (and the person) received this
