@@ -537,8 +537,11 @@ ws.onclose = (e) => { if (window.result === 'pending') window.result = 'closed '
 	t.Run("Screenshots", func(t *testing.T) {
 		shoot := func(name string, w, h int64, mobile bool) {
 			viewport(t, ctx, w, h, mobile)
+			// Attached (a phone shows the panes below the fold, where xterm
+			// paints no rows until they are scrolled to).
 			for _, r := range roles {
-				waitJS(t, ctx, 20*time.Second, r+" pane painted", paneText(r), func(s string) bool { return strings.Contains(s, "fakeagent ready") })
+				waitJS(t, ctx, 20*time.Second, r+" pane attached", fmt.Sprintf(`(document.querySelector('.pane[data-role=%q]') || {dataset: {}}).dataset.conn || ''`, r),
+					func(s string) bool { return s == "live" || s == "view" })
 			}
 			waitJS(t, ctx, 10*time.Second, "timeline backfilled", `document.querySelectorAll('.msg').length`, func(n int) bool { return n > 0 })
 			time.Sleep(300 * time.Millisecond) // let the last frame paint before the picture (not an assertion)
