@@ -462,10 +462,13 @@ func (p *Pane) pressOnce(t *typing, attempt int) (done, ok bool) {
 
 // enterAttempts is how many times Enter is pressed for one typing before
 // the message is reported stuck; typeAttempts is how many typings whose
-// text never showed are made before it is.
+// text never showed are made before it is (6: with patience's doubling
+// the echo is waited for 0.3+0.6+1.2+2.4+2.4+2.4 s over them at a 300 ms
+// echo wait, where a make test run on a machine loaded several times over
+// saw a silently busy program's echo miss four windows in a row).
 const (
 	enterAttempts = 2
-	typeAttempts  = 4
+	typeAttempts  = 6
 )
 
 // patience is how long a check waits for the screen on its retry-th
