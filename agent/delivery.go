@@ -425,7 +425,7 @@ func (p *Pane) pressOnce(t *typing, attempt int) (done, ok bool) {
 		// the caller's ledger too, before waiting to see the program take
 		// it (the proof, if it comes, only raises the stage).
 		it.submitted(false)
-		p.noteEntered(pr, it.d.MessageID, t.trailer)
+		p.noteEntered(pr, it.d.MessageID, t.trailer, t.typed.pasted && !t.before.pasted)
 	}
 	t.in.unlock()
 	var taken, ended, unread bool

@@ -110,7 +110,9 @@ func TestStartingRunGetsLongerUnmarkedWait(t *testing.T) {
 	p := startPane(t, spec)
 	stages := newStageLog()
 	p.Enqueue(Delivery{MessageID: "s1", Content: "(ARCH #1): after the start-up menu", Report: stages.reporter("s1")})
-	poll.For(t, 60*time.Second, func() error { return poll.Want(stages.final("s1"), "s1 final, stages %v", stageKinds(stages.get("s1"))) })
+	poll.For(t, 60*time.Second, func() error {
+		return poll.Want(stages.final("s1"), "s1 final, stages %v", stageKinds(stages.get("s1")))
+	})
 	settle(t, logPath)
 	for _, r := range readPrompts(t, logPath) {
 		if strings.HasPrefix(r.Prompt, "DIALOG:") {

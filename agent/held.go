@@ -24,6 +24,9 @@ type enteredText struct {
 	trailer string
 	presses int       // Enters pressed again because it stood at the input
 	at      time.Time // when its Enter was pressed
+	// pasted: its echo was the profile's collapsed-paste marker (its
+	// trailer not on the screen), so held is that marker at the cursor.
+	pasted bool
 }
 
 // heldPresses bounds the Enters pressed again for one message found still
@@ -33,8 +36,8 @@ const heldPresses = 3
 
 // noteEntered records that the Enter for the message with trailer went to
 // pr. The caller holds inputMu.
-func (p *Pane) noteEntered(pr *proc, id, trailer string) {
-	p.lastEntered = enteredText{pr: pr, id: id, trailer: trailer, at: time.Now()}
+func (p *Pane) noteEntered(pr *proc, id, trailer string, pasted bool) {
+	p.lastEntered = enteredText{pr: pr, id: id, trailer: trailer, at: time.Now(), pasted: pasted}
 }
 
 // enterHeld presses Enter again for the last message entered into pr when
@@ -48,7 +51,7 @@ func (p *Pane) enterHeld(pr *proc) bool {
 	}
 	s := p.Screen()
 	at := viewInput(s, p.profile, last.trailer)
-	if !heldAtInput(s, at) {
+	if !heldAtInput(s, at) && !(last.pasted && at.count == 0 && pasteAtCursor(s, p.profile)) {
 		return false
 	}
 	busyBefore, _ := p.profile.Classify(p.Screen())
@@ -136,4 +139,14 @@ func (p *Pane) watchHeld() {
 		return
 	}
 	p.enterHeld(pr)
+}
+
+// pasteAtCursor reports whether the cursor's row of s shows one of the
+// profile's collapsed-paste markers: a collapsed text at the input, where
+// its trailer is not on the screen (Gemini CLI's "[Pasted Text: 13 lines]").
+func pasteAtCursor(s Screen, prof Profile) bool {
+	if s.CursorRow < 0 || s.CursorRow >= len(s.Lines) || len(prof.Screen.Pasted) == 0 {
+		return false
+	}
+	return findMarker(s.Lines[s.CursorRow:s.CursorRow+1], prof.Screen.Pasted) != ""
 }

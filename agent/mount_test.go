@@ -79,19 +79,24 @@ func TestEnterWhileMountingNeverMerges(t *testing.T) {
 func TestHeldTextEnteredWhenIdle(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name string
-		env  []string
+		name    string
+		env     []string
+		content string
 	}{
-		{"Enter taken as nothing", nil},
-		{"Enter kept as a newline", []string{"FAKEAGENT_MOUNT_NEWLINE=1"}},
+		{"Enter taken as nothing", nil, "(ARCH #1): the only message"},
+		{"Enter kept as a newline", []string{"FAKEAGENT_MOUNT_NEWLINE=1"}, "(ARCH #1): the only message"},
+		// Gemini CLI shows a paste of more than about 5 lines collapsed:
+		// the text's trailer is not on the screen, its paste marker is.
+		{"collapsed paste", []string{"FAKEAGENT_COLLAPSE_LINES=2"}, "(ARCH #1): the only message\nline 2\nline 3\nline 4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			spec, logPath := fakeSpec(t, append([]string{"FAKEAGENT_MOUNT_MS=1500"}, tc.env...)...)
 			spec.Timing = hardTiming(">", true, true)
+			spec.Timing.Screen.Pasted = []string{"[Pasted Text: "}
 			p := startPane(t, spec)
 			stages := newStageLog()
-			p.Enqueue(Delivery{MessageID: "only", Content: "(ARCH #1): the only message", Report: stages.reporter("only")})
+			p.Enqueue(Delivery{MessageID: "only", Content: tc.content, Report: stages.reporter("only")})
 			poll.For(t, 60*time.Second, func() error {
 				n := 0
 				for _, pr := range readPrompts(t, logPath) {

@@ -34,6 +34,9 @@
 //     its answer; with FAKEAGENT_BUSY_AGAIN_MS=N the prompt shows for N ms
 //     after such an interrupt and then a second busy spell begins (work the
 //     CLI resumes or had queued), once per prompt;
+//   - FAKEAGENT_COLLAPSE_LINES=N shows a paste of more than N lines as
+//     "[Pasted Text: K lines]" instead of its text (as Gemini CLI does),
+//     also when it draws the kept input again after a mount;
 //   - FAKEAGENT_IGNORE_HUP=1 ignores SIGHUP;
 //   - FAKEAGENT_START_MS delays the banner and the paste switch;
 //   - FAKEAGENT_ECHO=0 turns off the echo of typed input, so that output
@@ -181,6 +184,8 @@ type agent struct {
 	newlineEnter int           // FAKEAGENT_NEWLINE_ENTERS still to come
 	restoreOnEsc bool          // FAKEAGENT_RESTORE_ON_ESC
 	busyAgain    time.Duration // FAKEAGENT_BUSY_AGAIN_MS
+	collapse     int           // FAKEAGENT_COLLAPSE_LINES
+	collapsed    string        // the marker the kept input shows as, if collapsed
 	mountUntil   time.Time     // FAKEAGENT_MOUNT_MS after the banner, else zero
 	mountNewline bool          // FAKEAGENT_MOUNT_NEWLINE
 
@@ -214,6 +219,7 @@ func run() error {
 		newlineEnter: envInt("FAKEAGENT_NEWLINE_ENTERS", 0),
 		restoreOnEsc: os.Getenv("FAKEAGENT_RESTORE_ON_ESC") == "1",
 		busyAgain:    time.Duration(envInt("FAKEAGENT_BUSY_AGAIN_MS", 0)) * time.Millisecond,
+		collapse:     envInt("FAKEAGENT_COLLAPSE_LINES", 0),
 		mountNewline: os.Getenv("FAKEAGENT_MOUNT_NEWLINE") == "1",
 	}
 	if a.doneLine == "" {
@@ -313,7 +319,10 @@ func (a *agent) feed(chunk []byte, now time.Time) bool {
 			case p == pasteEnd:
 				a.inPaste, a.pending = false, a.pending[:0]
 				a.lastInput = now
-				if a.echo && a.tui == nil {
+				if lines := bytes.Count(a.buf[a.pasteFrom:], []byte("\n")) + 1; a.echo && a.tui == nil && a.collapse > 0 && lines > a.collapse {
+					a.collapsed = fmt.Sprintf("[Pasted Text: %d lines] ", lines)
+					a.printf("%s", a.collapsed)
+				} else if a.echo && a.tui == nil {
 					// A paste is announced, then shown whole, its
 					// newlines as line breaks (as an input box would
 					// show it).
@@ -410,6 +419,10 @@ func (a *agent) mount() {
 	time.Sleep(time.Until(a.mountUntil))
 	a.mountUntil = time.Time{}
 	a.printf("\x1b[2J\x1b[Hfakeagent ready (pid %d)\r\n> ", os.Getpid())
+	if a.collapsed != "" {
+		a.printf("%s", a.collapsed)
+		return
+	}
 	a.out.Write(bytes.ReplaceAll(a.buf, []byte("\n"), []byte("\r\n")))
 }
 
@@ -447,6 +460,7 @@ func (a *agent) flushEcho(echo []byte) {
 func (a *agent) submit(rest []byte) bool {
 	prompt := string(a.buf)
 	a.buf = a.buf[:0]
+	a.collapsed = ""
 	a.prompts++
 	a.logPrompt(prompt)
 	first, _, _ := strings.Cut(prompt, "\n")
