@@ -10,7 +10,7 @@ import (
 	"hm/internal/initwire"
 )
 
-const initSynopsis = "hm init [--root D] [--agents claude,codex,gemini] [--dry-run] [--undo]"
+const initSynopsis = "hm init [--root D] [--agents claude,codex,gemini] [--local] [--dry-run] [--undo]"
 
 // runInit: `hm init` wires the root's repository for Claude Code, Codex and
 // Gemini CLI: hm's MCP server, hooks and instructions (docs/protocol.md
@@ -21,6 +21,7 @@ func runInit(_ context.Context, env Env, args []string) int {
 	agents := fs.String("agents", "", "CLIs to wire, comma-separated (default: claude,codex,gemini)")
 	dryRun := fs.Bool("dry-run", false, "print the changes as a unified diff and write nothing")
 	undo := fs.Bool("undo", false, "restore every file from its .hm.bak backup and remove the files hm init created")
+	local := fs.Bool("local", false, "wire only you, in files git does not track (.claude/settings.local.json, CLAUDE.local.md); without it hm init writes the files the repository commits, for everyone")
 	pos, err := parseArgs(fs, args)
 	if err == nil && len(pos) > 0 {
 		err = errors.New("hm init takes no arguments")
@@ -37,7 +38,7 @@ func runInit(_ context.Context, env Env, args []string) int {
 		fmt.Fprintln(env.Stderr, "hm init:", err)
 		return ExitFailed
 	}
-	opts := initwire.Options{Root: l.Root, Agents: list, DryRun: *dryRun, Undo: *undo, Out: env.Stdout}
+	opts := initwire.Options{Root: l.Root, Agents: list, DryRun: *dryRun, Undo: *undo, Local: *local, Out: env.Stdout}
 	if err := initwire.Run(opts); err != nil {
 		fmt.Fprintln(env.Stderr, "hm init:", err)
 		return ExitFailed

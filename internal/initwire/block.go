@@ -14,6 +14,15 @@ const (
 	EndMarker   = "<!-- hm:end -->"
 )
 
+// markers are the lines around a block hm manages in a file: Markdown's
+// comments, or # comments in a git ignore file.
+type markers struct{ begin, end string }
+
+var (
+	markdownMarkers = markers{BeginMarker, EndMarker}
+	hashMarkers     = markers{"# hm:begin", "# hm:end"}
+)
+
 // span is a managed block: the bytes [start, end) of a file, from the start
 // of its begin line to the end of its end line (terminator included).
 type span struct{ start, end int }
@@ -22,15 +31,15 @@ type span struct{ start, end int }
 // begin line and the first end line after it with no begin line between
 // them; any other marker line (a begin never closed, or superseded by a later
 // begin; an end with no open begin) is stray and belongs to the user's text.
-func findBlocks(data []byte) []span {
+func (m markers) findBlocks(data []byte) []span {
 	var blocks []span
 	open := -1
 	for off := 0; off < len(data); {
 		next := lineEnd(data, off)
 		switch strings.TrimSpace(string(data[off:next])) {
-		case BeginMarker:
+		case m.begin:
 			open = off
-		case EndMarker:
+		case m.end:
 			if open >= 0 {
 				blocks = append(blocks, span{open, next})
 				open = -1
@@ -80,14 +89,14 @@ func blockEnding(data []byte, blocks []span) string {
 }
 
 // renderBlock is body between the markers, every line ending in nl.
-func renderBlock(body, nl string) []byte {
+func (m markers) renderBlock(body, nl string) []byte {
 	lines := strings.Split(strings.TrimRight(body, "\n"), "\n")
 	var b strings.Builder
-	b.WriteString(BeginMarker + nl)
+	b.WriteString(m.begin + nl)
 	for _, l := range lines {
 		b.WriteString(l + nl)
 	}
-	b.WriteString(EndMarker + nl)
+	b.WriteString(m.end + nl)
 	return []byte(b.String())
 }
 
@@ -99,15 +108,15 @@ func renderBlock(body, nl string) []byte {
 // refreshed in place instead. Either way the bytes outside complete blocks
 // are kept as they are, in order, stray markers included, and a second run
 // changes nothing.
-func setBlock(data []byte, body string) []byte {
-	blocks := findBlocks(data)
+func (m markers) setBlock(data []byte, body string) []byte {
+	blocks := m.findBlocks(data)
 	nl := blockEnding(data, blocks)
-	block := renderBlock(body, nl)
+	block := m.renderBlock(body, nl)
 	if len(blocks) == 0 {
 		return slices.Concat(data, []byte(separator(data, nl)), block)
 	}
 	one := replaceBlocks(data, blocks, block, true)
-	if n := len(findBlocks(one)); n == 1 && string(outside(one)) == string(outside(data)) {
+	if n := len(m.findBlocks(one)); n == 1 && string(m.outside(one)) == string(m.outside(data)) {
 		return one
 	}
 	return replaceBlocks(data, blocks, block, false)
@@ -129,6 +138,6 @@ func replaceBlocks(data []byte, blocks []span, block []byte, onlyFirst bool) []b
 }
 
 // outside is data without its complete blocks: the user's text.
-func outside(data []byte) []byte {
-	return replaceBlocks(data, findBlocks(data), nil, false)
+func (m markers) outside(data []byte) []byte {
+	return replaceBlocks(data, m.findBlocks(data), nil, false)
 }

@@ -36,11 +36,11 @@ func TestSetBlock(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := string(setBlock([]byte(tc.in), body))
+			got := string(markdownMarkers.setBlock([]byte(tc.in), body))
 			if got != tc.want {
 				t.Errorf("setBlock(%q)\n got %q\nwant %q", tc.in, got, tc.want)
 			}
-			if again := string(setBlock([]byte(got), body)); again != got {
+			if again := string(markdownMarkers.setBlock([]byte(got), body)); again != got {
 				t.Errorf("second run changed it:\n%q\n%q", got, again)
 			}
 		})
@@ -97,10 +97,10 @@ func FuzzSetBlock(f *testing.F) {
 		for r := strings.NewReplacer(BeginMarker, "", EndMarker, ""); r.Replace(body) != body; {
 			body = r.Replace(body) // hm's body holds no markers
 		}
-		out := setBlock(data, body)
-		block := string(renderBlock(body, blockEnding(data, findBlocks(data))))
+		out := markdownMarkers.setBlock(data, body)
+		block := string(markdownMarkers.renderBlock(body, blockEnding(data, markdownMarkers.findBlocks(data))))
 
-		blocks := findBlocks(out)
+		blocks := markdownMarkers.findBlocks(out)
 		if len(blocks) == 0 {
 			t.Fatalf("no block in %q", out)
 		}
@@ -110,7 +110,7 @@ func FuzzSetBlock(f *testing.F) {
 			}
 		}
 		before, after := userText(string(data)), userText(string(out))
-		if len(findBlocks(data)) == 0 {
+		if len(markdownMarkers.findBlocks(data)) == 0 {
 			// Appended: the old text, a separator of blank lines, the block.
 			if !strings.HasPrefix(after, before) || strings.Trim(after[len(before):], "\r\n") != "" {
 				t.Fatalf("user text changed:\nbefore %q\nafter  %q", before, after)
@@ -118,7 +118,7 @@ func FuzzSetBlock(f *testing.F) {
 		} else if before != after {
 			t.Fatalf("user text changed:\nbefore %q\nafter  %q", before, after)
 		}
-		if again := setBlock(out, body); !bytes.Equal(again, out) {
+		if again := markdownMarkers.setBlock(out, body); !bytes.Equal(again, out) {
 			t.Fatalf("second run changed %q to %q", out, again)
 		}
 	})

@@ -138,12 +138,12 @@ func (w *wiring) walk(rel string) (fs.FileInfo, error) {
 }
 
 // ours lists the files and directories hm init creates: the targets of
-// every CLI, as named and as their symlinks resolve inside the root, the
+// every CLI in every scope, as named and as their symlinks resolve inside the root, the
 // directories above them, and .squidrun/.
 func (w *wiring) ours() (files, dirs map[string]bool) {
 	files, dirs = map[string]bool{}, map[string]bool{layout.Dir: true}
 	for _, a := range Agents {
-		for _, t := range targets(a) {
+		for _, t := range allTargets(a) {
 			rels := []string{t.rel}
 			if _, rel, err := w.resolve(t.rel); err == nil {
 				rels = append(rels, rel)

@@ -24,6 +24,7 @@ var hostileCases = []struct {
 	// tamper changes the repository after hm init ran (nil: nothing).
 	tamper           func(t *testing.T, root, outside string)
 	initErr, undoErr string // "" when the step must succeed
+	local            bool   // hm init --local
 }{
 	{
 		name: "backup shipped as a symlink out of the root",
@@ -128,6 +129,45 @@ var hostileCases = []struct {
 		undoErr: ".squidrun/init.json: .squidrun is a symlink, not a directory",
 	},
 	{
+		name: "per-user settings a symlink out of the root",
+		clone: func(t *testing.T, root, outside string) {
+			mkdir(t, filepath.Join(root, ".git", "info"))
+			mkdir(t, filepath.Join(root, ".claude"))
+			symlink(t, filepath.Join(outside, "secret"), filepath.Join(root, ".claude/settings.local.json"))
+		},
+		initErr: ".claude/settings.local.json: a symlink to ",
+		local:   true,
+	},
+	{
+		name: "git's info directory a symlink out of the root",
+		clone: func(t *testing.T, root, outside string) {
+			mkdir(t, filepath.Join(root, ".git"))
+			symlink(t, filepath.Join(outside, "emptydir"), filepath.Join(root, ".git", "info"))
+		},
+		initErr: ".git/info/exclude: a symlink to ",
+		local:   true,
+	},
+	{
+		name: "CLAUDE.local.md backup shipped as a symlink out of the root",
+		clone: func(t *testing.T, root, outside string) {
+			write(t, root, "CLAUDE.local.md", "# mine\n")
+			symlink(t, filepath.Join(outside, "secret"), filepath.Join(root, "CLAUDE.local.md.hm.bak"))
+		},
+		initErr: "CLAUDE.local.md.hm.bak is a symlink to ",
+		undoErr: "CLAUDE.local.md.hm.bak is a symlink to ",
+		local:   true,
+	},
+	{
+		name: "manifest names a per-user file through a symlinked directory",
+		clone: func(t *testing.T, root, outside string) {
+			symlink(t, filepath.Join(outside, "emptydir"), filepath.Join(root, ".claude"))
+			withManifest(`{"created": [".claude/settings.local.json"]}`)(t, root, outside)
+		},
+		initErr: `".claude/settings.local.json" under "created": .claude is a symlink, not a directory`,
+		undoErr: `".claude/settings.local.json" under "created": .claude is a symlink, not a directory`,
+		local:   true,
+	},
+	{
 		name: ".mcp.json with a byte order mark",
 		clone: func(t *testing.T, root, outside string) {
 			write(t, root, ".mcp.json", "\ufeff{\"mcpServers\": {}}\n")
@@ -153,7 +193,7 @@ func TestHostileRepositories(t *testing.T) {
 			step := func(what string, undo bool, wantErr string) {
 				t.Helper()
 				before := snapshot(t, root)
-				_, errText := run(t, root, Options{}, undo)
+				_, errText := run(t, root, Options{Local: c.local}, undo)
 				switch {
 				case wantErr == "" && errText != "":
 					t.Fatalf("%s: %s", what, errText)

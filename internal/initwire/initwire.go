@@ -30,6 +30,7 @@ type Options struct {
 	Agents []string // some of Agents; all when empty
 	DryRun bool     // print a diff, write nothing
 	Undo   bool     // put back what hm init changed
+	Local  bool     // the per-user files (ScopeLocal), not the committed ones
 	Out    io.Writer
 }
 
@@ -82,18 +83,20 @@ func (f *file) changed() bool { return !f.exists || string(f.old) != string(f.ne
 
 // wiring is hm init's view of one root.
 type wiring struct {
-	root string // after symlinks
-	man  *manifest
+	root    string // after symlinks
+	scope   Scope
+	man     *manifest
+	skipped []string // what this run leaves out, and why
 }
 
 // newWiring reads root's manifest, refusing one that is not hm init's own
 // (checkManifest).
-func newWiring(root string) (*wiring, error) {
+func newWiring(root string, scope Scope) (*wiring, error) {
 	r, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return nil, fmt.Errorf("root: %w", err)
 	}
-	w := &wiring{root: r}
+	w := &wiring{root: r, scope: scope}
 	if w.man, err = w.loadManifest(); err != nil {
 		return nil, err
 	}
@@ -139,7 +142,7 @@ func (w *wiring) plan(agents []string) ([]*file, error) {
 	byPath := map[string]*file{}
 	var errs []error
 	for _, a := range agents {
-		for _, t := range targets(a) {
+		for _, t := range w.targets(a) {
 			path, rel, err := w.resolve(t.rel)
 			if err != nil {
 				errs = append(errs, err)
@@ -195,22 +198,27 @@ func Run(opts Options) error {
 	if len(agents) == 0 {
 		agents = Agents
 	}
-	w, err := newWiring(opts.Root)
+	scope := ScopeProject
+	if opts.Local {
+		scope = ScopeLocal
+	}
+	verb := (&wiring{scope: scope}).verb()
+	w, err := newWiring(opts.Root, scope)
 	if err != nil {
-		verb := "hm init"
 		if opts.Undo {
 			verb += " --undo"
 		}
 		return fmt.Errorf("%w\n%s changed nothing", err, verb)
 	}
 	if opts.Undo {
-		return w.undo(agents, opts.DryRun, out)
+		return w.undo(verb+" --undo", agents, opts.DryRun, out)
 	}
 	files, err := w.plan(agents)
 	if err != nil {
-		return fmt.Errorf("%w\nhm init changed nothing: fix the file(s) above (or move them aside), or leave that CLI out with --agents", err)
+		return fmt.Errorf("%w\n%s changed nothing: fix the file(s) above (or move them aside), or leave that CLI out with --agents", err, verb)
 	}
-	fmt.Fprintf(out, "hm init: %s (%s)\n", w.root, strings.Join(agents, ", "))
+	fmt.Fprintf(out, "%s: %s (%s)\n", verb, w.root, strings.Join(agents, ", "))
+	w.printSkipped(out)
 	gi := w.checkGitIgnore()
 	if opts.DryRun {
 		w.preview(files, gi, out)
@@ -347,7 +355,7 @@ func (w *wiring) report(files []*file, gi gitIgnore, out io.Writer) {
 	for _, h := range hints {
 		fmt.Fprintln(out, "next: "+h)
 	}
-	fmt.Fprintln(out, "undo: hm init --undo")
+	fmt.Fprintln(out, "undo: "+w.verb()+" --undo")
 }
 
 // manifest is .squidrun/init.json: what hm init created and last wrote,
@@ -398,4 +406,19 @@ func digest(b []byte) string {
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
+}
+
+// printSkipped names what this run leaves out.
+func (w *wiring) printSkipped(out io.Writer) {
+	for _, s := range w.skipped {
+		fmt.Fprintf(out, "%-9s %s\n", "skipped", s)
+	}
+}
+
+// verb is the command this run is, as the person typed it.
+func (w *wiring) verb() string {
+	if w.scope == ScopeLocal {
+		return "hm init --local"
+	}
+	return "hm init"
 }

@@ -15,10 +15,29 @@ type target struct {
 	rel   string // slash-separated, relative to the root
 	apply func(name string, data []byte) ([]byte, string, error)
 	hint  string
+	// gitDir: the file is in .git/, and written only when .git is a
+	// directory of the root's own (gitDirProblem).
+	gitDir bool
 }
 
-// targets lists what hm init does for agent.
-func targets(agent string) []target {
+// Scope is where hm init writes: the files a repository commits, shared by
+// everyone who clones it, or the per-user files beside them (hm init
+// --local) that git does not track.
+type Scope int
+
+const (
+	ScopeProject Scope = iota
+	ScopeLocal
+)
+
+// Scopes lists every scope, for what must know all of hm init's files.
+var Scopes = []Scope{ScopeProject, ScopeLocal}
+
+// targets lists what hm init does for agent in scope.
+func targets(agent string, scope Scope) []target {
+	if scope == ScopeLocal {
+		return localTargets(agent)
+	}
 	mcp := func(key string) func(*jsonDoc) (string, error) {
 		return func(d *jsonDoc) (string, error) {
 			changed, err := d.setMCPServer(key)
@@ -28,17 +47,7 @@ func targets(agent string) []target {
 			return "MCP server hm (hm mcp)", err
 		}
 	}
-	hooks := func(d *jsonDoc) (string, error) {
-		added, removed, err := d.setHooks(Hooks(agent))
-		var notes []string
-		if len(added) > 0 {
-			notes = append(notes, "hooks "+strings.Join(added, ", "))
-		}
-		if removed > 0 {
-			notes = append(notes, fmt.Sprintf("removed %d `hm receipt` hook(s)", removed))
-		}
-		return strings.Join(notes, "; "), err
-	}
+	hooks := hooksEdit(agent)
 	codexMCP := func(name string, data []byte) ([]byte, string, error) {
 		out, changed, err := setCodexMCP(name, data)
 		if !changed {
@@ -49,23 +58,82 @@ func targets(agent string) []target {
 	switch agent {
 	case "claude":
 		return []target{
-			{".mcp.json", jsonEdit(mcp("mcpServers")), "Claude Code asks once to approve the project's MCP server hm (.mcp.json)."},
-			{".claude/settings.json", jsonEdit(hooks), "Claude Code reads hooks at start: restart running sessions (/hooks shows them)."},
-			{"CLAUDE.md", instructions, ""},
+			{rel: ".mcp.json", apply: jsonEdit(mcp("mcpServers")), hint: "Claude Code asks once to approve the project's MCP server hm (.mcp.json)."},
+			{rel: ".claude/settings.json", apply: jsonEdit(hooks), hint: "Claude Code reads hooks at start: restart running sessions (/hooks shows them)."},
+			{rel: "CLAUDE.md", apply: instructions},
 		}
 	case "codex":
 		return []target{
-			{".codex/config.toml", codexMCP, "Codex reads a project's .codex/config.toml only once you trust the project."},
-			{".codex/hooks.json", jsonEdit(hooks), "Codex asks you to review and trust the new hooks once (/hooks) before they run."},
-			{"AGENTS.md", instructions, ""},
+			{rel: ".codex/config.toml", apply: codexMCP, hint: "Codex reads a project's .codex/config.toml only once you trust the project."},
+			{rel: ".codex/hooks.json", apply: jsonEdit(hooks), hint: "Codex asks you to review and trust the new hooks once (/hooks) before they run."},
+			{rel: "AGENTS.md", apply: instructions},
 		}
 	case "gemini":
 		return []target{
-			{".gemini/settings.json", jsonEdit(mcp("mcpServers"), hooks), "Gemini CLI warns once before it runs new project hooks (/hooks panel lists them)."},
-			{"GEMINI.md", instructions, ""},
+			{rel: ".gemini/settings.json", apply: jsonEdit(mcp("mcpServers"), hooks), hint: "Gemini CLI warns once before it runs new project hooks (/hooks panel lists them)."},
+			{rel: "GEMINI.md", apply: instructions},
 		}
 	}
 	return nil
+}
+
+// Per-user files (hm init --local). Claude Code reads .claude/settings.local.json
+// over .claude/settings.json and CLAUDE.local.md beside CLAUDE.md; it keeps
+// settings.local.json out of git only when it writes the file itself, so hm
+// init lists both in .git/info/exclude, git's per-clone ignore file. Its
+// per-user MCP servers live in ~/.claude.json, outside the repository.
+// Codex (~/.codex/) and Gemini CLI (~/.gemini/settings.json) have no
+// per-user file inside a repository: their user files apply to every
+// project, so hm init --local leaves them to the person (localNone).
+const (
+	localSettingsRel = ".claude/settings.local.json"
+	localClaudeMDRel = "CLAUDE.local.md"
+	gitExcludeRel    = ".git/info/exclude"
+)
+
+func localTargets(agent string) []target {
+	if agent != "claude" {
+		return nil
+	}
+	return []target{
+		{rel: localSettingsRel, apply: jsonEdit(hooksEdit(agent)), hint: "Claude Code reads hooks at start: restart running sessions (/hooks shows them). " +
+			"hm's MCP server, per user, is kept in ~/.claude.json outside the repository: add it with `claude mcp add --scope local hm -- hm mcp`."},
+		{rel: localClaudeMDRel, apply: instructions},
+		{rel: gitExcludeRel, apply: gitExclude, gitDir: true},
+	}
+}
+
+// localNone says, for a CLI without a per-user file in the repository,
+// what hm init --local leaves to the person.
+var localNone = map[string]string{
+	"codex":  "Codex has no per-user file inside a repository (~/.codex/ applies to every project): wire it with `hm init --agents codex`, or add only the MCP server with `codex mcp add hm -- hm mcp`",
+	"gemini": "Gemini CLI has no per-user file inside a repository (~/.gemini/settings.json applies to every project): wire it with `hm init --agents gemini`, or add only the MCP server with `gemini mcp add --scope user hm hm mcp`",
+}
+
+// excludeBody is what hm init --local keeps in .git/info/exclude.
+const excludeBody = "# Written by hm init --local: per-user hm wiring, not for commits.\n/" + localSettingsRel + "\n/" + localClaudeMDRel + "\n"
+
+func gitExclude(_ string, data []byte) ([]byte, string, error) {
+	out := hashMarkers.setBlock(data, excludeBody)
+	if string(out) == string(data) {
+		return data, "", nil
+	}
+	return out, "git ignores " + localSettingsRel + " and " + localClaudeMDRel + " in this clone", nil
+}
+
+// hooksEdit sets hm's hooks for agent in a settings file.
+func hooksEdit(agent string) func(*jsonDoc) (string, error) {
+	return func(d *jsonDoc) (string, error) {
+		added, removed, err := d.setHooks(Hooks(agent))
+		var notes []string
+		if len(added) > 0 {
+			notes = append(notes, "hooks "+strings.Join(added, ", "))
+		}
+		if removed > 0 {
+			notes = append(notes, fmt.Sprintf("removed %d `hm receipt` hook(s)", removed))
+		}
+		return strings.Join(notes, "; "), err
+	}
 }
 
 // jsonEdit runs each edit on the file, parsed once (so that an error's line
@@ -94,7 +162,7 @@ func jsonEdit(edits ...func(*jsonDoc) (string, error)) func(string, []byte) ([]b
 }
 
 func instructions(_ string, data []byte) ([]byte, string, error) {
-	out := setBlock(data, InstructionsBody)
+	out := markdownMarkers.setBlock(data, InstructionsBody)
 	if string(out) == string(data) {
 		return data, "", nil
 	}
@@ -143,3 +211,50 @@ you owe).
 4. A background builder (builder-bg-N) reports to builder only.
 5. Before you stop, check your inbox once more.
 `
+
+// allTargets is every target of agent, in every scope.
+func allTargets(agent string) []target {
+	var all []target
+	for _, s := range Scopes {
+		all = append(all, targets(agent, s)...)
+	}
+	return all
+}
+
+// targets is what this run does for agent: its scope's targets, less a
+// file in .git/ when .git is not a directory of the root's own (its
+// reason goes to w.skipped).
+func (w *wiring) targets(agent string) []target {
+	var out []target
+	for _, t := range targets(agent, w.scope) {
+		if t.gitDir {
+			if why := w.gitDirProblem(); why != "" {
+				w.skipped = append(w.skipped, t.rel+": "+why)
+				continue
+			}
+		}
+		out = append(out, t)
+	}
+	if w.scope == ScopeLocal && localNone[agent] != "" {
+		w.skipped = append(w.skipped, agent+": "+localNone[agent])
+	}
+	return out
+}
+
+// gitDirProblem is why hm init does not write in .git/ ("" when it may):
+// not a git repository, or .git is a file (a worktree or a submodule,
+// whose git directory is elsewhere) or a link (hm init writes only inside
+// the root).
+func (w *wiring) gitDirProblem() string {
+	fi, err := w.walk(".git")
+	switch {
+	case err != nil:
+		return err.Error()
+	case fi == nil:
+		return "not a git repository, so nothing for git to ignore"
+	case !fi.IsDir():
+		return fmt.Sprintf(".git is %s, not a directory of this root (a worktree or submodule keeps its exclude file elsewhere, and hm init writes only inside the root): "+
+			"add /%s and /%s to the file `git rev-parse --git-path info/exclude` names", kind(fi), localSettingsRel, localClaudeMDRel)
+	}
+	return ""
+}

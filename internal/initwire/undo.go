@@ -33,11 +33,11 @@ type undoStep struct {
 // beside as <file>.hm.undo first, so undo never loses an edit. A backup
 // that is not hm init's own (readOwn) is refused, and then nothing is
 // undone.
-func (w *wiring) undo(agents []string, dryRun bool, out io.Writer) error {
-	fmt.Fprintf(out, "hm init --undo: %s (%s)\n", w.root, strings.Join(agents, ", "))
+func (w *wiring) undo(verb string, agents []string, dryRun bool, out io.Writer) error {
+	fmt.Fprintf(out, "%s: %s (%s)\n", verb, w.root, strings.Join(agents, ", "))
 	steps, err := w.planUndo(agents, out)
 	if err != nil {
-		return fmt.Errorf("%w\nhm init --undo changed nothing: move aside (or fix) what is named above, then run it again", err)
+		return fmt.Errorf("%w\n%s changed nothing: move aside (or fix) what is named above, then run it again", err, verb)
 	}
 	if dryRun {
 		for _, s := range steps {
@@ -68,7 +68,7 @@ func (w *wiring) planUndo(agents []string, out io.Writer) ([]*undoStep, error) {
 	var steps []*undoStep
 	var errs []error
 	for _, a := range agents {
-		for _, t := range targets(a) {
+		for _, t := range w.targets(a) {
 			path, rel, err := w.resolve(t.rel)
 			if err != nil {
 				fmt.Fprintf(out, "skipped  %v\n", err) // hm init never wrote there
