@@ -178,7 +178,7 @@ const DefaultWaitingNotice = 5 * time.Minute
 
 // Aliases maps alternative target names to roles.
 var Aliases = map[string]string{
-	"arch": "architect", "lead": "architect", "director": "architect",
+	"arch": RoleArchitect, "lead": RoleArchitect, "director": RoleArchitect,
 	"devops": "builder", "orchestrator": "builder", "infra": "builder", "infrastructure": "builder",
 	"backend": "builder", "back": "builder", "worker-b": "builder", "implementer-b": "builder",
 	"analyst": "oracle", "ana": "oracle", "investigator": "oracle",
@@ -195,7 +195,7 @@ func DefaultShell() string {
 func defaultMembers() []Member {
 	sh := DefaultShell()
 	return []Member{
-		{Role: "architect", PaneID: "1", Header: "ARCH", Command: sh, Profile: "shell", Transport: TransportPTY},
+		{Role: RoleArchitect, PaneID: "1", Header: "ARCH", Command: sh, Profile: "shell", Transport: TransportPTY},
 		{Role: "builder", PaneID: "2", Header: "BUILDER", Command: sh, Profile: "shell", Transport: TransportPTY},
 		{Role: "oracle", PaneID: "3", Header: "ORACLE", Command: sh, Profile: "shell", Transport: TransportPTY},
 	}
@@ -412,6 +412,11 @@ func (t *Team) buildIndex() error {
 	}
 	return nil
 }
+
+// RoleArchitect leads every team: settings.json's panes are merged into
+// the default team (build), so no team is without one. The person's
+// Telegram messages and the startup briefing go to it (SPEC §11).
+const RoleArchitect = "architect"
 
 // Members returns the main (non-background) members in pane order.
 func (t *Team) Members() []Member { return append([]Member(nil), t.main...) }

@@ -231,3 +231,22 @@ func TestGroupTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryTeamHasArchitect: whatever settings.json lists, the team has
+// an architect, the target of the person's Telegram messages and of the
+// startup briefing (internal/hub relies on it).
+func TestEveryTeamHasArchitect(t *testing.T) {
+	for _, settings := range []string{
+		`{}`,
+		`{"panes":[{"role":"planner","command":"sh"},{"role":"coder","command":"sh"}]}`,
+		`{"panes":[{"role":"architect","transport":"ws"}]}`,
+	} {
+		team, err := Parse([]byte(settings))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tg, err := team.Resolve(RoleArchitect); err != nil || tg.Kind != TargetMember {
+			t.Errorf("%s: architect resolves to %+v, %v", settings, tg, err)
+		}
+	}
+}

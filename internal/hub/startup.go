@@ -33,7 +33,7 @@ func (h *Hub) startup(ctx context.Context) {
 				continue
 			}
 			var content string
-			if m.Role == "architect" {
+			if m.Role == roles.RoleArchitect {
 				content = report.ArchitectFirstMessage(briefing, now) + "\n\n" + h.Team.Brief(m.Role)
 			} else {
 				content = report.PaneFirstMessage(m.Role, now, ".squidrun/handoffs/session.md") + "\n\n" + h.Team.Brief(m.Role)

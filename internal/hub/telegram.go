@@ -17,10 +17,10 @@ import (
 )
 
 // telegramDeliver commits an inbound Telegram update and queues it for the
-// architect.
+// architect, whom every team has (roles.RoleArchitect).
 func (h *Hub) telegramDeliver(ctx context.Context, in telegram.Inbound, text string) error {
 	meta, _ := json.Marshal(map[string]any{"chatId": in.ChatID, "sender": in.Sender, "updateId": in.UpdateID})
-	_, err := h.Broker.Submit(ctx, broker.Submission{From: roles.RoleUser, Target: "architect", Content: text,
+	_, err := h.Broker.Submit(ctx, broker.Submission{From: roles.RoleUser, Target: roles.RoleArchitect, Content: text,
 		MessageID: msgid.TelegramIn(in.UpdateID), HubID: true, Channel: broker.ChannelTelegram, Direction: "inbound",
 		Metadata: meta, SentAt: in.Date})
 	if err != nil && proto.CodeOf(err) == status.CodeJournalUnavailable {
@@ -33,8 +33,8 @@ func (h *Hub) telegramDeliver(ctx context.Context, in telegram.Inbound, text str
 }
 
 // telegramRefused handles an update from an allowed chat that the hub
-// refuses (a header naming a role, nothing after a header, no architect in
-// the team): nothing is silently dropped. The update is recorded for the
+// refuses (a header naming a role, nothing after a header, any other
+// refusal of the broker's): nothing is silently dropped. The update is recorded for the
 // operator with the refusal's code, like one from a foreign chat (status
 // recorded: no role sees it), and the chat it came from is told why.
 func (h *Hub) telegramRefused(ctx context.Context, in telegram.Inbound, refusal error) {
@@ -48,7 +48,7 @@ func (h *Hub) telegramRefused(ctx context.Context, in telegram.Inbound, refusal 
 	if errors.As(refusal, &pe) {
 		reason = pe.Message
 	}
-	text := fmt.Sprintf("Not delivered to the architect (%s): %s", code, reason)
+	text := fmt.Sprintf("Not delivered to the %s (%s): %s", roles.RoleArchitect, code, reason)
 	if err := h.relay.Send(ctx, msgid.Failed(in.MessageID()), in.ChatID, roles.RoleSystem, text); err != nil {
 		h.log.Warn("tell the telegram chat of a refused update", "update", in.UpdateID, "err", err)
 	}
