@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"hm/internal/initwire"
+	"hm/roles"
 )
 
 const initSynopsis = "hm init [--root D] [--agents claude,codex,gemini] [--local] [--dry-run] [--undo]"
@@ -43,23 +42,9 @@ func runInit(_ context.Context, env Env, args []string) int {
 		fmt.Fprintln(env.Stderr, "hm init:", err)
 		return ExitFailed
 	}
-	if !*undo && !onPath(env.Getenv("PATH"), "hm") {
+	if !*undo && !roles.OnPath("hm", env.Getenv("PATH")) {
 		fmt.Fprintln(env.Stderr, "hm init: warning: hm is not on PATH, and the wired hooks and MCP entries run a bare `hm`:"+
 			" the agents will not find it. Put it there (make install, or export PATH=<dir of hm>:$PATH in the shell that starts the agents).")
 	}
 	return ExitOK
-}
-
-// onPath reports whether an executable file name is in one of path's
-// directories, as the agents' shells would look it up.
-func onPath(path, name string) bool {
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			continue
-		}
-		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return true
-		}
-	}
-	return false
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -527,9 +526,8 @@ func runDoctor(ctx context.Context, env Env, args []string) int {
 		if m.Transport != roles.TransportPTY {
 			continue
 		}
-		w := firstWord(m.Command)
-		if _, err := exec.LookPath(w); err != nil {
-			report(false, true, "command", fmt.Sprintf("%s: %q not found on PATH (the pane will show why and retry)", m.Role, w))
+		if why := roles.CommandProblem(m.Command, env.Getenv("PATH")); why != "" {
+			report(false, true, "command", fmt.Sprintf("%s: %s (the pane will show why and retry)", m.Role, why))
 		} else {
 			report(true, false, "command", fmt.Sprintf("%s: %s", m.Role, m.Command))
 		}
@@ -569,14 +567,4 @@ func runDoctor(ctx context.Context, env Env, args []string) int {
 		return ExitFailed
 	}
 	return ExitOK
-}
-
-func firstWord(command string) string {
-	for _, w := range strings.Fields(command) {
-		if strings.Contains(w, "=") {
-			continue
-		}
-		return w
-	}
-	return ""
 }

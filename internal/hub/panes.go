@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -284,26 +283,6 @@ func isBatchMarker(k string) bool {
 	return strings.HasPrefix(k, "CI_")
 }
 
-// commandProblem explains why a configured command will not run, or "".
-func commandProblem(command string) string {
-	for _, w := range strings.Fields(command) {
-		if strings.Contains(w, "=") && !strings.HasPrefix(w, "=") {
-			continue // VAR=value prefix
-		}
-		switch w {
-		case "exec", "command", "builtin", "nohup", "time":
-			continue // shell words that run the next one
-		case "while", "until", "for", "if", "case", "{", "(", "!":
-			return "" // a compound command: sh runs it, no program to look up
-		}
-		if _, err := exec.LookPath(w); err != nil {
-			return "command " + strconv.Quote(w) + " not found on PATH"
-		}
-		return ""
-	}
-	return "empty command"
-}
-
 func (h *Hub) paneSpec(m roles.Member, restart bool) agent.Spec {
 	return agent.Spec{
 		Role: m.Role, PaneID: m.PaneID, Header: m.Header, Command: h.launchCommand(m), Profile: m.Profile,
@@ -355,7 +334,7 @@ func (h *Hub) startPanes(ps *paneSet) {
 		if m.Transport != roles.TransportPTY {
 			continue
 		}
-		if why := commandProblem(m.Command); why != "" {
+		if why := roles.CommandProblem(m.Command, os.Getenv("PATH")); why != "" {
 			h.log.Warn("pane command will not start", "role", m.Role, "command", m.Command, "why", why)
 		}
 		role := m.Role
