@@ -90,6 +90,16 @@ func (m Message) Delivery() string {
 	return status.StageNone.Plain()
 }
 
+// ToVerify is what would take the message to "seen by the agent"
+// (status.Stage.ToVerify), "" once it is there or when it failed: the one
+// rule behind hm comms history's notes and hm status.
+func (m Message) ToVerify() string {
+	if m.Status == status.Failed {
+		return ""
+	}
+	return m.AckStatus.ToVerify()
+}
+
 // row returns a copy without the write-only extras.
 func (m Message) row() Message {
 	m.Signals, m.Obligation, m.Refs = nil, nil, nil

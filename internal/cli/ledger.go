@@ -70,7 +70,7 @@ func printRows(w io.Writer, rows []journal.Message) {
 			body = string(r[:79]) + "…"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", ts, strings.TrimPrefix(m.SessionID, roles.SessionPrefix), m.SenderRole, m.TargetRole, m.Seq, withCode(m), body)
-		if v := m.AckStatus.ToVerify(); v != "" && m.Status != status.Failed && !slices.Contains(notes, v) {
+		if v := m.ToVerify(); v != "" && !slices.Contains(notes, v) {
 			notes = append(notes, v)
 		}
 	}

@@ -272,7 +272,14 @@ func printObligations(w io.Writer, st hub.Status) {
 		if o.SessionID != "" && o.SessionID != st.Hub.SessionID {
 			from = " (from " + o.SessionID + ")"
 		}
-		fmt.Fprintf(w, "  %s owes %s an answer to %s, open %s%s\n", o.Owner, o.Requester, o.Ref, time.Since(time.UnixMilli(o.OpenedAtMs)).Round(time.Second), from)
+		delivery := ""
+		if o.Delivery != "" {
+			delivery = "; " + o.Ref + " is " + o.Delivery
+			if o.ToVerify != "" {
+				delivery += ", " + o.ToVerify
+			}
+		}
+		fmt.Fprintf(w, "  %s owes %s an answer to %s, open %s%s%s\n", o.Owner, o.Requester, o.Ref, time.Since(time.UnixMilli(o.OpenedAtMs)).Round(time.Second), from, delivery)
 	}
 }
 

@@ -2,13 +2,17 @@ package hub_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/hub"
+	"hm/internal/poll"
+	"hm/internal/status"
 )
 
 // TestObligationsAgreeAcrossRestarts: hm status (the hub's snapshot, which
@@ -62,5 +66,34 @@ func TestObligationsAgreeAcrossRestarts(t *testing.T) {
 		// session lines.
 		send(t, th.as("architect", false), proto.Frame{Target: "oracle", Content: "plain note"})
 		th.stop()
+	}
+}
+
+// TestStatusObligationDelivery: each open obligation hm status lists
+// carries how far its [ACK REQUIRED] message got: the protocol's stage
+// name (as --json shows it) and the plain words with what would make it
+// "seen by the agent" (journal.Message.Delivery and ToVerify).
+func TestStatusObligationDelivery(t *testing.T) {
+	t.Parallel()
+	th := startHubAt(t, t.TempDir(), hubConfig{opts: func(o *hub.Options) { o.NoPanes = true }})
+	th.as("builder", true) // a listener: the message reaches it over the socket
+	send(t, th.as("architect", false), proto.Frame{Target: "builder", Content: "[ACK REQUIRED] review the parser", MessageID: "ask-1"})
+	want := hub.ObligationStatus{Stage: status.DeliveredWebSocket, Delivery: "received by its listener",
+		ToVerify: "seen by the agent once the listener acknowledges it"}
+	poll.For(t, 20*time.Second, func() error {
+		obs := th.h.Snapshot(ctxT(t)).Obligations
+		if len(obs) != 1 {
+			return fmt.Errorf("status lists %d obligations, want 1", len(obs))
+		}
+		got := obs[0]
+		return poll.Want(got.MessageID == "ask-1" && got.Stage == want.Stage && got.Delivery == want.Delivery && got.ToVerify == want.ToVerify,
+			"obligation %+v, want stage %q, delivery %q, toVerify %q", got, want.Stage, want.Delivery, want.ToVerify)
+	})
+	data, err := json.Marshal(th.h.Snapshot(ctxT(t)).Obligations[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"stage":"delivered.websocket"`) || !strings.Contains(string(data), `"messageId":"ask-1"`) {
+		t.Errorf("--json obligation %s: want the protocol's stage name beside the view's fields", data)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"hm/broker/proto"
 	"hm/broker/telegram"
 	"hm/internal/notify"
+	"hm/internal/status"
 	"hm/journal/report"
 )
 
@@ -95,8 +96,8 @@ type Status struct {
 	// session's and the previous session's (report.OpenObligations, the
 	// rule the cockpit and the briefing share), at most
 	// report.ObligationListLimit; ObligationsMore says there are more.
-	Obligations     []proto.ObligationView `json:"obligations"`
-	ObligationsMore bool                   `json:"obligationsMore,omitempty"`
+	Obligations     []ObligationStatus `json:"obligations"`
+	ObligationsMore bool               `json:"obligationsMore,omitempty"`
 	// Notifications are the latest events told to the person, oldest
 	// first (internal/notify; the cockpit's unread count and browser
 	// notifications).
@@ -104,6 +105,18 @@ type Status struct {
 	// Federation is set when the hub is federated (hm up --nats): its NATS
 	// identity and the panes other hubs host.
 	Federation *FederationStatus `json:"federation,omitempty"`
+}
+
+// ObligationStatus is an open obligation in Status with how far its
+// [ACK REQUIRED] message got: Stage is the protocol's stage name (as
+// --json shows it), Delivery the plain words (journal.Message.Delivery)
+// and ToVerify what would take it to "seen by the agent" (""
+// once there); all empty when its row cannot be read.
+type ObligationStatus struct {
+	proto.ObligationView
+	Stage    status.Stage `json:"stage,omitempty"`
+	Delivery string       `json:"delivery,omitempty"`
+	ToVerify string       `json:"toVerify,omitempty"`
 }
 
 // StuckStatus is a message stuck at a pane, in Status.
@@ -170,7 +183,7 @@ func (h *Hub) Snapshot(ctx context.Context) Status {
 	if h.watcher != nil {
 		s.Triggers = h.watcher.Stats()
 	}
-	s.Stuck, s.Obligations = []StuckStatus{}, []proto.ObligationView{}
+	s.Stuck, s.Obligations = []StuckStatus{}, []ObligationStatus{}
 	if h.Ledger != nil {
 		s.Ledger = LedgerStatus{Path: h.Ledger.Path(), OK: true}
 		if err := h.Ledger.Health(); err != nil {
@@ -206,13 +219,21 @@ func (h *Hub) stuck(ctx context.Context) ([]StuckStatus, bool) {
 
 // obligations lists the open obligations; a ledger that cannot be read
 // gives none (Ledger.Error says why when it is broken).
-func (h *Hub) obligations(ctx context.Context) ([]proto.ObligationView, bool) {
+func (h *Hub) obligations(ctx context.Context) ([]ObligationStatus, bool) {
 	obs, more, err := h.Broker.OpenObligations(ctx, "")
 	if err != nil {
 		h.log.Warn("status: read open obligations", "err", err)
-		return []proto.ObligationView{}, false
+		return []ObligationStatus{}, false
 	}
-	return obs, more
+	out := make([]ObligationStatus, 0, len(obs))
+	for _, o := range obs {
+		v := ObligationStatus{ObligationView: o}
+		if m, err := h.Ledger.Get(ctx, o.MessageID); err == nil {
+			v.Stage, v.Delivery, v.ToVerify = m.AckStatus, m.Delivery(), m.ToVerify()
+		}
+		out = append(out, v)
+	}
+	return out, more
 }
 
 func telegramFrom(st telegram.Status) telegramStatus {
