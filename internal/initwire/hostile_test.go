@@ -182,11 +182,7 @@ var hostileCases = []struct {
 func TestHostileRepositories(t *testing.T) {
 	for _, c := range hostileCases {
 		t.Run(c.name, func(t *testing.T) {
-			base := t.TempDir()
-			root, outside := filepath.Join(base, "repo"), filepath.Join(base, "outside")
-			mkdir(t, root)
-			mkdir(t, filepath.Join(outside, "emptydir"))
-			write(t, outside, "secret", secret)
+			root, outside := repoBeside(t)
 			c.clone(t, root, outside)
 			outsideBefore := snapshot(t, outside)
 
@@ -237,6 +233,19 @@ func TestByteOrderMarkKept(t *testing.T) {
 	if got := read(t, root, ".mcp.json"); got != orig {
 		t.Errorf(".mcp.json after undo: %q", got)
 	}
+}
+
+// repoBeside makes an empty repository root and, beside it, a directory
+// outside it holding the file "secret" and the empty directory
+// "emptydir".
+func repoBeside(t *testing.T) (root, outside string) {
+	t.Helper()
+	base := t.TempDir()
+	root, outside = filepath.Join(base, "repo"), filepath.Join(base, "outside")
+	mkdir(t, root)
+	mkdir(t, filepath.Join(outside, "emptydir"))
+	write(t, outside, "secret", secret)
+	return root, outside
 }
 
 func withManifest(text string) func(*testing.T, string, string) {

@@ -122,10 +122,7 @@ func TestLocalGitDir(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			base := t.TempDir()
-			root, outside := filepath.Join(base, "repo"), filepath.Join(base, "outside")
-			mkdir(t, root)
-			mkdir(t, filepath.Join(outside, "info"))
+			root, outside := repoBeside(t)
 			tc.clone(t, root, outside)
 			outsideBefore := snapshot(t, outside)
 			out := mustRun(t, root, Options{Agents: []string{"claude"}, Local: true}, false)
