@@ -15,6 +15,7 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/paneevents"
+	"hm/internal/periodic"
 	"hm/journal"
 	"hm/roles"
 )
@@ -195,6 +196,10 @@ type Broker struct {
 	closed    bool
 	// wakers are the claims waiting for a message (wake.go).
 	wakers claimWaiters
+	// remindKick wakes RunReminders: an [ACK REQUIRED] message committed.
+	remindKick periodic.Kick
+	// remindRounds counts the looks at the open obligations (tests).
+	remindRounds atomic.Int64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -247,17 +252,18 @@ func New(cfg Config, deps Deps) *Broker {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Broker{
-		cfg:       cfg,
-		deps:      deps,
-		log:       cfg.Logger,
-		team:      cfg.Team,
-		seqs:      newSequencer(),
-		conns:     map[int64]*conn{},
-		listeners: map[string]map[int64]*conn{},
-		lastSeen:  map[string]time.Time{},
-		waiters:   map[string][]chan struct{}{},
-		ctx:       ctx,
-		cancel:    cancel,
+		cfg:        cfg,
+		deps:       deps,
+		log:        cfg.Logger,
+		team:       cfg.Team,
+		seqs:       newSequencer(),
+		remindKick: periodic.NewKick(),
+		conns:      map[int64]*conn{},
+		listeners:  map[string]map[int64]*conn{},
+		lastSeen:   map[string]time.Time{},
+		waiters:    map[string][]chan struct{}{},
+		ctx:        ctx,
+		cancel:     cancel,
 		agents: NewBudget("agents", cfg.MaxConns,
 			"close idle clients and retry"),
 		unregistered: NewBudget("connections without a token", cfg.MaxUnregistered,

@@ -19,3 +19,7 @@ func (b *Broker) DeliveredSetSizes() []int {
 	}
 	return out
 }
+
+// RemindRounds is how often the reminder loop looked at the open
+// obligations.
+func (b *Broker) RemindRounds() int64 { return b.remindRounds.Load() }

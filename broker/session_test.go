@@ -221,3 +221,42 @@ func TestRecoverExpiresLifecycleNotices(t *testing.T) {
 		})
 	}
 }
+
+// TestRemindersArmedByObligations: the reminder loop runs no timer while no
+// obligation is open (one look at start, then none however short its
+// period), and an [ACK REQUIRED] message arms it: the reminder comes once
+// ReminderAfter passed, and the loop is idle again after it.
+func TestRemindersArmedByObligations(t *testing.T) {
+	t.Parallel()
+	const after = 300 * time.Millisecond
+	h := newHarness(t, func(c *broker.Config, _ *broker.Deps) { c.ReminderAfter = after })
+	builder := h.as("builder", true)
+	arch := h.as("architect", false)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.b.RunReminders(ctx, 5*time.Millisecond) }()
+	defer func() { cancel(); <-done }()
+
+	idle := func(phase string) {
+		t.Helper()
+		poll.For(t, 15*time.Second, func() error {
+			n := h.b.RemindRounds()
+			return poll.Want(n >= 1, "%s: the loop's first look, have %d", phase, n)
+		})
+		before := h.b.RemindRounds()
+		time.Sleep(200 * time.Millisecond) // 40 periods
+		if n := h.b.RemindRounds(); n != before {
+			t.Fatalf("%s: %d looks at the obligations while none waits for a reminder", phase, n-before)
+		}
+	}
+	idle("no obligation")
+	if ack := send(t, arch, proto.Frame{Type: "send", Target: "builder", Content: "[ACK REQUIRED] review the parser", MessageID: "ob-armed"}); !ack.OK {
+		t.Fatal(ack)
+	}
+	nextOf(t, builder, "message")
+	m := decode[proto.Message](t, nextOf(t, builder, "message"))
+	if m.From != "system" || !strings.Contains(m.Content, "Reminder") || !strings.Contains(m.Content, "ARCH #1") {
+		t.Fatalf("reminder = %+v", m)
+	}
+	idle("reminded")
+}

@@ -109,6 +109,9 @@ type queuedSubmit struct {
 	st     *senderSeq
 	d      seqDecision
 	body   string
+	// obliges: the message opens an [ACK REQUIRED] obligation, which
+	// RunReminders is told of once it commits.
+	obliges bool
 	// wake is set by route while the sender waits for a definitive stage
 	// (waitMs); awaitDefinitive ends the wait.
 	wake chan struct{}
@@ -273,7 +276,7 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 		return refuse(status.CodeJournalUnavailable, "ledger cannot commit: %v", err)
 	}
 	st.commit(d, body, s.MessageID)
-	p.wait, p.st, p.d, p.body = wait, st, d, body
+	p.wait, p.st, p.d, p.body, p.obliges = wait, st, d, body, m.Obligation != nil
 	p.ack.Seq = d.Seq
 	return nil
 }
@@ -344,6 +347,9 @@ func (b *Broker) finish(ctx context.Context, p *queuedSubmit) (proto.Ack, error)
 	ack.OK, ack.Accepted = true, true
 	ack.SetStage(status.AcceptedUnverified)
 	ack = p.rt.withTargets(ack, committed)
+	if p.obliges {
+		b.remindKick.Kick()
+	}
 	// A sender that waits for a definitive stage is registered before the
 	// message is dispatched, so no wake-up is missed; the wait itself is
 	// the caller's (awaitDefinitive), so that a connection's later sends
