@@ -42,11 +42,11 @@ func (k Kick) Kick() {
 // Armed calls fn each time kick fires, and again after the delay fn
 // returns, until ctx ends. fn returning 0 (or less) disarms the loop: it
 // then waits for the next kick with no timer running. Calls are at least
-// gap apart: kicks in between are folded into the next call, which comes
-// once gap has passed since the last. Nothing runs before the first kick
-// (the caller kicks first for a call at start).
+// gap apart, the loop's start counting as one: kicks in between are folded
+// into the next call, which comes once gap has passed since the last.
+// Nothing runs before the first kick.
 func Armed(ctx context.Context, kick <-chan struct{}, gap time.Duration, fn func() time.Duration) {
-	var last time.Time
+	last := time.Now()
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	defer t.Stop()
@@ -58,7 +58,7 @@ func Armed(ctx context.Context, kick <-chan struct{}, gap time.Duration, fn func
 		case <-kick:
 		case <-due:
 		}
-		if wait := gap - time.Since(last); !last.IsZero() && wait > 0 {
+		if wait := gap - time.Since(last); wait > 0 {
 			t.Reset(wait)
 			select {
 			case <-ctx.Done():
