@@ -21,7 +21,7 @@ import (
 func (h *Hub) startComponents(ctx context.Context, deps *broker.Deps) error {
 	if !h.opts.NoPanes {
 		h.recoverEntered(ctx)
-		h.panes = newPaneSet(h.log.With("component", "panes"), h.Team)
+		h.panes = newPaneSet(h.log.With("component", "panes"), h.Team, h.act)
 		h.slots = h.newSlots() // before the owner's pane, whose exit ends them
 		h.startPanes(h.panes)
 		deps.Panes = h.panes
@@ -182,15 +182,32 @@ func (h *Hub) runLoops(ctx context.Context, wg *sync.WaitGroup) {
 			h.watchWaiting(ctx, after)
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		h.act.followLedger(ctx, h.Ledger)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		h.runHandoff(ctx)
+	}()
+}
+
+// runHandoff rewrites the handoff after the ledger commits, at most every
+// HandoffEvery (30 s): while nothing commits it sleeps (#36).
+func (h *Hub) runHandoff(ctx context.Context) {
 	every := h.opts.HandoffEvery
 	if every <= 0 {
 		every = 30 * time.Second
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		periodic.Run(ctx, every, func() { _, _ = h.writeHandoff(ctx) })
-	}()
+	commits, unlisten := h.act.commits.Listen()
+	defer unlisten()
+	periodic.Armed(ctx, commits, every, func() time.Duration {
+		h.act.looks.handoff.Add(1)
+		_, _ = h.writeHandoff(ctx)
+		return 0
+	})
 }
 
 // stopComponents stops components in reverse order.

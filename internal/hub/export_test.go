@@ -10,3 +10,9 @@ func (h *Hub) FedPresence() []federation.RoleState {
 	}
 	return h.fed.presence()
 }
+
+// Looks is how often the handoff writer, the waiting watch and the status
+// line looked (tests only).
+func (h *Hub) Looks() (handoff, waiting, terminal int64) {
+	return h.act.looks.handoff.Load(), h.act.looks.waiting.Load(), h.act.looks.terminal.Load()
+}

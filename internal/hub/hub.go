@@ -124,6 +124,7 @@ type Hub struct {
 	notifier   *notify.Notifier
 
 	launch launchFiles // the Claude launch files (launchwire), written once
+	act    *activity   // what wakes the watchers (activity.go)
 }
 
 // component is an optional part of the hub with its own lifecycle.
@@ -146,6 +147,8 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	act := &activity{}
+	opts.Logger = slog.New(ringOnWarn{Handler: opts.Logger.Handler(), bell: &act.changed})
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
 	}
@@ -207,7 +210,7 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 		return fail(err)
 	}
 	h := &Hub{
-		opts: opts, log: opts.Logger, lock: lock, Layout: lay, Team: team, Session: st.Session,
+		opts: opts, log: opts.Logger, act: act, lock: lock, Layout: lay, Team: team, Session: st.Session,
 		Ledger: ledger, Tokens: broker.NewTokens(tok), Port: ln.Addr().(*net.TCPAddr).Port, Started: time.Now(),
 	}
 	deps := broker.Deps{Ledger: ledger}

@@ -35,9 +35,12 @@ func (h *Hub) waitingNotice() time.Duration {
 // spellsKey keeps the waiting spells from one hub to the next.
 const spellsKey = "notify/waiting-spells"
 
-// watchWaiting looks at the panes every so often until ctx ends and posts
-// each spell longer than after; the open spells are kept for the next hub
-// when it returns.
+// watchWaiting looks at the panes until ctx ends and posts each spell
+// longer than after; the open spells are kept for the next hub when it
+// returns. It looks at start, when a pane changes (its output, a hook's
+// report: activity.changed), at most every after/5 (5 s at most), and on
+// that clock only while a spell needs it (notify.Waiting.Due): with no
+// pane waiting for a person it sleeps (#36).
 func (h *Hub) watchWaiting(ctx context.Context, after time.Duration) {
 	w := &notify.Waiting{After: after, Settle: h.opts.WaitingSettle}
 	if saved, ok, err := h.Ledger.KVGet(ctx, spellsKey); err != nil {
@@ -48,10 +51,18 @@ func (h *Hub) watchWaiting(ctx context.Context, after time.Duration) {
 		}
 	}
 	every := min(max(after/5, 10*time.Millisecond), 5*time.Second)
-	periodic.Run(ctx, every, func() {
+	changed, unlisten := h.act.changed.Listen()
+	defer unlisten()
+	changed.Kick()
+	periodic.Armed(ctx, changed, every, func() time.Duration {
+		h.act.looks.waiting.Add(1)
 		for _, ev := range w.Observe(time.Now(), h.paneStates()) {
 			h.notifier.Post(ev)
 		}
+		if w.Due() {
+			return every
+		}
+		return 0
 	})
 	saveCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

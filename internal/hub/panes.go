@@ -29,8 +29,11 @@ type paneSet struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu    sync.RWMutex
-	panes map[string]*agent.Pane // role -> pane
+	act *activity // rung by the panes' output, hook reports and additions
+
+	mu       sync.RWMutex
+	panes    map[string]*agent.Pane // role -> pane
+	unfollow map[string]func()      // role -> ends act's following of its output
 
 	// killBeforeEnter and killAfterEnter, when positive, are faults for the
 	// e2e fault suite: the hub kills itself with SIGKILL right after the
@@ -47,9 +50,9 @@ const (
 	faultKillAfterEnter  = "HM_FAULT_KILL_AFTER_ENTER"
 )
 
-func newPaneSet(log *slog.Logger, team *roles.Team) *paneSet {
+func newPaneSet(log *slog.Logger, team *roles.Team, act *activity) *paneSet {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &paneSet{log: log, team: team, ctx: ctx, cancel: cancel, panes: map[string]*agent.Pane{}}
+	s := &paneSet{log: log, team: team, act: act, ctx: ctx, cancel: cancel, panes: map[string]*agent.Pane{}, unfollow: map[string]func(){}}
 	for _, f := range []struct {
 		name string
 		n    *atomic.Int64
@@ -146,6 +149,7 @@ func (s *paneSet) ReportState(role, state string) error {
 		return errNoPane(role)
 	}
 	p.ReportHookState(st)
+	s.act.changed.Ring()
 	return nil
 }
 
@@ -191,8 +195,12 @@ func (s *paneSet) get(role string) (*agent.Pane, bool) {
 }
 
 func (s *paneSet) add(role string, p *agent.Pane) {
+	unfollow := s.act.followPane(p)
 	s.mu.Lock()
-	s.panes[role] = p
+	if old := s.unfollow[role]; old != nil {
+		old()
+	}
+	s.panes[role], s.unfollow[role] = p, unfollow
 	s.mu.Unlock()
 }
 
@@ -200,7 +208,12 @@ func (s *paneSet) remove(role string) *agent.Pane {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.panes[role]
+	if unfollow := s.unfollow[role]; unfollow != nil {
+		unfollow()
+	}
 	delete(s.panes, role)
+	delete(s.unfollow, role)
+	s.act.changed.Ring()
 	return p
 }
 

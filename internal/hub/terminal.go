@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"hm/agent"
+	"hm/internal/periodic"
 	"hm/journal"
 )
 
@@ -56,26 +58,46 @@ func TerminalLine(st Status, last *journal.Message, warnings int) string {
 	return line
 }
 
-// WatchTerminal writes TerminalLine to w whenever it changes, checked
-// every interval, until ctx ends. warnings reports the warnings logged so
-// far.
+// WatchTerminal writes TerminalLine to w whenever it changes, until ctx
+// ends. warnings reports the warnings logged so far. It looks at start,
+// when something the line shows may have changed (a commit, a pane's
+// output or hook report, a warning: activity.changed), at most every
+// interval, and on that clock only while a pane may change state with
+// time alone (starting or busy) or has messages queued: an idle hub
+// runs no timer for it (#36).
 func (h *Hub) WatchTerminal(ctx context.Context, w io.Writer, interval time.Duration, warnings func() int) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
 	shown := ""
-	for {
+	look := func() time.Duration {
+		h.act.looks.terminal.Add(1)
 		var last *journal.Message
 		if rows, err := h.Ledger.History(ctx, journal.HistoryQuery{Last: 1, SessionID: h.SessionID()}); err == nil && len(rows) > 0 {
 			last = &rows[0]
 		}
-		if line := TerminalLine(h.Snapshot(ctx), last, warnings()); line != shown {
+		st := h.Snapshot(ctx)
+		if line := TerminalLine(st, last, warnings()); line != shown {
 			shown = line
 			fmt.Fprintf(w, "%s %s\n", time.Now().Format("15:04:05"), line)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+		if unsettled(st) {
+			return interval
+		}
+		return 0
+	}
+	changed, unlisten := h.act.changed.Listen()
+	defer unlisten()
+	if look() > 0 {
+		changed.Kick()
+	}
+	periodic.Armed(ctx, changed, interval, look)
+}
+
+// unsettled: a pane of st may change state with time alone (a quiet
+// period that ends, a turn that times out) or has messages queued.
+func unsettled(st Status) bool {
+	for _, p := range st.Panes {
+		if p.Queued > 0 || p.State == string(agent.StateStarting) || p.State == string(agent.StateBusy) {
+			return true
 		}
 	}
+	return false
 }

@@ -35,6 +35,7 @@ type Waiting struct {
 	// end (DefaultSettle when 0).
 	Settle time.Duration
 	spells map[string]*Spell
+	last   int64 // the last Observe's now (ms)
 }
 
 // DefaultSettle is Waiting.Settle's default.
@@ -61,6 +62,7 @@ func (w *Waiting) Observe(now time.Time, panes []PaneState) []Event {
 		settle = DefaultSettle
 	}
 	nowMs := now.UnixMilli()
+	w.last = nowMs
 	var out []Event
 	seen := map[string]bool{}
 	for _, p := range panes {
@@ -89,6 +91,19 @@ func (w *Waiting) Observe(now time.Time, panes []PaneState) []Event {
 		}
 	}
 	return out
+}
+
+// Due reports whether a spell needs another look as time passes: one not
+// told yet, or one whose pane was not seen waiting at the last look (it
+// ends once Settle passed). A told spell whose pane still waits needs none
+// until the pane changes.
+func (w *Waiting) Due() bool {
+	for _, sp := range w.spells {
+		if !sp.Told || sp.Seen < w.last {
+			return true
+		}
+	}
+	return false
 }
 
 // waitingEvent is the event of p's spell sp at now. Its key names the
