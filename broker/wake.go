@@ -17,8 +17,22 @@ import (
 
 // claimRecheck is how often a waiting claim looks again without being
 // woken: a safety net for a message that became claimable by a path that
-// does not wake it (the typing gave it back unstarted, …).
+// does not wake it (the typing gave it back unstarted, …). It runs only
+// while the role's pane has messages queued (mayTurnClaimable): a message
+// that arrives or is given back wakes the claim itself (#36).
 const claimRecheck = time.Second
+
+// mayTurnClaimable reports whether role's pane holds queued messages,
+// which may turn claimable with no wake-up. Panes that cannot say
+// (no PaneDescriber) are taken to hold some.
+func mayTurnClaimable(pc PaneClaimer, role string) bool {
+	d, ok := pc.(PaneDescriber)
+	if !ok {
+		return true
+	}
+	v, hosted := d.Describe(role)
+	return hosted && v.Queued > 0
+}
 
 // claimWaiters are the waiting claims, one per role.
 type claimWaiters struct {
@@ -111,8 +125,19 @@ func (c *conn) waitClaim(role, hook string, wait time.Duration, since time.Time,
 		defer ws.remove(role, w)
 		deadline := time.NewTimer(wait)
 		defer deadline.Stop()
-		recheck := time.NewTicker(claimRecheck)
-		defer recheck.Stop()
+		t := time.NewTimer(claimRecheck)
+		defer t.Stop()
+		var recheck <-chan time.Time
+		arm := func() {
+			recheck = nil
+			if mayTurnClaimable(pc, role) {
+				t.Reset(claimRecheck)
+				recheck = t.C
+			} else {
+				t.Stop()
+			}
+		}
+		arm()
 		for {
 			select {
 			case <-c.ctx.Done():
@@ -126,7 +151,7 @@ func (c *conn) waitClaim(role, hook string, wait time.Duration, since time.Time,
 				answer(res)
 				return
 			case <-w.wake:
-			case <-recheck.C:
+			case <-recheck:
 			}
 			if got := pc.Claim(role, max, midTurn); len(got) > 0 {
 				c.hold(role, hook, got)
@@ -134,6 +159,7 @@ func (c *conn) waitClaim(role, hook string, wait time.Duration, since time.Time,
 				answer(res)
 				return
 			}
+			arm()
 		}
 	}()
 }

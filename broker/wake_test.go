@@ -176,3 +176,58 @@ func TestClaimWaitEndsWithConnection(t *testing.T) {
 		return poll.Want(slices.Equal(messageIDs(r.Messages), []string{"m1"}), "claim after the waiting connection ended: %+v, want m1", r)
 	})
 }
+
+// describedPanes is queuePanes that says how many messages each pane has
+// queued (broker.PaneDescriber), as the hub's panes do.
+type describedPanes struct{ *queuePanes }
+
+func (p describedPanes) Describe(role string) (proto.PaneView, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return proto.PaneView{Role: role, Hosted: true, Queued: len(p.queue[role])}, true
+}
+
+// Deliver queues d as a message whose typing began: not claimable.
+func (p describedPanes) Deliver(role string, d broker.PaneDelivery) {
+	d.Claimable = false
+	p.queuePanes.Deliver(role, d)
+}
+
+// claims is how many claims the panes were asked for.
+func (p describedPanes) claims() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.midTurn)
+}
+
+// TestClaimWaitRecheck: a waiting claim looks again on a clock only while
+// the role's pane has messages queued (#36): with none it runs no timer;
+// a queued message that turns claimable without waking it (the typing
+// gave it back unstarted) is still taken by the recheck.
+func TestClaimWaitRecheck(t *testing.T) {
+	t.Parallel()
+	q := describedPanes{newQueuePanes()}
+	h := newHarness(t, func(_ *broker.Config, d *broker.Deps) { d.Panes = q }, func(c *broker.Config, _ *broker.Deps) { c.ClaimLease = time.Minute })
+	ch := waitingClaim(t, h.as("builder", false), "w1", time.Minute)
+	poll.For(t, 15*time.Second, func() error {
+		return poll.Want(q.claims() >= 1, "the waiting claim's first look, %d claims", q.claims())
+	})
+	before := q.claims()
+	time.Sleep(2500 * time.Millisecond) // two and a half rechecks
+	if n := q.claims() - before; n != 0 {
+		t.Fatalf("%d rechecks while the pane had nothing queued", n)
+	}
+	// Sent while its typing begins (not claimable: the claim looks, and
+	// the pane now holds it), then given back unstarted without a wake-up:
+	// only the recheck can see it.
+	send(t, h.as("architect", false), proto.Frame{Type: proto.TypeSend, Target: "builder", Content: "given back", MessageID: "m1"})
+	poll.For(t, 15*time.Second, func() error {
+		return poll.Want(q.claims() > before, "the message wakes the waiting claim, %d claims", q.claims())
+	})
+	q.mu.Lock()
+	q.queue["builder"][0].Claimable = true
+	q.mu.Unlock()
+	if r := answerOf(t, ch); !slices.Equal(messageIDs(r.Messages), []string{"m1"}) {
+		t.Fatalf("answer %+v, want m1", r)
+	}
+}
