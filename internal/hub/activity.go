@@ -25,10 +25,11 @@ type activity struct {
 	looks struct{ handoff, waiting, terminal atomic.Int64 }
 }
 
-// followLedger rings commits and changed for each event the ledger
-// commits, until ctx ends.
+// followLedger rings commits and changed when the ledger commits, until
+// ctx ends: once for all the events waiting, so that it keeps up with a
+// burst (a subscriber that falls behind makes the ledger drop and warn).
 func (a *activity) followLedger(ctx context.Context, l *journal.Ledger) {
-	events, cancel := l.Subscribe(256)
+	events, cancel := l.Subscribe(1024)
 	defer cancel()
 	for {
 		select {
@@ -38,9 +39,20 @@ func (a *activity) followLedger(ctx context.Context, l *journal.Ledger) {
 			if !ok {
 				return
 			}
-			a.commits.Ring()
-			a.changed.Ring()
 		}
+	drain:
+		for {
+			select {
+			case _, ok := <-events:
+				if !ok {
+					return
+				}
+			default:
+				break drain
+			}
+		}
+		a.commits.Ring()
+		a.changed.Ring()
 	}
 }
 
