@@ -148,6 +148,12 @@ func benches(quick bool) []bench {
 				vs: "tmux-idle-wakeups", vsLabel: "tmux"},
 			{issue: "#36", what: "idle hub with three shell panes: CPU seconds per minute", unit: "hub-cpu-s/min", goal: "≤ 0.01 s", ok: lt(0.0101)},
 		}},
+		// #36: the programs' first prompts, in the same run, are the floor.
+		{pkg: "./internal/e2e", name: "BenchmarkReadyAtStart", benchtime: "1x", count: 5, metrics: []metric{
+			{issue: "floor", what: "hm up (three shell panes): process start → the last program's first prompt", unit: "prompt-ms"},
+			{issue: "#36", what: "hm up (three shell panes): process start → every pane ready", unit: "ready-ms", goal: "reported"},
+			{issue: "#36", what: "hm up: every pane ready after its program's first prompt (the last of three)", unit: "ready-after-prompt-ms", goal: "≤ 300 ms", ok: lt(300.0001)},
+		}},
 		{pkg: "./internal/e2e", name: "BenchmarkBusyPanesRSS", benchtime: "1x", count: 3, metrics: []metric{
 			{issue: "#15", what: "hub with three busy panes (fake agents printing continuously, a message to each every 250 ms for 8 s), RSS", unit: "rss-MB", goal: "< 40 MB", ok: lt(40)},
 		}},
