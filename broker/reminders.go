@@ -16,8 +16,9 @@ import (
 
 // RunReminders sends one reminder for each [ACK REQUIRED] obligation left
 // open for ReminderAfter, until ctx ends. Its timer runs only while an
-// obligation of this session waits for its reminder: it looks at start
-// (for the obligations an earlier hub of the session left), when an
+// obligation of this session waits for its reminder: it looks once every
+// has passed after start (for the obligations an earlier hub of the
+// session left), when an
 // [ACK REQUIRED] message commits (remindKick), and then at the next
 // obligation's due time; calls are at least every apart. With none open
 // it sleeps (#36).
