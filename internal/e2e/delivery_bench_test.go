@@ -58,10 +58,6 @@ const deliverySpacing = 600 * time.Millisecond
 // `tmux send-keys … Enter` into a tmux pane running the same program, in
 // the same run (#36: hm p50 ≤ 2× tmux's).
 func BenchmarkDeliveryCanonical(b *testing.B) {
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		b.Fatalf("tmux is needed for the delivery floor: run `make deps` (%v)", err)
-	}
 	root := b.TempDir()
 	hmOut := filepath.Join(root, "builder.lines")
 	writeSettings(b, root, fmt.Sprintf(`{"panes":[
@@ -80,19 +76,10 @@ func BenchmarkDeliveryCanonical(b *testing.B) {
 		return t0
 	}
 
-	dir := b.TempDir()
-	sock, tmuxOut := filepath.Join(dir, "tmux.sock"), filepath.Join(dir, "pane.lines")
-	tmuxCmd := func(args ...string) *exec.Cmd {
-		cmd := exec.Command(tmux, append([]string{"-S", sock, "-f", "/dev/null"}, args...)...)
-		cmd.Env = append(os.Environ(), "SHELL=/bin/sh")
-		return cmd
-	}
-	if out, err := tmuxCmd("new-session", "-d", "-x", "120", "-y", "40", "sh", "-c", testutil.LineReaderCommand(tmuxOut)).CombinedOutput(); err != nil {
-		b.Fatalf("tmux new-session: %v: %s", err, out)
-	}
-	defer func() { _ = tmuxCmd("kill-server").Run() }()
+	tmuxOut := filepath.Join(b.TempDir(), "pane.lines")
+	tmux := testutil.StartTmux(b, "", 120, 40, testutil.LineReaderCommand(tmuxOut))
 	sendKeys := func(token string) time.Time {
-		cmd := tmuxCmd("send-keys", "-t", "0", token, "Enter")
+		cmd := tmux.Command("send-keys", "-t", "0", token, "Enter")
 		t0 := time.Now()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("tmux send-keys: %v: %s", err, out)

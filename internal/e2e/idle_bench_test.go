@@ -1,11 +1,6 @@
 package e2e
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -45,37 +40,17 @@ func reportIdle(b *testing.B, pid int, prefix string) {
 // a tmux server hosting three shells, in the same run (#36: ≤ 1 wakeup/s,
 // ≤ 0.01 CPU-s a minute).
 func BenchmarkIdle(b *testing.B) {
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		b.Fatalf("tmux is needed for the idle floor: run `make deps` (%v)", err)
-	}
 	for i := 0; i < b.N; i++ {
 		h := startHubB(b)
 		time.Sleep(idleSettle)
 		reportIdle(b, h.cmd.Process.Pid, "hub-")
 		h.kill()
 
-		sock := filepath.Join(b.TempDir(), "tmux.sock")
-		run := func(args ...string) {
-			cmd := exec.Command(tmux, append([]string{"-S", sock, "-f", "/dev/null"}, args...)...)
-			cmd.Env = append(os.Environ(), "SHELL=/bin/sh")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("tmux %v: %v: %s", args, err, out)
-			}
-		}
-		run("new-session", "-d", "-x", "120", "-y", "40", "/bin/sh")
-		run("split-window", "/bin/sh")
-		run("split-window", "/bin/sh")
-		out, err := exec.Command(tmux, "-S", sock, "display-message", "-p", "#{pid}").Output()
-		if err != nil {
-			b.Fatalf("tmux server pid: %v", err)
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
-		if err != nil {
-			b.Fatalf("tmux server pid %q: %v", out, err)
-		}
+		tmux := testutil.StartTmux(b, "", 120, 40, "/bin/sh")
+		tmux.Run("split-window", "/bin/sh")
+		tmux.Run("split-window", "/bin/sh")
 		time.Sleep(idleSettle)
-		reportIdle(b, pid, "tmux-")
-		run("kill-server")
+		reportIdle(b, tmux.PID(), "tmux-")
+		tmux.Kill()
 	}
 }
