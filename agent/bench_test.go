@@ -59,11 +59,10 @@ func BenchmarkCompose(b *testing.B) {
 	}
 }
 
-// BenchmarkEmulator measures the pane's virtual terminal: µs of emulator
-// work per KiB of pane output (goal < 20 µs/KiB), on a 120x40 screen fed
-// scrolling build output with colours and an Ink-style full redraw of a
-// spinner and input box, as agent CLIs print.
-func BenchmarkEmulator(b *testing.B) {
+// tuiOutput is pane output as agent CLIs print it: scrolling build output
+// with colours, then an Ink-style full redraw of a spinner and an input box,
+// 40 times, for a 120-column screen.
+func tuiOutput() []byte {
 	var sb strings.Builder
 	for i := range 200 {
 		fmt.Fprintf(&sb, "\x1b[32mok\x1b[0m  hm/agent/pkg%d\t0.%03ds  some build output ● ✓ 漢字\r\n", i, i)
@@ -79,7 +78,14 @@ func BenchmarkEmulator(b *testing.B) {
 		sb.WriteString("╰" + strings.Repeat("─", 100) + "╯\r\n")
 		sb.WriteString("  \x1b[2m? for shortcuts\x1b[22m\r\n")
 	}
-	out := []byte(sb.String())
+	return []byte(sb.String())
+}
+
+// BenchmarkEmulator measures the pane's virtual terminal: µs of emulator
+// work per KiB of pane output (goal < 20 µs/KiB), on a 120x40 screen fed
+// tuiOutput.
+func BenchmarkEmulator(b *testing.B) {
+	out := tuiOutput()
 	vt := vterm.New(DefaultCols, DefaultRows)
 	b.SetBytes(int64(len(out)))
 	for b.Loop() {

@@ -131,6 +131,12 @@ func benches(quick bool) []bench {
 		{pkg: "./agent", name: "BenchmarkEmulator", benchtime: n("200x", "20x"), count: 3, metrics: []metric{
 			{issue: "#15", what: "pane terminal emulator cost per KiB of program output (Claude-like redraws and build output)", unit: "us/KiB", goal: "< 20 µs/KiB", ok: lt(20)},
 		}},
+		// #36: a tmux server hosting the same programs is the floor, measured in the same run.
+		{pkg: "./agent", name: "BenchmarkHosting", benchtime: "1x", count: 3, metrics: []metric{
+			{issue: "floor", what: "tmux server hosting three programs printing TUI-like output (about 200 KiB/s each, 120x40 windows): CPU seconds per MiB of output", unit: "tmux-cpu-s/MiB", floor: "tmux-hosting"},
+			{issue: "#36", what: "hm hosting the same programs in three panes (pane log on): CPU seconds per MiB of output", unit: "hm-cpu-s/MiB",
+				goal: "≤ 0.8× tmux", ok: times("tmux-hosting", 0.8, false), vs: "tmux-hosting", vsLabel: "tmux"},
+		}},
 		{pkg: "./internal/e2e", name: "BenchmarkIdleHubRSS", benchtime: "1x", count: 3, metrics: []metric{
 			{issue: "#3", what: "idle hub with three panes, RSS", unit: "rss-MB", goal: "< 40 MB", ok: lt(40)},
 		}},
