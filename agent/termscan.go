@@ -1,6 +1,9 @@
 package agent
 
-import "strings"
+import (
+	"bytes"
+	"strings"
+)
 
 // scanner states.
 const (
@@ -28,12 +31,72 @@ type termScanner struct {
 	lastCR bool // the last line ended at a lone CR: a following LF is not another line
 }
 
-// Write feeds output bytes; it never fails.
+// Write feeds output bytes; it never fails. Without emit it does nothing:
+// lines are all it is for. Runs of bytes that step would only append or
+// pass over go at once (run); the others one by one (step).
 func (s *termScanner) Write(p []byte) (int, error) {
-	for _, c := range p {
-		s.step(c)
+	if s.emit == nil {
+		return len(p), nil
+	}
+	for i := 0; i < len(p); {
+		if n := s.run(p[i:]); n > 0 {
+			i += n
+			continue
+		}
+		s.step(p[i])
+		i++
 	}
 	return len(p), nil
+}
+
+// run consumes the longest prefix of p that leaves the state as it is:
+// printable text on the ground (appended to the line), a control
+// sequence's parameter and intermediate bytes, a string's body. It returns
+// how many bytes it took; 0 when step must take the next one.
+func (s *termScanner) run(p []byte) int {
+	n := 0
+	switch s.state {
+	case stGround:
+		for n < len(p) && p[n] >= 0x20 && p[n] != 0x7f {
+			n++
+		}
+		s.text(p[:n])
+	case stCSI:
+		for n < len(p) && p[n] >= 0x20 && p[n] <= 0x3f {
+			n++
+		}
+	case stString:
+		for n < len(p) && !s.stringEnd(p[n]) {
+			n++
+		}
+	}
+	return n
+}
+
+// stringEnd reports whether c, inside a string, is one step must see:
+// ESC (a possible ST), BEL ending an OSC, CAN or SUB cancelling it.
+func (s *termScanner) stringEnd(c byte) bool {
+	return c == 0x1b || c == 0x18 || c == 0x1a || c == 0x07 && s.oscString
+}
+
+// text appends printable bytes to the line, emitting it in pieces of
+// maxLineBytes.
+func (s *termScanner) text(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	s.lastCR = false
+	if s.emit == nil {
+		return
+	}
+	for len(b) > 0 {
+		k := min(len(b), maxLineBytes-len(s.line))
+		s.line = append(s.line, b[:k]...)
+		b = b[k:]
+		if len(s.line) >= maxLineBytes {
+			s.endLine(false)
+		}
+	}
 }
 
 // step consumes one byte.
@@ -116,13 +179,7 @@ func (s *termScanner) ground(c byte) {
 	case c < 0x20 || c == 0x7f:
 		s.control(c)
 	default:
-		s.lastCR = false
-		if s.emit != nil {
-			s.line = append(s.line, c)
-			if len(s.line) >= maxLineBytes {
-				s.endLine(false)
-			}
-		}
+		s.text([]byte{c})
 	}
 }
 
@@ -160,7 +217,7 @@ func (s *termScanner) finishCSI(f byte) {
 // endLine emits the current line. cr marks a line ended by a lone CR.
 func (s *termScanner) endLine(cr bool) {
 	if s.emit != nil {
-		s.emit(strings.ToValidUTF8(strings.TrimRight(string(s.line), " \t"), "\uFFFD"))
+		s.emit(strings.ToValidUTF8(string(bytes.TrimRight(s.line, " \t")), "\uFFFD"))
 	}
 	s.line = s.line[:0]
 	s.lastCR = cr

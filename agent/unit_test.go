@@ -266,6 +266,10 @@ func TestTermScannerLines(t *testing.T) {
 		{"done marker", "\x1b[2K\r__HM_BG_DONE__\r\n", []string{"", "__HM_BG_DONE__"}},
 		{"invalid utf8", "a\xffb\n", []string{"a\uFFFDb"}},
 		{"blank", "\n", []string{""}},
+		{"long line in pieces", strings.Repeat("x", maxLineBytes+3) + "\r\n", []string{strings.Repeat("x", maxLineBytes), "xxx"}},
+		{"csi parameters", "a\x1b[38;5;174mb\x1b[?2004hc\n", []string{"abc"}},
+		{"dcs ended by ST", "a\x1bP1;2q\x07x\x1b\\b\n", []string{"ab"}},
+		{"osc cancelled by CAN", "\x1b]0;t\x18shown\n", []string{"shown"}},
 	}
 	for _, tc := range tests {
 		var got []string
@@ -278,13 +282,22 @@ func TestTermScannerLines(t *testing.T) {
 }
 
 func FuzzTermScanner(f *testing.F) {
-	for _, s := range []string{"\x1b[?2004h", "a\r\nb", "\x1b]0;x\x07y\n", "\x1bP1;2q\x1b\\z\n", "\x1b[?1;2004l", "\x1b\x1b[?2004h"} {
+	for _, s := range []string{"\x1b[?2004h", "a\r\nb", "\x1b]0;x\x07y\n", "\x1bP1;2q\x1b\\z\n", "\x1b[?1;2004l", "\x1b\x1b[?2004h",
+		"plain text run \x1b[1;31mred\x1b[0m\tand more\r\n", "\x1b]0;a title\x1b\\x\n", "\x1bPq#0;2;0;0;0\x07still\x1b\\y\n"} {
 		f.Add([]byte(s), uint8(3))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, split uint8) {
-		var whole, parts []string
+		var whole, parts, bytewise []string
 		a := termScanner{emit: func(l string) { whole = append(whole, l) }}
 		a.Write(data)
+		// step, one byte at a time, is the definition Write's runs must keep.
+		ref := termScanner{emit: func(l string) { bytewise = append(bytewise, l) }}
+		for _, c := range data {
+			ref.step(c)
+		}
+		if fmt.Sprintf("%q", whole) != fmt.Sprintf("%q", bytewise) || a.state != ref.state || a.lastCR != ref.lastCR || !bytes.Equal(a.line, ref.line) {
+			t.Fatalf("Write differs from step byte by byte:\n%q\n%q", whole, bytewise)
+		}
 		b := termScanner{emit: func(l string) { parts = append(parts, l) }}
 		step := int(split)%7 + 1
 		for i := 0; i < len(data); i += step {
