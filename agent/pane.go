@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -101,10 +100,14 @@ type Spec struct {
 	// input it already has (the Enter the entered log recorded).
 	Keeper *Keeper
 	// LogPath, when set, receives all pane output (appended; directory
-	// created 0700, file 0600). LogMaxBytes rotates it to LogPath+".1"
+	// created 0700, file 0600), written in batches at most 50 ms behind
+	// the output (pane_log.go). LogMaxBytes rotates it to LogPath+".1"
 	// (default 32 MiB; negative = never).
 	LogPath     string
 	LogMaxBytes int64
+	// logDelay, set only by tests, replaces logDelay, the longest a
+	// byte of output waits before it is written to the pane log.
+	logDelay time.Duration
 	// PointerDir receives bodies that are not typed inline, as
 	// <PointerDir>/<messageId>.txt (0600).
 	PointerDir string
@@ -201,7 +204,7 @@ type Pane struct {
 	//	vtMu     vt, the virtual terminal
 	//	mu       the run and the fields listed under it
 	//	qmu      the queue and the fields listed under it
-	//	logMu    the pane log
+	//	logMu    the pane log (paneLog.mu)
 	//
 	// In practice: inputMu, then writeMu or vtMu (never both), then mu; qmu
 	// and logMu are taken with none of the others held. Two locks of the
@@ -273,12 +276,10 @@ type Pane struct {
 	// lastInterrupt is when hm last typed the interrupt keys (interruptGap).
 	lastInterrupt time.Time
 
-	// logMu guards the pane log, logFile and logSize; entered, the
-	// entered log, has a lock of its own.
-	logMu   sync.Mutex
-	logFile *os.File
+	// plog, the pane log, and entered, the entered log, have locks of
+	// their own (plog's is logMu in the order above).
+	plog    *paneLog
 	entered *enteredLog
-	logSize int64
 }
 
 // Start launches the pane's program and its delivery engine. A program that
@@ -324,7 +325,7 @@ func Start(ctx context.Context, spec Spec, logger *slog.Logger) (*Pane, error) {
 		qjump:       make(chan struct{}),
 	}
 	p.disp = newDispatcher(p.log)
-	p.openLog()
+	p.plog = openPaneLog(spec.LogPath, spec.LogMaxBytes, spec.logDelay, p.log)
 	if el, err := openEnteredLog(spec.EnteredLog); err != nil {
 		p.log.Warn("no entered log: a kill -9 right after an Enter may type that message again", "err", err)
 	} else {
@@ -347,7 +348,7 @@ func Start(ctx context.Context, spec Spec, logger *slog.Logger) (*Pane, error) {
 			delete(p.subs, s)
 		}
 		p.mu.Unlock()
-		p.closeLog()
+		p.plog.close()
 		if err := p.entered.close(); err != nil {
 			p.log.Warn("close entered log", "err", err)
 		}
@@ -390,6 +391,9 @@ func applyDefaults(s *Spec) {
 	}
 	if s.LogMaxBytes == 0 {
 		s.LogMaxBytes = DefaultLogMaxBytes
+	}
+	if s.logDelay <= 0 {
+		s.logDelay = logDelay
 	}
 	if s.PointerDir != "" {
 		if abs, err := filepath.Abs(s.PointerDir); err == nil {

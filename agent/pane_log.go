@@ -2,70 +2,161 @@ package agent
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 )
 
-// openLog opens the pane log, if configured; failures are logged, not fatal.
-func (p *Pane) openLog() {
-	if p.spec.LogPath == "" {
-		return
+// The pane log is written in batches, not once per chunk of output: a
+// batch goes to the file once logBatch bytes wait or logDelay after its
+// first byte, whichever comes first, and whatever waits goes when the
+// program exits and when the pane stops. A hub killed with -9 therefore
+// loses at most the last logDelay (and at most logBatch bytes) of each
+// pane's output from the pane log; messages are never only there (the
+// ledger has them).
+const (
+	logBatch = 64 << 10
+	logDelay = 50 * time.Millisecond
+)
+
+// paneLog is a pane's output log (Spec.LogPath), rotated to path+".1"
+// when it would pass max bytes (max ≤ 0: never), each batch written at
+// most delay after its first byte. A nil *paneLog logs nothing. It is safe
+// for concurrent use.
+type paneLog struct {
+	path  string
+	max   int64
+	delay time.Duration
+	log   *slog.Logger
+
+	mu    sync.Mutex
+	f     *os.File // nil once closed or disabled by an error
+	size  int64
+	buf   []byte      // output not written yet
+	timer *time.Timer // writes buf delay after its first byte
+	armed bool        // timer runs for buf's bytes
+}
+
+// openPaneLog opens the pane log at path, if any; failures are logged and
+// leave the pane without a log (nil).
+func openPaneLog(path string, max int64, delay time.Duration, log *slog.Logger) *paneLog {
+	if path == "" {
+		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(p.spec.LogPath), 0o700); err != nil {
-		p.log.Warn("pane log disabled", "err", fmt.Errorf("create log dir: %w", err))
-		return
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		log.Warn("pane log disabled", "err", fmt.Errorf("create log dir: %w", err))
+		return nil
 	}
-	f, err := os.OpenFile(p.spec.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		p.log.Warn("pane log disabled", "err", fmt.Errorf("open pane log: %w", err))
-		return
+		log.Warn("pane log disabled", "err", fmt.Errorf("open pane log: %w", err))
+		return nil
 	}
 	var size int64
 	if st, err := f.Stat(); err == nil {
 		size = st.Size()
 	}
-	p.logMu.Lock()
-	p.logFile, p.logSize = f, size
-	p.logMu.Unlock()
+	return &paneLog{path: path, max: max, delay: delay, log: log, f: f, size: size}
 }
 
-// appendLog appends output to the pane log, rotating it when too large.
-func (p *Pane) appendLog(b []byte) {
-	p.logMu.Lock()
-	defer p.logMu.Unlock()
-	if p.logFile == nil {
+// append adds output to the batch, writing the batch when it is full and
+// otherwise making sure it is written within delay.
+func (l *paneLog) append(b []byte) {
+	if l == nil {
 		return
 	}
-	if p.spec.LogMaxBytes > 0 && p.logSize+int64(len(b)) > p.spec.LogMaxBytes {
-		p.logFile.Close()
-		p.logFile = nil
-		if err := os.Rename(p.spec.LogPath, p.spec.LogPath+".1"); err != nil {
-			p.log.Warn("rotate pane log", "err", err)
-		}
-		f, err := os.OpenFile(p.spec.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_TRUNC, 0o600)
-		if err != nil {
-			p.log.Warn("pane log disabled", "err", fmt.Errorf("reopen pane log: %w", err))
-			return
-		}
-		p.logFile, p.logSize = f, 0
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return
 	}
-	n, err := p.logFile.Write(b)
-	p.logSize += int64(n)
-	if err != nil {
-		p.log.Warn("pane log disabled", "err", fmt.Errorf("write pane log: %w", err))
-		p.logFile.Close()
-		p.logFile = nil
+	l.buf = append(l.buf, b...)
+	switch {
+	case len(l.buf) >= logBatch:
+		l.flushLocked()
+	case !l.armed:
+		l.armed = true
+		if l.timer == nil {
+			l.timer = time.AfterFunc(l.delay, l.flush)
+		} else {
+			l.timer.Reset(l.delay)
+		}
 	}
 }
 
-// closeLog closes the pane log.
-func (p *Pane) closeLog() {
-	p.logMu.Lock()
-	defer p.logMu.Unlock()
-	if p.logFile != nil {
-		if err := p.logFile.Close(); err != nil {
-			p.log.Warn("close pane log", "err", err)
+// flush writes whatever waits.
+func (l *paneLog) flush() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.flushLocked()
+}
+
+// flushLocked writes the batch, in pieces of at most max bytes, rotating
+// the file before a piece that would make it pass max. The caller holds
+// mu.
+func (l *paneLog) flushLocked() {
+	if l.armed {
+		l.armed = false
+		l.timer.Stop() // a callback already running finds nothing to write
+	}
+	b := l.buf
+	l.buf = l.buf[:0]
+	for len(b) > 0 && l.f != nil {
+		n := len(b)
+		if l.max > 0 {
+			n = int(min(int64(n), l.max))
+			if l.size+int64(n) > l.max {
+				l.rotateLocked()
+				if l.f == nil {
+					return
+				}
+			}
 		}
-		p.logFile = nil
+		w, err := l.f.Write(b[:n])
+		l.size += int64(w)
+		if err != nil {
+			l.log.Warn("pane log disabled", "err", fmt.Errorf("write pane log: %w", err))
+			l.f.Close()
+			l.f = nil
+			return
+		}
+		b = b[n:]
+	}
+}
+
+// rotateLocked moves the log to path+".1" and starts a new one; on failure
+// the log is disabled (f nil). The caller holds mu.
+func (l *paneLog) rotateLocked() {
+	l.f.Close()
+	l.f = nil
+	if err := os.Rename(l.path, l.path+".1"); err != nil {
+		l.log.Warn("rotate pane log", "err", err)
+	}
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		l.log.Warn("pane log disabled", "err", fmt.Errorf("reopen pane log: %w", err))
+		return
+	}
+	l.f, l.size = f, 0
+}
+
+// close writes whatever waits and closes the log.
+func (l *paneLog) close() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.flushLocked()
+	if l.f != nil {
+		if err := l.f.Close(); err != nil {
+			l.log.Warn("close pane log", "err", err)
+		}
+		l.f = nil
 	}
 }

@@ -63,7 +63,7 @@ func (p *Pane) handleOutput(pr *proc, data []byte) {
 	p.fanout(chunk)
 	p.mu.Unlock()
 	p.vtMu.Unlock()
-	p.appendLog(chunk)
+	p.plog.append(chunk)
 	if len(replies) > 0 && answer {
 		select {
 		case pr.replies <- replies:
@@ -122,7 +122,7 @@ func (p *Pane) notice(msg string) {
 	p.fanout(b)
 	p.mu.Unlock()
 	p.vtMu.Unlock()
-	p.appendLog(b)
+	p.plog.append(b)
 }
 
 // subscribeScreen is subscribe whose first bytes are the current screen

@@ -135,6 +135,7 @@ func (p *Pane) runProc(pr *proc) time.Duration {
 	p.mu.Unlock()
 	p.log.Info("pane program ended", "pid", pr.pid, "code", code, "ran", ran.Round(time.Millisecond), "detail", msg)
 	p.notice("program " + msg)
+	p.plog.flush() // the run's last output is in the log before OnExit
 	p.postExit(code, pr.waitErr)
 	return ran
 }
