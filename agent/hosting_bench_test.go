@@ -172,15 +172,7 @@ func hostTmux(b *testing.B, w hostingWorkload) time.Duration {
 // log on. It is the place to profile what BenchmarkHosting counts.
 func BenchmarkPaneOutput(b *testing.B) {
 	const paneOutputPiece = 4 << 10
-	spec := Spec{Command: "exec sleep 3600", LogPath: filepath.Join(b.TempDir(), "pane.log")}
-	p := startPane(b, spec)
-	var pr *proc
-	poll.For(b, time.Minute, func() error {
-		p.mu.Lock()
-		pr = p.proc
-		p.mu.Unlock()
-		return poll.Want(pr != nil, "the program running")
-	})
+	p, pr := startSilentPane(b, filepath.Join(b.TempDir(), "pane.log"))
 	out := tuiOutput()
 	b.SetBytes(int64(len(out)))
 	b.ReportAllocs()
@@ -189,4 +181,20 @@ func BenchmarkPaneOutput(b *testing.B) {
 			p.handleOutput(pr, out[i:min(len(out), i+paneOutputPiece)])
 		}
 	}
+}
+
+// startSilentPane starts a pane whose program prints nothing (so that a
+// test or benchmark can hand its output handler output of its own) and
+// returns it with its run.
+func startSilentPane(t testing.TB, logPath string) (*Pane, *proc) {
+	t.Helper()
+	p := startPane(t, Spec{Command: "exec sleep 3600", LogPath: logPath})
+	var pr *proc
+	poll.For(t, time.Minute, func() error {
+		p.mu.Lock()
+		pr = p.proc
+		p.mu.Unlock()
+		return poll.Want(pr != nil, "the program running")
+	})
+	return p, pr
 }

@@ -33,13 +33,13 @@ func (p *Pane) readLoop(pr *proc) {
 // handleOutput records one chunk of program output: the virtual terminal
 // follows it, the raw bytes go to the replay buffer, the viewers and the
 // log, and the terminal's answers to queries go back to the program unless
-// a viewer that types is attached (its own terminal answers then).
+// a viewer that types is attached (its own terminal answers then). data is
+// the reader's buffer: only the viewers keep a chunk, and get a copy.
 func (p *Pane) handleOutput(pr *proc, data []byte) {
 	now := time.Now()
 	pr.scan.Write(data) // may queue OnLine calls
-	chunk := bytes.Clone(data)
 	p.vtMu.Lock()
-	p.vt.Write(chunk)
+	p.vt.Write(data)
 	replies := p.vt.Replies()
 	bracketed := p.vt.BracketedPaste()
 	var class Readiness
@@ -59,11 +59,13 @@ func (p *Pane) handleOutput(pr *proc, data []byte) {
 		p.outChanged = make(chan struct{})
 	}
 	answer := p.typists == 0
-	p.ring.Write(chunk)
-	p.fanout(chunk)
+	p.ring.Write(data)
+	if len(p.subs) > 0 {
+		p.fanout(bytes.Clone(data))
+	}
 	p.mu.Unlock()
 	p.vtMu.Unlock()
-	p.plog.append(chunk)
+	p.plog.append(data)
 	if len(replies) > 0 && answer {
 		select {
 		case pr.replies <- replies:
