@@ -12,7 +12,9 @@ import (
 // The pane log is written in batches, not once per chunk of output: a
 // batch goes to the file once logBatch bytes wait or logDelay after its
 // first byte, whichever comes first, and whatever waits goes when the
-// program exits and when the pane stops. A hub killed with -9 therefore
+// program exits and when the pane stops. While output streams, the batch
+// is written by the output that finds it half logDelay old, so the timer
+// that bounds the wait fires only when the output stops. A hub killed with -9 therefore
 // loses at most the last logDelay (and at most logBatch bytes) of each
 // pane's output from the pane log; messages are never only there (the
 // ledger has them).
@@ -35,6 +37,7 @@ type paneLog struct {
 	f     *os.File // nil once closed or disabled by an error
 	size  int64
 	buf   []byte      // output not written yet
+	first time.Time   // when buf's first byte came
 	timer *time.Timer // writes buf delay after its first byte
 	armed bool        // timer runs for buf's bytes
 }
@@ -61,9 +64,10 @@ func openPaneLog(path string, max int64, delay time.Duration, log *slog.Logger) 
 	return &paneLog{path: path, max: max, delay: delay, log: log, f: f, size: size}
 }
 
-// append adds output to the batch, writing the batch when it is full and
-// otherwise making sure it is written within delay.
-func (l *paneLog) append(b []byte) {
+// append adds output that came at now to the batch, writing the batch
+// when it is full or half delay old, and otherwise making sure it is
+// written within delay.
+func (l *paneLog) append(b []byte, now time.Time) {
 	if l == nil {
 		return
 	}
@@ -72,9 +76,12 @@ func (l *paneLog) append(b []byte) {
 	if l.f == nil {
 		return
 	}
+	if len(l.buf) == 0 {
+		l.first = now
+	}
 	l.buf = append(l.buf, b...)
 	switch {
-	case len(l.buf) >= logBatch:
+	case len(l.buf) >= logBatch || now.Sub(l.first) >= l.delay/2:
 		l.flushLocked()
 	case !l.armed:
 		l.armed = true

@@ -108,10 +108,11 @@ func TestPaneLogBatches(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "pane.log")
 			l := openPaneLog(path, tc.max, time.Hour, testLogger(t))
 			var all []byte
+			now := time.Now()
 			for i, n := range tc.chunks {
 				b := bytes.Repeat([]byte{byte('a' + i%26)}, n)
 				all = append(all, b...)
-				l.append(b)
+				l.append(b, now)
 			}
 			l.close()
 			cur, err := os.ReadFile(path)
@@ -129,5 +130,35 @@ func TestPaneLogBatches(t *testing.T) {
 				t.Errorf("the current file is empty")
 			}
 		})
+	}
+}
+
+// TestPaneLogStreamingOutputWrites checks that output finding the batch
+// half the delay old writes it, without the timer: while output streams
+// the batch is written by the reader.
+func TestPaneLogStreamingOutputWrites(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "pane.log")
+	l := openPaneLog(path, -1, time.Hour, testLogger(t))
+	defer l.close()
+	t0 := time.Now()
+	for _, step := range []struct {
+		at   time.Duration
+		text string
+		want string
+	}{
+		{0, "one ", ""},
+		{29 * time.Minute, "two ", ""},
+		{30 * time.Minute, "three ", "one two three "},
+		{31 * time.Minute, "four ", "one two three "},
+	} {
+		l.append([]byte(step.text), t0.Add(step.at))
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != step.want {
+			t.Errorf("after %q at +%v the log holds %q, want %q", step.text, step.at, got, step.want)
+		}
 	}
 }

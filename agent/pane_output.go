@@ -65,7 +65,7 @@ func (p *Pane) handleOutput(pr *proc, data []byte) {
 	}
 	p.mu.Unlock()
 	p.vtMu.Unlock()
-	p.plog.append(data)
+	p.plog.append(data, now)
 	if len(replies) > 0 && answer {
 		select {
 		case pr.replies <- replies:
@@ -124,7 +124,7 @@ func (p *Pane) notice(msg string) {
 	p.fanout(b)
 	p.mu.Unlock()
 	p.vtMu.Unlock()
-	p.plog.append(b)
+	p.plog.append(b, time.Now())
 }
 
 // subscribeScreen is subscribe whose first bytes are the current screen
