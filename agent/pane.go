@@ -100,13 +100,15 @@ type Spec struct {
 	// input it already has (the Enter the entered log recorded).
 	Keeper *Keeper
 	// LogPath, when set, receives all pane output (appended; directory
-	// created 0700, file 0600), written in batches at most 50 ms behind
-	// the output (pane_log.go). LogMaxBytes rotates it to LogPath+".1"
-	// (default 32 MiB; negative = never).
+	// created 0700, file 0600), written in batches: about 50 ms behind
+	// output that keeps coming, at most 1 s behind output that stopped,
+	// complete once the program exited or the pane stopped (pane_log.go).
+	// LogMaxBytes rotates it to LogPath+".1" (default 32 MiB; negative =
+	// never).
 	LogPath     string
 	LogMaxBytes int64
-	// logDelay, set only by tests, replaces logDelay, the longest a
-	// byte of output waits before it is written to the pane log.
+	// logDelay, set only by tests, replaces logDelay (and with it
+	// logQuiet) for the pane log.
 	logDelay time.Duration
 	// PointerDir receives bodies that are not typed inline, as
 	// <PointerDir>/<messageId>.txt (0600).

@@ -134,8 +134,8 @@ func TestPaneLogBatches(t *testing.T) {
 }
 
 // TestPaneLogStreamingOutputWrites checks that output finding the batch
-// half the delay old writes it, without the timer: while output streams
-// the batch is written by the reader.
+// delay old writes it, without the timer: while output streams the batch
+// is written by the reader.
 func TestPaneLogStreamingOutputWrites(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "pane.log")
@@ -148,9 +148,9 @@ func TestPaneLogStreamingOutputWrites(t *testing.T) {
 		want string
 	}{
 		{0, "one ", ""},
-		{29 * time.Minute, "two ", ""},
-		{30 * time.Minute, "three ", "one two three "},
-		{31 * time.Minute, "four ", "one two three "},
+		{59 * time.Minute, "two ", ""},
+		{60 * time.Minute, "three ", "one two three "},
+		{61 * time.Minute, "four ", "one two three "},
 	} {
 		l.append([]byte(step.text), t0.Add(step.at))
 		got, err := os.ReadFile(path)
