@@ -107,8 +107,8 @@ type Spec struct {
 	// never).
 	LogPath     string
 	LogMaxBytes int64
-	// logDelay, set only by tests, replaces logDelay (and with it
-	// logQuiet) for the pane log.
+	// logDelay, set only by tests, replaces logDelay for the pane log
+	// (its timer waits logQuietFactor times as long).
 	logDelay time.Duration
 	// PointerDir receives bodies that are not typed inline, as
 	// <PointerDir>/<messageId>.txt (0600).

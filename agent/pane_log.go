@@ -12,28 +12,26 @@ import (
 // The pane log is written in batches, not once per chunk of output. While
 // output comes, the output that finds the batch logDelay old (or
 // logBatch bytes long) writes it, on the reader's goroutine. Once output
-// stops, a timer writes what is left at most logQuiet after it came. The
-// timer is armed by a batch's first byte when it does not run already and
-// is never stopped or moved by the writes output makes: it fires at most
-// once per logQuiet while output streams. (Re-arming it for each batch, or
+// stops, a timer writes what is left at most logDelay×logQuietFactor (1 s)
+// after it came. The timer is armed by a batch's first byte when it does
+// not run already and is never stopped or moved by the writes output
+// makes: it fires at most once a second while output streams. (Re-arming it for each batch, or
 // firing it every logDelay, cost more CPU than one write per chunk:
 // BenchmarkHosting, 0.064 and 0.067 against 0.055 CPU-s per MiB.)
 // Whatever waits is written when the program exits and when the pane
 // stops. A hub killed with -9 thus loses from the pane log at most the
-// output of its last logQuiet, in practice of its last logDelay while
+// output of its last second, in practice of its last logDelay while
 // output streamed; messages are never only in the pane log (the ledger
 // has them).
 const (
 	logBatch       = 64 << 10
 	logDelay       = 50 * time.Millisecond
 	logQuietFactor = 20
-	logQuiet       = logQuietFactor * logDelay
 )
 
 // paneLog is a pane's output log (Spec.LogPath), rotated to path+".1"
 // when it would pass max bytes (max ≤ 0: never), written in batches (see
-// logDelay; delay stands for it, delay×logQuietFactor for logQuiet). A nil
-// *paneLog logs nothing. It is safe for concurrent use.
+// logDelay, for which delay stands). A nil *paneLog logs nothing. It is safe for concurrent use.
 type paneLog struct {
 	path  string
 	max   int64
