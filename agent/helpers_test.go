@@ -21,7 +21,7 @@ import (
 // the fake agent. Started as a pane keeper, the test binary is one.
 func TestMain(m *testing.M) {
 	if os.Getenv(keeperTestEnv) != "" { // a pane keeper (keeper_test.go)
-		if err := RunKeeper(KeeperGrace); err != nil {
+		if err := RunKeeper(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

@@ -88,7 +88,7 @@ func TestKeeperHoldsTerminalAfterHubDeath(t *testing.T) {
 			pr.master.Close()
 			<-drained
 			if pr.keeper != nil {
-				pr.keeper.pipe.Close()
+				pr.keeper.ch.Close()
 			}
 			select {
 			case <-exited:

@@ -154,7 +154,7 @@ func startProc(spec *Spec, cols, rows uint16) (*proc, error) {
 		mark:        mark,
 	}
 	if spec.Keeper != nil {
-		pr.keeper, pr.keeperErr = startKeeper(spec.Keeper, master)
+		pr.keeper, pr.keeperErr = startKeeper(spec.Keeper, master, spec.Role, cmd.Process.Pid)
 	}
 	return pr, nil
 }

@@ -98,7 +98,7 @@ func MainContext(ctx context.Context, args []string, env Env) int {
 	case len(args) > 0 && args[0] == versionFlag:
 		return runVersion(ctx, env, args[1:])
 	case len(args) > 0 && args[0] == agent.KeeperCommand: // started by the hub beside each pane program
-		if err := agent.RunKeeper(agent.KeeperGrace); err != nil {
+		if err := agent.RunKeeper(); err != nil {
 			fmt.Fprintln(env.Stderr, "hm:", err)
 			return ExitFailed
 		}

@@ -1,0 +1,308 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Adoption, over a keeper's unix socket (KeeperSocket):
+//
+//  1. hub → keeper: hello {pane, root, nonce}; a keeper of another pane or
+//     root answers {refused} and closes.
+//  2. keeper → hub: {nonce, mac}, mac = HMAC-SHA256(secret, "keeper" and
+//     both nonces, pane and root); a hub whose secret gives another mac
+//     refuses the keeper and leaves it alone.
+//  3. hub → keeper: {mac} of "hub" and the same; a keeper that cannot
+//     check it closes. Neither side ever sends the secret.
+//  4. keeper → hub, once its old hub is gone: one byte carrying the
+//     master (SCM_RIGHTS), a line {pid, keeperPid, output}, then output
+//     bytes of buffered program output. The connection is then the new
+//     hub's channel to the keeper (keeperQuit or end of file).
+//
+// Both ends also require the peer to run as the same user.
+
+// ErrNoKeeper is wrapped by AdoptKeeper when no keeper listens for the
+// pane: the pane starts fresh.
+var ErrNoKeeper = errors.New("no keeper holds the pane")
+
+// ErrKeeperRefused is wrapped by AdoptKeeper when a keeper listens but
+// the two do not trust each other (another user, root or secret), or the
+// keeper did not hand the pane over.
+var ErrKeeperRefused = errors.New("the pane's keeper and this hub do not trust each other")
+
+// keeperHandshakeWait bounds each step of the handshake.
+const keeperHandshakeWait = 10 * time.Second
+
+// keeperHello is the hub's first line; keeperProof the answers.
+type keeperHello struct {
+	Pane  string `json:"pane"`
+	Root  string `json:"root"`
+	Nonce string `json:"nonce"`
+}
+
+type keeperProof struct {
+	Nonce   string `json:"nonce,omitempty"`
+	MAC     string `json:"mac,omitempty"`
+	Refused string `json:"refused,omitempty"`
+}
+
+// keeperHandOver is the line that follows the master.
+type keeperHandOver struct {
+	Pid       int `json:"pid"`
+	KeeperPid int `json:"keeperPid"`
+	Output    int `json:"output"`
+}
+
+// adoptReq is an authenticated connection of a new hub.
+type adoptReq struct {
+	conn *net.UnixConn
+	rd   *bufio.Reader
+}
+
+// keeperMAC is the proof of side ("keeper" or "hub") that it knows secret.
+func keeperMAC(secret, side string, h keeperHello, keeperNonce string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	for _, s := range []string{side, h.Nonce, keeperNonce, h.Pane, h.Root} {
+		fmt.Fprintf(m, "%d:%s;", len(s), s)
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// newNonce returns 16 random bytes, hex encoded.
+func newNonce() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// writeLine sends v as one JSON line.
+func writeLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// readLine reads one JSON line into v.
+func readLine(rd *bufio.Reader, v any) error {
+	b, err := rd.ReadBytes('\n')
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// authenticate runs the keeper's side of steps 1–3 and returns the
+// request, or nil (the connection closed) when the hub is not trusted.
+func (k *keeperRun) authenticate(c *net.UnixConn) *adoptReq {
+	_ = c.SetDeadline(time.Now().Add(keeperHandshakeWait))
+	rd := bufio.NewReader(c)
+	var hello keeperHello
+	ok := func() bool {
+		if uid, err := peerUID(c); err != nil || uid != os.Getuid() {
+			return false
+		}
+		if err := readLine(rd, &hello); err != nil {
+			return false
+		}
+		if hello.Pane != k.cfg.Pane || hello.Root != k.cfg.Root {
+			_ = writeLine(c, keeperProof{Refused: fmt.Sprintf("this keeper holds pane %q of root %s", k.cfg.Pane, k.cfg.Root)})
+			return false
+		}
+		nonce := newNonce()
+		if writeLine(c, keeperProof{Nonce: nonce, MAC: keeperMAC(k.cfg.Secret, "keeper", hello, nonce)}) != nil {
+			return false
+		}
+		var p keeperProof
+		if readLine(rd, &p) != nil {
+			return false
+		}
+		return hmac.Equal([]byte(p.MAC), []byte(keeperMAC(k.cfg.Secret, "hub", hello, nonce)))
+	}()
+	if !ok {
+		c.Close()
+		return nil
+	}
+	_ = c.SetDeadline(time.Time{})
+	return &adoptReq{conn: c, rd: rd}
+}
+
+// handOver runs step 4: the master, the program's pid and out.
+func (r *adoptReq) handOver(master *os.File, pid int, out []byte) error {
+	_ = r.conn.SetWriteDeadline(time.Now().Add(keeperHandshakeWait))
+	defer r.conn.SetWriteDeadline(time.Time{})
+	rc, err := master.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var sendErr error
+	err = rc.Control(func(fd uintptr) {
+		_, _, sendErr = r.conn.WriteMsgUnix([]byte{0}, unix.UnixRights(int(fd)), nil)
+	})
+	if err == nil {
+		err = sendErr
+	}
+	if err != nil {
+		return err
+	}
+	if err := writeLine(r.conn, keeperHandOver{Pid: pid, KeeperPid: os.Getpid(), Output: len(out)}); err != nil {
+		return err
+	}
+	_, err = r.conn.Write(out)
+	return err
+}
+
+// Adoption is a pane a keeper handed to this hub.
+type Adoption struct {
+	// Master is the pane's PTY master (non-blocking, close-on-exec).
+	Master *os.File
+	// Pid is the program's pid (also its process group and session).
+	Pid int
+	// KeeperPid is the keeper's pid.
+	KeeperPid int
+	// Output is what the program wrote while no hub read it.
+	Output []byte
+	conn   *net.UnixConn
+}
+
+// keeper is the adopted keeper as this hub's keeper.
+func (a *Adoption) keeper() *keeper {
+	return &keeper{pid: a.KeeperPid, ch: a.conn}
+}
+
+// Release gives the pane back to its keeper without using it, as if this
+// hub were gone: the keeper holds the terminal for its grace again.
+func (a *Adoption) Release() {
+	a.Master.Close()
+	a.conn.Close()
+}
+
+// KeeperDial names the keeper a hub tries to adopt.
+type KeeperDial struct {
+	Socket, Root, Pane, Secret string
+}
+
+// AdoptKeeper connects to the keeper at d.Socket and takes its pane over.
+// ErrNoKeeper: nobody listens there (a socket file left behind is
+// removed); ErrKeeperRefused: a keeper listens, but not for this hub.
+func AdoptKeeper(ctx context.Context, d KeeperDial) (*Adoption, error) {
+	var dialer net.Dialer
+	c, err := dialer.DialContext(ctx, "unix", d.Socket)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			_ = os.Remove(d.Socket)
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w (%s)", ErrNoKeeper, d.Socket)
+		}
+		return nil, fmt.Errorf("adopt pane %s: %w", d.Pane, err)
+	}
+	conn := c.(*net.UnixConn)
+	a, err := adoptOn(ctx, conn, d)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("adopt pane %s from %s: %w", d.Pane, d.Socket, err)
+	}
+	return a, nil
+}
+
+// adoptOn runs the hub's side of the handshake on conn.
+func adoptOn(ctx context.Context, conn *net.UnixConn, d KeeperDial) (*Adoption, error) {
+	deadline := time.Now().Add(keeperHandshakeWait + keeperAdoptWait)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = conn.SetDeadline(deadline)
+	if uid, err := peerUID(conn); err != nil || uid != os.Getuid() {
+		return nil, fmt.Errorf("%w: the keeper runs as another user (uid %d, %v)", ErrKeeperRefused, uid, err)
+	}
+	hello := keeperHello{Pane: d.Pane, Root: d.Root, Nonce: newNonce()}
+	if err := writeLine(conn, hello); err != nil {
+		return nil, err
+	}
+	rd := bufio.NewReader(conn)
+	var p keeperProof
+	if err := readLine(rd, &p); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrKeeperRefused, err)
+	}
+	if p.Refused != "" {
+		return nil, fmt.Errorf("%w: %s", ErrKeeperRefused, p.Refused)
+	}
+	if !hmac.Equal([]byte(p.MAC), []byte(keeperMAC(d.Secret, "keeper", hello, p.Nonce))) {
+		return nil, fmt.Errorf("%w: the keeper does not know this root's pane secret", ErrKeeperRefused)
+	}
+	if err := writeLine(conn, keeperProof{MAC: keeperMAC(d.Secret, "hub", hello, p.Nonce)}); err != nil {
+		return nil, err
+	}
+	if rd.Buffered() != 0 {
+		return nil, fmt.Errorf("%w: the keeper sent more than its proof", ErrKeeperRefused)
+	}
+	master, err := receiveMaster(conn)
+	if err != nil {
+		return nil, err
+	}
+	var h keeperHandOver
+	out, err := func() ([]byte, error) {
+		if err := readLine(rd, &h); err != nil {
+			return nil, err
+		}
+		out := make([]byte, h.Output)
+		_, err := io.ReadFull(rd, out)
+		return out, err
+	}()
+	if err != nil {
+		master.Close()
+		return nil, fmt.Errorf("read the hand-over: %w", err)
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return &Adoption{Master: master, Pid: h.Pid, KeeperPid: h.KeeperPid, Output: out, conn: conn}, nil
+}
+
+// receiveMaster reads the byte that carries the master.
+func receiveMaster(conn *net.UnixConn) (*os.File, error) {
+	b := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4))
+	_, oobn, _, _, err := conn.ReadMsgUnix(b, oob)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the keeper did not hand the pane over (its hub still runs?): %v", ErrKeeperRefused, err)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, fmt.Errorf("%w: no terminal in the hand-over", ErrKeeperRefused)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil, fmt.Errorf("%w: no terminal in the hand-over", ErrKeeperRefused)
+	}
+	fd := fds[0]
+	unix.CloseOnExec(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("hand-over: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%w: the hand-over is not a terminal", ErrKeeperRefused)
+	}
+	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
+}
