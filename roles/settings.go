@@ -41,6 +41,8 @@ type settings struct {
 		AllowUnsigned *bool `json:"allowUnsigned"`
 	} `json:"triggers"`
 	WaitingForHumanMinutes *float64 `json:"waitingForHumanMinutes"`
+	// PaneKeepMinutes is Team.PaneKeep.
+	PaneKeepMinutes *float64 `json:"paneKeepMinutes"`
 	// Pprof true serves net/http/pprof at /debug/pprof/ (as `hm up
 	// --pprof` does).
 	Pprof         bool           `json:"pprof"`

@@ -95,6 +95,11 @@ type Team struct {
 	// settings.json "waitingForHumanMinutes", default
 	// DefaultWaitingNotice; 0 there turns the line off (WaitingNotice 0).
 	WaitingNotice time.Duration
+	// PaneKeep is how long a pane's keeper holds its program after the hub
+	// is gone (killed, crashed) for the next hub to adopt it:
+	// settings.json "paneKeepMinutes", default DefaultPaneKeep; 0 there:
+	// no adoption, the keeper hangs the program up after agent.KeeperGrace.
+	PaneKeep time.Duration
 	// Pprof: settings.json "pprof": true; the hub serves net/http/pprof's
 	// profiles at /debug/pprof/ to the operator (as `hm up --pprof`).
 	Pprof bool
@@ -175,6 +180,21 @@ func (n Notifications) TerminalOn() bool { return n.Terminal == nil || *n.Termin
 
 // DefaultWaitingNotice is Team.WaitingNotice without settings.
 const DefaultWaitingNotice = 5 * time.Minute
+
+// DefaultPaneKeep is Team.PaneKeep without settings.
+const DefaultPaneKeep = 10 * time.Minute
+
+// minutes reads the settings.json number of minutes named name: def when
+// absent, 0 (off) or more, a negative number refused.
+func minutes(name string, m *float64, def time.Duration) (time.Duration, error) {
+	if m == nil {
+		return def, nil
+	}
+	if *m < 0 {
+		return 0, fmt.Errorf("%s %v: want 0 (off) or more", name, *m)
+	}
+	return time.Duration(*m * float64(time.Minute)), nil
+}
 
 // Aliases maps alternative target names to roles.
 var Aliases = map[string]string{
@@ -315,12 +335,12 @@ func build(s settings) (*Team, error) {
 	if t.Port == 0 {
 		t.Port = 9900
 	}
-	t.WaitingNotice = DefaultWaitingNotice
-	if m := s.WaitingForHumanMinutes; m != nil {
-		if *m < 0 {
-			return nil, fmt.Errorf("waitingForHumanMinutes %v: want 0 (off) or more", *m)
-		}
-		t.WaitingNotice = time.Duration(*m * float64(time.Minute))
+	var err error
+	if t.WaitingNotice, err = minutes("waitingForHumanMinutes", s.WaitingForHumanMinutes, DefaultWaitingNotice); err != nil {
+		return nil, err
+	}
+	if t.PaneKeep, err = minutes("paneKeepMinutes", s.PaneKeepMinutes, DefaultPaneKeep); err != nil {
+		return nil, err
 	}
 	bg := Background{Owner: "builder", Max: 3, IdleTTL: 20 * time.Minute}
 	if b := s.Background; b != nil {

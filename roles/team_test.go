@@ -153,6 +153,32 @@ func TestWaitingNotice(t *testing.T) {
 	}
 }
 
+// TestPaneKeep: settings.json "paneKeepMinutes" sets how long a keeper
+// holds a pane for the next hub (default 10 minutes, 0 off, negative
+// refused).
+func TestPaneKeep(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		settings string
+		want     time.Duration
+		err      bool
+	}{
+		{`{}`, DefaultPaneKeep, false},
+		{`{"paneKeepMinutes": 1.5}`, 90 * time.Second, false},
+		{`{"paneKeepMinutes": 0}`, 0, false},
+		{`{"paneKeepMinutes": -1}`, 0, true},
+	} {
+		team, err := Parse([]byte(tc.settings))
+		if (err != nil) != tc.err {
+			t.Errorf("Parse(%s): %v", tc.settings, err)
+			continue
+		}
+		if err == nil && team.PaneKeep != tc.want {
+			t.Errorf("Parse(%s): PaneKeep %v, want %v", tc.settings, team.PaneKeep, tc.want)
+		}
+	}
+}
+
 // TestBackgroundMax: settings' background max is the number of slots; 0
 // turns them off (and leaves no builder-bg-N targets), absent is 3. Before
 // the fix "max": 0 was read as absent and gave 3 slots.
