@@ -94,6 +94,8 @@ type keeperConfig struct {
 	Pane      string        `json:"pane"`
 	Root      string        `json:"root"`
 	Pid       int           `json:"pid"`
+	Mark      string        `json:"mark"`    // the run's RunMarkEnv value
+	Started   time.Time     `json:"started"` // when the program started
 	Socket    string        `json:"socket,omitempty"`
 	Secret    string        `json:"secret,omitempty"`
 	Grace     time.Duration `json:"grace"`
@@ -109,15 +111,15 @@ type keeper struct {
 	done chan struct{}  // closed once the child is reaped (nil when adopted)
 }
 
-// startKeeper starts k's process for master, the terminal of the pane
-// role's program pid. The descriptors are handed over raw
+// startKeeper starts k's process for the run pr of the pane role's
+// program. The descriptors are handed over raw
 // (syscall.StartProcess): os/exec would put the master, whose open file
 // description the keeper shares, in blocking mode.
-func startKeeper(k *Keeper, master *os.File, role string, pid int) (*keeper, error) {
+func startKeeper(k *Keeper, pr *proc, role string) (*keeper, error) {
 	if len(k.Argv) == 0 {
 		return nil, errors.New("pane keeper: no command")
 	}
-	cfg := keeperConfig{Pane: role, Root: k.Root, Pid: pid, Secret: k.Secret, Grace: k.Grace, RingBytes: k.RingBytes}
+	cfg := keeperConfig{Pane: role, Root: k.Root, Pid: pr.pid, Mark: pr.mark, Started: pr.startedAt, Secret: k.Secret, Grace: k.Grace, RingBytes: k.RingBytes}
 	if k.SocketDir != "" {
 		if k.Secret == "" {
 			return nil, errors.New("pane keeper: a socket without a secret")
@@ -139,7 +141,7 @@ func startKeeper(k *Keeper, master *os.File, role string, pid int) (*keeper, err
 		w.Close()
 		return nil, fmt.Errorf("pane keeper: %w", err)
 	}
-	kpid, err := forkKeeper(k, master, r)
+	kpid, err := forkKeeper(k, pr.master, r)
 	if err != nil {
 		w.Close()
 		return nil, err

@@ -62,9 +62,11 @@ type keeperProof struct {
 
 // keeperHandOver is the line that follows the master.
 type keeperHandOver struct {
-	Pid       int `json:"pid"`
-	KeeperPid int `json:"keeperPid"`
-	Output    int `json:"output"`
+	Pid       int       `json:"pid"`
+	Mark      string    `json:"mark"`
+	Started   time.Time `json:"started"`
+	KeeperPid int       `json:"keeperPid"`
+	Output    int       `json:"output"`
 }
 
 // adoptReq is an authenticated connection of a new hub.
@@ -144,7 +146,7 @@ func (k *keeperRun) authenticate(c *net.UnixConn) *adoptReq {
 }
 
 // handOver runs step 4: the master, the program's pid and out.
-func (r *adoptReq) handOver(master *os.File, pid int, out []byte) error {
+func (r *adoptReq) handOver(master *os.File, cfg keeperConfig, out []byte) error {
 	_ = r.conn.SetWriteDeadline(time.Now().Add(keeperHandshakeWait))
 	defer r.conn.SetWriteDeadline(time.Time{})
 	rc, err := master.SyscallConn()
@@ -161,7 +163,7 @@ func (r *adoptReq) handOver(master *os.File, pid int, out []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := writeLine(r.conn, keeperHandOver{Pid: pid, KeeperPid: os.Getpid(), Output: len(out)}); err != nil {
+	if err := writeLine(r.conn, keeperHandOver{Pid: cfg.Pid, Mark: cfg.Mark, Started: cfg.Started, KeeperPid: os.Getpid(), Output: len(out)}); err != nil {
 		return err
 	}
 	_, err = r.conn.Write(out)
@@ -174,6 +176,9 @@ type Adoption struct {
 	Master *os.File
 	// Pid is the program's pid (also its process group and session).
 	Pid int
+	// Mark is the run's RunMarkEnv value, Started when it started.
+	Mark    string
+	Started time.Time
 	// KeeperPid is the keeper's pid.
 	KeeperPid int
 	// Output is what the program wrote while no hub read it.
@@ -271,7 +276,7 @@ func adoptOn(ctx context.Context, conn *net.UnixConn, d KeeperDial) (*Adoption, 
 		return nil, fmt.Errorf("read the hand-over: %w", err)
 	}
 	_ = conn.SetDeadline(time.Time{})
-	return &Adoption{Master: master, Pid: h.Pid, KeeperPid: h.KeeperPid, Output: out, conn: conn}, nil
+	return &Adoption{Master: master, Pid: h.Pid, Mark: h.Mark, Started: h.Started, KeeperPid: h.KeeperPid, Output: out, conn: conn}, nil
 }
 
 // receiveMaster reads the byte that carries the master.
@@ -305,4 +310,12 @@ func receiveMaster(conn *net.UnixConn) (*os.File, error) {
 		return nil, fmt.Errorf("%w: the hand-over is not a terminal", ErrKeeperRefused)
 	}
 	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
+}
+
+// End ends the handed-over pane instead of running it: the program's
+// process group is killed and the keeper told to quit.
+func (a *Adoption) End() {
+	_ = signalGroup(a.Pid, syscall.SIGKILL)
+	a.Master.Close()
+	a.keeper().stop()
 }

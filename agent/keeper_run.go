@@ -111,7 +111,7 @@ func (k *keeperRun) orphan(pending *adoptReq) *adoptReq {
 			}
 		}
 		d.stop()
-		err := req.handOver(k.master, k.cfg.Pid, out.Tail(-1))
+		err := req.handOver(k.master, k.cfg, out.Tail(-1))
 		if err == nil {
 			return req
 		}

@@ -161,6 +161,10 @@ type Status struct {
 	StartedAt time.Time
 	// Restarts counts restarts since Start.
 	Restarts int
+	// Adopted reports that the pane's first run was not started by this
+	// hub but handed over by the keeper of an earlier one (keeper.go);
+	// it stays true after that run ends.
+	Adopted bool
 	// LastError explains the last exit or start failure ("" if none yet).
 	LastError string
 	// BracketedPaste reports whether the program has bracketed paste on.
@@ -256,6 +260,7 @@ type Pane struct {
 	sawOutput   bool          // the current run has written something
 	bracketed   bool
 	restarts    int
+	adopted     bool // the first run was handed over by a keeper
 	lastError   string
 	cols, rows  uint16
 	ring        *ring
@@ -335,12 +340,18 @@ func Start(ctx context.Context, spec Spec, logger *slog.Logger) (*Pane, error) {
 	}
 
 	p.releaseCtx = context.AfterFunc(ctx, p.requestStop)
-	pr, err := p.spawn()
+	pr, err := p.adoptOrSpawn(ctx)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go p.disp.run()
 	go func() { defer wg.Done(); p.supervise(pr, err) }()
-	go func() { defer wg.Done(); p.deliverLoop() }()
+	go func() {
+		defer wg.Done()
+		if pr != nil && pr.adopted {
+			p.clearAdopted(pr)
+		}
+		p.deliverLoop()
+	}()
 	go func() {
 		wg.Wait()
 		p.mu.Lock()
@@ -469,6 +480,7 @@ func (p *Pane) Status() Status {
 		Queued:         queued,
 		StartedAt:      p.startedAt,
 		Restarts:       p.restarts,
+		Adopted:        p.adopted,
 		LastError:      p.lastError,
 		BracketedPaste: p.bracketed,
 		Cols:           int(p.cols),

@@ -16,6 +16,16 @@ func (p *Pane) spawn() (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.install(pr)
+	p.log.Info("pane program started", "pid", pr.pid, "command", p.spec.Command, "profile", p.profile.Name)
+	if pr.keeperErr != nil {
+		p.log.Warn("pane program runs without a keeper: a hub killed with -9 hangs its terminal up at once", "err", pr.keeperErr)
+	}
+	return pr, nil
+}
+
+// install makes pr the pane's current run.
+func (p *Pane) install(pr *proc) {
 	if p.spec.OnLine != nil {
 		pr.scan.emit = func(line string) {
 			on := p.spec.OnLine
@@ -34,11 +44,6 @@ func (p *Pane) spawn() (*proc, error) {
 	close(p.procChanged)
 	p.procChanged = make(chan struct{})
 	p.mu.Unlock()
-	p.log.Info("pane program started", "pid", pr.pid, "command", p.spec.Command, "profile", p.profile.Name)
-	if pr.keeperErr != nil {
-		p.log.Warn("pane program runs without a keeper: a hub killed with -9 hangs its terminal up at once", "err", pr.keeperErr)
-	}
-	return pr, nil
 }
 
 // supervise owns the program's lifecycle: it waits for each run to end,
@@ -95,7 +100,7 @@ func (p *Pane) runProc(pr *proc) time.Duration {
 	go p.readLoop(pr)
 	go p.replyLoop(pr)
 	go func() {
-		pr.waitErr = pr.cmd.Wait()
+		pr.waitErr = pr.wait()
 		close(pr.exited)
 	}()
 	select {

@@ -18,10 +18,10 @@ import (
 
 // proc is one run of a pane's program.
 type proc struct {
-	cmd       *exec.Cmd
-	master    *os.File // PTY master, non-blocking and registered with the runtime poller
-	ttyPath   string   // the terminal's slave side, e.g. /dev/pts/3 (see unread)
-	pid       int      // also the process group id (the child is a session leader)
+	cmd       *exec.Cmd // nil when adopted from a keeper (not this hub's child)
+	master    *os.File  // PTY master, non-blocking and registered with the runtime poller
+	ttyPath   string    // the terminal's slave side, e.g. /dev/pts/3 (see unread)
+	pid       int       // also the process group id (the child is a session leader)
 	startedAt time.Time
 
 	exited     chan struct{} // closed once cmd.Wait returned
@@ -34,6 +34,7 @@ type proc struct {
 
 	keeper    *keeper // holds the terminal for a moment after the hub's death (keeper.go)
 	keeperErr error   // why no keeper runs, if one was asked for
+	adopted   bool    // the run was handed over by the keeper of an earlier hub
 
 	// mark is this run's value of RunMarkEnv in the program's
 	// environment, which its descendants inherit: those that left the
@@ -154,7 +155,7 @@ func startProc(spec *Spec, cols, rows uint16) (*proc, error) {
 		mark:        mark,
 	}
 	if spec.Keeper != nil {
-		pr.keeper, pr.keeperErr = startKeeper(spec.Keeper, master, spec.Role, cmd.Process.Pid)
+		pr.keeper, pr.keeperErr = startKeeper(spec.Keeper, pr, spec.Role)
 	}
 	return pr, nil
 }
@@ -177,6 +178,37 @@ func childEnv(env []string) []string {
 		}
 	}
 	return append(env[:len(env):len(env)], "TERM=xterm-256color")
+}
+
+// errAdoptedExit is the wait error of an adopted run: its exit status
+// went to its parent, which this hub is not.
+var errAdoptedExit = errors.New("ended; its exit status is unknown (adopted from a keeper, it was not this hub's child)")
+
+// wait blocks until the run's program has exited: a child is reaped, an
+// adopted program is watched (waitGone).
+func (pr *proc) wait() error {
+	if pr.cmd != nil {
+		return pr.cmd.Wait()
+	}
+	waitGone(pr.pid)
+	return errAdoptedExit
+}
+
+// adoptedProc is the run a keeper handed over in a.
+func adoptedProc(a *Adoption) *proc {
+	return &proc{
+		master:     a.Master,
+		pid:        a.Pid,
+		startedAt:  a.Started,
+		exited:     make(chan struct{}),
+		readerDone: make(chan struct{}),
+
+		replies:     make(chan []byte, replyQueue),
+		repliesDone: make(chan struct{}),
+		keeper:      a.keeper(),
+		adopted:     true,
+		mark:        a.Mark,
+	}
 }
 
 // isExited reports whether the process has been reaped.
@@ -252,4 +284,15 @@ func (pr *proc) canonical() bool {
 		}
 	})
 	return canon
+}
+
+// goneInterval is how often pollGone looks.
+const goneInterval = 100 * time.Millisecond
+
+// pollGone returns once pid is no longer alive (procAlive), the portable
+// way to watch a process this hub is not the parent of.
+func pollGone(pid int) {
+	for procAlive(pid) {
+		time.Sleep(goneInterval)
+	}
 }

@@ -67,3 +67,33 @@ func sessionProcs(sid int) []int {
 // descendant that left the pane's session (setsid) outlives Stop
 // (docs/operations.md).
 func markedProcs(string) []int { return nil }
+
+// waitGone blocks until pid has exited. hm is not its parent (the program
+// was adopted from a keeper), so it cannot reap it: kqueue's EVFILT_PROC
+// reports the exit; should kqueue fail, procAlive is polled.
+func waitGone(pid int) {
+	kq, err := unix.Kqueue()
+	if err != nil {
+		pollGone(pid)
+		return
+	}
+	defer unix.Close(kq)
+	var ev unix.Kevent_t
+	unix.SetKevent(&ev, pid, unix.EVFILT_PROC, unix.EV_ADD|unix.EV_ONESHOT)
+	ev.Fflags = unix.NOTE_EXIT
+	out := make([]unix.Kevent_t, 1)
+	for {
+		n, err := unix.Kevent(kq, []unix.Kevent_t{ev}, out, nil)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.ESRCH):
+			return // already gone
+		case err != nil:
+			pollGone(pid)
+			return
+		case n > 0:
+			return
+		}
+	}
+}

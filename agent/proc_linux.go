@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // groupAlive reports whether any process of the group is still running.
@@ -116,4 +118,30 @@ func markedProcs(mark string) []int {
 		return true
 	})
 	return out
+}
+
+// waitGone blocks until pid has exited. hm is not its parent (the program
+// was adopted from a keeper), so it cannot reap it: a pidfd reports the
+// exit; without one (Linux before 5.3) procAlive is polled.
+func waitGone(pid int) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		pollGone(pid)
+		return
+	}
+	defer unix.Close(fd)
+	for {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, -1)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			pollGone(pid)
+			return
+		}
+		if n > 0 {
+			return
+		}
+	}
 }

@@ -30,3 +30,7 @@ func sessionProcs(int) []int { return nil }
 // descendant that left the pane's session (setsid) outlives Stop
 // (docs/operations.md).
 func markedProcs(string) []int { return nil }
+
+// waitGone blocks until pid has exited (hm, not its parent, cannot reap
+// it): procAlive is polled.
+func waitGone(pid int) { pollGone(pid) }

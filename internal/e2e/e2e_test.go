@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"hm/agent"
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/layout"
@@ -109,8 +110,36 @@ func startHubEnv(t testing.TB, root string, extra []string, args ...string) *hub
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Cleanup(func() { h.kill() })
+	t.Cleanup(func() {
+		h.kill()
+		endKeepers(t, root)
+	})
 	return h
+}
+
+// endKeepers ends the panes the keepers of a killed hub still hold for
+// the next hub on root (they would run for settings.json
+// "paneKeepMinutes" after the test): each is adopted and ended.
+func endKeepers(t testing.TB, root string) {
+	lay := layout.Layout{Root: root}
+	socks, _ := filepath.Glob(filepath.Join(lay.PaneLogs(), "*.sock"))
+	if len(socks) == 0 {
+		return
+	}
+	secret, err := lay.EnsurePaneSecret()
+	if err != nil {
+		t.Errorf("end the killed hub's keepers: %v", err)
+		return
+	}
+	for _, sock := range socks {
+		role := strings.TrimSuffix(filepath.Base(sock), ".sock")
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		a, err := agent.AdoptKeeper(ctx, agent.KeeperDial{Socket: sock, Root: root, Pane: role, Secret: secret})
+		cancel()
+		if err == nil {
+			a.End()
+		}
+	}
 }
 
 func (h *hubProc) url() string { return fmt.Sprintf("ws://127.0.0.1:%d/", h.port) }

@@ -125,6 +125,7 @@ type Hub struct {
 
 	launch launchFiles // the Claude launch files (launchwire), written once
 	act    *activity   // what wakes the watchers (activity.go)
+	keep   paneKeep    // the panes' keeper, made once (keeper.go)
 }
 
 // component is an optional part of the hub with its own lifecycle.

@@ -303,7 +303,7 @@ func (h *Hub) paneSpec(m roles.Member, restart bool) agent.Spec {
 		Dir:      h.Layout.Root, Env: paneEnv(h.Layout, h.Team, m, h.Port, h.Tokens.Issue(m.Role)),
 		LogPath:    filepath.Join(h.Layout.PaneLogs(), m.Role+".log"),
 		EnteredLog: enteredLogPath(h.Layout, m.Role),
-		Keeper:     h.opts.PaneKeeper,
+		Keeper:     h.paneKeeper(restart),
 		PointerDir: h.Layout.FullMessages(),
 		Restart:    restart, MinBackoff: h.opts.PaneMinBackoff, MaxBackoff: h.opts.PaneMaxBackoff,
 		KillGrace: h.opts.StopGracePeriod,

@@ -1,0 +1,63 @@
+package agent
+
+import (
+	"context"
+	"errors"
+)
+
+// adoptOrSpawn starts the pane's first run: the program a keeper of an
+// earlier hub still holds for the pane when one is there and trusted
+// (keeper_adopt.go), else a fresh one.
+func (p *Pane) adoptOrSpawn(ctx context.Context) (*proc, error) {
+	k := p.spec.Keeper
+	if k == nil || k.SocketDir == "" {
+		return p.spawn()
+	}
+	a, err := AdoptKeeper(ctx, KeeperDial{Socket: KeeperSocket(k.SocketDir, p.spec.Role), Root: k.Root, Pane: p.spec.Role, Secret: k.Secret})
+	switch {
+	case errors.Is(err, ErrNoKeeper):
+		return p.spawn()
+	case err != nil:
+		p.log.Warn("the pane's keeper was not adopted: starting its program fresh", "err", err)
+		return p.spawn()
+	}
+	return p.adopt(a), nil
+}
+
+// adopt makes the run a keeper handed over the pane's current one: the
+// terminal is resized to the pane's size (the program redraws) and the
+// output buffered while no hub read it rebuilds the screen.
+func (p *Pane) adopt(a *Adoption) *proc {
+	pr := adoptedProc(a)
+	p.mu.Lock()
+	cols, rows := p.cols, p.rows
+	p.adopted = true
+	p.mu.Unlock()
+	p.install(pr)
+	if len(a.Output) > 0 {
+		p.handleOutput(pr, a.Output)
+	}
+	if err := setWinsize(pr.master, cols, rows); err != nil {
+		p.log.Warn("adopted pane keeps its old size", "err", err)
+	}
+	p.log.Info("pane program adopted from its keeper", "pid", pr.pid, "keeper", a.KeeperPid, "buffered", len(a.Output), "started", pr.startedAt)
+	p.notice("adopted the running program from its keeper; not restarted")
+	return pr
+}
+
+// clearAdopted erases the adopted program's input before the first
+// message is typed: a hub killed between a message's text and its Enter
+// left the text there, and the message, not entered, is typed again in
+// full (the entered log and the ledger decide), which would submit it
+// twice in one prompt.
+func (p *Pane) clearAdopted(pr *proc) {
+	p.inputMu.Lock()
+	defer p.inputMu.Unlock()
+	held, err := p.clearInput(pr)
+	switch {
+	case err != nil:
+		p.log.Warn("could not see the adopted program's input emptied", "err", err)
+	case held != "":
+		p.log.Info("erased what the adopted program's input held", "held", held)
+	}
+}

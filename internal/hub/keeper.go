@@ -1,0 +1,40 @@
+package hub
+
+import (
+	"sync"
+
+	"hm/agent"
+)
+
+// paneKeep is the keeper the team's panes start with: Options.PaneKeeper
+// made adoptable (agent.Keeper.SocketDir) with the root's pane secret and
+// settings.json "paneKeepMinutes" as its grace, so that the next hub on
+// the root adopts the panes of one that died.
+type paneKeep struct {
+	once sync.Once
+	k    *agent.Keeper
+}
+
+// paneKeeper is the keeper of a pane: adoptable for the team's panes
+// (main), the plain one for background slots, which a new hub does not
+// adopt. nil when Options.PaneKeeper is nil.
+func (h *Hub) paneKeeper(main bool) *agent.Keeper {
+	if h.opts.PaneKeeper == nil || !main {
+		return h.opts.PaneKeeper
+	}
+	h.keep.once.Do(func() {
+		h.keep.k = h.opts.PaneKeeper
+		if h.Team.PaneKeep <= 0 {
+			return
+		}
+		secret, err := h.Layout.EnsurePaneSecret()
+		if err != nil {
+			h.log.Warn("no pane secret: a pane's keeper ends with the hub and the next hub restarts its program", "err", err)
+			return
+		}
+		k := *h.opts.PaneKeeper
+		k.SocketDir, k.Root, k.Secret, k.Grace = h.Layout.PaneLogs(), h.Layout.Root, secret, h.Team.PaneKeep
+		h.keep.k = &k
+	})
+	return h.keep.k
+}
