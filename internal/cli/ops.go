@@ -309,6 +309,9 @@ func paneState(p hub.PaneStatus) string {
 	if p.Waiting != "" {
 		state += ", " + p.Waiting
 	}
+	if p.Adopted {
+		state += ", adopted"
+	}
 	return state
 }
 

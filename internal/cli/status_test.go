@@ -25,6 +25,7 @@ func TestPaneState(t *testing.T) {
 		{hub.PaneStatus{State: "waiting_for_human", Waiting: "held while the agent waits for a person"}, "waiting_for_human, held while the agent waits for a person"},
 		{hub.PaneStatus{State: "exited", LastError: "exit 3"}, "exited (exit 3)"},
 		{hub.PaneStatus{State: "busy", LastError: "exit 3"}, "busy"},
+		{hub.PaneStatus{State: "ready", Adopted: true}, "ready, adopted"},
 	} {
 		if got := paneState(tc.p); got != tc.want {
 			t.Errorf("paneState(%+v) = %q, want %q", tc.p, got, tc.want)

@@ -96,6 +96,11 @@ func TestFaultKill9PanesAdopted(t *testing.T) {
 			t.Errorf("pane %s: program pid %d after the new hub, was %d: restarted, not adopted", r, after[r], before[r])
 		}
 	}
+	for _, p := range cliStatus(t, root).Panes {
+		if !p.Adopted || p.Restarts != 0 {
+			t.Errorf("hm status --json: pane %s adopted %v, restarts %d; want adopted, no restart", p.Role, p.Adopted, p.Restarts)
+		}
+	}
 	if t.Failed() {
 		t.Fatalf("hub log:\n%s", hubLog(root))
 	}

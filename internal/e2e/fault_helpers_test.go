@@ -123,6 +123,7 @@ type statusView struct {
 		State    string `json:"state"`
 		Queued   int    `json:"queued"`
 		Restarts int    `json:"restarts"`
+		Adopted  bool   `json:"adopted"`
 	} `json:"panes"`
 	Listeners []string `json:"listeners"`
 	Clients   int      `json:"clients"`

@@ -29,6 +29,9 @@ type PaneStatus struct {
 	Queued         int    `json:"queued"`
 	LastActivityMs int64  `json:"lastActivityMs"`
 	Restarts       int    `json:"restarts"`
+	// Adopted: the pane's program was not started by this hub but adopted
+	// from the keeper of a hub that died (agent.Status.Adopted).
+	Adopted        bool   `json:"adopted,omitempty"`
 	LastError      string `json:"lastError,omitempty"`
 	BracketedPaste bool   `json:"bracketedPaste"`
 	// Cols and Rows are the pane's terminal size (agent.Status): the
@@ -162,7 +165,7 @@ func (h *Hub) Snapshot(ctx context.Context) Status {
 			}
 			s.Panes = append(s.Panes, PaneStatus{Role: p.Role, PaneID: p.PaneID, Header: p.Header, Command: p.Command, Profile: p.Profile,
 				PID: p.PID, State: string(p.State), Queued: p.Queued, LastActivityMs: p.LastActivity.UnixMilli(), Restarts: p.Restarts,
-				LastError: p.LastError, BracketedPaste: p.BracketedPaste, Cols: p.Cols, Rows: p.Rows, Waiting: p.Waiting, Readiness: p.Readiness,
+				Adopted: p.Adopted, LastError: p.LastError, BracketedPaste: p.BracketedPaste, Cols: p.Cols, Rows: p.Rows, Waiting: p.Waiting, Readiness: p.Readiness,
 				Drift: driftStatus(p.Drift)})
 		}
 	}
