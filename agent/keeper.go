@@ -96,6 +96,7 @@ type keeperConfig struct {
 	Pid       int           `json:"pid"`
 	Mark      string        `json:"mark"`    // the run's RunMarkEnv value
 	Started   time.Time     `json:"started"` // when the program started
+	Env       []string      `json:"env"`     // the program's environment
 	Socket    string        `json:"socket,omitempty"`
 	Secret    string        `json:"secret,omitempty"`
 	Grace     time.Duration `json:"grace"`
@@ -119,7 +120,7 @@ func startKeeper(k *Keeper, pr *proc, role string) (*keeper, error) {
 	if len(k.Argv) == 0 {
 		return nil, errors.New("pane keeper: no command")
 	}
-	cfg := keeperConfig{Pane: role, Root: k.Root, Pid: pr.pid, Mark: pr.mark, Started: pr.startedAt, Secret: k.Secret, Grace: k.Grace, RingBytes: k.RingBytes}
+	cfg := keeperConfig{Pane: role, Root: k.Root, Pid: pr.pid, Mark: pr.mark, Started: pr.startedAt, Env: pr.env, Secret: k.Secret, Grace: k.Grace, RingBytes: k.RingBytes}
 	if k.SocketDir != "" {
 		if k.Secret == "" {
 			return nil, errors.New("pane keeper: a socket without a secret")

@@ -65,6 +65,7 @@ type keeperHandOver struct {
 	Pid       int       `json:"pid"`
 	Mark      string    `json:"mark"`
 	Started   time.Time `json:"started"`
+	Env       []string  `json:"env"`
 	KeeperPid int       `json:"keeperPid"`
 	Output    int       `json:"output"`
 }
@@ -163,7 +164,7 @@ func (r *adoptReq) handOver(master *os.File, cfg keeperConfig, out []byte) error
 	if err != nil {
 		return err
 	}
-	if err := writeLine(r.conn, keeperHandOver{Pid: cfg.Pid, Mark: cfg.Mark, Started: cfg.Started, KeeperPid: os.Getpid(), Output: len(out)}); err != nil {
+	if err := writeLine(r.conn, keeperHandOver{Pid: cfg.Pid, Mark: cfg.Mark, Started: cfg.Started, Env: cfg.Env, KeeperPid: os.Getpid(), Output: len(out)}); err != nil {
 		return err
 	}
 	_, err = r.conn.Write(out)
@@ -179,6 +180,9 @@ type Adoption struct {
 	// Mark is the run's RunMarkEnv value, Started when it started.
 	Mark    string
 	Started time.Time
+	// Env is the environment the program was started with (by the hub
+	// before: its HM_TOKEN, HM_PORT).
+	Env []string
 	// KeeperPid is the keeper's pid.
 	KeeperPid int
 	// Output is what the program wrote while no hub read it.
@@ -276,7 +280,7 @@ func adoptOn(ctx context.Context, conn *net.UnixConn, d KeeperDial) (*Adoption, 
 		return nil, fmt.Errorf("read the hand-over: %w", err)
 	}
 	_ = conn.SetDeadline(time.Time{})
-	return &Adoption{Master: master, Pid: h.Pid, Mark: h.Mark, Started: h.Started, KeeperPid: h.KeeperPid, Output: out, conn: conn}, nil
+	return &Adoption{Master: master, Pid: h.Pid, Mark: h.Mark, Started: h.Started, Env: h.Env, KeeperPid: h.KeeperPid, Output: out, conn: conn}, nil
 }
 
 // receiveMaster reads the byte that carries the master.

@@ -99,6 +99,10 @@ type Spec struct {
 	// KeeperGrace after a hub killed with -9, and the program takes the
 	// input it already has (the Enter the entered log recorded).
 	Keeper *Keeper
+	// OnAdopt, when set, is called with the adopted program's environment
+	// (what the hub before gave it) when the pane adopts its program from
+	// a keeper instead of starting it, before any message is typed.
+	OnAdopt func(env []string)
 	// LogPath, when set, receives all pane output (appended; directory
 	// created 0700, file 0600), written in batches: about 50 ms behind
 	// output that keeps coming, at most 1 s behind output that stopped,

@@ -29,6 +29,9 @@ func (p *Pane) adoptOrSpawn(ctx context.Context) (*proc, error) {
 // output buffered while no hub read it rebuilds the screen.
 func (p *Pane) adopt(a *Adoption) *proc {
 	pr := adoptedProc(a)
+	if on := p.spec.OnAdopt; on != nil {
+		on(a.Env)
+	}
 	p.mu.Lock()
 	cols, rows := p.cols, p.rows
 	p.adopted = true

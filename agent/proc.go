@@ -40,6 +40,8 @@ type proc struct {
 	// environment, which its descendants inherit: those that left the
 	// pane's session (a daemon that called setsid) are found by it.
 	mark string
+	// env is the program's environment (handed to an adopting hub).
+	env []string
 }
 
 // RunMarkEnv is the variable each pane run gets with a value of its own, so
@@ -134,7 +136,8 @@ func startProc(spec *Spec, cols, rows uint16) (*proc, error) {
 	cmd := exec.Command(shellPath, "-c", spec.Command)
 	cmd.Dir = spec.Dir
 	mark := newRunMark()
-	cmd.Env = append(childEnv(spec.Env), RunMarkEnv+"="+mark)
+	env := append(childEnv(spec.Env), RunMarkEnv+"="+mark)
+	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if err := cmd.Start(); err != nil {
@@ -153,6 +156,7 @@ func startProc(spec *Spec, cols, rows uint16) (*proc, error) {
 		replies:     make(chan []byte, replyQueue),
 		repliesDone: make(chan struct{}),
 		mark:        mark,
+		env:         env,
 	}
 	if spec.Keeper != nil {
 		pr.keeper, pr.keeperErr = startKeeper(spec.Keeper, pr, spec.Role)
@@ -208,6 +212,7 @@ func adoptedProc(a *Adoption) *proc {
 		keeper:      a.keeper(),
 		adopted:     true,
 		mark:        a.Mark,
+		env:         a.Env,
 	}
 }
 

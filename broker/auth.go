@@ -51,14 +51,28 @@ func (t *Tokens) Issue(role string) string {
 	return tok
 }
 
-// Revoke invalidates role's token (a background slot that ended).
+// Accept makes tok valid for role too, beside the token Issue gives: the
+// token a pane's program got from an earlier hub, when this hub adopted
+// the program from its keeper (agent.Keeper) instead of starting it.
+func (t *Tokens) Accept(role, tok string) {
+	if tok == "" || tok == t.operator {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.byToken[tok] = role
+}
+
+// Revoke invalidates role's tokens (a background slot that ended).
 func (t *Tokens) Revoke(role string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if tok, ok := t.byRole[role]; ok {
-		delete(t.byToken, tok)
-		delete(t.byRole, role)
+	for tok, r := range t.byToken {
+		if r == role {
+			delete(t.byToken, tok)
+		}
 	}
+	delete(t.byRole, role)
 }
 
 // Check maps a token to an identity. Comparison with the operator secret is

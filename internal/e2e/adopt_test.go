@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"hm/broker/proto"
+	"hm/internal/client"
 	"hm/internal/layout"
 	"hm/internal/poll"
 )
@@ -24,6 +25,22 @@ func adoptTeam(root string, extra string) string {
 		panes = append(panes, fmt.Sprintf(`{"role":%q,"command":%q,"profile":"claude"}`, r, agentCommand(root, r)))
 	}
 	return fmt.Sprintf(`{%s"profiles":{"claude":{"quietMs":80,"ready":[">"]}},"panes":[%s]}`, extra, strings.Join(panes, ","))
+}
+
+// envOf reads the variable name of process pid's environment (Linux).
+func envOf(t *testing.T, pid int, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatalf("environment of %d: %v", pid, err)
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	t.Fatalf("process %d has no %s", pid, name)
+	return ""
 }
 
 // panePIDs waits until every pane of adoptRoles runs and returns their pids.
@@ -95,6 +112,18 @@ func TestFaultKill9PanesAdopted(t *testing.T) {
 		if after[r] != before[r] {
 			t.Errorf("pane %s: program pid %d after the new hub, was %d: restarted, not adopted", r, after[r], before[r])
 		}
+	}
+	// The adopted programs' tokens, from the hub before, still name them.
+	for _, r := range adoptRoles {
+		tok := envOf(t, after[r], "HM_TOKEN")
+		c, err := client.Dial(tctx(t, 10*time.Second), h2.url())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Register(tctx(t, 10*time.Second), r, tok, false); err != nil {
+			t.Errorf("pane %s: its program's HM_TOKEN is refused by the adopting hub: %v", r, err)
+		}
+		c.CloseNow()
 	}
 	for _, p := range cliStatus(t, root).Panes {
 		if !p.Adopted || p.Restarts != 0 {

@@ -1,6 +1,8 @@
 package hub
 
 import (
+	"strconv"
+	"strings"
 	"sync"
 
 	"hm/agent"
@@ -37,4 +39,22 @@ func (h *Hub) paneKeeper(main bool) *agent.Keeper {
 		h.keep.k = &k
 	})
 	return h.keep.k
+}
+
+// acceptAdopted takes in the environment a hub before gave the program of
+// role's pane, which this hub adopted: its HM_TOKEN stays valid for role
+// (the program's hooks and hm send use it), and a port it cannot reach
+// is logged.
+func (h *Hub) acceptAdopted(role string, env []string) {
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "HM_TOKEN":
+			h.Tokens.Accept(role, v)
+		case "HM_PORT":
+			if v != strconv.Itoa(h.Port) {
+				h.log.Warn("the adopted program was given another hub port: its hm send finds this hub through the root's hub.json only", "role", role, "port", v, "hub port", h.Port)
+			}
+		}
+	}
 }

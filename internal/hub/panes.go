@@ -304,6 +304,7 @@ func (h *Hub) paneSpec(m roles.Member, restart bool) agent.Spec {
 		LogPath:    filepath.Join(h.Layout.PaneLogs(), m.Role+".log"),
 		EnteredLog: enteredLogPath(h.Layout, m.Role),
 		Keeper:     h.paneKeeper(restart),
+		OnAdopt:    func(env []string) { h.acceptAdopted(m.Role, env) },
 		PointerDir: h.Layout.FullMessages(),
 		Restart:    restart, MinBackoff: h.opts.PaneMinBackoff, MaxBackoff: h.opts.PaneMaxBackoff,
 		KillGrace: h.opts.StopGracePeriod,
