@@ -37,6 +37,11 @@ func (p *Pane) adopt(a *Adoption) *proc {
 	p.adopted = true
 	p.mu.Unlock()
 	p.install(pr)
+	// The program is past its start: it wrote its screen under the hub
+	// before, so no start-up wait holds messages back.
+	p.mu.Lock()
+	p.sawOutput = true
+	p.mu.Unlock()
 	if len(a.Output) > 0 {
 		p.handleOutput(pr, a.Output)
 	}
@@ -53,9 +58,21 @@ func (p *Pane) adopt(a *Adoption) *proc {
 // left the text there, and the message, not entered, is typed again in
 // full (the entered log and the ledger decide), which would submit it
 // twice in one prompt.
+//
+// A terminal in canonical mode holds the input in the kernel: its kill
+// character (VKILL, Ctrl-U by default) empties it, in order before what is
+// typed next, with nothing on the screen to wait for. A program that reads
+// raw input gets the profile's erase keys until its screen shows them
+// change nothing (clearInput).
 func (p *Pane) clearAdopted(pr *proc) {
 	p.inputMu.Lock()
 	defer p.inputMu.Unlock()
+	if kill, ok := pr.killChar(); ok {
+		if _, err := p.writeRaw(context.Background(), pr, []byte{kill}); err != nil {
+			p.log.Warn("could not empty the adopted program's input", "err", err)
+		}
+		return
+	}
 	held, err := p.clearInput(pr)
 	switch {
 	case err != nil:

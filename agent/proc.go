@@ -271,6 +271,24 @@ func describeExit(err error, lastLine string) (code int, msg string) {
 	return code, msg
 }
 
+// killChar is the kill character (VKILL) of the run's terminal when the
+// terminal is in canonical mode and has one.
+func (pr *proc) killChar() (byte, bool) {
+	rc, err := pr.master.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	var c byte
+	ok := false
+	_ = rc.Control(func(fd uintptr) {
+		if t, err := unix.IoctlGetTermios(int(fd), ioctlGetTermios); err == nil && t.Lflag&unix.ICANON != 0 {
+			c = t.Cc[unix.VKILL]
+			ok = c != 0 && c != 0xff // _POSIX_VDISABLE
+		}
+	})
+	return c, ok
+}
+
 // canonical reports whether the run's terminal is in canonical (cooked)
 // mode: the kernel edits lines and the program has not switched to raw
 // input yet. The attributes are read through the master, which on Linux
