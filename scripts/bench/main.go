@@ -160,6 +160,19 @@ func benches(quick bool) []bench {
 			{issue: "#36", what: "hm up (three shell panes): process start → every pane ready", unit: "ready-ms", goal: "reported"},
 			{issue: "#36", what: "hm up: every pane ready after its program's first prompt (the last of three)", unit: "ready-after-prompt-ms", goal: "≤ 300 ms", ok: lt(300.0001)},
 		}},
+		// #37: a hub restart after kill -9 adopts the pane's program from its keeper.
+		{pkg: "./internal/e2e", name: "BenchmarkAdoptRestart", benchtime: n("20x", "5x"), count: 3, metrics: []metric{
+			{issue: "#37", what: "hub restart after kill -9 → a message read by the adopted pane's program (hm up start, session line, hm-send), p50", unit: "restart-p50-ms", goal: "< 500 ms", ok: lt(500)},
+		}},
+		// #37: tmux hosting the same six shells is the floor, measured in the same run.
+		{pkg: "./internal/e2e", name: "BenchmarkSixPanesMemory", benchtime: "1x", count: 3, metrics: []metric{
+			{issue: "floor", what: "tmux server hosting six shells, RSS", unit: "tmux-rss-MiB", floor: "tmux-six-rss"},
+			{issue: "floor", what: "tmux server hosting six shells, PSS", unit: "tmux-pss-MiB", floor: "tmux-six-pss"},
+			{issue: "#37", what: "hub with six shell panes, RSS summed over the hub and its pane keepers", unit: "hub-rss-MiB",
+				goal: "≤ 2× tmux", ok: times("tmux-six-rss", 2, false), vs: "tmux-six-rss", vsLabel: "tmux"},
+			{issue: "#37", what: "hub with six shell panes, PSS summed over the hub and its pane keepers", unit: "hub-pss-MiB",
+				goal: "≤ 2× tmux", ok: times("tmux-six-pss", 2, false), vs: "tmux-six-pss", vsLabel: "tmux"},
+		}},
 		{pkg: "./internal/e2e", name: "BenchmarkBusyPanesRSS", benchtime: "1x", count: 3, metrics: []metric{
 			{issue: "#15", what: "hub with three busy panes (fake agents printing continuously, a message to each every 250 ms for 8 s), RSS", unit: "rss-MB", goal: "< 40 MB", ok: lt(40)},
 		}},
