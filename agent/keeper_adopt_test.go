@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"hm/internal/poll"
-	"hm/internal/testutil"
 )
 
 // TestKeeperAdoption: after the hub is gone, the keeper holds the program
@@ -31,34 +30,11 @@ func TestKeeperAdoption(t *testing.T) {
 	k := testKeeper()
 	k.SocketDir, k.Root, k.Secret, k.Grace = sockDir, root, secret, time.Minute
 	spec.Keeper = k
-	pr, err := startProc(&spec, 80, 24)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pr.keeperErr != nil {
-		t.Fatal(pr.keeperErr)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = pr.cmd.Wait()
-		close(exited)
-	}()
+	pr, exited, drained := startKept(t, &spec)
 	defer func() {
 		_ = signalGroup(pr.pid, syscall.SIGKILL)
 		<-exited
 	}()
-	out := &testutil.SyncBuffer{}
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		_, _ = pr.master.WriteTo(out)
-	}()
-	poll.For(t, 10*time.Second, func() error {
-		if !strings.Contains(out.String(), "fakeagent ready") {
-			return fmt.Errorf("no banner yet: %q", out.String())
-		}
-		return nil
-	})
 	typeAndWait(t, pr.master, logPath, "first", 1)
 	if _, err := pr.master.Write([]byte("second\r")); err != nil { // taken once the hub is gone
 		t.Fatal(err)

@@ -1,27 +1,12 @@
 package agent
 
-import (
-	"net"
+import "golang.org/x/sys/unix"
 
-	"golang.org/x/sys/unix"
-)
-
-// peerUID is the user id of the process at the other end of c
-// (SO_PEERCRED).
-func peerUID(c *net.UnixConn) (int, error) {
-	rc, err := c.SyscallConn()
+// peerUIDOf reads the peer's user id of socket fd (SO_PEERCRED).
+func peerUIDOf(fd int) (int, error) {
+	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
 	if err != nil {
 		return -1, err
-	}
-	var cred *unix.Ucred
-	var credErr error
-	if err := rc.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return -1, err
-	}
-	if credErr != nil {
-		return -1, credErr
 	}
 	return int(cred.Uid), nil
 }

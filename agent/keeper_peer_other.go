@@ -2,13 +2,10 @@
 
 package agent
 
-import (
-	"errors"
-	"net"
-)
+import "errors"
 
-// peerUID cannot tell the peer's user here, so no keeper is adopted and
+// peerUIDOf cannot tell the peer's user here, so no keeper is adopted and
 // no hub adopts one.
-func peerUID(*net.UnixConn) (int, error) {
+func peerUIDOf(int) (int, error) {
 	return -1, errors.New("the peer's user cannot be checked on this system")
 }

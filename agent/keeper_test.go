@@ -20,6 +20,38 @@ func testKeeper() *Keeper {
 	return &Keeper{Argv: []string{os.Args[0]}, Env: []string{keeperTestEnv + "=1"}}
 }
 
+// startKept starts spec's program as a hub would, beside its keeper, and
+// waits for the fake agent's banner; exited closes when the program was
+// reaped, drained when the master's reader (copying to nowhere) ended.
+func startKept(t *testing.T, spec *Spec) (pr *proc, exited, drained chan struct{}) {
+	t.Helper()
+	pr, err := startProc(spec, 80, 24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.keeperErr != nil {
+		t.Fatal(pr.keeperErr)
+	}
+	exited = make(chan struct{})
+	go func() {
+		_ = pr.cmd.Wait()
+		close(exited)
+	}()
+	out := &testutil.SyncBuffer{}
+	drained = make(chan struct{})
+	go func() {
+		defer close(drained)
+		_, _ = pr.master.WriteTo(out)
+	}()
+	poll.For(t, 10*time.Second, func() error {
+		if !strings.Contains(out.String(), "fakeagent ready") {
+			return fmt.Errorf("no banner yet: %q", out.String())
+		}
+		return nil
+	})
+	return pr, exited, drained
+}
+
 // TestKeeperHoldsTerminalAfterHubDeath: a message typed with its Enter
 // while the program was busy, just before the hub died (its PTY master
 // and the keeper's pipe closed with the process, the program not
@@ -47,30 +79,7 @@ func TestKeeperHoldsTerminalAfterHubDeath(t *testing.T) {
 			if tc.keeper {
 				spec.Keeper = testKeeper()
 			}
-			pr, err := startProc(&spec, 80, 24)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if pr.keeperErr != nil {
-				t.Fatal(pr.keeperErr)
-			}
-			exited := make(chan struct{})
-			go func() {
-				_ = pr.cmd.Wait()
-				close(exited)
-			}()
-			out := &testutil.SyncBuffer{}
-			drained := make(chan struct{})
-			go func() {
-				defer close(drained)
-				_, _ = pr.master.WriteTo(out)
-			}()
-			poll.For(t, 10*time.Second, func() error {
-				if !strings.Contains(out.String(), "fakeagent ready") {
-					return fmt.Errorf("no banner yet: %q", out.String())
-				}
-				return nil
-			})
+			pr, exited, drained := startKept(t, &spec)
 			if _, err := pr.master.Write([]byte("first\r")); err != nil {
 				t.Fatal(err)
 			}

@@ -123,59 +123,42 @@ func TestLoadMissingGivesDefault(t *testing.T) {
 	}
 }
 
-// TestWaitingNotice: settings.json "waitingForHumanMinutes" sets how long a
-// pane waits for a person before the Telegram line (default 5 minutes, 0
-// off, negative refused).
-func TestWaitingNotice(t *testing.T) {
+// TestSettingsMinutes: the settings.json numbers of minutes, one rule
+// (roles.minutes): "waitingForHumanMinutes" sets how long a pane waits
+// for a person before the Telegram line (default 5 minutes),
+// "paneKeepMinutes" how long a keeper holds a pane for the next hub
+// (default 10); 0 is off, a negative number refused.
+func TestSettingsMinutes(t *testing.T) {
 	t.Parallel()
+	waiting := func(t *Team) time.Duration { return t.WaitingNotice }
+	keep := func(t *Team) time.Duration { return t.PaneKeep }
 	for _, tc := range []struct {
 		settings string
+		get      func(*Team) time.Duration
 		want     time.Duration
 		err      bool
 	}{
-		{`{}`, DefaultWaitingNotice, false},
-		{`{"waitingForHumanMinutes": 2}`, 2 * time.Minute, false},
-		{`{"waitingForHumanMinutes": 0.5}`, 30 * time.Second, false},
-		{`{"waitingForHumanMinutes": 0}`, 0, false},
-		{`{"waitingForHumanMinutes": -1}`, 0, true},
+		{`{}`, waiting, DefaultWaitingNotice, false},
+		{`{"waitingForHumanMinutes": 2}`, waiting, 2 * time.Minute, false},
+		{`{"waitingForHumanMinutes": 0.5}`, waiting, 30 * time.Second, false},
+		{`{"waitingForHumanMinutes": 0}`, waiting, 0, false},
+		{`{"waitingForHumanMinutes": -1}`, waiting, 0, true},
+		{`{}`, keep, DefaultPaneKeep, false},
+		{`{"paneKeepMinutes": 1.5}`, keep, 90 * time.Second, false},
+		{`{"paneKeepMinutes": 0}`, keep, 0, false},
+		{`{"paneKeepMinutes": -1}`, keep, 0, true},
 	} {
 		team, err := Parse([]byte(tc.settings))
 		if (err != nil) != tc.err {
 			t.Errorf("Parse(%s): %v", tc.settings, err)
 			continue
 		}
-		if err == nil && team.WaitingNotice != tc.want {
-			t.Errorf("Parse(%s): WaitingNotice %v, want %v", tc.settings, team.WaitingNotice, tc.want)
+		if err == nil && tc.get(team) != tc.want {
+			t.Errorf("Parse(%s): %v, want %v", tc.settings, tc.get(team), tc.want)
 		}
 	}
-	if Default().WaitingNotice != DefaultWaitingNotice {
-		t.Errorf("default team: %v", Default().WaitingNotice)
-	}
-}
-
-// TestPaneKeep: settings.json "paneKeepMinutes" sets how long a keeper
-// holds a pane for the next hub (default 10 minutes, 0 off, negative
-// refused).
-func TestPaneKeep(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		settings string
-		want     time.Duration
-		err      bool
-	}{
-		{`{}`, DefaultPaneKeep, false},
-		{`{"paneKeepMinutes": 1.5}`, 90 * time.Second, false},
-		{`{"paneKeepMinutes": 0}`, 0, false},
-		{`{"paneKeepMinutes": -1}`, 0, true},
-	} {
-		team, err := Parse([]byte(tc.settings))
-		if (err != nil) != tc.err {
-			t.Errorf("Parse(%s): %v", tc.settings, err)
-			continue
-		}
-		if err == nil && team.PaneKeep != tc.want {
-			t.Errorf("Parse(%s): PaneKeep %v, want %v", tc.settings, team.PaneKeep, tc.want)
-		}
+	if d := Default(); d.WaitingNotice != DefaultWaitingNotice || d.PaneKeep != DefaultPaneKeep {
+		t.Errorf("default team: waiting %v, keep %v", d.WaitingNotice, d.PaneKeep)
 	}
 }
 
