@@ -109,6 +109,8 @@ type keeper struct {
 	proc *os.Process // nil when adopted: not this hub's child
 	pid  int
 	ch   io.WriteCloser // the pipe or the unix connection; closing it (or the hub's death) frees the keeper
+	// adoptable: the keeper listens for a next hub (Keeper.SocketDir).
+	adoptable bool
 	done chan struct{}  // closed once the child is reaped (nil when adopted)
 }
 
@@ -148,7 +150,7 @@ func startKeeper(k *Keeper, pr *proc, role string) (*keeper, error) {
 		return nil, err
 	}
 	p, _ := os.FindProcess(kpid) // cannot fail on Unix
-	kp := &keeper{proc: p, pid: kpid, ch: w, done: make(chan struct{})}
+	kp := &keeper{proc: p, pid: kpid, ch: w, done: make(chan struct{}), adoptable: cfg.Socket != ""}
 	go func() {
 		defer close(kp.done)
 		_, _ = p.Wait()

@@ -192,7 +192,7 @@ type Adoption struct {
 
 // keeper is the adopted keeper as this hub's keeper.
 func (a *Adoption) keeper() *keeper {
-	return &keeper{pid: a.KeeperPid, ch: a.conn}
+	return &keeper{pid: a.KeeperPid, ch: a.conn, adoptable: true}
 }
 
 // Release gives the pane back to its keeper without using it, as if this

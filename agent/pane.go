@@ -201,6 +201,7 @@ type Pane struct {
 	afterInput atomic.Pointer[func()]
 
 	stopCh     chan struct{} // closed by requestStop
+	leave      atomic.Bool   // set by Leave: the stop leaves the program to its keeper
 	stopOnce   sync.Once
 	stopped    chan struct{} // closed once the program is gone and the pane's goroutines ended
 	done       chan struct{} // closed after stopped, once callbacks have drained
@@ -465,6 +466,16 @@ func (p *Pane) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("stop pane %s: %w", p.name(), ctx.Err())
 	}
+}
+
+// Leave ends the pane as Stop does, except that a program whose keeper
+// listens for a next hub (Keeper.SocketDir) is not ended: it is left to
+// the keeper, as if this hub had died, for the next hub on the root to
+// adopt. The caller then exits: the goroutine that would reap the program
+// stays until then. A pane without such a keeper stops.
+func (p *Pane) Leave(ctx context.Context) error {
+	p.leave.Store(true)
+	return p.Stop(ctx)
 }
 
 // Status returns a snapshot of the pane.

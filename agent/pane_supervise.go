@@ -110,6 +110,10 @@ func (p *Pane) runProc(pr *proc) time.Duration {
 		// of its own, so nothing would find these again, not even Stop.
 		p.killGroup(pr)
 	case <-p.stopCh:
+		if p.leave.Load() && pr.keeper != nil && pr.keeper.adoptable {
+			p.leaveProc(pr)
+			return time.Since(pr.startedAt)
+		}
 		p.killGroup(pr)
 	}
 	ran := time.Since(pr.startedAt)
@@ -143,6 +147,22 @@ func (p *Pane) runProc(pr *proc) time.Duration {
 	p.plog.flush() // the run's last output is in the log before OnExit
 	p.postExit(code, pr.waitErr)
 	return ran
+}
+
+// leaveProc lets go of a run without ending it (Leave): the hub's copy
+// of the master and its channel to the keeper close, with no quit, so the
+// keeper holds the terminal for the next hub as after the hub's death.
+func (p *Pane) leaveProc(pr *proc) {
+	pr.master.Close()
+	<-pr.readerDone
+	<-pr.repliesDone
+	pr.keeper.ch.Close()
+	p.mu.Lock()
+	p.proc = nil
+	close(p.procChanged)
+	p.procChanged = make(chan struct{})
+	p.mu.Unlock()
+	p.log.Info("pane program left to its keeper for the next hub", "pid", pr.pid, "keeper", pr.keeper.pid)
 }
 
 // killGroup stops a run, or ends what a run that ended left behind: SIGHUP

@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"hm/agent"
@@ -81,6 +83,10 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	}
 	logger := slog.New(slog.NewMultiHandler(shown, slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: level})))
 	ctx, cancel := context.WithCancel(ctx)
+	// SIGUSR1 stops the hub leaving its panes to their keepers (#37).
+	leave := make(chan os.Signal, 1)
+	signal.Notify(leave, syscall.SIGUSR1)
+	defer signal.Stop(leave)
 	var watch sync.WaitGroup
 	defer watch.Wait()
 	defer cancel()
@@ -91,7 +97,16 @@ func runUp(ctx context.Context, env Env, args []string) int {
 		NATS:       hub.NATSOptions{URL: *natsURL, Creds: *natsCreds, Team: *natsTeam, Hub: *natsHub},
 		PaneKeeper: paneKeeper(),
 		Ready: func(h *hub.Hub) {
-			fmt.Fprintf(env.Stderr, "hm: hub listening on %s (session %d, root %s); Ctrl-C stops it\n", h.URL(), h.Session, h.Layout.Root)
+			fmt.Fprintf(env.Stderr, "hm: hub listening on %s (session %d, root %s); Ctrl-C stops it and its panes, `kill -USR1 %d` stops it leaving the panes for the next hm up\n", h.URL(), h.Session, h.Layout.Root, os.Getpid())
+			watch.Go(func() {
+				select {
+				case <-leave:
+					h.LeavePanes()
+					fmt.Fprintln(env.Stderr, "hm: stopping; the panes' programs are left to their keepers for the next hm up on this root")
+					cancel()
+				case <-ctx.Done():
+				}
+			})
 			if !*verbose {
 				fmt.Fprintf(env.Stderr, "hm: the full log is in %s (hm up -v streams it here)\n", lay.HubLog())
 				watch.Go(func() { h.WatchTerminal(ctx, env.Stderr, 2*time.Second, term.count) })

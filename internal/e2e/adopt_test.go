@@ -195,3 +195,59 @@ func TestFaultKeeperOfAnotherSecretRefused(t *testing.T) {
 		return nil
 	})
 }
+
+// TestLeavePanesOnSIGUSR1: SIGUSR1 stops the hub leaving its panes'
+// programs to their keepers: the next hub adopts them (same pids) and
+// types into them; SIGTERM then stops the hub with its panes (SPEC §6).
+func TestLeavePanesOnSIGUSR1(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeSettings(t, root, adoptTeam(root, ""))
+	h := startHub(t, root)
+	before := panePIDs(t, h)
+	if err := h.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-h.done:
+		h.done <- err
+		if err != nil {
+			t.Fatalf("hub exit after SIGUSR1: %v\n%s", err, h.log.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("hub did not stop after SIGUSR1\n%s", h.log.String())
+	}
+	if !strings.Contains(h.log.String(), "left to their keepers") {
+		t.Errorf("the hub did not say it left the panes:\n%s", h.log.String())
+	}
+	h2 := startHub(t, root)
+	after := panePIDs(t, h2)
+	for _, r := range adoptRoles {
+		if after[r] != before[r] {
+			t.Errorf("pane %s: pid %d after SIGUSR1 and a new hub, was %d", r, after[r], before[r])
+		}
+	}
+	ids := []string{"left-0", "left-1", "left-2"}
+	op := dialAs(t, h2, "user", false)
+	for i, id := range ids {
+		ack, _, err := op.Send(tctx(t, 30*time.Second), proto.Frame{Type: proto.TypeSend, Target: adoptRoles[i], MessageID: id, Content: "after leaving " + id})
+		if err != nil || !ack.OK {
+			t.Fatalf("send %s: %+v %v", id, ack, err)
+		}
+	}
+	for i, id := range ids {
+		log := root + "/" + adoptRoles[i] + ".jsonl"
+		poll.For(t, 60*time.Second, func() error {
+			return poll.Want(trailerCounts(readPrompts(t, log))[id] == 1, "%s typed once into %s", id, adoptRoles[i])
+		})
+	}
+	h2.stop()
+	poll.For(t, 30*time.Second, func() error {
+		for _, r := range adoptRoles {
+			if syscall.Kill(before[r], 0) == nil {
+				return fmt.Errorf("pane %s's program %d outlived SIGTERM of the hub", r, before[r])
+			}
+		}
+		return nil
+	})
+}

@@ -58,3 +58,12 @@ func (h *Hub) acceptAdopted(role string, env []string) {
 		}
 	}
 }
+
+// LeavePanes makes the hub's shutdown leave the team panes' programs to
+// their keepers instead of ending them (agent.Pane.Leave): the next hm up
+// on the root adopts them. Call it before the hub's context ends.
+func (h *Hub) LeavePanes() {
+	if h.panes != nil {
+		h.panes.leave.Store(true)
+	}
+}

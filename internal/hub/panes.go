@@ -35,6 +35,10 @@ type paneSet struct {
 	panes    map[string]*agent.Pane // role -> pane
 	unfollow map[string]func()      // role -> ends act's following of its output
 
+	// leave, set by Hub.LeavePanes, makes stop leave the programs to
+	// their keepers for the next hub (agent.Pane.Leave).
+	leave atomic.Bool
+
 	// killBeforeEnter and killAfterEnter, when positive, are faults for the
 	// e2e fault suite: the hub kills itself with SIGKILL right after the
 	// Nth pane typing was recorded, before its Enter
@@ -231,7 +235,7 @@ func (s *paneSet) statuses() []agent.Status {
 }
 
 // stop stops every pane (SIGHUP to each process group, SIGKILL after the
-// grace period), in parallel.
+// grace period), in parallel; after LeavePanes it leaves them instead.
 func (s *paneSet) stop(ctx context.Context) {
 	s.mu.Lock()
 	ps := make([]*agent.Pane, 0, len(s.panes))
@@ -244,7 +248,11 @@ func (s *paneSet) stop(ctx context.Context) {
 		wg.Add(1)
 		go func(p *agent.Pane) {
 			defer wg.Done()
-			if err := p.Stop(ctx); err != nil {
+			end := p.Stop
+			if s.leave.Load() {
+				end = p.Leave
+			}
+			if err := end(ctx); err != nil {
 				s.log.Warn("stop pane", "role", p.Spec().Role, "err", err)
 			}
 		}(p)
