@@ -61,6 +61,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{name: "up", summary: "run the hub in the foreground", run: runUp},
+		{name: "restart", summary: "stop the running hub leaving its panes, run a new one that adopts them", run: runRestart},
 		{name: "send", summary: "send a message (same as hm-send)", run: runSend},
 		{name: "bg", summary: "control background builder slots (same as hm-bg)", run: runBg, words: bgActions},
 		{name: "status", summary: "show hub, session, panes, slots and telegram", run: runStatus},

@@ -16,6 +16,7 @@ import (
 	"hm/agent"
 
 	"hm/internal/hub"
+	"hm/internal/layout"
 	"hm/internal/notify"
 )
 
@@ -25,7 +26,13 @@ const maxPort = 65535
 const upSynopsis = "hm up [--root D] [--port N] [--no-panes] [--demo] [--allow-anonymous] [--rate-limit N] [--durable] [--pprof] [--nats URL [--nats-creds FILE] [--team NAME] [--hub NAME]]"
 
 func runUp(ctx context.Context, env Env, args []string) int {
-	fs := newFlags("up", env)
+	return upCommand(ctx, env, args, "up", upSynopsis, nil)
+}
+
+// upCommand runs the hub in the foreground (hm up, hm restart); before,
+// when set, runs once the root is known, before anything else.
+func upCommand(ctx context.Context, env Env, args []string, name, synopsis string, before func(context.Context, Env, layout.Layout) error) int {
+	fs := newFlags(name, env)
 	root := rootFlag(fs)
 	port := fs.Int("port", -1, "port on 127.0.0.1 (0 picks a free one; default: settings.json port or 9900)")
 	noPanes := fs.Bool("no-panes", false, "do not host agent panes")
@@ -45,20 +52,26 @@ func runUp(ctx context.Context, env Env, args []string) int {
 		if err == nil {
 			err = fmt.Errorf("unexpected argument %q", pos[0])
 		}
-		return usageError(env, fs, upSynopsis, err)
+		return usageError(env, fs, synopsis, err)
 	}
 	portSet := false
 	fs.Visit(func(f *flag.Flag) { portSet = portSet || f.Name == "port" })
 	if portSet && (*port < 0 || *port > maxPort) {
-		return usageError(env, fs, upSynopsis, fmt.Errorf("--port %d: want 0 (any free port) to %d", *port, maxPort))
+		return usageError(env, fs, synopsis, fmt.Errorf("--port %d: want 0 (any free port) to %d", *port, maxPort))
 	}
 	if *rate < 0 {
-		return usageError(env, fs, upSynopsis, fmt.Errorf("--rate-limit must be >= 0"))
+		return usageError(env, fs, synopsis, fmt.Errorf("--rate-limit must be >= 0"))
 	}
 	lay, err := findRoot(env, *root)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "hm up:", err)
 		return ExitFailed
+	}
+	if before != nil {
+		if err := before(ctx, env, lay); err != nil {
+			fmt.Fprintf(env.Stderr, "hm %s: %v\n", name, err)
+			return ExitFailed
+		}
 	}
 	if err := lay.Ensure(); err != nil {
 		fmt.Fprintln(env.Stderr, "hm up:", err)

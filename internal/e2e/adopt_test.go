@@ -251,3 +251,40 @@ func TestLeavePanesOnSIGUSR1(t *testing.T) {
 		return nil
 	})
 }
+
+// TestRestartAdopts: hm restart stops the running hub leaving its panes
+// and runs a new hub in the foreground, which adopts them (same pids) and
+// types into them.
+func TestRestartAdopts(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeSettings(t, root, adoptTeam(root, ""))
+	h := startHub(t, root)
+	before := panePIDs(t, h)
+	h2 := startHubAs(t, root, "restart", nil)
+	select {
+	case err := <-h.done:
+		h.done <- err
+		if err != nil {
+			t.Fatalf("old hub exit: %v\n%s", err, h.log.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the old hub still runs after hm restart")
+	}
+	after := panePIDs(t, h2)
+	for _, r := range adoptRoles {
+		if after[r] != before[r] {
+			t.Errorf("pane %s: pid %d after hm restart, was %d", r, after[r], before[r])
+		}
+	}
+	op := dialAs(t, h2, "user", false)
+	ack, _, err := op.Send(tctx(t, 30*time.Second), proto.Frame{Type: proto.TypeSend, Target: "builder", MessageID: "restarted-0", Content: "after hm restart"})
+	if err != nil || !ack.OK {
+		t.Fatalf("send: %+v %v", ack, err)
+	}
+	log := root + "/builder.jsonl"
+	poll.For(t, 60*time.Second, func() error {
+		return poll.Want(trailerCounts(readPrompts(t, log))["restarted-0"] == 1, "restarted-0 typed once")
+	})
+	h2.stop()
+}

@@ -78,11 +78,18 @@ func startHubTB(t testing.TB, root string, args ...string) *hubProc {
 // startHubEnv is startHub with extra environment variables for the hub.
 func startHubEnv(t testing.TB, root string, extra []string, args ...string) *hubProc {
 	t.Helper()
+	_ = os.Remove(layout.Layout{Root: root}.HubJSON())
+	return startHubAs(t, root, "up", extra, args...)
+}
+
+// startHubAs runs `hm <sub> --port 0 args...` (hm up, hm restart) in root
+// and waits for a hub.json of its own.
+func startHubAs(t testing.TB, root, sub string, extra []string, args ...string) *hubProc {
+	t.Helper()
 	lay := layout.Layout{Root: root}
-	_ = os.Remove(lay.HubJSON())
 	bin, env := hmBinary(t, "hm")
 	env = append(env, extra...)
-	cmd := exec.Command(bin, append([]string{"up", "--port", "0"}, args...)...)
+	cmd := exec.Command(bin, append([]string{sub, "--port", "0"}, args...)...)
 	cmd.Env = cleanEnv(root, env...)
 	cmd.Dir = root
 	var logBuf bytes.Buffer
