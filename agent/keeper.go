@@ -111,7 +111,7 @@ type keeper struct {
 	ch   io.WriteCloser // the pipe or the unix connection; closing it (or the hub's death) frees the keeper
 	// adoptable: the keeper listens for a next hub (Keeper.SocketDir).
 	adoptable bool
-	done chan struct{}  // closed once the child is reaped (nil when adopted)
+	done      chan struct{} // closed once the child is reaped (nil when adopted)
 }
 
 // startKeeper starts k's process for the run pr of the pane role's

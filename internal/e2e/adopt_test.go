@@ -64,6 +64,64 @@ func panePIDs(t *testing.T, h *hubProc) map[string]int {
 	return pids
 }
 
+// wantAdopted fails t for each pane whose program pid changed from before
+// to after (restarted instead of adopted), saying how the hub went.
+func wantAdopted(t *testing.T, before, after map[string]int, how string) {
+	t.Helper()
+	for _, r := range adoptRoles {
+		if after[r] != before[r] {
+			t.Errorf("pane %s: program pid %d after %s and a new hub, was %d: restarted, not adopted", r, after[r], how, before[r])
+		}
+	}
+}
+
+// waitExit0 waits for the hub to exit with status 0.
+func waitExit0(t *testing.T, h *hubProc, after string) {
+	t.Helper()
+	select {
+	case err := <-h.done:
+		h.done <- err
+		if err != nil {
+			t.Fatalf("hub exit after %s: %v\n%s", after, err, h.log.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("hub did not stop after %s\n%s", after, h.log.String())
+	}
+}
+
+// waitProgramsGone waits until none of the programs in pids runs.
+func waitProgramsGone(t *testing.T, pids map[string]int, why string) {
+	t.Helper()
+	poll.For(t, 60*time.Second, func() error {
+		for _, r := range adoptRoles {
+			if syscall.Kill(pids[r], 0) == nil {
+				return fmt.Errorf("pane %s's program %d still runs %s", r, pids[r], why)
+			}
+		}
+		return nil
+	})
+}
+
+// typeOnceEach sends a message <prefix>-<i> to each pane through h and
+// waits until each was typed into its pane exactly once.
+func typeOnceEach(t *testing.T, h *hubProc, root, prefix string) {
+	t.Helper()
+	op := dialAs(t, h, "user", false)
+	for i, r := range adoptRoles {
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		ack, _, err := op.Send(tctx(t, 30*time.Second), proto.Frame{Type: proto.TypeSend, Target: r, MessageID: id, Content: "message " + id})
+		if err != nil || !ack.OK {
+			t.Fatalf("send %s: %+v %v", id, ack, err)
+		}
+	}
+	for i, r := range adoptRoles {
+		id, log := fmt.Sprintf("%s-%d", prefix, i), root+"/"+r+".jsonl"
+		poll.For(t, 60*time.Second, func() error {
+			return poll.Want(trailerCounts(readPrompts(t, log))[id] == 1, "%s typed once into %s", id, r)
+		})
+	}
+}
+
 // TestFaultKill9PanesAdopted: a hub killed with -9 in the middle of a
 // stream of 100 messages into three panes; a new hub on the root adopts
 // the panes from their keepers: no program restarted (the same pids),
@@ -108,11 +166,7 @@ func TestFaultKill9PanesAdopted(t *testing.T) {
 
 	h2 := startHub(t, root, "--rate-limit", "0")
 	after := panePIDs(t, h2)
-	for _, r := range adoptRoles {
-		if after[r] != before[r] {
-			t.Errorf("pane %s: program pid %d after the new hub, was %d: restarted, not adopted", r, after[r], before[r])
-		}
-	}
+	wantAdopted(t, before, after, "kill -9")
 	// The adopted programs' tokens, from the hub before, still name them.
 	for _, r := range adoptRoles {
 		tok := envOf(t, after[r], "HM_TOKEN")
@@ -186,105 +240,47 @@ func TestFaultKeeperOfAnotherSecretRefused(t *testing.T) {
 	h2.stop()
 	// The refused keepers end after their grace (6 s), hanging their
 	// programs up.
-	poll.For(t, 60*time.Second, func() error {
-		for _, r := range adoptRoles {
-			if syscall.Kill(before[r], 0) == nil {
-				return fmt.Errorf("pane %s's old program %d still runs", r, before[r])
-			}
-		}
-		return nil
-	})
+	waitProgramsGone(t, before, "after its refused keeper's grace")
 }
 
-// TestLeavePanesOnSIGUSR1: SIGUSR1 stops the hub leaving its panes'
-// programs to their keepers: the next hub adopts them (same pids) and
-// types into them; SIGTERM then stops the hub with its panes (SPEC §6).
-func TestLeavePanesOnSIGUSR1(t *testing.T) {
+// TestLeavePanes: a hub stopped leaving its panes, by SIGUSR1 and a
+// new hm up, or by hm restart (which signals the running hub and runs the
+// new one): the old hub exits 0, the new hub adopts the programs (same
+// pids) and types into each once; SIGTERM of the new hub then ends them
+// (SPEC §6).
+func TestLeavePanes(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	writeSettings(t, root, adoptTeam(root, ""))
-	h := startHub(t, root)
-	before := panePIDs(t, h)
-	if err := h.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-h.done:
-		h.done <- err
-		if err != nil {
-			t.Fatalf("hub exit after SIGUSR1: %v\n%s", err, h.log.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("hub did not stop after SIGUSR1\n%s", h.log.String())
-	}
-	if !strings.Contains(h.log.String(), "left to their keepers") {
-		t.Errorf("the hub did not say it left the panes:\n%s", h.log.String())
-	}
-	h2 := startHub(t, root)
-	after := panePIDs(t, h2)
-	for _, r := range adoptRoles {
-		if after[r] != before[r] {
-			t.Errorf("pane %s: pid %d after SIGUSR1 and a new hub, was %d", r, after[r], before[r])
-		}
-	}
-	ids := []string{"left-0", "left-1", "left-2"}
-	op := dialAs(t, h2, "user", false)
-	for i, id := range ids {
-		ack, _, err := op.Send(tctx(t, 30*time.Second), proto.Frame{Type: proto.TypeSend, Target: adoptRoles[i], MessageID: id, Content: "after leaving " + id})
-		if err != nil || !ack.OK {
-			t.Fatalf("send %s: %+v %v", id, ack, err)
-		}
-	}
-	for i, id := range ids {
-		log := root + "/" + adoptRoles[i] + ".jsonl"
-		poll.For(t, 60*time.Second, func() error {
-			return poll.Want(trailerCounts(readPrompts(t, log))[id] == 1, "%s typed once into %s", id, adoptRoles[i])
+	for _, tc := range []struct {
+		how     string
+		restart func(t *testing.T, h *hubProc, root string) *hubProc
+	}{
+		{"SIGUSR1", func(t *testing.T, h *hubProc, root string) *hubProc {
+			if err := h.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+				t.Fatal(err)
+			}
+			waitExit0(t, h, "SIGUSR1")
+			if !strings.Contains(h.log.String(), "left to their keepers") {
+				t.Errorf("the hub did not say it left the panes:\n%s", h.log.String())
+			}
+			return startHub(t, root)
+		}},
+		{"hm restart", func(t *testing.T, h *hubProc, root string) *hubProc {
+			h2 := startHubAs(t, root, "restart", nil)
+			waitExit0(t, h, "hm restart")
+			return h2
+		}},
+	} {
+		t.Run(tc.how, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			writeSettings(t, root, adoptTeam(root, ""))
+			h := startHub(t, root)
+			before := panePIDs(t, h)
+			h2 := tc.restart(t, h, root)
+			wantAdopted(t, before, panePIDs(t, h2), tc.how)
+			typeOnceEach(t, h2, root, "left")
+			h2.stop()
+			waitProgramsGone(t, before, "after SIGTERM of the hub")
 		})
 	}
-	h2.stop()
-	poll.For(t, 30*time.Second, func() error {
-		for _, r := range adoptRoles {
-			if syscall.Kill(before[r], 0) == nil {
-				return fmt.Errorf("pane %s's program %d outlived SIGTERM of the hub", r, before[r])
-			}
-		}
-		return nil
-	})
-}
-
-// TestRestartAdopts: hm restart stops the running hub leaving its panes
-// and runs a new hub in the foreground, which adopts them (same pids) and
-// types into them.
-func TestRestartAdopts(t *testing.T) {
-	t.Parallel()
-	root := t.TempDir()
-	writeSettings(t, root, adoptTeam(root, ""))
-	h := startHub(t, root)
-	before := panePIDs(t, h)
-	h2 := startHubAs(t, root, "restart", nil)
-	select {
-	case err := <-h.done:
-		h.done <- err
-		if err != nil {
-			t.Fatalf("old hub exit: %v\n%s", err, h.log.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the old hub still runs after hm restart")
-	}
-	after := panePIDs(t, h2)
-	for _, r := range adoptRoles {
-		if after[r] != before[r] {
-			t.Errorf("pane %s: pid %d after hm restart, was %d", r, after[r], before[r])
-		}
-	}
-	op := dialAs(t, h2, "user", false)
-	ack, _, err := op.Send(tctx(t, 30*time.Second), proto.Frame{Type: proto.TypeSend, Target: "builder", MessageID: "restarted-0", Content: "after hm restart"})
-	if err != nil || !ack.OK {
-		t.Fatalf("send: %+v %v", ack, err)
-	}
-	log := root + "/builder.jsonl"
-	poll.For(t, 60*time.Second, func() error {
-		return poll.Want(trailerCounts(readPrompts(t, log))["restarted-0"] == 1, "restarted-0 typed once")
-	})
-	h2.stop()
 }
