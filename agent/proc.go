@@ -202,6 +202,7 @@ func (pr *proc) wait() error {
 func adoptedProc(a *Adoption) *proc {
 	return &proc{
 		master:     a.Master,
+		ttyPath:    slaveName(a.Master),
 		pid:        a.Pid,
 		startedAt:  a.Started,
 		exited:     make(chan struct{}),

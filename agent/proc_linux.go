@@ -145,3 +145,17 @@ func waitGone(pid int) {
 		}
 	}
 }
+
+// slaveName is the path of master's terminal (/dev/pts/N), for a run a
+// keeper handed over (its path was not kept); "" when it cannot be told.
+func slaveName(master *os.File) string {
+	rc, err := master.SyscallConn()
+	if err != nil {
+		return ""
+	}
+	n, nerr := -1, error(nil)
+	if err := rc.Control(func(fd uintptr) { n, nerr = unix.IoctlGetInt(int(fd), unix.TIOCGPTN) }); err != nil || nerr != nil {
+		return ""
+	}
+	return "/dev/pts/" + strconv.Itoa(n)
+}

@@ -4,6 +4,7 @@ package agent
 
 import (
 	"errors"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,3 +35,7 @@ func markedProcs(string) []int { return nil }
 // waitGone blocks until pid has exited (hm, not its parent, cannot reap
 // it): procAlive is polled.
 func waitGone(pid int) { pollGone(pid) }
+
+// slaveName is "" here: a run a keeper handed over has no unread-input
+// witness on this system (unread returns -1; see unread.go).
+func slaveName(*os.File) string { return "" }
