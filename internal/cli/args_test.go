@@ -2,89 +2,11 @@ package cli
 
 import (
 	"bytes"
-	"flag"
-	"reflect"
+	"os"
 	"strings"
 	"testing"
 	"time"
 )
-
-func sendFlags() (*flag.FlagSet, *bool, *string, *time.Duration) {
-	fs := flag.NewFlagSet("send", flag.ContinueOnError)
-	fs.SetOutput(new(bytes.Buffer))
-	j := fs.Bool("json", false, "")
-	r := fs.String("role", "", "")
-	w := fs.Duration("wait", 0, "")
-	return fs, j, r, w
-}
-
-func TestParseArgs(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		args    []string
-		pos     []string
-		json    bool
-		role    string
-		wait    time.Duration
-		wantErr string
-	}{
-		{args: []string{"builder", "tests", "pass"}, pos: []string{"builder", "tests", "pass"}},
-		{args: []string{"builder", "hi", "--json", "--role", "architect"}, pos: []string{"builder", "hi"}, json: true, role: "architect"},
-		{args: []string{"--role=oracle", "arch", "x"}, pos: []string{"arch", "x"}, role: "oracle"},
-		{args: []string{"builder", "--wait", "2s", "x"}, pos: []string{"builder", "x"}, wait: 2 * time.Second},
-		{args: []string{"builder", "--", "--json", "-x"}, pos: []string{"builder", "--json", "-x"}},
-		{args: []string{"builder", "-5", "degrees"}, pos: []string{"builder", "-5", "degrees"}},
-		{args: []string{"builder", "-all good"}, pos: []string{"builder", "-all good"}},
-		{args: []string{"builder", "-x"}, wantErr: "unknown flag -x"},
-		{args: []string{"builder", "--bogus"}, wantErr: "unknown flag --bogus"},
-		{args: []string{"builder", "--role"}, wantErr: "needs a value"},
-		{args: []string{"-h"}, wantErr: "help requested"},
-		{args: []string{"builder", "--wait", "soon"}, wantErr: `--wait "soon": want a duration`},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			fs, j, r, w := sendFlags()
-			pos, err := parseArgs(fs, tt.args)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(pos, tt.pos) || *j != tt.json || *r != tt.role || *w != tt.wait {
-				t.Fatalf("got %q json=%v role=%q wait=%v", pos, *j, *r, *w)
-			}
-		})
-	}
-}
-
-func FuzzParseArgs(f *testing.F) {
-	f.Add("builder\x00hello\x00--json")
-	f.Add("--role=x\x00--\x00-y")
-	f.Add("-\x00--\x00---")
-	f.Fuzz(func(t *testing.T, joined string) {
-		args := strings.Split(joined, "\x00")
-		fs, _, _, _ := sendFlags()
-		pos, err := parseArgs(fs, args)
-		if err != nil {
-			return
-		}
-		// Every positional comes from the input, in order.
-		i := 0
-		for _, p := range pos {
-			for i < len(args) && args[i] != p {
-				i++
-			}
-			if i == len(args) {
-				t.Fatalf("positional %q not in %q", p, args)
-			}
-			i++
-		}
-	})
-}
 
 func TestMainUsage(t *testing.T) {
 	t.Parallel()
@@ -99,5 +21,90 @@ func TestMainUsage(t *testing.T) {
 	}
 	if code := MainContext(t.Context(), []string{"send", "--help"}, env); code != ExitOK || !strings.Contains(out.String(), "usage: hm-send") {
 		t.Fatalf("send --help: %d %q", code, out.String())
+	}
+}
+
+func TestSendUsage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"send", "--help"}, ExitOK, "usage: hm-send", ""},
+		{[]string{"send", "-h"}, ExitOK, "usage: hm-send", ""},
+		{[]string{"send", "architect", "please", "run", "make", "--help"}, ExitUsage, "", "quote the message"},
+		{[]string{"send", "architect", "hello", "--jsno"}, ExitUsage, "", "unknown flag --jsno"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+			code := MainContext(t.Context(), tt.args, env)
+			if code != tt.code || !strings.Contains(out.String(), tt.stdout) || !strings.Contains(errb.String(), tt.stderr) {
+				t.Fatalf("exit %d (want %d)\nstdout %q (want %q)\nstderr %q (want %q)", code, tt.code, out.String(), tt.stdout, errb.String(), tt.stderr)
+			}
+		})
+	}
+}
+
+// TestSendFileBounded: --file on an endless source reads at most the limit
+// plus one byte and refuses, instead of reading forever.
+func TestSendFileBounded(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Fatalf("/dev/zero is needed: %v", err)
+	}
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	done := make(chan int, 1)
+	go func() {
+		done <- MainContext(t.Context(), []string{"send", "--root", t.TempDir(), "--no-fallback", "architect", "--file", "/dev/zero"}, env)
+	}()
+	select {
+	case code := <-done:
+		if code != ExitFailed || !strings.Contains(errb.String(), "too_large") {
+			t.Fatalf("exit %d, stderr %q; want 1 and too_large", code, errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("hm send --file /dev/zero did not stop reading")
+	}
+}
+
+func TestTokenRotate(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	if code := MainContext(t.Context(), []string{"token", "rotate", "--root", root}, env); code != ExitOK || !strings.Contains(out.String(), "wrote a new operator token") {
+		t.Fatalf("hm token rotate: exit %d, %q %q", code, out.String(), errb.String())
+	}
+	if code := MainContext(t.Context(), []string{"token", "--root", root}, env); code != ExitUsage {
+		t.Fatalf("hm token without rotate: exit %d", code)
+	}
+}
+
+// TestRunAsLink: one binary is hm, and hm-send or hm-bg when started
+// through a link of that name (make build's LINKS).
+func TestRunAsLink(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		argv   []string
+		stdout string
+	}{
+		{[]string{"hm", "--version"}, "hm "},
+		{[]string{"/usr/local/bin/hm-send", "--version"}, "hm-send "},
+		{[]string{"hm-send", "--help"}, "usage: hm-send <target>"},
+		{[]string{"bin/hm-bg", "--version"}, "hm-bg "},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.argv, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+			if code := Run(tt.argv, env); code != ExitOK || !strings.HasPrefix(out.String(), tt.stdout) {
+				t.Fatalf("exit %d, stdout %q (want it to start %q), stderr %q", code, out.String(), tt.stdout, errb.String())
+			}
+		})
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"hm/internal/cmdline"
 )
 
 const completionSynopsis = "hm completion bash|zsh|fish"
@@ -54,7 +56,7 @@ type completionWord struct{ word, about string }
 
 // completionTree walks the command table: every command path with what may
 // follow it. A command's flags are read from its own flag set, the one its
-// --help prints (Env.describe), so nothing is listed twice.
+// --help prints (Env.Describe), so nothing is listed twice.
 func completionTree(ctx context.Context) []completionNode {
 	top := completionNode{words: []completionWord{{"--help", "print hm's usage"}, {versionFlag, "print the version and commit"}}}
 	var nodes []completionNode
@@ -74,9 +76,9 @@ func completionTree(ctx context.Context) []completionNode {
 			}
 			if fs := commandFlags(ctx, c); fs != nil {
 				fs.VisitAll(func(f *flag.Flag) {
-					n.words = append(n.words, completionWord{flagName(f.Name), f.Usage})
-					if !isBoolFlag(f) {
-						n.values = append(n.values, flagName(f.Name))
+					n.words = append(n.words, completionWord{cmdline.FlagName(f.Name), f.Usage})
+					if !cmdline.IsBoolFlag(f) {
+						n.values = append(n.values, cmdline.FlagName(f.Name))
 					}
 				})
 			}
@@ -96,7 +98,7 @@ func completionTree(ctx context.Context) []completionNode {
 func commandFlags(ctx context.Context, c command) *flag.FlagSet {
 	var got *flag.FlagSet
 	env := Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" },
-		describe: func(fs *flag.FlagSet) { got = fs }}
+		Describe: func(fs *flag.FlagSet) { got = fs }}
 	c.run(ctx, env, []string{"--help"})
 	return got
 }

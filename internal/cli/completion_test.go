@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"hm/internal/cmdline"
 )
 
 // TestCompletionCoversTable: completion is made from the command table:
@@ -154,6 +156,6 @@ func completeIn(t *testing.T, bin, shell, script, dir, line string) []string {
 // flagNames is fs's flags as they are typed (--name, -f).
 func flagNames(fs *flag.FlagSet) []string {
 	var out []string
-	fs.VisitAll(func(f *flag.Flag) { out = append(out, flagName(f.Name)) })
+	fs.VisitAll(func(f *flag.Flag) { out = append(out, cmdline.FlagName(f.Name)) })
 	return out
 }

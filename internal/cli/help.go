@@ -2,11 +2,7 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
-	"strings"
-	"text/tabwriter"
 )
 
 const helpSynopsis = "hm help [<command> [<subcommand>]]"
@@ -55,44 +51,4 @@ func lookupPath(words []string) (command, string, error) {
 		cmds = found.subs
 	}
 	return c, path, nil
-}
-
-// printHelp prints a command's help: its synopsis, what it does, and its
-// flags as they are typed (--name, -f).
-func printHelp(w io.Writer, fs *flag.FlagSet, synopsis string) {
-	fmt.Fprintln(w, "usage: "+synopsis)
-	if c, _, err := lookupPath(strings.Fields(fs.Name())); err == nil && c.summary != "" {
-		fmt.Fprintf(w, "\n%s\n", c.summary)
-	}
-	n := 0
-	fs.VisitAll(func(*flag.Flag) { n++ })
-	if n == 0 {
-		return
-	}
-	fmt.Fprint(w, "\nflags:\n")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fs.VisitAll(func(f *flag.Flag) {
-		left := flagName(f.Name)
-		if kind := valueKind(f); kind != "" {
-			left += " " + kind
-		}
-		fmt.Fprintf(tw, "  %s\t%s%s\n", left, f.Usage, defaultNote(f))
-	})
-	tw.Flush()
-}
-
-// defaultNote is " (default X)" for a flag whose default is not the zero
-// value and whose usage does not already say it.
-func defaultNote(f *flag.Flag) string {
-	switch f.DefValue {
-	case "", "0", "false", "0s":
-		return ""
-	}
-	if strings.Contains(f.Usage, "default") {
-		return ""
-	}
-	if valueKind(f) == "string" {
-		return fmt.Sprintf(" (default %q)", f.DefValue)
-	}
-	return " (default " + f.DefValue + ")"
 }

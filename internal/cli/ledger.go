@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"hm/broker/proto"
+	"hm/internal/cmdline"
 	"hm/internal/layout"
 	"hm/internal/status"
 	"hm/journal"
@@ -160,7 +161,7 @@ func runSearch(ctx context.Context, env Env, args []string) int {
 	root := rootFlag(fs)
 	limit := fs.Int("limit", 20, "most results")
 	asJSON := jsonFlag(fs, "the result")
-	pos, err := parseMessageArgs(fs, args, 0)
+	pos, err := cmdline.ParseMessageArgs(fs, args, 0)
 	if err != nil || len(pos) == 0 || *limit <= 0 {
 		if err == nil {
 			err = errors.New("missing query")

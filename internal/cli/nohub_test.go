@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"hm/internal/testutil"
 )
 
 // TestNoHubSaysHmUp: every command that needs the hub, run where none
@@ -25,7 +27,7 @@ func TestNoHubSaysHmUp(t *testing.T) {
 		{"receipt", `{"prompt":"(ARCH #1): hi [hm:m-1]"}`, []string{"receipt"}},
 		{"send-no-fallback", "", []string{"send", "--no-fallback", "builder", "hi"}},
 	}
-	s := session{root: t.TempDir(), port: closedPort(t)}
+	s := session{root: t.TempDir(), port: testutil.ClosedPort(t)}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -2,14 +2,13 @@ package cli
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"hm/internal/layout"
+	"hm/internal/testutil"
 	"hm/triggers"
 )
 
@@ -18,14 +17,7 @@ import (
 // no token at all it stays unsigned.
 func TestSendFallbackSigned(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	if err := ln.Close(); err != nil { // nothing listens there now
-		t.Fatal(err)
-	}
+	port := testutil.ClosedPort(t)
 	tests := []struct {
 		name     string
 		env      map[string]string

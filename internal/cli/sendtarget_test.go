@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"hm/internal/hub"
 	"hm/internal/hub/hubtest"
 	"hm/internal/layout"
+	"hm/internal/testutil"
 )
 
 // TestSendTargetCheckedOffline: with the hub down, hm-send checks the
@@ -44,7 +44,7 @@ func TestSendTargetCheckedOffline(t *testing.T) {
 		{"configured role", withReviewer, "reviewer", ExitOK, "fallback.triggered", false},
 		{"settings that do not parse", "{", "architekt", ExitOK, "the target is not checked: settings", false},
 	}
-	down := closedPort(t)
+	down := testutil.ClosedPort(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -89,18 +89,4 @@ func rootWithSettings(t *testing.T, settings string) string {
 		}
 	}
 	return root
-}
-
-// closedPort is a loopback port nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return port
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"hm/internal/cockpit"
 	"hm/internal/hub"
 	"hm/internal/hub/hubtest"
+	"hm/internal/testutil"
 )
 
 // TestUICommand: `hm ui` prints a login URL that logs a browser in once;
@@ -74,13 +74,7 @@ func TestUICommand(t *testing.T) {
 // with a clear message.
 func TestUICommandErrors(t *testing.T) {
 	t.Parallel()
-	// A port nothing listens on.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	free := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	free := testutil.ClosedPort(t)
 	root := t.TempDir()
 	h, _ := hubtest.Start(t, root, hub.Options{NoPanes: true, HandoffEvery: time.Hour})
 	for _, tc := range []struct {

@@ -3,13 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"hm/internal/buildinfo"
 )
-
-// versionFlag asks any of hm, hm-send and hm-bg for its version.
-const versionFlag = "--version"
 
 // runVersion: `hm version` and `hm --version` print the version and the
 // commit the binary was built from (internal/buildinfo).
@@ -28,9 +24,4 @@ func runVersion(_ context.Context, env Env, args []string) int {
 	}
 	printVersion(env.Stdout, "hm")
 	return ExitOK
-}
-
-// printVersion prints "<name> <version> (commit …)".
-func printVersion(w io.Writer, name string) {
-	fmt.Fprintln(w, name, buildinfo.Read())
 }

@@ -9,5 +9,7 @@
 // other hm package; roles depends only on them; agent, journal and broker
 // sit beside each other (broker records in journal, but neither imports
 // agent, and journal imports no broker); internal/hub and internal/cli,
-// the top of the program, wire them together.
+// the top of the program, wire them together. hm-send (cmd/hm-send over
+// internal/sendcmd and internal/cmdline) stands apart from the top: it
+// links no hub, SQLite, NATS, Telegram or MCP code.
 package layers

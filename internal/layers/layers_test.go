@@ -48,11 +48,10 @@ var rules = []rule{
 		never: append([]string{"hm/broker/...", "hm/journal/...", "hm/triggers/..."}, top...)},
 	{name: "triggers imports no broker, agent, journal or the top", pkgs: []string{"hm/triggers/..."},
 		never: append([]string{"hm/broker", "hm/broker/telegram/...", "hm/agent/...", "hm/journal/..."}, top...)},
-	{name: "hm-send links no SQLite, NATS, Telegram or MCP", pkgs: []string{"hm/cmd/hm-send"},
-		never: []string{"zombiezen.com/go/sqlite/...", "modernc.org/sqlite/...", "github.com/nats-io/...",
-			"github.com/go-telegram/...", "github.com/modelcontextprotocol/..."},
-		exception: "cmd/hm-send calls internal/cli.Main, which links every command, the hub's included; " +
-			"a thin hm-send needs the send command split from internal/cli"},
+	{name: "hm-send links no SQLite, NATS, Telegram or MCP", pkgs: []string{"hm/cmd/hm-send", "hm/internal/sendcmd", "hm/internal/cmdline"},
+		never: append([]string{"zombiezen.com/go/sqlite/...", "modernc.org/sqlite/...", "github.com/nats-io/...",
+			"github.com/go-telegram/...", "github.com/modelcontextprotocol/...",
+			"hm/broker", "hm/broker/telegram/...", "hm/journal/...", "hm/agent/..."}, top...)},
 }
 
 // matches reports whether path matches one of patterns.

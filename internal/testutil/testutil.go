@@ -8,7 +8,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,4 +67,19 @@ func PromptToolkitPython(t testing.TB) string {
 	}
 	t.Fatalf("no python3 with prompt_toolkit (run make deps, which installs Debian's python3-prompt-toolkit): %s", strings.Join(tried, "; "))
 	return ""
+}
+
+// ClosedPort is a loopback port nothing listens on (one the kernel just
+// handed out and that was closed again), as a string for --port.
+func ClosedPort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return port
 }

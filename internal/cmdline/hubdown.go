@@ -1,4 +1,4 @@
-package cli
+package cmdline
 
 import (
 	"errors"
@@ -29,10 +29,10 @@ func (e *noHubError) Error() string {
 
 func (e *noHubError) Unwrap() error { return e.err }
 
-// hubError is err from reaching the hub on port (for root, "" when not
+// HubError is err from reaching the hub on port (for root, "" when not
 // known): a noHubError when nothing accepted the connection there, else
 // err itself.
-func hubError(port int, root string, err error) error {
+func HubError(port int, root string, err error) error {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return &noHubError{port: port, root: root, err: err}

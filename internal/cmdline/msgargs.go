@@ -1,4 +1,4 @@
-package cli
+package cmdline
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// parseMessageArgs parses the arguments of a command whose last positionals
+// ParseMessageArgs parses the arguments of a command whose last positionals
 // are free text (hm send <target> <message...>, hm comms search <query...>),
 // by the rule of SPEC §12:
 //
@@ -27,7 +27,7 @@ import (
 //     sent silently.
 //
 // It returns the positionals (fixed ones, then the text words).
-func parseMessageArgs(fs *flag.FlagSet, args []string, fixed int) ([]string, error) {
+func ParseMessageArgs(fs *flag.FlagSet, args []string, fixed int) ([]string, error) {
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
 		return nil, flag.ErrHelp
 	}
@@ -148,7 +148,7 @@ func takeFlag(fs *flag.FlagSet, args []string, i int, flags *[]string) (int, err
 		return 0, unknownFlag(fs, a)
 	}
 	*flags = append(*flags, a)
-	if isBoolFlag(f) || hasValue {
+	if IsBoolFlag(f) || hasValue {
 		return i + 1, nil
 	}
 	if i+1 >= len(args) {

@@ -1,9 +1,8 @@
-package cli
+package cmdline
 
 import (
 	"bytes"
 	"flag"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -80,7 +79,7 @@ func TestParseMessageArgs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fs, vals := messageFlags()
-			pos, err := parseMessageArgs(fs, tt.args, 1)
+			pos, err := ParseMessageArgs(fs, tt.args, 1)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q (pos %q)", err, tt.wantErr, pos)
@@ -112,7 +111,7 @@ func TestParseMessageArgsQuery(t *testing.T) {
 	fs := flag.NewFlagSet("search", flag.ContinueOnError)
 	fs.SetOutput(new(bytes.Buffer))
 	limit := fs.Int("limit", 20, "")
-	pos, err := parseMessageArgs(fs, []string{"--limit", "5", "tests", "-pass", "--limit", "3"}, 0)
+	pos, err := ParseMessageArgs(fs, []string{"--limit", "5", "tests", "-pass", "--limit", "3"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +131,7 @@ func FuzzParseMessageArgs(f *testing.F) {
 	f.Fuzz(func(t *testing.T, joined string) {
 		args := strings.Split(joined, "\x00")
 		fs, _ := messageFlags()
-		pos, err := parseMessageArgs(fs, args, 1)
+		pos, err := ParseMessageArgs(fs, args, 1)
 		if err != nil {
 			return
 		}
@@ -147,65 +146,4 @@ func FuzzParseMessageArgs(f *testing.F) {
 		}
 		t.Fatalf("text %q is not a contiguous run of %q", text, args)
 	})
-}
-
-func TestSendUsage(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		args   []string
-		code   int
-		stdout string
-		stderr string
-	}{
-		{[]string{"send", "--help"}, ExitOK, "usage: hm-send", ""},
-		{[]string{"send", "-h"}, ExitOK, "usage: hm-send", ""},
-		{[]string{"send", "architect", "please", "run", "make", "--help"}, ExitUsage, "", "quote the message"},
-		{[]string{"send", "architect", "hello", "--jsno"}, ExitUsage, "", "unknown flag --jsno"},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			var out, errb bytes.Buffer
-			env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
-			code := MainContext(t.Context(), tt.args, env)
-			if code != tt.code || !strings.Contains(out.String(), tt.stdout) || !strings.Contains(errb.String(), tt.stderr) {
-				t.Fatalf("exit %d (want %d)\nstdout %q (want %q)\nstderr %q (want %q)", code, tt.code, out.String(), tt.stdout, errb.String(), tt.stderr)
-			}
-		})
-	}
-}
-
-// TestSendFileBounded: --file on an endless source reads at most the limit
-// plus one byte and refuses, instead of reading forever.
-func TestSendFileBounded(t *testing.T) {
-	t.Parallel()
-	if _, err := os.Stat("/dev/zero"); err != nil {
-		t.Fatalf("/dev/zero is needed: %v", err)
-	}
-	var out, errb bytes.Buffer
-	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
-	done := make(chan int, 1)
-	go func() {
-		done <- MainContext(t.Context(), []string{"send", "--root", t.TempDir(), "--no-fallback", "architect", "--file", "/dev/zero"}, env)
-	}()
-	select {
-	case code := <-done:
-		if code != ExitFailed || !strings.Contains(errb.String(), "too_large") {
-			t.Fatalf("exit %d, stderr %q; want 1 and too_large", code, errb.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("hm send --file /dev/zero did not stop reading")
-	}
-}
-
-func TestTokenRotate(t *testing.T) {
-	t.Parallel()
-	root := t.TempDir()
-	var out, errb bytes.Buffer
-	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
-	if code := MainContext(t.Context(), []string{"token", "rotate", "--root", root}, env); code != ExitOK || !strings.Contains(out.String(), "wrote a new operator token") {
-		t.Fatalf("hm token rotate: exit %d, %q %q", code, out.String(), errb.String())
-	}
-	if code := MainContext(t.Context(), []string{"token", "--root", root}, env); code != ExitUsage {
-		t.Fatalf("hm token without rotate: exit %d", code)
-	}
 }
