@@ -142,10 +142,26 @@ func (c *Client) Await(ctx context.Context, want, requestID, messageID string) (
 
 // Register authenticates as role.
 func (c *Client) Register(ctx context.Context, role, token string, listen bool) (proto.Registered, error) {
-	var r proto.Registered
-	if err := c.WriteJSON(ctx, proto.Frame{Type: proto.TypeRegister, Role: role, Token: token, Listen: listen}); err != nil {
-		return r, err
+	if err := c.WriteRegister(ctx, role, token, listen); err != nil {
+		return proto.Registered{}, err
 	}
+	return c.AwaitRegistered(ctx, role)
+}
+
+// WriteRegister writes a register frame for role without waiting for the
+// answer (AwaitRegistered reads it). The hub takes a connection's frames
+// in order, so frames written after it are read once it is registered: a
+// client that sends one message can write its send right behind (hm-send
+// does) instead of waiting a round trip for registered.
+func (c *Client) WriteRegister(ctx context.Context, role, token string, listen bool) error {
+	return c.WriteJSON(ctx, proto.Frame{Type: proto.TypeRegister, Role: role, Token: token, Listen: listen})
+}
+
+// AwaitRegistered waits for the answer to a register frame for role: the
+// registered frame, or the refusal as a *proto.Error (a refused register
+// is answered with an error frame without requestId).
+func (c *Client) AwaitRegistered(ctx context.Context, role string) (proto.Registered, error) {
+	var r proto.Registered
 	raw, err := c.Await(ctx, proto.TypeRegistered, "", "")
 	if err != nil {
 		return r, fmt.Errorf("register as %s: %w", role, err)
@@ -161,7 +177,17 @@ func (c *Client) Register(ctx context.Context, role, token string, listen bool) 
 // duplicate (same sender, header number and body) repeats the first copy's
 // messageId, not f's.
 func (c *Client) Send(ctx context.Context, f proto.Frame) (proto.Ack, []byte, error) {
-	var ack proto.Ack
+	f, err := c.WriteSend(ctx, f)
+	if err != nil {
+		return proto.Ack{}, nil, err
+	}
+	return c.AwaitAck(ctx, f)
+}
+
+// WriteSend writes a send (or broadcast) frame without waiting for its
+// ACK, and returns it as written (its type and requestId filled in) for
+// AwaitAck.
+func (c *Client) WriteSend(ctx context.Context, f proto.Frame) (proto.Frame, error) {
 	if f.Type == "" {
 		f.Type = proto.TypeSend
 	}
@@ -169,9 +195,12 @@ func (c *Client) Send(ctx context.Context, f proto.Frame) (proto.Ack, []byte, er
 		c.sends++
 		f.RequestID = "send-" + strconv.FormatInt(c.sends, 10)
 	}
-	if err := c.WriteJSON(ctx, f); err != nil {
-		return ack, nil, err
-	}
+	return f, c.WriteJSON(ctx, f)
+}
+
+// AwaitAck waits for the ACK of the send frame f, as WriteSend returned it.
+func (c *Client) AwaitAck(ctx context.Context, f proto.Frame) (proto.Ack, []byte, error) {
+	var ack proto.Ack
 	raw, err := c.Await(ctx, proto.TypeSendAck, f.RequestID, f.MessageID)
 	if err != nil {
 		return ack, raw, err

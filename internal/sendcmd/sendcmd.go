@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"hm/broker/proto"
+	"hm/internal/client"
 	"hm/internal/cmdline"
 	"hm/internal/msgid"
 	"hm/internal/status"
@@ -154,20 +155,12 @@ func (s sender) run(ctx context.Context, priority string, timeout, wait time.Dur
 	defer cl.Close()
 	ackCtx, cancel := context.WithTimeout(ctx, timeout+wait)
 	defer cancel()
-	if _, err := cl.Register(ackCtx, s.hub.Role, s.hub.Token, false); err != nil {
-		var pe *proto.Error
-		if errors.As(err, &pe) {
-			return s.refused(string(pe.Code), pe.Message)
-		}
-		return s.fallback(fmt.Sprintf("no answer to register within %s", timeout))
+	ack, raw, err := s.exchange(ackCtx, cl, proto.Frame{Type: proto.TypeSend, Target: s.target, Content: s.content, MessageID: s.id, Priority: priority, WaitMs: wait.Milliseconds()}, timeout, wait)
+	if pe, ok := errors.AsType[*proto.Error](err); ok {
+		return s.refused(string(pe.Code), pe.Message)
 	}
-	ack, raw, err := cl.Send(ackCtx, proto.Frame{Type: proto.TypeSend, Target: s.target, Content: s.content, MessageID: s.id, Priority: priority, WaitMs: wait.Milliseconds()})
 	if err != nil {
-		var pe *proto.Error
-		if errors.As(err, &pe) {
-			return s.refused(string(pe.Code), pe.Message)
-		}
-		return s.fallback(fmt.Sprintf("no ACK within %s", timeout+wait))
+		return s.fallback(err.Error())
 	}
 	if s.json {
 		fmt.Fprintln(s.env.Stdout, string(raw))
@@ -179,6 +172,35 @@ func (s sender) run(ctx context.Context, priority string, timeout, wait time.Dur
 		fmt.Fprintf(s.env.Stdout, "%s (seq %d): %s\n", s.target, ack.Seq, ack.Stage().Human())
 	}
 	return cmdline.ExitOK
+}
+
+// exchange registers and sends f on cl and returns the hub's ACK, or why
+// there is none: the hub's refusal (a *proto.Error), or what it did not
+// answer in time. The send is written right behind the register, not a
+// round trip later: the hub reads a connection's frames in order, so it
+// is registered when it reads the send, and a refused register is
+// answered first (the send after it only with not_registered, or not at
+// all when the hub hangs up).
+func (s sender) exchange(ctx context.Context, cl *client.Client, f proto.Frame, timeout, wait time.Duration) (proto.Ack, []byte, error) {
+	noRegistered := fmt.Errorf("no answer to register within %s", timeout)
+	if err := cl.WriteRegister(ctx, s.hub.Role, s.hub.Token, false); err != nil {
+		return proto.Ack{}, nil, noRegistered
+	}
+	f, sendErr := cl.WriteSend(ctx, f)
+	if _, err := cl.AwaitRegistered(ctx, s.hub.Role); err != nil {
+		if pe, ok := errors.AsType[*proto.Error](err); ok {
+			return proto.Ack{}, nil, pe
+		}
+		return proto.Ack{}, nil, noRegistered
+	}
+	ack, raw, err := proto.Ack{}, []byte(nil), sendErr
+	if err == nil {
+		ack, raw, err = cl.AwaitAck(ctx, f)
+	}
+	if _, ok := errors.AsType[*proto.Error](err); err != nil && !ok {
+		err = fmt.Errorf("no ACK within %s", timeout+wait)
+	}
+	return ack, raw, err
 }
 
 // offlineTarget checks target as the hub would (roles.Team.Resolve, the

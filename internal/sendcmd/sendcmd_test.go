@@ -2,15 +2,23 @@ package sendcmd
 
 import (
 	"bytes"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"hm/broker/proto"
 	"hm/internal/cmdline"
 	"hm/internal/layout"
+	"hm/internal/status"
 	"hm/internal/testutil"
 
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
 	"go.uber.org/goleak"
 )
 
@@ -66,6 +74,90 @@ func TestMainIsHmSend(t *testing.T) {
 			raw, err := os.ReadFile(files[0])
 			if err != nil || !strings.Contains(string(raw), "-5 degrees") {
 				t.Fatalf("trigger file %q (%v): want the text -5 degrees", raw, err)
+			}
+		})
+	}
+}
+
+// scriptedHub is a WebSocket server on a loopback port speaking the hub's
+// side of one hm-send connection by script: it greets, reads the register
+// and the frame after it without answering in between, then answers both
+// with answer. It stands in for the hub where the order of frames on the
+// socket is what a test is about. It returns the port.
+func scriptedHub(t *testing.T, answer func(register, send proto.Frame) []any) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			t.Errorf("accept: %v", err)
+			return
+		}
+		defer ws.CloseNow()
+		ctx := r.Context()
+		if err := wsjson.Write(ctx, ws, proto.Welcome{Type: proto.TypeWelcome, ClientID: 1, Protocol: proto.Protocol}); err != nil {
+			t.Errorf("welcome: %v", err)
+			return
+		}
+		var frames [2]proto.Frame
+		for i := range frames {
+			if err := wsjson.Read(ctx, ws, &frames[i]); err != nil {
+				t.Errorf("read frame %d: %v", i+1, err)
+				return
+			}
+		}
+		for _, a := range answer(frames[0], frames[1]) {
+			if err := wsjson.Write(ctx, ws, a); err != nil {
+				t.Errorf("answer: %v", err)
+				return
+			}
+		}
+		_, _, _ = ws.Read(ctx) // until hm-send closes
+	}))
+	t.Cleanup(srv.Close)
+	return strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
+}
+
+// TestSendNotBehindRegistered: hm-send writes its send right behind its
+// register, without waiting a round trip for `registered`: the hub reads
+// a connection's frames in order. The scripted hub answers nothing until
+// it has read both frames; before the change hm-send waited for
+// `registered` first and, with --no-fallback, gave up after its --timeout
+// (exit 1). A register the hub refuses is what hm-send reports, not the
+// not_registered of the send behind it.
+func TestSendNotBehindRegistered(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		answer func(register, send proto.Frame) []any
+		code   int
+		stdout string
+		stderr string
+	}{
+		{name: "registered, then the ACK", answer: func(reg, send proto.Frame) []any {
+			if reg.Type != proto.TypeRegister || reg.Role != "architect" || send.Type != proto.TypeSend || send.Target != "builder" || send.Content != "hi" {
+				t.Errorf("frames %+v, %+v: want register as architect, then the send", reg, send)
+			}
+			ack := proto.Ack{Type: proto.TypeSendAck, RequestID: send.RequestID, MessageID: send.MessageID, OK: true, Accepted: true, Seq: 7}
+			ack.SetStage(status.AcceptedUnverified)
+			return []any{proto.Registered{Type: proto.TypeRegistered, Role: reg.Role, ClientID: 1}, ack}
+		}, code: cmdline.ExitOK, stdout: "builder (seq 7): "},
+		{name: "register refused", answer: func(_, send proto.Frame) []any {
+			return []any{
+				proto.Frame{Type: proto.TypeError, Code: status.CodeUnauthorized, Message: "token is not valid for role architect"},
+				proto.Frame{Type: proto.TypeError, Code: status.CodeNotRegistered, Message: "register before sending send frames", RequestID: send.RequestID},
+			}
+		}, code: cmdline.ExitFailed, stderr: "hm-send: refused: unauthorized: token is not valid for role architect\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			port := scriptedHub(t, tt.answer)
+			var out, errb bytes.Buffer
+			env := cmdline.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+			code := Run(t.Context(), env, []string{"--root", t.TempDir(), "--port", port, "--role", "architect",
+				"--timeout", "10s", "--no-fallback", "builder", "hi"})
+			if code != tt.code || !strings.HasPrefix(out.String(), tt.stdout) || errb.String() != tt.stderr {
+				t.Fatalf("exit %d (want %d)\nstdout %q (want it to start %q)\nstderr %q (want %q)", code, tt.code, out.String(), tt.stdout, errb.String(), tt.stderr)
 			}
 		})
 	}
