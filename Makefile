@@ -4,27 +4,34 @@ BIN     := bin
 PKGS    := ./...
 .PHONY: build install uninstall run deps test test-loaded test-realcli bench lint vet-cross fuzz clean
 
-# make install puts hm and its two links in $(DESTDIR)$(PREFIX)/bin.
+# make install puts hm, hm-send and the hm-bg link in $(DESTDIR)$(PREFIX)/bin.
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 # Stamp the binary with the commit it is built from (hm --version), even
 # where GOFLAGS says -buildvcs=false; BUILDVCS=false turns it off.
 BUILDVCS ?= auto
-# hm-send and hm-bg are links to hm, which acts as the program it is
-# started as (go build ./cmd/... also builds them as thin mains).
-LINKS   := hm-send hm-bg
+# hm-send is its own binary (cmd/hm-send: the send command alone, none of
+# the hub), since every pane starts it for every message it sends; hm-bg
+# is a link to hm, which acts as the program it is started as (so would
+# hm-send, linked). Both binaries are built without cgo: hm needs no C,
+# and a dynamically linked binary spends milliseconds at every start
+# loading libc (the net package links it for its resolver otherwise).
+BINS    := hm hm-send
+LINKS   := hm-bg
+NOCGO   := CGO_ENABLED=0
 
 build:
-	$(GO) build -buildvcs=$(BUILDVCS) -o $(BIN)/hm ./cmd/hm
+	@rm -f $(addprefix $(BIN)/,$(BINS))
+	$(NOCGO) $(GO) build -buildvcs=$(BUILDVCS) -o $(BIN)/ ./cmd/hm ./cmd/hm-send
 	@for l in $(LINKS); do ln -sfn hm $(BIN)/$$l; done
 
 install: build
 	install -d $(DESTDIR)$(BINDIR)
-	install -m 0755 $(BIN)/hm $(DESTDIR)$(BINDIR)/hm
+	@for b in $(BINS); do rm -f $(DESTDIR)$(BINDIR)/$$b && install -m 0755 $(BIN)/$$b $(DESTDIR)$(BINDIR)/$$b && echo "$(DESTDIR)$(BINDIR)/$$b"; done
 	@for l in $(LINKS); do ln -sfn hm $(DESTDIR)$(BINDIR)/$$l && echo "$(DESTDIR)$(BINDIR)/$$l -> hm"; done
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/hm $(addprefix $(DESTDIR)$(BINDIR)/,$(LINKS))
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(BINS) $(LINKS))
 
 # Builds and starts the hub for the README's tour (127.0.0.1:9900, panes in
 # this directory): the demo team, whose panes show each message's text.
