@@ -14,14 +14,11 @@ import (
 	"syscall"
 
 	"hm/agent"
-
 	"hm/internal/cmdline"
 	"hm/internal/hook"
 	"hm/internal/sendcmd"
 	"hm/roles"
 )
-
-const usageHeader = "usage: hm <command> [flags]\n"
 
 // command is one entry of hm's one command table: what dispatches, what
 // help lists and what shell completion offers all come from it.
