@@ -292,7 +292,7 @@ func (p *Pane) judgeLocked(pr *proc, screen Readiness, marker string, now time.T
 // input box: typed into then, it merged the session line with the next
 // message. p.mu is held.
 func (p *Pane) unmarkedWaitLocked(pr *proc) time.Duration {
-	if p.readyRun != pr {
+	if p.readyRun != pr && !pr.adopted { // an adopted program is past its start
 		return startUnmarkedFactor * p.profile.unmarked()
 	}
 	return p.profile.unmarked()
