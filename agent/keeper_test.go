@@ -67,15 +67,21 @@ func TestKeeperHoldsTerminalAfterHubDeath(t *testing.T) {
 		name       string
 		keeper     bool
 		wantSecond bool
+		busy       string // ms the program reads nothing after a prompt
 	}{
-		{"with a keeper", true, true},
-		{"without a keeper", false, false},
+		// Within the keeper's grace, so the program reads the second
+		// message before the terminal is hung up.
+		{"with a keeper", true, true, "500"},
+		// Long enough that a loaded machine's delay between the first
+		// prompt and the hub's death does not let the program read the
+		// second one first: the hangup ends the program before it reads.
+		{"without a keeper", false, false, "5000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			// Every Enter submits (no newline window); after each prompt the
-			// program is busy for 500 ms and reads nothing.
-			spec, logPath := fakeSpec(t, "FAKEAGENT_ENTER_MS=0", "FAKEAGENT_BUSY_MS=500", "FAKEAGENT_NO_PASTE=1")
+			// program is busy for tc.busy and reads nothing.
+			spec, logPath := fakeSpec(t, "FAKEAGENT_ENTER_MS=0", "FAKEAGENT_BUSY_MS="+tc.busy, "FAKEAGENT_NO_PASTE=1")
 			if tc.keeper {
 				spec.Keeper = testKeeper()
 			}
