@@ -287,6 +287,12 @@ func adoptOn(ctx context.Context, conn *net.UnixConn, d KeeperDial) (*Adoption, 
 func receiveMaster(conn *net.UnixConn) (*os.File, error) {
 	b := make([]byte, 1)
 	oob := make([]byte, unix.CmsgSpace(4))
+	// The received descriptor has no close-on-exec until it is set below:
+	// ForkLock keeps a process started meanwhile (another pane's program)
+	// from inheriting this pane's master, which would keep its terminal
+	// from ever hanging up.
+	syscall.ForkLock.RLock()
+	defer syscall.ForkLock.RUnlock()
 	_, oobn, _, _, err := conn.ReadMsgUnix(b, oob)
 	if err != nil {
 		return nil, fmt.Errorf("%w: the keeper did not hand the pane over (its hub still runs?): %v", ErrKeeperRefused, err)
