@@ -236,8 +236,27 @@ func (r *paneRun) check(t *testing.T, ms ...sentMsg) {
 	}
 	if bad {
 		t.Log(r.evidence())
+		t.Log(r.sessionEvents())
 		r.dump(t)
 	}
+}
+
+// sessionEvents is the ledger's account of the session messages hm typed
+// into the pane at each hub start: a case's message merged with one of
+// them is judged by what hm recorded for it.
+func (r *paneRun) sessionEvents() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var res proto.GetResult
+	ids := []string{"session-1-builder", "session-2-builder", "session-3-builder"}
+	if err := query(ctx, r.arch, proto.QueryGet, proto.GetQuery{MessageIDs: ids}, &res); err != nil {
+		return "session messages: " + err.Error()
+	}
+	var b strings.Builder
+	for _, m := range res.Messages {
+		fmt.Fprintf(&b, "session message %s: status %s, stage %s; events: %s\n", m.MessageID, m.Status, m.AckStatus, events(m))
+	}
+	return b.String()
 }
 
 // dump writes the pane's model requests, as received, into
