@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestAttachDetachKeyEncodings: Ctrl-\ detaches however the person's

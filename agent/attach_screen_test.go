@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"hm/agent/internal/vterm"
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // drawScript draws a full 120x40 screen: every row numbered and wider than

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"hm/agent/internal/vterm"
-	"hm/internal/poll"
-	"hm/internal/testutil"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/testutil"
 
 	"github.com/coder/websocket"
 )

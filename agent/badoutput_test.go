@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 
 	"hm/agent/internal/vterm"
 )

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"hm/agent/internal/vterm"
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // BenchmarkInjectOverhead measures the delivery engine's own latency, from

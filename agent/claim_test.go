@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // claimPointerRE finds the file a pointer line names.

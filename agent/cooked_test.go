@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // cookedPrograms read their input a line at a time with the terminal in

@@ -12,9 +12,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"hm/internal/atomicfile"
-	"hm/internal/paneevents"
-	"hm/internal/status"
+	"hm/internal/ground/atomicfile"
+	"hm/internal/ground/paneevents"
+	"hm/internal/ground/status"
 )
 
 // StageKind names a step of a delivery.

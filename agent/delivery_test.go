@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/paneevents"
-	"hm/internal/poll"
-	"hm/internal/promptlog"
+	"hm/internal/ground/paneevents"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/promptlog"
 )
 
 // expectPrompt is what the fake agent should log for an inline message

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestDriftIsReported: a pane whose profile's ready markers match nothing

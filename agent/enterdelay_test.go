@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
-	"hm/internal/testutil"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/testutil"
 )
 
 // TestEnterDelayCanonical: a program whose terminal is canonical gets its

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/promptlog"
-	"hm/internal/testutil"
+	"hm/internal/ground/promptlog"
+	"hm/internal/ground/testutil"
 
 	"go.uber.org/goleak"
 )

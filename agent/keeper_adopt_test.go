@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestKeeperAdoption: after the hub is gone, the keeper holds the program

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
-	"hm/internal/testutil"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/testutil"
 )
 
 // keeperTestEnv makes the test binary a pane keeper (TestMain).

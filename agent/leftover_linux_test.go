@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestStopKillsDaemonsThatLeftTheSession: a program that starts a daemon in

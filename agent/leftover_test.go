@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestStopKillsLeftoversOfEndedRuns: a program that ends on its own and

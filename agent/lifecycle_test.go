@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 func TestStartInvalidSpec(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // livenessProfile reads the fake agent's screen: its prompt, its spinner,

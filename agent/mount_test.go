@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestEnterWhileMountingNeverMerges: a program still mounting its UI takes

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestPaneLogFlushes checks each way a batch of the pane log reaches the

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestViewersKeepTheirChunks checks that a viewer's chunk stays as it was

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/paneevents"
-	"hm/internal/poll"
+	"hm/internal/ground/paneevents"
+	"hm/internal/ground/poll"
 )
 
 // TestPeopleKeyScanner: a viewer's bytes are told apart as key presses or

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // queryProgram is a Python program that switches its terminal to raw mode,

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestTerminalQueriesAnswered: a program that asks the terminal for the

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestPaneScreen: the pane's virtual terminal shows what the program drew.

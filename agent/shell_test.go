@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // shellsUnderTest are the interactive shells a pane may run, each started

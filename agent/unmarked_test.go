@@ -3,7 +3,7 @@ package agent
 import (
 	"path/filepath"
 
-	"hm/internal/testutil"
+	"hm/internal/ground/testutil"
 	"slices"
 	"strings"
 	"testing"

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"hm/broker/proto"
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // TestNonObjectFrameIsBadJSON: a frame must be a JSON object (SPEC §5.2);

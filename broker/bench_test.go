@@ -16,8 +16,8 @@ import (
 
 	"hm/broker"
 	"hm/broker/proto"
-	"hm/internal/benchutil"
 	"hm/internal/client"
+	"hm/internal/ground/benchutil"
 )
 
 func percentile(d []time.Duration, p float64) time.Duration { return benchutil.Percentile(d, p) }

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"hm/broker/proto"
-	"hm/internal/paneevents"
-	"hm/internal/periodic"
+	"hm/internal/ground/paneevents"
+	"hm/internal/ground/periodic"
 	"hm/journal"
 	"hm/roles"
 )

@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"github.com/coder/websocket"
 
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 	"hm/journal"
 	"hm/roles"
 )

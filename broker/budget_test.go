@@ -13,8 +13,8 @@ import (
 
 	"hm/broker"
 	"hm/broker/proto"
-	"hm/internal/poll"
-	"hm/internal/status"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 )
 
 // TestConnectionBudgets floods each connection budget with real sockets:

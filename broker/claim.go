@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"hm/broker/proto"
-	"hm/internal/msgid"
+	"hm/internal/ground/msgid"
 	"hm/journal"
 	"hm/roles"
 )

@@ -12,8 +12,8 @@ import (
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/poll"
-	"hm/internal/status"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 )
 
 // queuePanes keeps what is delivered to a pane in its queue (nothing is

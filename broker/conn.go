@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"github.com/coder/websocket"
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"hm/broker/proto"
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // TestDeliveryCheckQueuedAckStatus: delivery-check answers with the

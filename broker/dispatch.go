@@ -9,9 +9,9 @@ import (
 	"fmt"
 
 	"hm/broker/proto"
-	"hm/internal/msgid"
-	"hm/internal/paneevents"
-	"hm/internal/status"
+	"hm/internal/ground/msgid"
+	"hm/internal/ground/paneevents"
+	"hm/internal/ground/status"
 	"hm/journal"
 	"hm/roles"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"hm/broker/proto"
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/journal"
 	"hm/roles"
 )

@@ -16,7 +16,7 @@ import (
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/testutil"
+	"hm/internal/ground/testutil"
 	"hm/journal"
 	"hm/roles"
 )

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"hm/broker/proto"
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 	"hm/journal"
 )
 

@@ -14,7 +14,7 @@ import (
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/testutil"
+	"hm/internal/ground/testutil"
 )
 
 // sessionRun sends n messages from one sender to one listener that

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"hm/broker"
-	"hm/internal/msgid"
+	"hm/internal/ground/msgid"
 	"hm/triggers"
 )
 

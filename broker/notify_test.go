@@ -10,9 +10,9 @@ import (
 
 	"hm/broker"
 	"hm/broker/proto"
+	"hm/internal/ground/poll"
 	"hm/internal/notify"
 	"hm/internal/notify/notifytest"
-	"hm/internal/poll"
 )
 
 // TestNotificationPaths: each broker event that deserves telling the

@@ -9,7 +9,7 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // TestServeOperatorWS: a connection accepted through ServeOperatorWS (the

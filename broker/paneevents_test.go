@@ -10,8 +10,8 @@ import (
 
 	"hm/broker"
 	"hm/broker/proto"
-	"hm/internal/poll"
-	"hm/internal/status"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 )
 
 // scriptedPanes is a pane set whose Deliver plays script: the stages a

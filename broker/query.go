@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 
 	"hm/broker/proto"
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/journal"
 	"hm/journal/report"
 	"hm/roles"

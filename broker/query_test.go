@@ -10,7 +10,7 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/journal"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/poll"
-	"hm/internal/status"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 	"hm/journal"
 )
 

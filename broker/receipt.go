@@ -13,7 +13,7 @@ import (
 	"sync"
 
 	"hm/broker/proto"
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/journal"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"hm/broker/proto"
 	"hm/journal"

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"hm/broker/proto"
-	"hm/internal/msgid"
-	"hm/internal/periodic"
+	"hm/internal/ground/msgid"
+	"hm/internal/ground/periodic"
 	"hm/roles"
 )
 

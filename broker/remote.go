@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"hm/broker/proto"
-	"hm/internal/msgid"
-	"hm/internal/status"
+	"hm/internal/ground/msgid"
+	"hm/internal/ground/status"
 	"hm/journal"
 	"hm/roles"
 )

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"hm/broker/proto"
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/journal"
 )
 

@@ -6,8 +6,8 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/poll"
-	"hm/internal/status"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 )
 
 // TestReregisterKeepsOneRole: a connection is registered as one role. A

@@ -4,7 +4,7 @@
 package broker
 
 import (
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/roles"
 )
 

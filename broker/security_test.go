@@ -12,8 +12,8 @@ import (
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/msgid"
-	"hm/internal/status"
+	"hm/internal/ground/msgid"
+	"hm/internal/ground/status"
 	"hm/roles"
 )
 

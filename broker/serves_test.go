@@ -9,8 +9,8 @@ import (
 
 	"hm/broker"
 	"hm/broker/proto"
-	"hm/internal/poll"
-	"hm/internal/status"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 	"hm/roles"
 )
 

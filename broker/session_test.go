@@ -8,7 +8,7 @@ import (
 
 	"hm/broker"
 	"hm/broker/proto"
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 func TestRecoverDelaysRecentMessages(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 
 	"hm/broker"
 	"hm/broker/proto"
-	"hm/internal/poll"
-	"hm/internal/status"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 )
 
 // slotsRunning is a broker.Background whose slots are running as far as the

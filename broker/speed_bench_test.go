@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"hm/broker/proto"
-	"hm/internal/benchutil"
 	"hm/internal/client"
+	"hm/internal/ground/benchutil"
 	"hm/journal"
 )
 

@@ -10,9 +10,9 @@ import (
 
 	"hm/broker"
 	"hm/broker/proto"
-	"hm/internal/msgid"
-	"hm/internal/poll"
-	"hm/internal/status"
+	"hm/internal/ground/msgid"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 )
 
 // endingPanes is a pane set whose every delivery ends with end (a stuck or

@@ -15,8 +15,8 @@ import (
 	"unicode/utf8"
 
 	"hm/broker/proto"
-	"hm/internal/msgid"
-	"hm/internal/status"
+	"hm/internal/ground/msgid"
+	"hm/internal/ground/status"
 	"hm/journal"
 	"hm/roles"
 )
@@ -52,7 +52,7 @@ type Submission struct {
 	// the sender wrote, not to the hub's mark.
 	Mark      string
 	MessageID string
-	// HubID says MessageID was made by the hub itself (an internal/msgid
+	// HubID says MessageID was made by the hub itself (an internal/ground/msgid
 	// constructor) and may lie in a reserved namespace. Ids from clients,
 	// including trigger files that name one, never set it.
 	HubID       bool

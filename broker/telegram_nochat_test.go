@@ -10,7 +10,7 @@ import (
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/broker/telegram"
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/journal"
 )
 

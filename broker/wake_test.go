@@ -10,7 +10,7 @@ import (
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // waitingClaim sends a claim that waits up to wait, and returns where its

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"maps"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"zombiezen.com/go/sqlite"
 )

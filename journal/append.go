@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"zombiezen.com/go/sqlite"
 )

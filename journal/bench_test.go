@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/journal"
 	"hm/journal/journaltest"
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // ChangeRule is what one kind of ledger event does to a message row: the

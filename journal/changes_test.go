@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // TestChangeRules builds every Change the constructors make, in each of

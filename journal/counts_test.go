@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"

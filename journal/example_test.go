@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/journal"
 )
 

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"hm/internal/testutil"
+	"hm/internal/ground/testutil"
 )
 
 // testLogger sends ledger logs to the test output.

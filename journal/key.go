@@ -14,7 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"hm/internal/atomicfile"
+	"hm/internal/ground/atomicfile"
 )
 
 // KeyFileName is the ledger key's file name beside the database

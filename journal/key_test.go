@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // writeSome appends n messages and routes them.

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"zombiezen.com/go/sqlite"
 )

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"

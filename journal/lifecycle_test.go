@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
-	"hm/internal/status"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"

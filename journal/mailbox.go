@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"strings"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/roles"
 
 	"zombiezen.com/go/sqlite"

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // mailboxFixture appends, in session 1 unless noted: a1 architect→builder,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 func TestStatusAndAckRank(t *testing.T) {

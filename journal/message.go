@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // Directions (comms_journal.direction).

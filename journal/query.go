@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"

@@ -17,7 +17,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"hm/internal/atomicfile"
+	"hm/internal/ground/atomicfile"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // capAtCurrentSize caps l's database at its current size: a change that

@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // marshalStateDetail is what stateDetail wrote before it encoded by hand:

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"

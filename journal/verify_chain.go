@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"zombiezen.com/go/sqlite"
 )

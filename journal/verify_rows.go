@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"zombiezen.com/go/sqlite"
 )

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"hm/internal/testutil"
+	"hm/internal/ground/testutil"
 )
 
 // TestTimingWALBoundedUnderLoad: appends with a reader always busy beside them

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // fileChanges are what an operator or a sync tool does to a ledger file

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // Header is a parsed role header such as "(BUILDER-BG-2 #7):".

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 func TestParseHeader(t *testing.T) {

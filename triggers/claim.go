@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"hm/internal/atomicfile"
-	"hm/internal/status"
+	"hm/internal/ground/atomicfile"
+	"hm/internal/ground/status"
 )
 
 // step processes one file. It reports whether it did any work.

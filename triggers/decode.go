@@ -6,8 +6,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"hm/internal/msgid"
-	"hm/internal/status"
+	"hm/internal/ground/msgid"
+	"hm/internal/ground/status"
 	"hm/roles"
 )
 

@@ -9,7 +9,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/roles"
 )
 

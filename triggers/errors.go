@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // ErrReject is wrapped by every error that refuses a trigger file for good:

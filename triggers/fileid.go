@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"io/fs"
 
-	"hm/internal/msgid"
+	"hm/internal/ground/msgid"
 )
 
 // FileID returns the message id "trg-<hex16>" of a trigger file that carries

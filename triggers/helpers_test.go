@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
-	"hm/internal/testutil"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/testutil"
 )
 
 // testLogger sends logs to the test output.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestOpenForWriting: the kernel's answer (a read lease is refused while a

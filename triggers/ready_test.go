@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 
 	"github.com/fsnotify/fsnotify"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestLegacyNameIDsSameMtime: a file without an id, with the same name,

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 type claimedItem struct {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/roles"
 )
 

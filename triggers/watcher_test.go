@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 func TestRoundTrip(t *testing.T) {

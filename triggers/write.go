@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"hm/broker/proto"
-	"hm/internal/atomicfile"
-	"hm/internal/msgid"
-	"hm/internal/status"
+	"hm/internal/ground/atomicfile"
+	"hm/internal/ground/msgid"
+	"hm/internal/ground/status"
 	"hm/roles"
 )
 

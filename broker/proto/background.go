@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // Background-agent results (SPEC §8): the "result" object of the response to

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // TestJournalEventGolden: a journal-event frame's JSON is the golden one

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // Protocol is the protocol name sent in the welcome frame.

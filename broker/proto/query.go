@@ -3,7 +3,7 @@ package proto
 import (
 	"encoding/json"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // Query operations: the op of a query frame. Each takes its parameters in

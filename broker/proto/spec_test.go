@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // specCopy is SPEC.md's §5 (the WebSocket protocol), copied into the
@@ -74,7 +74,7 @@ var notProtocol = map[string]string{
 }
 
 // protocolNames returns every name the protocol may use: proto's frame
-// types and statuses, and internal/status's Status, Stage and Code values.
+// types and statuses, and internal/ground/status's Status, Stage and Code values.
 func protocolNames() map[string]bool {
 	known := map[string]bool{}
 	for _, s := range []string{TypeWelcome, TypeRegister, TypeRegistered, TypeSend, TypeBroadcast, TypeSendAck, TypeHealthCheck,
@@ -137,7 +137,7 @@ func TestProtocolMatchesSpec(t *testing.T) {
 			continue
 		}
 		if !known[n] {
-			t.Errorf("SPEC.md names %q but neither broker/proto nor internal/status defines it", n)
+			t.Errorf("SPEC.md names %q but neither broker/proto nor internal/ground/status defines it", n)
 		}
 		if !strings.Contains(string(doc), "`"+n+"`") && !strings.Contains(string(doc), `"`+n+`"`) {
 			t.Errorf("SPEC.md names %q but docs/protocol.md does not mention it (as `%s` or %q)", n, n, n)

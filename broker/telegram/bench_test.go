@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"hm/broker/telegram/telegramtest"
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // reportLatency reports p50/p99 in milliseconds and the rate.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"hm/broker/telegram/telegramtest"
-	"hm/internal/testutil"
+	"hm/internal/ground/testutil"
 )
 
 const testToken = "424242:test-secret"

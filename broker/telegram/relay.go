@@ -15,8 +15,8 @@ import (
 
 	"github.com/go-telegram/bot"
 
-	"hm/internal/msgid"
-	"hm/internal/status"
+	"hm/internal/ground/msgid"
+	"hm/internal/ground/status"
 )
 
 // Sentinel errors.

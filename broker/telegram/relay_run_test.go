@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"hm/broker/telegram/telegramtest"
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestPollErrorsRecover: 5xx, malformed answers and slow answers on

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"hm/broker/telegram/telegramtest"
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestInbound enqueues one update of each interesting kind and checks what

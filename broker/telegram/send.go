@@ -12,7 +12,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
-	"hm/internal/msgid"
+	"hm/internal/ground/msgid"
 	"hm/roles"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"hm/broker/telegram/telegramtest"
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // newSendRelay creates a relay for Send tests (Run is not needed to send).

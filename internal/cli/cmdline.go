@@ -9,7 +9,7 @@ import (
 
 	"hm/internal/client"
 	"hm/internal/cmdline"
-	"hm/internal/layout"
+	"hm/internal/ground/layout"
 )
 
 // What every command shares lives in internal/cmdline, where hm-send

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/journal"
 )
 

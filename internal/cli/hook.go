@@ -10,8 +10,8 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
+	"hm/internal/ground/layout"
 	"hm/internal/hook"
-	"hm/internal/layout"
 )
 
 const hookSynopsis = "hm hook <claude|codex|gemini> <event> [--wait D] < hook-input.json"

@@ -20,14 +20,14 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/promptlog"
+	"hm/internal/ground/status"
+	"hm/internal/ground/testutil"
 	"hm/internal/hook"
 	"hm/internal/hub"
 	"hm/internal/hub/hubtest"
-	"hm/internal/layout"
-	"hm/internal/poll"
-	"hm/internal/promptlog"
-	"hm/internal/status"
-	"hm/internal/testutil"
 	"hm/journal"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/cmdline"
-	"hm/internal/layout"
-	"hm/internal/status"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/status"
 	"hm/journal"
 	"hm/journal/report"
 	"hm/roles"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"hm/internal/testutil"
+	"hm/internal/ground/testutil"
 
 	"go.uber.org/goleak"
 )

@@ -13,8 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"hm/broker/proto"
-	"hm/internal/buildinfo"
 	"hm/internal/client"
+	"hm/internal/ground/buildinfo"
 	"hm/internal/mcpserver"
 )
 

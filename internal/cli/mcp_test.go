@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"hm/internal/buildinfo"
+	"hm/internal/ground/buildinfo"
 )
 
 // TestMCPServes: hm mcp answers on stdout what it reads on stdin and exits

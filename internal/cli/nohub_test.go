@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"hm/internal/testutil"
+	"hm/internal/ground/testutil"
 )
 
 // TestNoHubSaysHmUp: every command that needs the hub, run where none

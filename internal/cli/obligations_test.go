@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"hm/broker/proto"
+	"hm/internal/ground/status"
 	"hm/internal/hub"
-	"hm/internal/status"
 )
 
 // TestPrintObligations: hm status's text names how far each owed message

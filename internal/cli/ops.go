@@ -15,7 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"hm/agent"
 	"hm/broker/proto"

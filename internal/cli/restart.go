@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"time"
 
-	"hm/internal/layout"
+	"hm/internal/ground/layout"
 )
 
 const restartSynopsis = "hm restart [hm up's flags]"

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"hm/internal/layout"
-	"hm/internal/testutil"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/testutil"
 	"hm/triggers"
 )
 

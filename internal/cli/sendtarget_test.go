@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"hm/internal/ground/layout"
+	"hm/internal/ground/testutil"
 	"hm/internal/hub"
 	"hm/internal/hub/hubtest"
-	"hm/internal/layout"
-	"hm/internal/testutil"
 )
 
 // TestSendTargetCheckedOffline: with the hub down, hm-send checks the

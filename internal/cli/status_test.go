@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"hm/internal/ground/poll"
 	"hm/internal/hub"
 	"hm/internal/hub/hubtest"
-	"hm/internal/poll"
 )
 
 // TestPaneState: `hm status` shows why a pane exited and that its messages

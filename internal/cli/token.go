@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"hm/internal/layout"
+	"hm/internal/ground/layout"
 )
 
 const tokenSynopsis = "hm token rotate [--root D]"

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"hm/internal/cockpit"
+	"hm/internal/ground/testutil"
 	"hm/internal/hub"
 	"hm/internal/hub/hubtest"
-	"hm/internal/testutil"
 )
 
 // TestUICommand: `hm ui` prints a login URL that logs a browser in once;

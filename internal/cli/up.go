@@ -15,8 +15,8 @@ import (
 
 	"hm/agent"
 
+	"hm/internal/ground/layout"
 	"hm/internal/hub"
-	"hm/internal/layout"
 	"hm/internal/notify"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"hm/internal/ground/status"
 	"hm/internal/hub"
-	"hm/internal/status"
 	"hm/journal"
 )
 

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"hm/internal/buildinfo"
+	"hm/internal/ground/buildinfo"
 )
 
 // runVersion: `hm version` and `hm --version` print the version and the
-// commit the binary was built from (internal/buildinfo).
+// commit the binary was built from (internal/ground/buildinfo).
 func runVersion(_ context.Context, env Env, args []string) int {
 	fs := newFlags("version", env)
 	asJSON := jsonFlag(fs, "the version, commit and Go version")

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"github.com/coder/websocket"
 

@@ -12,7 +12,7 @@ import (
 	"io"
 	"os"
 
-	"hm/internal/buildinfo"
+	"hm/internal/ground/buildinfo"
 )
 
 // Env is what a command may touch of the process: its streams, environment
@@ -43,7 +43,7 @@ const (
 // VersionFlag asks any of hm, hm-send and hm-bg for its version.
 const VersionFlag = "--version"
 
-// PrintVersion prints "<name> <version> (commit …)" (internal/buildinfo).
+// PrintVersion prints "<name> <version> (commit …)" (internal/ground/buildinfo).
 func PrintVersion(w io.Writer, name string) {
 	fmt.Fprintln(w, name, buildinfo.Read())
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"hm/internal/layout"
+	"hm/internal/ground/layout"
 	"hm/roles"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"hm/internal/client"
-	"hm/internal/layout"
+	"hm/internal/ground/layout"
 	"hm/roles"
 )
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"hm/internal/msgid"
-	"hm/internal/status"
+	"hm/internal/ground/msgid"
+	"hm/internal/ground/status"
 	"hm/roles"
 )
 

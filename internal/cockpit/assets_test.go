@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"hm/internal/cockpit"
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/roles"
 )
 

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"hm/broker"
-	"hm/internal/atomicfile"
+	"hm/internal/ground/atomicfile"
 )
 
 const (

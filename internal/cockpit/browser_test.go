@@ -24,9 +24,9 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/promptlog"
 	"hm/internal/hub"
-	"hm/internal/poll"
-	"hm/internal/promptlog"
 	hmroles "hm/roles"
 )
 

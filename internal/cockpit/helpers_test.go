@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"hm/internal/cockpit"
-	"hm/internal/testutil"
+	"hm/internal/ground/testutil"
 )
 
 // clock is a settable test clock for cockpit.Deps.Now.

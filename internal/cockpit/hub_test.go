@@ -16,11 +16,11 @@ import (
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
+	"hm/internal/ground/layout"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/promptlog"
 	"hm/internal/hub"
 	"hm/internal/hub/hubtest"
-	"hm/internal/layout"
-	"hm/internal/poll"
-	"hm/internal/promptlog"
 )
 
 // cockpitHub is a real hub for the cockpit tests: the architect runs the

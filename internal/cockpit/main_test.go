@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"hm/internal/testutil"
+	"hm/internal/ground/testutil"
 
 	"go.uber.org/goleak"
 )

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"hm/internal/ground/layout"
 	"hm/internal/hub"
 	"hm/internal/hub/hubtest"
-	"hm/internal/layout"
 )
 
 // TestSessionSurvivesHubRestart: issue #17 asks that a page left open

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
-	"hm/internal/testutil"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/testutil"
 )
 
 // BenchmarkAdoptRestart measures a hub restart after a kill -9 (#37):

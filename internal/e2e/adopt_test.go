@@ -11,8 +11,8 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/layout"
-	"hm/internal/poll"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/poll"
 )
 
 // adoptRoles are the panes of adoptTeam.

@@ -15,8 +15,8 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/layout"
-	"hm/internal/promptlog"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/promptlog"
 )
 
 // rssMB reads a process's current (VmRSS) or peak (VmHWM) resident set.

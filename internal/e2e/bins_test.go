@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"hm/internal/testutil"
+	"hm/internal/ground/testutil"
 )
 
 // binDir holds the binaries the tests run, each flavour built on first use

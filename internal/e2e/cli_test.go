@@ -16,7 +16,7 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 
 	"hm/broker/proto"
-	"hm/internal/layout"
+	"hm/internal/ground/layout"
 )
 
 // TestCLICommands drives the ledger and operator commands against a real

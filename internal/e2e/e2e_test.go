@@ -19,8 +19,8 @@ import (
 	"hm/agent"
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/layout"
-	"hm/internal/testutil"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/testutil"
 
 	"go.uber.org/goleak"
 )

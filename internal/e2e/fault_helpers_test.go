@@ -19,8 +19,8 @@ import (
 	"github.com/coder/websocket"
 
 	"hm/internal/client"
-	"hm/internal/layout"
-	"hm/internal/promptlog"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/promptlog"
 	"hm/journal"
 )
 

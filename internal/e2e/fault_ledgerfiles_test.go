@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"hm/broker/proto"
-	"hm/internal/layout"
-	"hm/internal/poll"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/poll"
 )
 
 // TestFaultLedgerFileDeleted deletes the ledger's -wal (or its database)

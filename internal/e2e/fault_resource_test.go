@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"hm/broker/proto"
-	"hm/internal/layout"
-	"hm/internal/poll"
-	"hm/internal/status"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 	"hm/journal"
 	"hm/triggers"
 )

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 	"hm/journal"
 )
 

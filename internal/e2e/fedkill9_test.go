@@ -15,7 +15,7 @@ import (
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/federation/natstest"
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 const fedKillTeam = "t9"

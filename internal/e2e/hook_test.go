@@ -16,8 +16,8 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/layout"
-	"hm/internal/poll"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/poll"
 )
 
 // neverReadyTeam hosts builder in a pane whose screen never shows its

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/testutil"
+	"hm/internal/ground/testutil"
 )
 
 // idleWindow is how long an idle process is watched; idleSettle how long

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"hm/broker/proto"
-	"hm/internal/layout"
-	"hm/internal/msgid"
-	"hm/internal/status"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/msgid"
+	"hm/internal/ground/status"
 	"hm/journal"
 	"hm/roles"
 

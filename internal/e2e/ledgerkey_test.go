@@ -12,7 +12,7 @@ import (
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
-	"hm/internal/layout"
+	"hm/internal/ground/layout"
 )
 
 // TestCLIVerifyKeyed: plain SQL edits that passed `hm journal verify`

@@ -20,9 +20,9 @@ import (
 
 	"hm/broker/proto"
 	"hm/broker/telegram/telegramtest"
-	"hm/internal/layout"
-	"hm/internal/poll"
-	"hm/internal/status"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 	"hm/journal"
 	"hm/triggers"
 )

@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"hm/broker/proto"
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // The security suite (SPEC §1, §4, §5, §7, §11): what the hub exposes, to

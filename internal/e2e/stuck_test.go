@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"hm/broker/proto"
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestStuckShownInStatusAndHandoff: a pane program that never shows what is

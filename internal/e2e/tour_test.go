@@ -10,8 +10,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/creack/pty"
 
-	"hm/internal/poll"
-	"hm/internal/testutil"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/testutil"
 )
 
 // TestTourShowsMessages is the README's tour as a person meets it (issue

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"hm/internal/periodic"
+	"hm/internal/ground/periodic"
 
 	"github.com/nats-io/nats.go/jetstream"
 )

@@ -11,7 +11,7 @@ import (
 
 	"hm/internal/federation"
 	"hm/internal/federation/natstest"
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestDuplicateHubName: without --hub two roots on one machine get two

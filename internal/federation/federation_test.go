@@ -11,7 +11,7 @@ import (
 
 	"hm/internal/federation"
 	"hm/internal/federation/natstest"
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 func connect(t *testing.T, url, hub string) *federation.Client {

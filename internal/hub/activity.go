@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 
 	"hm/agent"
-	"hm/internal/periodic"
+	"hm/internal/ground/periodic"
 	"hm/journal"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // dialAttach opens /attach/<name> with tok as a bearer token; status is the

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"hm/internal/ground/layout"
 	"hm/internal/hub"
-	"hm/internal/layout"
 )
 
 // triggerBench runs a hub with no panes and records when each trigger

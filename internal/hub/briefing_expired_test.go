@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"hm/internal/ground/layout"
+	"hm/internal/ground/status"
 	"hm/internal/hub"
-	"hm/internal/layout"
-	"hm/internal/status"
 	"hm/journal"
 )
 

@@ -12,7 +12,7 @@ import (
 	"hm/agent"
 	"hm/broker"
 	"hm/broker/telegram"
-	"hm/internal/periodic"
+	"hm/internal/ground/periodic"
 	"hm/roles"
 	"hm/triggers"
 )

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 
 	"hm/agent"
-	"hm/internal/layout"
-	"hm/internal/status"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/status"
 	"hm/journal"
 )
 

@@ -14,9 +14,9 @@ import (
 	"hm/broker/proto"
 	"hm/internal/federation"
 	"hm/internal/federation/natstest"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 	"hm/internal/hub"
-	"hm/internal/poll"
-	"hm/internal/status"
 )
 
 // userCreds writes a NATS user credentials file (a JWT issued by acct and

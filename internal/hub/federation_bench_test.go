@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"hm/broker/proto"
-	"hm/internal/benchutil"
 	"hm/internal/client"
 	"hm/internal/federation/natstest"
+	"hm/internal/ground/benchutil"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/promptlog"
+	"hm/internal/ground/status"
 	"hm/internal/hub"
 	"hm/internal/hub/hubtest"
-	"hm/internal/layout"
-	"hm/internal/promptlog"
-	"hm/internal/status"
 )
 
 // fedBench is two in-process hubs joined through an embedded nats-server

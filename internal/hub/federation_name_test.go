@@ -10,8 +10,8 @@ import (
 	"hm/broker/proto"
 	"hm/internal/federation"
 	"hm/internal/federation/natstest"
+	"hm/internal/ground/poll"
 	"hm/internal/hub"
-	"hm/internal/poll"
 )
 
 // TestFederationHubNames: two hubs on one machine, two roots, no --hub,

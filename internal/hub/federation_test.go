@@ -18,9 +18,9 @@ import (
 	"hm/broker/proto"
 	"hm/internal/federation"
 	"hm/internal/federation/natstest"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 	"hm/internal/hub"
-	"hm/internal/poll"
-	"hm/internal/status"
 	"hm/roles"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/layout"
-	"hm/internal/poll"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/poll"
 )
 
 // TestSecretsNotStaged: in a git repository, once the hub has started (its

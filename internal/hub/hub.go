@@ -22,8 +22,8 @@ import (
 
 	"hm/broker"
 	"hm/broker/telegram"
-	"hm/internal/buildinfo"
-	"hm/internal/layout"
+	"hm/internal/ground/buildinfo"
+	"hm/internal/ground/layout"
 	"hm/internal/notify"
 	"hm/internal/slots"
 	"hm/journal"

@@ -14,10 +14,10 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/promptlog"
+	"hm/internal/ground/testutil"
 	"hm/internal/hub"
-	"hm/internal/layout"
-	"hm/internal/promptlog"
-	"hm/internal/testutil"
 	"hm/journal"
 
 	"go.uber.org/goleak"

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"hm/broker"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/testutil"
 	"hm/internal/hub"
-	"hm/internal/poll"
-	"hm/internal/testutil"
 	"hm/roles"
 )
 

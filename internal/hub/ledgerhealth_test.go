@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestStatusShowsLedgerGone: hm status reports the ledger's error while its

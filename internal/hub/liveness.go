@@ -8,9 +8,9 @@ import (
 	"hm/agent"
 	"hm/broker"
 	"hm/broker/proto"
-	"hm/internal/msgid"
+	"hm/internal/ground/msgid"
+	"hm/internal/ground/periodic"
 	"hm/internal/notify"
-	"hm/internal/periodic"
 	"hm/roles"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"hm/broker/telegram/telegramtest"
+	"hm/internal/ground/poll"
 	"hm/internal/hub"
-	"hm/internal/poll"
 )
 
 // TestWaitingForHumanTelegram: a pane whose screen shows a dialog for a

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"hm/internal/ground/layout"
 	"hm/internal/hub"
-	"hm/internal/layout"
 )
 
 // TestOneHubPerRoot: a second hub on a root that already has one is refused

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"hm/broker/proto"
+	"hm/internal/ground/poll"
 	"hm/internal/hub"
 	"hm/internal/notify/notifytest"
-	"hm/internal/poll"
 )
 
 // TestNotificationsWithoutTelegram: with no Telegram, a pane waiting for

@@ -10,9 +10,9 @@ import (
 
 	"hm/broker"
 	"hm/broker/proto"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 	"hm/internal/hub"
-	"hm/internal/poll"
-	"hm/internal/status"
 )
 
 // TestObligationsAgreeAcrossRestarts: hm status (the hub's snapshot, which

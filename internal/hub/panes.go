@@ -16,9 +16,9 @@ import (
 	"hm/agent"
 	"hm/broker"
 	"hm/broker/proto"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/paneevents"
 	"hm/internal/launchwire"
-	"hm/internal/layout"
-	"hm/internal/paneevents"
 	"hm/roles"
 )
 

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"hm/broker/proto"
-	"hm/internal/layout"
-	"hm/internal/poll"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/poll"
 )
 
 func fakeTeam(root string, builderEnv ...string) string {

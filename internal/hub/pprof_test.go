@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"testing"
 
+	"hm/internal/ground/layout"
 	"hm/internal/hub"
 	"hm/internal/hub/hubtest"
-	"hm/internal/layout"
 )
 
 // pprofGet GETs path on h's port with the headers given and returns the

@@ -9,9 +9,9 @@ import (
 
 	"hm/broker/proto"
 	"hm/broker/telegram/telegramtest"
-	"hm/internal/msgid"
-	"hm/internal/poll"
-	"hm/internal/status"
+	"hm/internal/ground/msgid"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 )
 
 // TestSecurityTelegramIDNotPreempted: oracle, with only its pane token,

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"hm/broker/proto"
-	"hm/internal/poll"
-	"hm/internal/status"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 )
 
 // TestHubRecordsRetyping: a pane program that exits while a message is

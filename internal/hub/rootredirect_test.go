@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"hm/internal/client"
+	"hm/internal/ground/poll"
 	"hm/internal/hub"
 	"hm/internal/hub/hubtest"
-	"hm/internal/poll"
 )
 
 // TestRootSendsBrowserToCockpit: a browser opening the hub's address gets

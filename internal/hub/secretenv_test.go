@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestPaneEnvHasNoSecrets: a hosted program inherits the hub's environment

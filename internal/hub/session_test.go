@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"hm/broker/proto"
+	"hm/internal/ground/layout"
 	"hm/internal/hub"
-	"hm/internal/layout"
 )
 
 // TestSessionNeverRepeats: the session counter lives in app-status.json,

@@ -10,8 +10,8 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
+	"hm/internal/ground/poll"
 	"hm/internal/hub"
-	"hm/internal/poll"
 )
 
 type bgResp struct {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"hm/broker"
-	"hm/internal/msgid"
+	"hm/internal/ground/msgid"
 	"hm/journal/report"
 	"hm/roles"
 )

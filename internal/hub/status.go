@@ -12,8 +12,8 @@ import (
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/broker/telegram"
+	"hm/internal/ground/status"
 	"hm/internal/notify"
-	"hm/internal/status"
 	"hm/journal/report"
 )
 

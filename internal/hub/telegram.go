@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"hm/broker"
 	"hm/broker/proto"
 	"hm/broker/telegram"
-	"hm/internal/msgid"
+	"hm/internal/ground/msgid"
 	"hm/journal"
 	"hm/roles"
 )

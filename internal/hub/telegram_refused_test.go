@@ -12,8 +12,8 @@ import (
 
 	"hm/broker/proto"
 	"hm/broker/telegram/telegramtest"
-	"hm/internal/poll"
-	"hm/internal/status"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 )
 
 // query runs a query frame on c and returns its raw result, or the hub's

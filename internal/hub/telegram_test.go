@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 
 	"hm/broker/proto"
 	"hm/broker/telegram/telegramtest"
+	"hm/internal/ground/poll"
 	"hm/internal/hub"
-	"hm/internal/poll"
 )
 
 func telegramEnv(fake *telegramtest.Server) func(*hub.Options) {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"hm/agent"
-	"hm/internal/periodic"
+	"hm/internal/ground/periodic"
 	"hm/journal"
 )
 

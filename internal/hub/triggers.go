@@ -6,7 +6,7 @@ import (
 
 	"hm/broker"
 	"hm/broker/proto"
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/journal"
 	"hm/roles"
 	"hm/triggers"

@@ -14,9 +14,9 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 	"hm/internal/hub"
-	"hm/internal/poll"
-	"hm/internal/status"
 	"hm/triggers"
 )
 

@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"os"
 
-	"hm/internal/layout"
+	"hm/internal/ground/layout"
 )
 
 // gitIgnoreRel is .squidrun/.gitignore's path in the root.

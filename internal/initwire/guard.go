@@ -19,7 +19,7 @@ import (
 	"strings"
 	"syscall"
 
-	"hm/internal/layout"
+	"hm/internal/ground/layout"
 )
 
 // ownFile: what lstat (or fstat) found is a file hm init may have written

@@ -20,8 +20,8 @@ import (
 	"slices"
 	"strings"
 
-	"hm/internal/atomicfile"
-	"hm/internal/layout"
+	"hm/internal/ground/atomicfile"
+	"hm/internal/ground/layout"
 )
 
 // Options are hm init's flags.

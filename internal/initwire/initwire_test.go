@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"hm/internal/layout"
+	"hm/internal/ground/layout"
 )
 
 func write(t *testing.T, root, rel, data string) {

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"hm/internal/atomicfile"
+	"hm/internal/ground/atomicfile"
 )
 
 // undoStep is what undo does to one file, worked out (and every backup

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"hm/internal/benchutil"
+	"hm/internal/ground/benchutil"
 )
 
 // The workload is hm's (broker/speed_bench_test.go): one durable consumer

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"hm/internal/atomicfile"
+	"hm/internal/ground/atomicfile"
 	"hm/internal/initwire"
 	"hm/roles"
 )

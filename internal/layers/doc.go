@@ -4,7 +4,7 @@
 // docs/glossary.md and docs/design.md mention is declared, in the file
 // they say (walkthrough_test.go).
 //
-// From the ground up: the vocabulary packages (internal/status, msgid,
+// From the ground up: the vocabulary packages (internal/ground/status, msgid,
 // atomicfile, periodic, layout, poll, promptlog, testutil) depend on no
 // other hm package; roles depends only on them; agent, journal and broker
 // sit beside each other (broker records in journal, but neither imports

@@ -10,15 +10,15 @@ import (
 // ground is the vocabulary every layer may use; it depends on nothing of hm
 // beyond itself.
 var ground = []string{
-	"hm/internal/atomicfile",
-	"hm/internal/layout",
-	"hm/internal/msgid",
-	"hm/internal/paneevents",
-	"hm/internal/periodic",
-	"hm/internal/poll",
-	"hm/internal/promptlog",
-	"hm/internal/status",
-	"hm/internal/testutil",
+	"hm/internal/ground/atomicfile",
+	"hm/internal/ground/layout",
+	"hm/internal/ground/msgid",
+	"hm/internal/ground/paneevents",
+	"hm/internal/ground/periodic",
+	"hm/internal/ground/poll",
+	"hm/internal/ground/promptlog",
+	"hm/internal/ground/status",
+	"hm/internal/ground/testutil",
 }
 
 // top is the program's top: it wires the layers and nothing below imports it.

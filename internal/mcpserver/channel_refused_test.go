@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"hm/broker/telegram/telegramtest"
+	"hm/internal/ground/poll"
 	"hm/internal/hub"
 	"hm/internal/hub/hubtest"
-	"hm/internal/poll"
 )
 
 // TestChannelSkipsRefusedTelegram: `hm mcp --channel` for the architect

@@ -17,7 +17,7 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // TokenDialFunc connects to the hub and registers with token (the bearer

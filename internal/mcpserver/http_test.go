@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"hm/broker/proto"
-	"hm/internal/layout"
+	"hm/internal/ground/layout"
 	"hm/internal/mcpserver"
 )
 

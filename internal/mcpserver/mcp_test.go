@@ -20,9 +20,9 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/layout"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/status"
 	"hm/internal/mcpserver"
-	"hm/internal/status"
 	"hm/journal"
 )
 

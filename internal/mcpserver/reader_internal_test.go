@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"hm/broker/proto"
-	"hm/internal/status"
+	"hm/internal/ground/status"
 )
 
 // TestRecipientIsTheHubsRule: what hm mcp counts as the role's own

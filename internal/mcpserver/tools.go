@@ -13,8 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"hm/broker/proto"
-	"hm/internal/msgid"
-	"hm/internal/status"
+	"hm/internal/ground/msgid"
+	"hm/internal/ground/status"
 	"hm/roles"
 )
 

@@ -13,9 +13,9 @@ import (
 
 	"github.com/creack/pty"
 
+	"hm/internal/ground/poll"
 	"hm/internal/notify"
 	"hm/internal/notify/notifytest"
-	"hm/internal/poll"
 	"hm/journal"
 )
 

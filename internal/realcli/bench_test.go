@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/benchutil"
+	"hm/internal/ground/benchutil"
 	"hm/internal/realcli/model"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"hm/agent"
+	"hm/internal/ground/status"
 	"hm/internal/realcli/model"
-	"hm/internal/status"
 )
 
 // What the model got, judged from its recorded requests.

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"hm/internal/ground/status"
 	"hm/internal/realcli/model"
-	"hm/internal/status"
 )
 
 func TestJudge(t *testing.T) {

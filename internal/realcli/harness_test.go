@@ -17,7 +17,7 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
-	"hm/internal/layout"
+	"hm/internal/ground/layout"
 )
 
 // The harness: a real hub (`hm up`, the built binary) hosting one real

@@ -15,8 +15,8 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
+	"hm/internal/ground/status"
 	"hm/internal/realcli/model"
-	"hm/internal/status"
 )
 
 // TestRealCLIs runs Claude Code, Codex CLI and Gemini CLI, as pinned in

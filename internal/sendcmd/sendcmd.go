@@ -22,8 +22,8 @@ import (
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/cmdline"
-	"hm/internal/msgid"
-	"hm/internal/status"
+	"hm/internal/ground/msgid"
+	"hm/internal/ground/status"
 	"hm/roles"
 	"hm/triggers"
 )

@@ -13,9 +13,9 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/cmdline"
-	"hm/internal/layout"
-	"hm/internal/status"
-	"hm/internal/testutil"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/status"
+	"hm/internal/ground/testutil"
 
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"

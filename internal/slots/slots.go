@@ -18,7 +18,7 @@ import (
 	"hm/agent"
 	"hm/broker"
 	"hm/broker/proto"
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/roles"
 )
 

@@ -14,8 +14,8 @@ import (
 	"hm/agent"
 	"hm/broker"
 	"hm/broker/proto"
-	"hm/internal/poll"
-	"hm/internal/status"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
 	"hm/roles"
 )
 

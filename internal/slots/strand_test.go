@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"hm/agent"
-	"hm/internal/paneevents"
-	"hm/internal/poll"
+	"hm/internal/ground/paneevents"
+	"hm/internal/ground/poll"
 )
 
 // TestDeliveryRacingSlotEndIsFailed: a message dispatched to a slot's pane

@@ -8,7 +8,7 @@ import (
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/journal"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"zombiezen.com/go/sqlite"
 
-	"hm/internal/status"
+	"hm/internal/ground/status"
 	"hm/journal"
 	"hm/roles"
 )

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/status"
-	"hm/internal/testutil"
+	"hm/internal/ground/status"
+	"hm/internal/ground/testutil"
 	"hm/journal"
 )
 

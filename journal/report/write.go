@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"hm/internal/atomicfile"
+	"hm/internal/ground/atomicfile"
 )
 
 // File names inside the handoffs directory (SPEC §1).

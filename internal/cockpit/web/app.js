@@ -232,7 +232,7 @@ function insertOrdered(m) {
 function stageOf(m) { return m.ack_status || m.status || ''; }
 
 // The page's vocabulary, from the hub (GET /ui/api/words; cockpit.Words):
-// the delivery stages in plain words and in rank order (internal/status),
+// the delivery stages in plain words and in rank order (internal/ground/status),
 // the failed status, the priority tags compose offers and the hub's own
 // role (roles). The page restates none of it; until it arrives a stage
 // shows its own name in the order it came.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"hm/internal/ground/layout"
 	"hm/internal/hub"
-	"hm/internal/layout"
 )
 
 // Start runs hub.Run for root with opts (its Layout, Port 0, a logger of

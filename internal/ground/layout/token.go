@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"hm/internal/atomicfile"
+	"hm/internal/ground/atomicfile"
 )
 
 // MinTokenBytes is the shortest operator secret a hub accepts.

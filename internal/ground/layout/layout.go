@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"hm/internal/atomicfile"
+	"hm/internal/ground/atomicfile"
 )
 
 // Dir is the name of the state directory under the root.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"hm/internal/poll"
+	"hm/internal/ground/poll"
 )
 
 // TestArmed: an Armed loop runs nothing until kicked, runs again after the

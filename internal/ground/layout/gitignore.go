@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"hm/internal/atomicfile"
+	"hm/internal/ground/atomicfile"
 )
 
 // GitIgnore is .squidrun/.gitignore as hm writes it (issue #33): .squidrun/
