@@ -344,6 +344,10 @@ func (p *Pane) typeText(t *typing) (done, ok bool) {
 		t.in.unlock()
 		return p.typeAgain(pr, it, t.stage, "before Enter", nil), false
 	}
+	if p.typedOntoHeld(t) {
+		p.separateFromHeld(t)
+		return false, false // typed again, after the held message
+	}
 	return false, true
 }
 
@@ -425,7 +429,7 @@ func (p *Pane) pressOnce(t *typing, attempt int) (done, ok bool) {
 		// the caller's ledger too, before waiting to see the program take
 		// it (the proof, if it comes, only raises the stage).
 		it.submitted(false)
-		p.noteEntered(pr, it.d.MessageID, t.trailer, t.typed.pasted && !t.before.pasted)
+		p.noteEntered(pr, it, t.trailer, t.typed.pasted && !t.before.pasted)
 	}
 	t.in.unlock()
 	var taken, ended, unread bool

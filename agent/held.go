@@ -2,6 +2,9 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -20,6 +23,7 @@ import (
 // enteredText is the last message whose Enter hm pressed into one run.
 type enteredText struct {
 	pr      *proc
+	it      *item // its queue item, put back ahead if it must go again (separateFromHeld)
 	id      string
 	trailer string
 	presses int       // Enters pressed again because it stood at the input
@@ -36,8 +40,8 @@ const heldPresses = 3
 
 // noteEntered records that the Enter for the message with trailer went to
 // pr. The caller holds inputMu.
-func (p *Pane) noteEntered(pr *proc, id, trailer string, pasted bool) {
-	p.lastEntered = enteredText{pr: pr, id: id, trailer: trailer, at: time.Now(), pasted: pasted}
+func (p *Pane) noteEntered(pr *proc, it *item, trailer string, pasted bool) {
+	p.lastEntered = enteredText{pr: pr, it: it, id: it.d.MessageID, trailer: trailer, at: time.Now(), pasted: pasted}
 }
 
 // enterHeld presses Enter again for the last message entered into pr when
@@ -149,4 +153,94 @@ func pasteAtCursor(s Screen, prof Profile) bool {
 		return false
 	}
 	return findMarker(s.Lines[s.CursorRow:s.CursorRow+1], prof.Screen.Pasted) != ""
+}
+
+// The look before typing can come too early: a program redrawing its UI
+// may show an empty prompt first and the held text only later (Gemini CLI
+// on a loaded machine drew the session message back after the first
+// message's typing began). So the screen is read once more just before
+// the Enter: the new text standing right after the last message entered
+// means that message's Enter was lost, and pressing Enter now would submit
+// both as one prompt.
+
+// typedOntoHeld reports whether t's text stands at the input right after
+// the last message entered into its run: on the flattened screen (blanks
+// and box drawing removed) the start of t's text follows that message's
+// trailer, or the collapsed-paste marker it showed as, with nothing
+// between but a bracketed paste indicator. A submitted text in the history is never that: the input's
+// prompt, a receipt or the program's answer stands between. Not on a
+// canonical terminal (a cooked line goes to the program at its Enter) and
+// not where t's start cannot be told (textHead). The caller holds inputMu.
+func (p *Pane) typedOntoHeld(t *typing) bool {
+	last := p.lastEntered
+	if last.pr != t.pr || last.it == nil || last.it == t.it || last.trailer == "" || t.pr.canonical() {
+		return false
+	}
+	s := p.Screen()
+	head := textHead(t.c.Text, s)
+	if head == "" {
+		return false
+	}
+	text, _ := flattenScreen(s)
+	i := strings.LastIndex(text, head)
+	if i < 0 {
+		return false
+	}
+	held := func(before string) bool {
+		return strings.HasSuffix(before, squeeze(last.trailer)) || last.pasted && endsWithPasteMarker(before, p.profile)
+	}
+	before := text[:i]
+	if held(before) {
+		return true
+	}
+	// A paste indicator the program drew before the new text
+	// ("[pasted 60 bytes]") may stand between them.
+	if j := strings.LastIndexByte(before, '['); j >= 0 && strings.HasSuffix(before, "]") && len(before)-j <= pasteMarkerMax {
+		return held(before[:j])
+	}
+	return false
+}
+
+// endsWithPasteMarker reports whether flat (a flattened screen) ends with
+// one of the profile's collapsed-paste markers ("[Pasted Text: 13 lines]").
+func endsWithPasteMarker(flat string, prof Profile) bool {
+	if !strings.HasSuffix(flat, "]") {
+		return false
+	}
+	for _, m := range prof.Screen.Pasted {
+		if j := strings.LastIndex(flat, squeeze(m)); j >= 0 && len(flat)-j <= pasteMarkerMax {
+			return true
+		}
+	}
+	return false
+}
+
+// pasteMarkerMax bounds a collapsed-paste marker's length once squeezed.
+const pasteMarkerMax = 48
+
+// separateFromHeld handles t's text typed onto the last message entered
+// (typedOntoHeld): the input is emptied (clearInput: both texts go) and
+// that message is put back at the head of the queue, ahead of t's, to be
+// typed again alone; the ledger records the attempt and why. t's message
+// is typed again after it, so deliver returns false. The caller holds
+// inputMu; it is released.
+func (p *Pane) separateFromHeld(t *typing) {
+	held := p.lastEntered.it
+	p.lastEntered = enteredText{}
+	erased, err := p.clearInput(t.pr)
+	t.in.unlock()
+	if err != nil {
+		p.log.Warn("typed onto a message whose Enter was lost, and the input did not empty", "id", t.it.d.MessageID, "held", held.d.MessageID, "err", err)
+	}
+	why := errors.New("its Enter was lost: its text still stood at the input when the next message was typed after it; both were erased, and it is typed again alone")
+	p.log.Warn("a message judged submitted still stood at the input under the next one; erased both, typing it again alone first",
+		"id", held.d.MessageID, "next", t.it.d.MessageID, "erased", erased)
+	p.report(held, Stage{Kind: StageRetyping, Err: why})
+	held.unseen, held.interrupted, held.cleared, held.uncleared = 0, false, false, 0
+	p.qmu.Lock()
+	held.started = false
+	if !slices.Contains(p.queue, held) {
+		p.queue = slices.Insert(p.queue, 0, held)
+	}
+	p.qmu.Unlock()
 }

@@ -15,6 +15,7 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
+	"hm/internal/ground/layout"
 	"hm/internal/ground/status"
 	"hm/internal/realcli/model"
 )
@@ -270,7 +271,17 @@ func (r *paneRun) dump(t *testing.T) {
 	for _, q := range r.reqs() {
 		writeFile(t, filepath.Join(dir, fmt.Sprintf("%03d-main-%v.json", q.Seq, q.Main)), string(q.Body))
 	}
-	t.Logf("the model's requests from %s are in %s", r.prefix, dir)
+	// The pane logs (every byte the CLI drew, to replay the screens the
+	// delivery judged), the entered logs and the hub's log; no secrets.
+	lay := layout.Layout{Root: r.root}
+	logs, _ := filepath.Glob(filepath.Join(lay.PaneLogs(), "*.log"))
+	entered, _ := filepath.Glob(filepath.Join(lay.PaneLogs(), "*.entered"))
+	for _, f := range append(append(logs, entered...), filepath.Join(lay.Runtime(), "hub.log")) {
+		if data, err := os.ReadFile(f); err == nil {
+			writeFile(t, filepath.Join(dir, "hub", filepath.Base(f)), string(data))
+		}
+	}
+	t.Logf("the model's requests from %s, its pane and hub logs are in %s", r.prefix, dir)
 }
 
 func readFile(p string) (string, error) {

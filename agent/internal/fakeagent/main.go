@@ -26,6 +26,10 @@
 //     spinner row ("⠋ loading") until the N ms are over, then the banner,
 //     the prompt and the input, kept whole, are drawn again; with
 //     FAKEAGENT_MOUNT_NEWLINE=1 that Enter is kept in the input as a newline;
+//     with FAKEAGENT_MOUNT_HIDE=1 the prompt is drawn empty after the mount,
+//     and the kept input shows again only with the next key read (drawn
+//     whole before it), as Gemini CLI redraws its input in steps on a
+//     loaded machine;
 //   - an Esc read on its own interrupts a busy spell (FAKEAGENT_SILENT_MS,
 //     FAKEAGENT_SPINNER_MS, below), logged as {"interrupted":true,...};
 //     with FAKEAGENT_RESTORE_ON_ESC=1 the interrupted prompt is put back
@@ -188,6 +192,8 @@ type agent struct {
 	collapsed    string        // the marker the kept input shows as, if collapsed
 	mountUntil   time.Time     // FAKEAGENT_MOUNT_MS after the banner, else zero
 	mountNewline bool          // FAKEAGENT_MOUNT_NEWLINE
+	mountHide    bool          // FAKEAGENT_MOUNT_HIDE
+	hidden       bool          // the kept input is not drawn yet (mountHide)
 
 	prompts   int
 	buf       []byte
@@ -221,6 +227,7 @@ func run() error {
 		busyAgain:    time.Duration(envInt("FAKEAGENT_BUSY_AGAIN_MS", 0)) * time.Millisecond,
 		collapse:     envInt("FAKEAGENT_COLLAPSE_LINES", 0),
 		mountNewline: os.Getenv("FAKEAGENT_MOUNT_NEWLINE") == "1",
+		mountHide:    os.Getenv("FAKEAGENT_MOUNT_HIDE") == "1",
 	}
 	if a.doneLine == "" {
 		a.doneLine = "__HM_BG_DONE__"
@@ -303,6 +310,10 @@ func (a *agent) printf(format string, args ...any) {
 // feed processes one read's worth of input; true means exit.
 func (a *agent) feed(chunk []byte, now time.Time) bool {
 	var echo []byte
+	if a.hidden && len(chunk) > 0 {
+		a.hidden = false
+		a.drawKept()
+	}
 	defer func() {
 		if a.tui != nil && a.echo {
 			a.draw() // a TUI redraws on every change
@@ -419,6 +430,16 @@ func (a *agent) mount() {
 	time.Sleep(time.Until(a.mountUntil))
 	a.mountUntil = time.Time{}
 	a.printf("\x1b[2J\x1b[Hfakeagent ready (pid %d)\r\n> ", os.Getpid())
+	if a.mountHide {
+		a.hidden = true // drawn with the next key (feed)
+		return
+	}
+	a.drawKept()
+}
+
+// drawKept draws the kept input after the prompt: its collapsed marker, or
+// its text.
+func (a *agent) drawKept() {
 	if a.collapsed != "" {
 		a.printf("%s", a.collapsed)
 		return
