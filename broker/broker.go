@@ -178,10 +178,12 @@ type Deps struct {
 
 // Broker routes messages. Create with New; serve Handler; stop with Close.
 type Broker struct {
-	cfg    Config
-	deps   Deps
-	log    *slog.Logger
-	team   *roles.Team
+	cfg  Config
+	deps Deps
+	log  *slog.Logger
+	// team is the team the broker routes for: hm reload replaces it
+	// (SetTeam) while frames are served.
+	team   atomic.Pointer[roles.Team]
 	seqs   *sequencer
 	nextID atomic.Int64
 	// The connection budgets: agents (MaxConns), unregistered and
@@ -251,11 +253,10 @@ func New(cfg Config, deps Deps) *Broker {
 		cfg.ReminderAfter = 10 * time.Minute
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Broker{
+	b := &Broker{
 		cfg:        cfg,
 		deps:       deps,
 		log:        cfg.Logger,
-		team:       cfg.Team,
 		seqs:       newSequencer(),
 		remindKick: periodic.NewKick(),
 		conns:      map[int64]*conn{},
@@ -271,10 +272,17 @@ func New(cfg Config, deps Deps) *Broker {
 		operatorConns: NewBudget("cockpit connections", cfg.MaxOperatorConns,
 			"close cockpit tabs you no longer use and retry"),
 	}
+	b.team.Store(cfg.Team)
+	return b
 }
 
 // Team returns the team the broker routes for.
-func (b *Broker) Team() *roles.Team { return b.team }
+func (b *Broker) Team() *roles.Team { return b.team.Load() }
+
+// SetTeam makes t the team the broker routes for (hm reload): a target
+// only t knows is accepted from now on, one t no longer has is refused
+// invalid_target. Frames being handled finish with the team they read.
+func (b *Broker) SetTeam(t *roles.Team) { b.team.Store(t) }
 
 // SessionID returns the session id ("app-session-N").
 func (b *Broker) SessionID() string { return b.cfg.SessionID }

@@ -215,12 +215,12 @@ func (b *Broker) recordContext(hs []heldClaim) {
 // sessionContext is role's place in the session, for an agent that starts
 // or lost its context; nil for a role that is not a team member.
 func (b *Broker) sessionContext(role string) *proto.SessionContext {
-	m, ok := b.team.Lookup(role)
+	m, ok := b.Team().Lookup(role)
 	if !ok || m.Role != role {
 		return nil
 	}
 	return &proto.SessionContext{SessionID: b.cfg.SessionID, Role: role, Header: m.Header,
-		Line: roles.SessionLine(role, cmp.Or(b.cfg.SessionStarted, b.now())), Brief: b.team.Brief(role), StartID: msgid.Session(b.cfg.Session, role)}
+		Line: roles.SessionLine(role, cmp.Or(b.cfg.SessionStarted, b.now())), Brief: b.Team().Brief(role), StartID: msgid.Session(b.cfg.Session, role)}
 }
 
 // sendProtoError answers a refused frame with an error frame carrying the

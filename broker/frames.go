@@ -130,7 +130,7 @@ func (c *conn) register(f proto.Frame) bool {
 	}
 	paneID := ""
 	if role != roles.RoleUser {
-		m, ok := b.team.Lookup(role)
+		m, ok := b.Team().Lookup(role)
 		if !ok || m.Role != role {
 			if !id.Operator && f.Token != "" {
 				return c.unauthorized("unknown role")
@@ -320,9 +320,9 @@ func (c *conn) background(f proto.Frame) {
 	c.mu.Unlock()
 	resp := proto.Response{Type: proto.TypeResponse, RequestID: f.RequestID}
 	switch {
-	case !id.Operator && id.Role != c.b.team.Background.Owner:
+	case !id.Operator && id.Role != c.b.Team().Background.Owner:
 		resp.Result = proto.BgRefusal{Status: status.CodeOwnerBindingViolation}
-		resp.Error = "only " + c.b.team.Background.Owner + " or the operator may control background slots"
+		resp.Error = "only " + c.b.Team().Background.Owner + " or the operator may control background slots"
 	case c.b.deps.Background == nil:
 		resp.Result = proto.BgRefusal{Status: status.CodeSlotUnavailable}
 		resp.Error = "background slots are not available in this hub"
@@ -347,7 +347,7 @@ func (b *Broker) health(f proto.Frame) proto.HealthResult {
 		stale = 60 * time.Second
 	}
 	res := proto.HealthResult{Type: proto.TypeHealthCheckResult, RequestID: f.RequestID, Target: f.Target, StaleThresholdMs: stale.Milliseconds()}
-	t, err := b.team.Resolve(f.Target)
+	t, err := b.Team().Resolve(f.Target)
 	if err != nil || t.Kind != roles.TargetMember {
 		res.Status = string(status.CodeInvalidTarget)
 		res.Error = "health-check needs a team member"

@@ -102,11 +102,11 @@ func decodeQuery(payload json.RawMessage, v any) error {
 // sent or received, where a main pane receives broadcasts and
 // others-<another main pane>. Every read path and message-ack ask it.
 func (b *Broker) readerFor(role string) journal.Reader {
-	m, ok := b.team.Lookup(role)
+	m, ok := b.Team().Lookup(role)
 	main := ok && m.Role == role && !m.Background
 	var peers []string
 	if main {
-		for _, o := range b.team.Members() {
+		for _, o := range b.Team().Members() {
 			peers = append(peers, o.Role)
 		}
 	}
@@ -148,11 +148,11 @@ func (b *Broker) roleName(name string) (string, error) {
 		return key, nil
 	}
 	if rest, ok := roles.CutOthers(key); ok {
-		if m, ok := b.team.Lookup(rest); ok {
+		if m, ok := b.Team().Lookup(rest); ok {
 			return roles.OthersTarget(m.Role), nil
 		}
 	}
-	t, err := b.team.Resolve(key)
+	t, err := b.Team().Resolve(key)
 	if err != nil {
 		return "", refuse(status.CodeInvalidTarget, "%v", err)
 	}
@@ -368,15 +368,15 @@ func (b *Broker) status(ctx context.Context, id Identity, q proto.StatusQuery) (
 	if err != nil {
 		return proto.StatusResult{}, err
 	}
-	res := proto.StatusResult{Role: role, Header: b.team.HeaderFor(role), Operator: id.Operator, SessionID: b.cfg.SessionID,
+	res := proto.StatusResult{Role: role, Header: b.Team().HeaderFor(role), Operator: id.Operator, SessionID: b.cfg.SessionID,
 		Panes: []proto.PaneView{}, Obligations: []proto.ObligationView{}, Awaiting: []proto.ObligationView{}}
-	if m, ok := b.team.Lookup(role); ok && m.Role == role {
+	if m, ok := b.Team().Lookup(role); ok && m.Role == role {
 		res.PaneID = m.PaneID
 	}
-	for _, m := range b.team.Members() {
+	for _, m := range b.Team().Members() {
 		res.Panes = append(res.Panes, b.paneView(m))
 	}
-	for _, m := range b.team.BackgroundMembers() {
+	for _, m := range b.Team().BackgroundMembers() {
 		if b.deps.Background != nil && b.deps.Background.Running(m.Role) {
 			res.Panes = append(res.Panes, b.paneView(m))
 		}

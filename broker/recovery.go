@@ -24,7 +24,7 @@ func (b *Broker) routeFor(m journal.Message) (route, error) {
 	switch m.TargetRole {
 	case roles.RoleAll:
 		rt := route{name: m.TargetRole, kind: roles.TargetAll}
-		for _, mem := range b.team.Members() {
+		for _, mem := range b.Team().Members() {
 			if mem.Role != m.SenderRole {
 				rt.members = append(rt.members, mem)
 			}
@@ -41,14 +41,14 @@ func (b *Broker) routeFor(m journal.Message) (route, error) {
 	}
 	if skip, ok := roles.CutOthers(m.TargetRole); ok {
 		rt := route{name: m.TargetRole, kind: roles.TargetMember}
-		for _, mem := range b.team.Members() {
+		for _, mem := range b.Team().Members() {
 			if mem.Role != skip && mem.Role != m.SenderRole {
 				rt.members = append(rt.members, mem)
 			}
 		}
 		return rt, nil
 	}
-	mem, ok := b.team.Lookup(m.TargetRole)
+	mem, ok := b.Team().Lookup(m.TargetRole)
 	if !ok {
 		return route{}, refuse(status.CodeNoRoute, "%s is not a member of the team", m.TargetRole)
 	}

@@ -91,7 +91,7 @@ func (s Served) Hosted() bool { return s.Pane || s.Listening }
 // registered here. user and system are no members, so the operator, the
 // cockpit, Telegram and hook connections are never among them.
 func (b *Broker) Serves(role string) Served {
-	mem, ok := b.team.Lookup(role)
+	mem, ok := b.Team().Lookup(role)
 	if !ok || mem.Role != role || isRemote(mem) {
 		return Served{}
 	}
@@ -260,7 +260,7 @@ func (b *Broker) refusedRemote(rm RemoteMessage, err error) {
 	if !errors.Is(err, ErrRemoteRefused) {
 		return
 	}
-	if sm, ok := b.team.Lookup(rm.From); !ok || sm.Role != rm.From || b.Serves(sm.Role).Hosted() {
+	if sm, ok := b.Team().Lookup(rm.From); !ok || sm.Role != rm.From || b.Serves(sm.Role).Hosted() {
 		return // not a member another hub hosts: nobody to tell there
 	}
 	b.log.Warn("message from another hub refused", "messageId", rm.MessageID, "hub", rm.Hub, "from", rm.From, "err", err)
@@ -277,7 +277,7 @@ func (b *Broker) checkRemote(rm RemoteMessage) (roles.Member, error) {
 	if !msgid.Valid(rm.MessageID) {
 		return roles.Member{}, fmt.Errorf("%w: messageId %q", ErrRemoteRefused, rm.MessageID)
 	}
-	mem, ok := b.team.Lookup(rm.Target)
+	mem, ok := b.Team().Lookup(rm.Target)
 	if !ok || mem.Role != rm.Target || isRemote(mem) {
 		return roles.Member{}, fmt.Errorf("%w: %s is not hosted by this hub", ErrRemoteRefused, rm.Target)
 	}
@@ -290,7 +290,7 @@ func (b *Broker) checkRemote(rm RemoteMessage) (roles.Member, error) {
 	if rm.From == roles.RoleUser || rm.From == roles.RoleSystem {
 		return mem, nil
 	}
-	sm, ok := b.team.Lookup(rm.From)
+	sm, ok := b.Team().Lookup(rm.From)
 	if !ok || sm.Role != rm.From {
 		return roles.Member{}, fmt.Errorf("%w: sender %q is not a member of the team", ErrRemoteRefused, rm.From)
 	}
@@ -309,7 +309,7 @@ func (b *Broker) checkRemote(rm RemoteMessage) (roles.Member, error) {
 // priority is one the hub knows.
 func (b *Broker) checkRemoteContent(rm RemoteMessage) error {
 	names := func(header string) bool {
-		role, known := b.team.RoleForHeader(header)
+		role, known := b.Team().RoleForHeader(header)
 		return known && role == rm.From
 	}
 	if rm.Header != "" && !names(rm.Header) {

@@ -19,12 +19,12 @@ type route struct {
 // resolve turns the submission's target into recipients, applying owner
 // binding and the availability checks that must refuse before commit.
 func (b *Broker) resolve(sender string, s Submission) (route, error) {
-	senderMember, isMember := b.team.Lookup(sender)
+	senderMember, isMember := b.Team().Lookup(sender)
 	bgSender := isMember && senderMember.Background && senderMember.Role == sender
 	if len(s.Recipients) > 0 {
 		rt := route{name: s.TargetName, kind: roles.TargetMember}
 		for _, r := range s.Recipients {
-			m, ok := b.team.Lookup(r)
+			m, ok := b.Team().Lookup(r)
 			if !ok {
 				return rt, refuse(status.CodeInvalidTarget, "unknown recipient %q", r)
 			}
@@ -44,7 +44,7 @@ func (b *Broker) resolve(sender string, s Submission) (route, error) {
 	if s.Broadcast {
 		target = roles.RoleAll
 	}
-	t, err := b.team.Resolve(target)
+	t, err := b.Team().Resolve(target)
 	if err != nil {
 		return route{}, refuse(status.CodeInvalidTarget, "%v", err)
 	}
@@ -54,7 +54,7 @@ func (b *Broker) resolve(sender string, s Submission) (route, error) {
 	rt := route{name: t.Name(), kind: t.Kind}
 	switch t.Kind {
 	case roles.TargetAll:
-		for _, m := range b.team.Members() {
+		for _, m := range b.Team().Members() {
 			if m.Role != sender {
 				rt.members = append(rt.members, m)
 			}

@@ -208,7 +208,7 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	sender := s.From
 	h, body, hasHeader := roles.ParseHeader(s.Content)
 	if hasHeader {
-		hdrRole, known := b.team.RoleForHeader(h.Role)
+		hdrRole, known := b.Team().RoleForHeader(h.Role)
 		switch {
 		case s.Trusted && known:
 			sender = hdrRole
@@ -229,7 +229,7 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 		// (hm-send's trigger-file fallback cannot know the next number).
 		s.Content, hasHeader = body, false
 	}
-	p.ack.Header = b.team.HeaderFor(sender)
+	p.ack.Header = b.Team().HeaderFor(sender)
 	p.sender = sender
 
 	rt, err := b.resolve(sender, *s)

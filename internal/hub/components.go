@@ -27,7 +27,7 @@ func (h *Hub) startComponents(ctx context.Context, deps *broker.Deps) error {
 		deps.Panes = h.panes
 		h.components = append(h.components, h.panes)
 	}
-	cfg, err := telegram.LoadConfig(h.Layout.Root, h.Team.Telegram.ChatID, h.Team.Telegram.Allowlist, h.opts.Getenv)
+	cfg, err := telegram.LoadConfig(h.Layout.Root, h.Team().Telegram.ChatID, h.Team().Telegram.Allowlist, h.opts.Getenv)
 	if err != nil {
 		return fmt.Errorf("telegram config: %w", err)
 	}
@@ -129,7 +129,7 @@ func asksWebSocket(h http.Header) bool {
 // slot: a slot's number is also a pane id ("1" is the first pane, not slot
 // 1). authorizeAttach checks the token against the pane found here.
 func (h *Hub) lookupPane(name string) (*agent.Pane, bool) {
-	if t, err := h.Team.Resolve(name); err == nil && t.Kind == roles.TargetMember {
+	if t, err := h.Team().Resolve(name); err == nil && t.Kind == roles.TargetMember {
 		if h.panes == nil {
 			return nil, false
 		}

@@ -22,7 +22,7 @@ func enteredLogPath(lay layout.Layout, role string) string {
 // their programs took them, so Recover must not type them again. It runs
 // before any pane starts, then empties the logs.
 func (h *Hub) recoverEntered(ctx context.Context) {
-	members := append(h.Team.Members(), h.Team.BackgroundMembers()...)
+	members := append(h.Team().Members(), h.Team().BackgroundMembers()...)
 	for _, m := range members {
 		path := enteredLogPath(h.Layout, m.Role)
 		ids, err := agent.ReadEntered(path)

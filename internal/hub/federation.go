@@ -86,7 +86,7 @@ func (f *fedHub) conflictText() string {
 // natsOptions merges the flags over settings.json "nats".
 func (h *Hub) natsOptions() NATSOptions {
 	o := h.opts.NATS
-	s := h.Team.NATS
+	s := h.Team().NATS
 	if o.URL == "" {
 		o.URL = s.URL
 	}
@@ -200,7 +200,7 @@ const stateListening = "listening"
 // "listening" for a role served by a listener alone.
 func (f *fedHub) presence() []federation.RoleState {
 	var out []federation.RoleState
-	for _, m := range f.h.Team.Members() {
+	for _, m := range f.h.Team().Members() {
 		s := f.h.Broker.Serves(m.Role)
 		switch {
 		case s.Pane:
@@ -407,7 +407,7 @@ func (h *Hub) federationStatus() *FederationStatus {
 		hosted[p.Role] = true
 		st.RemotePanes = append(st.RemotePanes, RemotePaneStatus{Role: p.Role, Hub: p.Hub, State: p.State, LastSeenMs: p.Seen.UnixMilli()})
 	}
-	for _, m := range h.Team.Members() {
+	for _, m := range h.Team().Members() {
 		if m.Transport == roles.TransportRemote && !hosted[m.Role] {
 			st.Unhosted = append(st.Unhosted, m.Role)
 		}

@@ -10,7 +10,7 @@ import (
 // signed ledger checkpoint beside it, handoffs/ledger-checkpoint.json, is
 // the ledger's own: its writer rewrites it with every head it signs.)
 func (h *Hub) writeHandoff(ctx context.Context) ([]byte, error) {
-	data, err := report.Handoff(ctx, h.Ledger, report.Options{SessionID: h.SessionID(), Session: h.Session, Roles: report.RolesFromTeam(h.Team)})
+	data, err := report.Handoff(ctx, h.Ledger, report.Options{SessionID: h.SessionID(), Session: h.Session, Roles: report.RolesFromTeam(h.Team())})
 	if err != nil {
 		h.log.Warn("build handoff", "err", err)
 		return nil, err

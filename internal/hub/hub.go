@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -107,13 +108,16 @@ type Hub struct {
 	log     *slog.Logger
 	lock    *layout.HubLock // runtime/hub.lock, held until the hub has stopped
 	Layout  layout.Layout
-	Team    *roles.Team
 	Session int
 	Ledger  *journal.Ledger
 	Broker  *broker.Broker
 	Tokens  *broker.Tokens
 	Port    int
 	Started time.Time
+
+	// team is the team the hub hosts: settings.json's as last loaded
+	// (hm up, hm reload), read with Team.
+	team atomic.Pointer[roles.Team]
 
 	components []component // started components, in start order
 	panes      *paneSet
@@ -211,9 +215,10 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 		return fail(err)
 	}
 	h := &Hub{
-		opts: opts, log: opts.Logger, act: act, lock: lock, Layout: lay, Team: team, Session: st.Session,
+		opts: opts, log: opts.Logger, act: act, lock: lock, Layout: lay, Session: st.Session,
 		Ledger: ledger, Tokens: broker.NewTokens(tok), Port: ln.Addr().(*net.TCPAddr).Port, Started: time.Now(),
 	}
+	h.team.Store(team)
 	deps := broker.Deps{Ledger: ledger}
 	if err := h.startComponents(ctx, &deps); err != nil {
 		h.stopComponents(context.Background())
@@ -236,6 +241,10 @@ func start(ctx context.Context, opts Options) (*Hub, net.Listener, error) {
 	}
 	return h, ln, nil
 }
+
+// Team is the team the hub hosts now: settings.json's as hm up loaded it,
+// or as the last hm reload applied it.
+func (h *Hub) Team() *roles.Team { return h.team.Load() }
 
 // SessionID is "app-session-N".
 func (h *Hub) SessionID() string { return roles.SessionID(h.Session) }

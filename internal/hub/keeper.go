@@ -26,7 +26,7 @@ func (h *Hub) paneKeeper(main bool) *agent.Keeper {
 	}
 	h.keep.once.Do(func() {
 		h.keep.k = h.opts.PaneKeeper
-		if h.Team.PaneKeep <= 0 {
+		if h.Team().PaneKeep <= 0 {
 			return
 		}
 		secret, err := h.Layout.EnsurePaneSecret()
@@ -35,7 +35,7 @@ func (h *Hub) paneKeeper(main bool) *agent.Keeper {
 			return
 		}
 		k := *h.opts.PaneKeeper
-		k.SocketDir, k.Root, k.Secret, k.Grace = h.Layout.PaneLogs(), h.Layout.Root, secret, h.Team.PaneKeep
+		k.SocketDir, k.Root, k.Secret, k.Grace = h.Layout.PaneLogs(), h.Layout.Root, secret, h.Team().PaneKeep
 		h.keep.k = &k
 	})
 	return h.keep.k

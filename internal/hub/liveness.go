@@ -29,7 +29,7 @@ func (h *Hub) waitingNotice() time.Duration {
 	if h.opts.WaitingNotice > 0 {
 		return h.opts.WaitingNotice
 	}
-	return h.Team.WaitingNotice
+	return h.Team().WaitingNotice
 }
 
 // spellsKey keeps the waiting spells from one hub to the next.

@@ -13,7 +13,7 @@ import (
 // notifier command, the hub's terminal, the Telegram line of a waiting
 // pane.
 func (h *Hub) newNotifier() *notify.Notifier {
-	cfg := h.Team.Notifications
+	cfg := h.Team().Notifications
 	log := h.log.With("component", "notify")
 	var sinks []notify.Sink
 	switch {

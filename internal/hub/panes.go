@@ -25,7 +25,7 @@ import (
 // paneSet hosts the team's pty members and implements broker.Panes.
 type paneSet struct {
 	log    *slog.Logger
-	team   *roles.Team
+	team   func() *roles.Team // the hub's team now (Hub.Team)
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -54,7 +54,7 @@ const (
 	faultKillAfterEnter  = "HM_FAULT_KILL_AFTER_ENTER"
 )
 
-func newPaneSet(log *slog.Logger, team *roles.Team, act *activity) *paneSet {
+func newPaneSet(log *slog.Logger, team func() *roles.Team, act *activity) *paneSet {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &paneSet{log: log, team: team, act: act, ctx: ctx, cancel: cancel, panes: map[string]*agent.Pane{}, unfollow: map[string]func(){}}
 	for _, f := range []struct {
@@ -226,7 +226,7 @@ func (s *paneSet) statuses() []agent.Status {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []agent.Status
-	for _, r := range s.team.Roles() {
+	for _, r := range s.team().Roles() {
 		if p, ok := s.panes[r]; ok {
 			out = append(out, p.Status())
 		}
@@ -307,8 +307,8 @@ func isBatchMarker(k string) bool {
 func (h *Hub) paneSpec(m roles.Member, restart bool) agent.Spec {
 	return agent.Spec{
 		Role: m.Role, PaneID: m.PaneID, Header: m.Header, Command: h.launchCommand(m), Profile: m.Profile,
-		Profiles: agent.ProfilesFromSettings(h.Team.Profiles),
-		Dir:      h.Layout.Root, Env: paneEnv(h.Layout, h.Team, m, h.Port, h.Tokens.Issue(m.Role)),
+		Profiles: agent.ProfilesFromSettings(h.Team().Profiles),
+		Dir:      h.Layout.Root, Env: paneEnv(h.Layout, h.Team(), m, h.Port, h.Tokens.Issue(m.Role)),
 		LogPath:    filepath.Join(h.Layout.PaneLogs(), m.Role+".log"),
 		EnteredLog: enteredLogPath(h.Layout, m.Role),
 		Keeper:     h.paneKeeper(restart),
@@ -331,7 +331,7 @@ type launchFiles struct {
 // launch flags when it is a direct invocation of Claude Code or Codex
 // (launchwire.Command), unless settings.json has "launchWiring": false.
 func (h *Hub) launchCommand(m roles.Member) string {
-	if h.Team.NoLaunchWiring {
+	if h.Team().NoLaunchWiring {
 		return m.Command
 	}
 	if _, added := launchwire.Command(m.Command, launchwire.Files{ClaudeMCP: "x", ClaudeSettings: "x"}); added == nil {
@@ -352,7 +352,7 @@ func (h *Hub) launchCommand(m roles.Member) string {
 
 // startPanes starts every pty member of the team.
 func (h *Hub) startPanes(ps *paneSet) {
-	for _, m := range h.Team.Members() {
+	for _, m := range h.Team().Members() {
 		if m.Transport != roles.TransportPTY {
 			continue
 		}

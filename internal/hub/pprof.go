@@ -15,7 +15,7 @@ import (
 // token as "Authorization: Bearer": 401 otherwise). Off, every path under
 // /debug/pprof/ is 404, as if it were not there.
 func (h *Hub) pprofHandler() http.Handler {
-	if !h.opts.Pprof && !h.Team.Pprof {
+	if !h.opts.Pprof && !h.Team().Pprof {
 		return http.NotFoundHandler()
 	}
 	mux := http.NewServeMux()

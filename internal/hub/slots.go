@@ -12,18 +12,18 @@ import (
 // newSlots composes the background slots (SPEC §8), or returns nil when this
 // hub has none: no panes, max 0, or an owner that is not a member.
 func (h *Hub) newSlots() *slots.Set {
-	if h.opts.NoPanes || h.Team.Background.Max == 0 {
+	if h.opts.NoPanes || h.Team().Background.Max == 0 {
 		return nil
 	}
-	owner, ok := h.Team.Lookup(h.Team.Background.Owner)
+	owner, ok := h.Team().Lookup(h.Team().Background.Owner)
 	if !ok {
 		return nil
 	}
 	ttl := h.opts.BackgroundIdle
 	if ttl <= 0 {
-		ttl = h.Team.Background.IdleTTL
+		ttl = h.Team().Background.IdleTTL
 	}
-	return slots.New(slots.Config{Owner: owner, Members: h.Team.BackgroundMembers(), IdleTTL: ttl, Host: slotHost{h}, Logger: h.log})
+	return slots.New(slots.Config{Owner: owner, Members: h.Team().BackgroundMembers(), IdleTTL: ttl, Host: slotHost{h}, Logger: h.log})
 }
 
 // slotHost gives the slots the hub's panes, tokens and broker.

@@ -20,7 +20,7 @@ func (h *Hub) startup(ctx context.Context) {
 	if err != nil {
 		h.log.Error("expire pending messages", "err", err)
 	}
-	opts := report.Options{SessionID: h.SessionID(), Session: h.Session, Now: now, Roles: report.RolesFromTeam(h.Team)}
+	opts := report.Options{SessionID: h.SessionID(), Session: h.Session, Now: now, Roles: report.RolesFromTeam(h.Team())}
 	briefing, err := report.Briefing(ctx, h.Ledger, opts)
 	if err != nil {
 		h.log.Error("build briefing", "err", err)
@@ -28,15 +28,15 @@ func (h *Hub) startup(ctx context.Context) {
 		h.log.Error("write briefing", "err", err)
 	}
 	if h.panes != nil {
-		for _, m := range h.Team.Members() {
+		for _, m := range h.Team().Members() {
 			if !h.panes.Hosted(m.Role) {
 				continue
 			}
 			var content string
 			if m.Role == roles.RoleArchitect {
-				content = report.ArchitectFirstMessage(briefing, now) + "\n\n" + h.Team.Brief(m.Role)
+				content = report.ArchitectFirstMessage(briefing, now) + "\n\n" + h.Team().Brief(m.Role)
 			} else {
-				content = report.PaneFirstMessage(m.Role, now, ".squidrun/handoffs/session.md") + "\n\n" + h.Team.Brief(m.Role)
+				content = report.PaneFirstMessage(m.Role, now, ".squidrun/handoffs/session.md") + "\n\n" + h.Team().Brief(m.Role)
 			}
 			if _, err := h.Broker.Submit(ctx, broker.Submission{From: roles.RoleSystem, Target: m.Role, Content: content, Raw: true,
 				Channel: broker.ChannelSystem, MessageID: msgid.Session(h.Session, m.Role), HubID: true, SessionScoped: true}); err != nil {

@@ -69,7 +69,7 @@ func (s telegramStore) RecordPart(ctx context.Context, p telegram.Part) error {
 	meta, _ := json.Marshal(map[string]any{"parent": p.ParentID, "part": p.Index, "parts": p.Total, "chatId": p.ChatID})
 	_, err := s.h.Ledger.Append(ctx, &journal.Message{
 		MessageID: p.ID, SessionID: s.h.SessionID(), SenderRole: p.SenderRole, TargetRole: roles.RoleTelegram,
-		Channel: broker.ChannelTelegram, Direction: "outbound", Header: s.h.Team.HeaderFor(p.SenderRole),
+		Channel: broker.ChannelTelegram, Direction: "outbound", Header: s.h.Team().HeaderFor(p.SenderRole),
 		RawBody: p.Text, MetadataJSON: string(meta), Status: status.Recorded,
 	})
 	if errors.Is(err, journal.ErrDuplicate) {

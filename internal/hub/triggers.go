@@ -35,7 +35,7 @@ func (h *Hub) triggerSink(ctx context.Context, f triggers.File) error {
 			return triggers.Reject(status.CodeBadSignature, "the signature for %s does not verify with the operator token or %s's token", f.Sig.Role, f.Sig.Role)
 		}
 		s.From, s.Trusted = id.Role, id.Operator
-	case !h.Team.Triggers.AllowUnsigned:
+	case !h.Team().Triggers.AllowUnsigned:
 		return triggers.Reject(status.CodeUnsigned, "the file is not signed and settings.json triggers.allowUnsigned is false")
 	default:
 		if err := h.checkUnsignedClaim(f); err != nil {
@@ -48,11 +48,11 @@ func (h *Hub) triggerSink(ctx context.Context, f triggers.File) error {
 	case f.Target == roles.RoleAll:
 		s.Broadcast = true
 	case isOthers:
-		skip, err := h.Team.Resolve(others)
+		skip, err := h.Team().Resolve(others)
 		if err != nil || skip.Kind != roles.TargetMember {
 			return triggers.Reject(status.CodeInvalidTarget, "%s names no team member", f.Target)
 		}
-		for _, m := range h.Team.Others(skip.Member.Role) {
+		for _, m := range h.Team().Others(skip.Member.Role) {
 			s.Recipients = append(s.Recipients, m.Role)
 		}
 		s.TargetName = roles.OthersTarget(skip.Member.Role)
@@ -99,15 +99,15 @@ func (h *Hub) checkUnsignedClaim(f triggers.File) error {
 	if !ok {
 		return nil
 	}
-	role, known := h.Team.RoleForHeader(hd.Role)
+	role, known := h.Team().RoleForHeader(hd.Role)
 	if !known {
 		return triggers.Reject(status.CodeRoleMismatch, "header %s names no role of this team", hd.Role)
 	}
-	m, member := h.Team.Lookup(role)
+	m, member := h.Team().Lookup(role)
 	if !member || !m.Background || m.Role != role {
 		return nil
 	}
-	t, err := h.Team.Resolve(roles.ExpandWorkers(f.Target))
+	t, err := h.Team().Resolve(roles.ExpandWorkers(f.Target))
 	if err == nil && t.Kind == roles.TargetMember && t.Member.Role == m.Owner {
 		return nil
 	}
@@ -125,7 +125,7 @@ func (h *Hub) checkSameMessage(ctx context.Context, s broker.Submission) error {
 	}
 	sender := s.From
 	if hd, _, ok := roles.ParseHeader(s.Content); ok && s.Trusted {
-		if r, known := h.Team.RoleForHeader(hd.Role); known {
+		if r, known := h.Team().RoleForHeader(hd.Role); known {
 			sender = r
 		}
 	}
