@@ -69,7 +69,7 @@ func (h *Hub) mountEndpoints(ctx context.Context, mux *http.ServeMux) {
 	// Mounted even without panes, so that /attach/<x> gets a clear 404.
 	attach := h.attachBudget()
 	mux.Handle("/attach/", attach(agent.AttachHandlerContext(ctx, h.lookupPane, h.authorizeAttach, h.log.With("component", "attach"))))
-	mux.HandleFunc("/status", h.serveStatus)
+	mux.Handle("/status", h.operatorOnly(http.HandlerFunc(h.serveStatus)))
 	ui := h.cockpitHandler(ctx, attach)
 	mux.Handle(cockpitPath, ui)
 	mux.Handle("/ui", ui)

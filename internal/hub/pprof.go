@@ -3,16 +3,12 @@ package hub
 import (
 	"net/http"
 	"net/http/pprof"
-	"strings"
-
-	"hm/broker"
 )
 
 // pprofHandler serves net/http/pprof's handlers under /debug/pprof/ when
 // profiling is on (hm up --pprof or settings.json "pprof": true), on a mux
 // of their own (never http.DefaultServeMux), to the operator only: the
-// same gate as /status (loopback Host, no Origin header: 403; the operator
-// token as "Authorization: Bearer": 401 otherwise). Off, every path under
+// same gate as /status (operatorOnly). Off, every path under
 // /debug/pprof/ is 404, as if it were not there.
 func (h *Hub) pprofHandler() http.Handler {
 	if !h.opts.Pprof && !h.Team().Pprof {
@@ -24,16 +20,5 @@ func (h *Hub) pprofHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !broker.LoopbackHost(r.Host) || r.Header.Get("Origin") != "" {
-			http.Error(w, "loopback only, no browsers", http.StatusForbidden)
-			return
-		}
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || !h.Tokens.IsOperator(tok) {
-			http.Error(w, "operator token required", http.StatusUnauthorized)
-			return
-		}
-		mux.ServeHTTP(w, r)
-	})
+	return h.operatorOnly(mux)
 }

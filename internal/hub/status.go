@@ -247,17 +247,27 @@ func telegramFrom(st telegram.Status) telegramStatus {
 	return out
 }
 
-// serveStatus answers GET /status for the operator.
+// serveStatus answers GET /status (behind operatorOnly).
 func (h *Hub) serveStatus(w http.ResponseWriter, r *http.Request) {
-	tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !broker.LoopbackHost(r.Host) || r.Header.Get("Origin") != "" {
-		http.Error(w, "loopback only, no browsers", http.StatusForbidden)
-		return
-	}
-	if !h.Tokens.IsOperator(tok) {
-		http.Error(w, "operator token required", http.StatusUnauthorized)
-		return
-	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(h.Snapshot(r.Context()))
+}
+
+// operatorOnly serves next to the operator alone, the gate of /status,
+// /reload and /debug/pprof/: a request with a Host that is not loopback or
+// with an Origin header (a browser) gets 403, one without the operator
+// token as "Authorization: Bearer" 401.
+func (h *Hub) operatorOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !broker.LoopbackHost(r.Host) || r.Header.Get("Origin") != "" {
+			http.Error(w, "loopback only, no browsers", http.StatusForbidden)
+			return
+		}
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || !h.Tokens.IsOperator(tok) {
+			http.Error(w, "operator token required", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
