@@ -101,7 +101,7 @@ func (p *Pane) Unclaim(cs ...Claimed) {
 	}
 	p.qmu.Lock()
 	jumped := false
-	var fail []*item
+	var fail, forward []*item
 	for _, c := range cs {
 		it := c.it
 		if it == nil || !it.claimed {
@@ -110,6 +110,10 @@ func (p *Pane) Unclaim(cs ...Claimed) {
 		it.claimed = false
 		if p.qfail != nil {
 			fail = append(fail, it) // FailQueued: nothing will ever type it
+			continue
+		}
+		if p.qnext != nil {
+			forward = append(forward, it) // ForwardQueued: the next pane types it
 			continue
 		}
 		at := 0
@@ -122,10 +126,13 @@ func (p *Pane) Unclaim(cs ...Claimed) {
 	if jumped {
 		p.jumpLocked() // the head waiting for readiness gives way
 	}
-	err := p.qfail
+	err, next := p.qfail, p.qnext
 	p.qmu.Unlock()
 	for _, it := range fail {
 		it.d.Fail(err)
+	}
+	for _, it := range forward {
+		next.Enqueue(it.d)
 	}
 	select {
 	case p.qwake <- struct{}{}:

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -273,14 +275,16 @@ type Pane struct {
 	subsClosed  bool
 	typists     int // attached viewers that may type (their terminal answers queries)
 
-	// qmu guards queue, qseq, qjump, qfail and interrupting.
+	// qmu guards queue, qseq, qjump, qfail, qnext and interrupting.
 	qmu   sync.Mutex
 	queue []*item
 	qseq  uint64 // the last item's seq
 	qwake chan struct{}
 	qjump chan struct{} // closed (and replaced) when an urgent message becomes the head
-	// qfail, once set by FailQueued, fails every later Enqueue at once.
+	// qfail, once set by FailQueued, fails every later Enqueue at once;
+	// qnext, once set by ForwardQueued, takes every later one.
 	qfail error
+	qnext *Pane
 	// interrupting is the urgent message whose interrupt keys hm sent and
 	// whose delivery has not ended: the turn they cancelled may still run
 	// its hooks, whose output the program drops (Claim).
@@ -307,20 +311,13 @@ func Start(ctx context.Context, spec Spec, logger *slog.Logger) (*Pane, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	applyDefaults(&spec)
-	profName := spec.Profile
-	inferred := roles.InferProfile(spec.Command)
-	switch {
-	case profName == "":
-		profName = inferred
-	case inferred == ProfileShell && isDefaultProfile(profName, spec.Profiles):
-		// Never type message text into an interactive shell as a command,
-		// also when the profile is a name that falls back to default.
-		logger.Info("pane runs an interactive shell: using the shell profile", "pane", spec.PaneID, "command", spec.Command, "profile", profName)
-		profName = ProfileShell
+	profile, shell := spec.profile()
+	if shell {
+		logger.Info("pane runs an interactive shell: using the shell profile", "pane", spec.PaneID, "command", spec.Command, "profile", spec.Profile)
 	}
 	p := &Pane{
 		spec:        spec,
-		profile:     lookupProfile(profName, spec.Profiles).withOverrides(spec.Timing),
+		profile:     profile,
 		log:         logger.With("pane", spec.PaneID, "role", spec.Role),
 		stopCh:      make(chan struct{}),
 		stopped:     make(chan struct{}),
@@ -376,6 +373,44 @@ func Start(ctx context.Context, spec Spec, logger *slog.Logger) (*Pane, error) {
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// profile is the profile a pane of s types with: Profile, else the one
+// Command implies (roles.InferProfile), from Profiles or the built-ins,
+// with Timing over it. shell reports that Command is an interactive shell
+// and Profile a name that falls back to default, which becomes the shell
+// profile: message text is never typed into a shell as a command.
+func (s Spec) profile() (p Profile, shell bool) {
+	name := s.Profile
+	inferred := roles.InferProfile(s.Command)
+	switch {
+	case name == "":
+		name = inferred
+	case inferred == ProfileShell && isDefaultProfile(name, s.Profiles):
+		name, shell = ProfileShell, true
+	}
+	return lookupProfile(name, s.Profiles).withOverrides(s.Timing), shell
+}
+
+// SameRun reports whether a pane of spec s runs its program as a pane of
+// o does: the same role, pane id and header, command, profile as resolved
+// (Profile, the Profiles entry it names, Timing), directory and
+// environment (in any order). What else a spec holds (keeper, restarts,
+// callbacks, log paths, sizes) needs no new program. hm reload restarts a
+// pane whose new spec is not SameRun as its old one.
+func (s Spec) SameRun(o Spec) bool {
+	if s.Role != o.Role || s.PaneID != o.PaneID || s.Header != o.Header || s.Command != o.Command || s.Dir != o.Dir {
+		return false
+	}
+	sp, _ := s.profile()
+	op, _ := o.profile()
+	if !reflect.DeepEqual(sp, op) {
+		return false
+	}
+	se, oe := slices.Clone(s.Env), slices.Clone(o.Env)
+	slices.Sort(se)
+	slices.Sort(oe)
+	return slices.Equal(se, oe)
 }
 
 // applyDefaults fills zero fields of spec.

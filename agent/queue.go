@@ -41,6 +41,11 @@ func (p *Pane) Enqueue(d Delivery) {
 		d.Fail(err) // FailQueued: nothing will ever type it
 		return
 	}
+	if next := p.qnext; next != nil {
+		p.qmu.Unlock()
+		next.Enqueue(d) // ForwardQueued: the pane that replaced this one types it
+		return
+	}
 	p.qseq++
 	it.seq = p.qseq
 	at := len(p.queue)
@@ -105,6 +110,23 @@ func (p *Pane) FailQueued(err error) {
 	p.qmu.Unlock()
 	for _, it := range left {
 		it.d.Fail(err)
+	}
+}
+
+// ForwardQueued hands every message still queued to next, in order, and
+// every message enqueued or given back (Unclaim) from now on: for a pane
+// that another pane of the same role replaced (hm reload restarted it with
+// a changed command or profile). next types each as a message never typed
+// before: whole, as after a program that ended while it was being typed.
+// Call it after Stop, which leaves queued only what was not entered.
+func (p *Pane) ForwardQueued(next *Pane) {
+	p.qmu.Lock()
+	p.qnext = next
+	left := p.queue
+	p.queue = nil
+	p.qmu.Unlock()
+	for _, it := range left {
+		next.Enqueue(it.d)
 	}
 }
 
