@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"slices"
 	"time"
 
@@ -111,6 +112,17 @@ func (p *Pane) FailQueued(err error) {
 	for _, it := range left {
 		it.d.Fail(err)
 	}
+}
+
+// End stops the pane for good (a background slot that ended, a pane hm
+// reload removed): Stop, then FailQueued with why, so that every message
+// not yet entered ends failed with why as its reason, also one a dispatch
+// racing the end enqueues later. It returns Stop's error; the messages are
+// failed either way.
+func (p *Pane) End(ctx context.Context, why error) error {
+	err := p.Stop(ctx)
+	p.FailQueued(why)
+	return err
 }
 
 // ForwardQueued hands every message still queued to next, in order, and

@@ -365,13 +365,12 @@ func (s *Set) end(slotNo int, reason string) bool {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := sl.pane.Stop(ctx); err != nil {
+	// What was queued for the slot can no longer be typed: End fails it
+	// rather than leave it pending for a slot that is gone, and so too what
+	// a dispatch that found the pane before its removal enqueues later.
+	if err := sl.pane.End(ctx, fmt.Errorf("%s ended (%s) before the message was typed", sl.m.Role, reason)); err != nil {
 		s.log.Warn("stop background slot", "slot", sl.m.Role, "err", err)
 	}
-	// What was queued for the slot can no longer be typed: fail it rather
-	// than leave it pending for a slot that is gone, and so too what a
-	// dispatch that found the pane before its removal enqueues later.
-	sl.pane.FailQueued(fmt.Errorf("%s ended (%s) before the message was typed", sl.m.Role, reason))
 	s.host.RemovePane(sl.m.Role)
 	s.host.RevokeToken(sl.m.Role)
 	s.mu.Lock()
