@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -395,6 +396,24 @@ func build(s settings) (*Team, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// WithBackgroundOf returns a copy of t whose background slots are from's
+// (Background and the slot members), for a hub that keeps its slots as
+// they are until it restarts (hm reload). It fails when from's slot owner
+// is not a pane of t, or a slot's name is one of t's members'.
+func (t *Team) WithBackgroundOf(from *Team) (*Team, error) {
+	c := *t
+	c.Background, c.bg = from.Background, slices.Clone(from.bg)
+	if len(c.bg) > 0 {
+		if _, ok := c.findMain(c.Background.Owner); !ok {
+			return nil, fmt.Errorf("background owner %q is not a pane", c.Background.Owner)
+		}
+	}
+	if err := c.buildIndex(); err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 func (t *Team) findMain(role string) (Member, bool) {

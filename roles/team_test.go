@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -257,5 +258,54 @@ func TestEveryTeamHasArchitect(t *testing.T) {
 		if tg, err := team.Resolve(RoleArchitect); err != nil || tg.Kind != TargetMember {
 			t.Errorf("%s: architect resolves to %+v, %v", settings, tg, err)
 		}
+	}
+}
+
+// TestWithBackgroundOf: a team keeps another's background slots (hm
+// reload keeps the running slots' settings until hm restart), unless
+// their owner is no pane of it or a slot's name is taken.
+func TestWithBackgroundOf(t *testing.T) {
+	t.Parallel()
+	parse := func(s string) *Team {
+		t.Helper()
+		team, err := Parse([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return team
+	}
+	tests := []struct {
+		name, to, from string
+		wantErr        string
+		wantSlot       string // a slot name the result resolves
+	}{
+		{"slots kept", `{"background":{"max":0}}`, `{"background":{"max":2}}`, "", "builder-bg-2"},
+		{"slots of a new owner", `{"panes":[{"role":"scribe"}],"background":{"max":0}}`, `{"panes":[{"role":"scribe"}],"background":{"owner":"scribe","max":1}}`, "", "scribe-bg-1"},
+		{"owner removed", `{"background":{"max":0}}`, `{"panes":[{"role":"scribe"}],"background":{"owner":"scribe","max":1}}`, `background owner "scribe" is not a pane`, ""},
+		{"name taken", `{"panes":[{"role":"builder-bg-1"}],"background":{"max":0}}`, `{"background":{"max":1}}`, `used by two members`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			to, from := parse(tt.to), parse(tt.from)
+			got, err := to.WithBackgroundOf(from)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Background != from.Background || len(got.BackgroundMembers()) != from.Background.Max {
+				t.Errorf("background %+v (%d slots), want %+v", got.Background, len(got.BackgroundMembers()), from.Background)
+			}
+			if m, ok := got.Lookup(tt.wantSlot); !ok || !m.Background {
+				t.Errorf("slot %s not resolved: %+v %v", tt.wantSlot, m, ok)
+			}
+			if len(to.BackgroundMembers()) != 0 {
+				t.Errorf("the team copied from was changed")
+			}
+		})
 	}
 }
