@@ -116,6 +116,9 @@ type Team struct {
 	main     []Member
 	bg       []Member
 	index    map[string]int // key -> position in all()
+	// derivedIDs are the roles whose pane id settings.json does not give:
+	// their place in the panes list (KeepPaneIDs).
+	derivedIDs map[string]bool
 }
 
 // ProfileSettings is one settings.json "profiles" entry: timing and the
@@ -255,7 +258,7 @@ func DemoCommand(role string) string {
 
 func build(s settings) (*Team, error) {
 	members := defaultMembers()
-	listed := map[string]bool{}
+	listed, derived := map[string]bool{}, map[string]bool{}
 	for _, p := range s.Panes {
 		role := strings.ToLower(strings.TrimSpace(p.Role))
 		if !ValidName(role) {
@@ -311,6 +314,7 @@ func build(s settings) (*Team, error) {
 		}
 		if m.PaneID == "" {
 			m.PaneID = strconv.Itoa(len(members))
+			derived[role] = true
 		}
 		if !ValidName(m.Header) {
 			return nil, fmt.Errorf("pane %q: header %q: letters, digits and single hyphens only", role, m.Header)
@@ -321,7 +325,7 @@ func build(s settings) (*Team, error) {
 			return nil, err
 		}
 	}
-	t := &Team{Port: s.Port, SecretEnv: s.SecretEnv, Profiles: s.Profiles, main: members, Triggers: Triggers{AllowUnsigned: true}}
+	t := &Team{Port: s.Port, SecretEnv: s.SecretEnv, Profiles: s.Profiles, main: members, derivedIDs: derived, Triggers: Triggers{AllowUnsigned: true}}
 	t.NoLaunchWiring = s.LaunchWiring != nil && !*s.LaunchWiring
 	t.Pprof = s.Pprof
 	if s.Notifications != nil {
@@ -409,6 +413,51 @@ func (t *Team) WithBackgroundOf(from *Team) (*Team, error) {
 		if _, ok := c.findMain(c.Background.Owner); !ok {
 			return nil, fmt.Errorf("background owner %q is not a pane", c.Background.Owner)
 		}
+	}
+	if err := c.buildIndex(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// KeepPaneIDs returns a copy of t in which each pane whose id is derived
+// from its place in the panes list keeps the id it has in old, where no
+// other pane of t has that id: a pane removed from the list, or one
+// inserted before it, does not change the ids of the panes after it (hm
+// reload would restart them: the id is in their environment). A new
+// pane whose derived id another pane keeps gets the lowest free number.
+func (t *Team) KeepPaneIDs(old *Team) (*Team, error) {
+	c := *t
+	c.main = slices.Clone(t.main)
+	taken := map[string]bool{}
+	for _, m := range c.main {
+		if !c.derivedIDs[m.Role] {
+			taken[strings.ToLower(m.PaneID)] = true
+		}
+	}
+	// The panes old has keep their ids first, then the others keep the
+	// one derived now, or get the lowest free number.
+	kept := map[int]bool{}
+	for i := range c.main {
+		m := &c.main[i]
+		if o, ok := old.findMain(m.Role); ok && c.derivedIDs[m.Role] && !taken[strings.ToLower(o.PaneID)] {
+			m.PaneID, kept[i] = o.PaneID, true
+			taken[strings.ToLower(o.PaneID)] = true
+		}
+	}
+	for i := range c.main {
+		m := &c.main[i]
+		if !c.derivedIDs[m.Role] || kept[i] {
+			continue
+		}
+		if taken[strings.ToLower(m.PaneID)] {
+			n := 1
+			for taken[strconv.Itoa(n)] {
+				n++
+			}
+			m.PaneID = strconv.Itoa(n)
+		}
+		taken[strings.ToLower(m.PaneID)] = true
 	}
 	if err := c.buildIndex(); err != nil {
 		return nil, err

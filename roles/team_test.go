@@ -309,3 +309,56 @@ func TestWithBackgroundOf(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepPaneIDs: a pane whose id is its place in the panes list keeps
+// the id it had when a pane before it is removed or one is inserted (hm
+// reload), unless another pane now has that id; new panes take what is
+// free. Ids settings.json gives are never changed.
+func TestKeepPaneIDs(t *testing.T) {
+	t.Parallel()
+	panes := func(entries ...string) *Team {
+		t.Helper()
+		var list []string
+		for _, e := range entries {
+			role, id, _ := strings.Cut(e, ":")
+			if id != "" {
+				list = append(list, `{"role":"`+role+`","id":"`+id+`"}`)
+			} else {
+				list = append(list, `{"role":"`+role+`"}`)
+			}
+		}
+		team, err := Parse([]byte(`{"panes":[` + strings.Join(list, ",") + `]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return team
+	}
+	tests := []struct {
+		name     string
+		old, new []string
+		want     map[string]string // role -> pane id
+	}{
+		{"one before removed", []string{"gone", "keep"}, []string{"keep"}, map[string]string{"keep": "5"}},
+		{"one inserted before", []string{"a", "b"}, []string{"x", "a", "b"}, map[string]string{"a": "4", "b": "5", "x": "6"}},
+		{"removed and added", []string{"gone", "keep"}, []string{"keep", "fresh"}, map[string]string{"keep": "5", "fresh": "4"}},
+		{"an id given takes it", []string{"a", "b"}, []string{"a", "c:5", "b"}, map[string]string{"a": "4", "b": "6", "c": "5"}},
+		{"ids given stay", []string{"a:9"}, []string{"a:8"}, map[string]string{"a": "8", "architect": "1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := panes(tt.new...).KeepPaneIDs(panes(tt.old...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for role, id := range tt.want {
+				m, ok := got.Lookup(role)
+				if !ok || m.PaneID != id {
+					t.Errorf("%s: pane id %q (found %v), want %q", role, m.PaneID, ok, id)
+				}
+				if byID, ok := got.Lookup(id); !ok || byID.Role != role {
+					t.Errorf("id %s resolves to %+v, want %s", id, byID, role)
+				}
+			}
+		})
+	}
+}
