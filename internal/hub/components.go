@@ -63,13 +63,14 @@ func (h *Hub) startComponents(ctx context.Context, deps *broker.Deps) error {
 }
 
 // mountEndpoints adds the components' HTTP endpoints: /attach/<pane>,
-// /status, the web cockpit under /ui/ and /debug/pprof/ (404 unless
+// /status, /reload (hm reload), the web cockpit under /ui/ and /debug/pprof/ (404 unless
 // profiling is on).
 func (h *Hub) mountEndpoints(ctx context.Context, mux *http.ServeMux) {
 	// Mounted even without panes, so that /attach/<x> gets a clear 404.
 	attach := h.attachBudget()
 	mux.Handle("/attach/", attach(agent.AttachHandlerContext(ctx, h.lookupPane, h.authorizeAttach, h.log.With("component", "attach"))))
 	mux.Handle("/status", h.operatorOnly(http.HandlerFunc(h.serveStatus)))
+	mux.Handle("/reload", h.operatorOnly(http.HandlerFunc(h.serveReload)))
 	ui := h.cockpitHandler(ctx, attach)
 	mux.Handle(cockpitPath, ui)
 	mux.Handle("/ui", ui)

@@ -118,6 +118,8 @@ type Hub struct {
 	// team is the team the hub hosts: settings.json's as last loaded
 	// (hm up, hm reload), read with Team.
 	team atomic.Pointer[roles.Team]
+	// reloadMu runs one hm reload at a time (Reload).
+	reloadMu sync.Mutex
 
 	components []component // started components, in start order
 	panes      *paneSet

@@ -304,11 +304,12 @@ func isBatchMarker(k string) bool {
 	return strings.HasPrefix(k, "CI_")
 }
 
-func (h *Hub) paneSpec(m roles.Member, restart bool) agent.Spec {
+// paneSpec is the spec of m's pane in team.
+func (h *Hub) paneSpec(team *roles.Team, m roles.Member, restart bool) agent.Spec {
 	return agent.Spec{
-		Role: m.Role, PaneID: m.PaneID, Header: m.Header, Command: h.launchCommand(m), Profile: m.Profile,
-		Profiles: agent.ProfilesFromSettings(h.Team().Profiles),
-		Dir:      h.Layout.Root, Env: paneEnv(h.Layout, h.Team(), m, h.Port, h.Tokens.Issue(m.Role)),
+		Role: m.Role, PaneID: m.PaneID, Header: m.Header, Command: h.launchCommand(team, m), Profile: m.Profile,
+		Profiles: agent.ProfilesFromSettings(team.Profiles),
+		Dir:      h.Layout.Root, Env: paneEnv(h.Layout, team, m, h.Port, h.Tokens.Issue(m.Role)),
 		LogPath:    filepath.Join(h.Layout.PaneLogs(), m.Role+".log"),
 		EnteredLog: enteredLogPath(h.Layout, m.Role),
 		Keeper:     h.paneKeeper(restart),
@@ -330,8 +331,8 @@ type launchFiles struct {
 // launchCommand is m's command with hm's MCP server and hooks passed by
 // launch flags when it is a direct invocation of Claude Code or Codex
 // (launchwire.Command), unless settings.json has "launchWiring": false.
-func (h *Hub) launchCommand(m roles.Member) string {
-	if h.Team().NoLaunchWiring {
+func (h *Hub) launchCommand(team *roles.Team, m roles.Member) string {
+	if team.NoLaunchWiring {
 		return m.Command
 	}
 	if _, added := launchwire.Command(m.Command, launchwire.Files{ClaudeMCP: "x", ClaudeSettings: "x"}); added == nil {
@@ -352,28 +353,35 @@ func (h *Hub) launchCommand(m roles.Member) string {
 
 // startPanes starts every pty member of the team.
 func (h *Hub) startPanes(ps *paneSet) {
-	for _, m := range h.Team().Members() {
+	team := h.Team()
+	for _, m := range team.Members() {
 		if m.Transport != roles.TransportPTY {
 			continue
 		}
-		if why := roles.CommandProblem(m.Command, os.Getenv("PATH")); why != "" {
-			h.log.Warn("pane command will not start", "role", m.Role, "command", m.Command, "why", why)
+		if p, err := h.startPane(ps, team, m); err != nil {
+			h.log.Error("start pane", "role", m.Role, "err", err)
+		} else {
+			ps.add(m.Role, p)
 		}
-		role := m.Role
-		spec := h.paneSpec(m, true)
-		spec.OnExit = func(code int, err error) {
-			h.log.Info("pane program exited", "role", role, "code", code, "err", err)
-			if h.slots != nil && role == h.slots.Owner().Role {
-				h.slots.OwnerExited()
-			}
-		}
-		p, err := agent.Start(ps.ctx, spec, h.log)
-		if err != nil {
-			h.log.Error("start pane", "role", role, "err", err)
-			continue
-		}
-		ps.add(role, p)
 	}
+}
+
+// startPane starts the pane of team's member m under ps (not yet added to
+// it): restarted when its program ends, the background slots ended when
+// it is their owner's.
+func (h *Hub) startPane(ps *paneSet, team *roles.Team, m roles.Member) (*agent.Pane, error) {
+	if why := roles.CommandProblem(m.Command, os.Getenv("PATH")); why != "" {
+		h.log.Warn("pane command will not start", "role", m.Role, "command", m.Command, "why", why)
+	}
+	role := m.Role
+	spec := h.paneSpec(team, m, true)
+	spec.OnExit = func(code int, err error) {
+		h.log.Info("pane program exited", "role", role, "code", code, "err", err)
+		if h.slots != nil && role == h.slots.Owner().Role {
+			h.slots.OwnerExited()
+		}
+	}
+	return agent.Start(ps.ctx, spec, h.log)
 }
 
 // authorizeAttach accepts the operator token, or a pane's own token for that

@@ -29,7 +29,7 @@ func (h *Hub) newSlots() *slots.Set {
 // slotHost gives the slots the hub's panes, tokens and broker.
 type slotHost struct{ h *Hub }
 
-func (s slotHost) PaneSpec(m roles.Member) agent.Spec { return s.h.paneSpec(m, false) }
+func (s slotHost) PaneSpec(m roles.Member) agent.Spec { return s.h.paneSpec(s.h.Team(), m, false) }
 
 func (s slotHost) StartPane(spec agent.Spec) (*agent.Pane, error) {
 	return agent.Start(s.h.panes.ctx, spec, s.h.log)

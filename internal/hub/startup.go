@@ -28,26 +28,34 @@ func (h *Hub) startup(ctx context.Context) {
 		h.log.Error("write briefing", "err", err)
 	}
 	if h.panes != nil {
-		for _, m := range h.Team().Members() {
-			if !h.panes.Hosted(m.Role) {
-				continue
-			}
-			var content string
-			if m.Role == roles.RoleArchitect {
-				content = report.ArchitectFirstMessage(briefing, now) + "\n\n" + h.Team().Brief(m.Role)
-			} else {
-				content = report.PaneFirstMessage(m.Role, now, ".squidrun/handoffs/session.md") + "\n\n" + h.Team().Brief(m.Role)
-			}
-			if _, err := h.Broker.Submit(ctx, broker.Submission{From: roles.RoleSystem, Target: m.Role, Content: content, Raw: true,
-				Channel: broker.ChannelSystem, MessageID: msgid.Session(h.Session, m.Role), HubID: true, SessionScoped: true}); err != nil {
-				h.log.Warn("startup message", "role", m.Role, "err", err)
-			}
-		}
+		h.greet(ctx, h.Team().Members(), briefing, now)
 	}
 	delivered, expired, err := h.Broker.Recover(ctx)
 	if err != nil {
 		h.log.Error("recover pending messages", "err", err)
 	} else if expired += stale; delivered+expired > 0 {
 		h.log.Info("pending messages from earlier sessions", "delivered", delivered, "expired", expired)
+	}
+}
+
+// greet types the first message of the session into the pane of each of
+// ms the hub hosts: its session line and brief, the briefing too for the
+// architect (hm up, and a pane hm reload added).
+func (h *Hub) greet(ctx context.Context, ms []roles.Member, briefing []byte, now time.Time) {
+	team := h.Team()
+	for _, m := range ms {
+		if !h.panes.Hosted(m.Role) {
+			continue
+		}
+		var content string
+		if m.Role == roles.RoleArchitect {
+			content = report.ArchitectFirstMessage(briefing, now) + "\n\n" + team.Brief(m.Role)
+		} else {
+			content = report.PaneFirstMessage(m.Role, now, ".squidrun/handoffs/session.md") + "\n\n" + team.Brief(m.Role)
+		}
+		if _, err := h.Broker.Submit(ctx, broker.Submission{From: roles.RoleSystem, Target: m.Role, Content: content, Raw: true,
+			Channel: broker.ChannelSystem, MessageID: msgid.Session(h.Session, m.Role), HubID: true, SessionScoped: true}); err != nil {
+			h.log.Warn("startup message", "role", m.Role, "err", err)
+		}
 	}
 }
