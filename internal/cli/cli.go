@@ -34,6 +34,7 @@ func commands() []command {
 	return []command{
 		{name: "up", summary: "run the hub in the foreground", run: runUp},
 		{name: "restart", summary: "stop the running hub leaving its panes, run a new one that adopts them", run: runRestart},
+		{name: "reload", summary: "apply a changed settings.json to the running hub: panes added, removed or changed, the others untouched", run: runReload},
 		{name: "send", summary: sendcmd.Summary, run: sendcmd.Run},
 		{name: "bg", summary: "control background builder slots (same as hm-bg)", run: runBg, words: bgActions},
 		{name: "status", summary: "show hub, session, panes, slots and telegram", run: runStatus},

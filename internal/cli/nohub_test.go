@@ -21,6 +21,7 @@ func TestNoHubSaysHmUp(t *testing.T) {
 	}{
 		{"attach", "", []string{"attach", "architect"}},
 		{"status", "", []string{"status"}},
+		{"reload", "", []string{"reload"}},
 		{"bg", "", []string{"bg", "list"}},
 		{"comms-tail", "", []string{"comms", "tail", "-f"}},
 		{"ui", "", []string{"ui"}},

@@ -350,13 +350,23 @@ func hubJSON(ctx context.Context, method string, cfg clientConfig, path, token s
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
 			msg = e.Error
 		}
-		return fmt.Errorf("hub answered %s: %s", resp.Status, clipText(msg, 300))
+		return &hubRefusal{status: resp.Status, code: resp.StatusCode, msg: clipText(msg, 300)}
 	}
 	if err := json.Unmarshal(body, out); err != nil {
 		return fmt.Errorf("decode the hub's answer to %s: %w", path, err)
 	}
 	return nil
 }
+
+// hubRefusal is hubJSON's error for an answer other than 200: the HTTP
+// status and the hub's message.
+type hubRefusal struct {
+	status string
+	code   int
+	msg    string
+}
+
+func (e *hubRefusal) Error() string { return "hub answered " + e.status + ": " + e.msg }
 
 // clipText cuts s to at most n bytes for an error message.
 func clipText(s string, n int) string {
