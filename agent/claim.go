@@ -101,19 +101,15 @@ func (p *Pane) Unclaim(cs ...Claimed) {
 	}
 	p.qmu.Lock()
 	jumped := false
-	var fail, forward []*item
+	var closed []*item
 	for _, c := range cs {
 		it := c.it
 		if it == nil || !it.claimed {
 			continue
 		}
 		it.claimed = false
-		if p.qfail != nil {
-			fail = append(fail, it) // FailQueued: nothing will ever type it
-			continue
-		}
-		if p.qnext != nil {
-			forward = append(forward, it) // ForwardQueued: the next pane types it
+		if p.qafter != nil {
+			closed = append(closed, it) // closeQueue: this pane will never type it
 			continue
 		}
 		at := 0
@@ -126,13 +122,10 @@ func (p *Pane) Unclaim(cs ...Claimed) {
 	if jumped {
 		p.jumpLocked() // the head waiting for readiness gives way
 	}
-	err, next := p.qfail, p.qnext
+	after := p.qafter
 	p.qmu.Unlock()
-	for _, it := range fail {
-		it.d.Fail(err)
-	}
-	for _, it := range forward {
-		next.Enqueue(it.d)
+	for _, it := range closed {
+		after(it.d)
 	}
 	select {
 	case p.qwake <- struct{}{}:

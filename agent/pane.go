@@ -275,16 +275,15 @@ type Pane struct {
 	subsClosed  bool
 	typists     int // attached viewers that may type (their terminal answers queries)
 
-	// qmu guards queue, qseq, qjump, qfail, qnext and interrupting.
+	// qmu guards queue, qseq, qjump, qafter and interrupting.
 	qmu   sync.Mutex
 	queue []*item
 	qseq  uint64 // the last item's seq
 	qwake chan struct{}
 	qjump chan struct{} // closed (and replaced) when an urgent message becomes the head
-	// qfail, once set by FailQueued, fails every later Enqueue at once;
-	// qnext, once set by ForwardQueued, takes every later one.
-	qfail error
-	qnext *Pane
+	// qafter, once set by closeQueue (FailQueued, ForwardQueued), is what
+	// becomes of every later Enqueue and Unclaim, at once.
+	qafter func(Delivery)
 	// interrupting is the urgent message whose interrupt keys hm sent and
 	// whose delivery has not ended: the turn they cancelled may still run
 	// its hooks, whose output the program drops (Claim).

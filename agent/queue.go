@@ -37,14 +37,9 @@ func (p *Pane) Enqueue(d Delivery) {
 	d.Urgent = d.Urgent || roles.Urgent(d.Content, "")
 	it := &item{d: d, enqueuedAt: time.Now()}
 	p.qmu.Lock()
-	if err := p.qfail; err != nil {
+	if after := p.qafter; after != nil {
 		p.qmu.Unlock()
-		d.Fail(err) // FailQueued: nothing will ever type it
-		return
-	}
-	if next := p.qnext; next != nil {
-		p.qmu.Unlock()
-		next.Enqueue(d) // ForwardQueued: the pane that replaced this one types it
+		after(d) // closeQueue: this pane will never type it
 		return
 	}
 	p.qseq++
@@ -104,13 +99,21 @@ func (p *Pane) Undelivered() []Delivery {
 // pane that will never run again (a background slot that ended), so that a
 // delivery racing its end is not left queued for ever. Call it after Stop.
 func (p *Pane) FailQueued(err error) {
+	p.closeQueue(func(d Delivery) { d.Fail(err) })
+}
+
+// closeQueue makes after what becomes of every message still queued, and
+// of every one enqueued or given back (Unclaim) from now on: the pane will
+// never type them. after runs on the calling goroutine, without the
+// pane's locks.
+func (p *Pane) closeQueue(after func(Delivery)) {
 	p.qmu.Lock()
-	p.qfail = err
+	p.qafter = after
 	left := p.queue
 	p.queue = nil
 	p.qmu.Unlock()
 	for _, it := range left {
-		it.d.Fail(err)
+		after(it.d)
 	}
 }
 
@@ -131,16 +134,7 @@ func (p *Pane) End(ctx context.Context, why error) error {
 // a changed command or profile). next types each as a message never typed
 // before: whole, as after a program that ended while it was being typed.
 // Call it after Stop, which leaves queued only what was not entered.
-func (p *Pane) ForwardQueued(next *Pane) {
-	p.qmu.Lock()
-	p.qnext = next
-	left := p.queue
-	p.queue = nil
-	p.qmu.Unlock()
-	for _, it := range left {
-		next.Enqueue(it.d)
-	}
-}
+func (p *Pane) ForwardQueued(next *Pane) { p.closeQueue(next.Enqueue) }
 
 // deliverLoop is the pane's delivery engine: it owns the head of the queue.
 func (p *Pane) deliverLoop() {
