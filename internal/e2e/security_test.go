@@ -388,7 +388,7 @@ func TestSecurityTokens(t *testing.T) {
 			t.Errorf("hm-send as %s with the architect's HM_TOKEN: %+v", role, r)
 		}
 	}
-	// Attach and /status.
+	// Attach, /status and /reload.
 	loop := fmt.Sprintf("127.0.0.1:%d", h.port)
 	for _, tc := range []struct {
 		path, token string
@@ -405,6 +405,9 @@ func TestSecurityTokens(t *testing.T) {
 		{"/status", bgTok, false, http.StatusUnauthorized},
 		{"/status", "", false, http.StatusUnauthorized},
 		{"/status", op, false, http.StatusOK},
+		{"/reload", archTok, false, http.StatusUnauthorized}, // a pane may not reload the settings
+		{"/reload", "", false, http.StatusUnauthorized},
+		{"/reload", op, false, http.StatusMethodNotAllowed}, // POST only: the gate passed
 	} {
 		if code := rawRequest(t, h.port, tc.path, loop, "", tc.token, tc.upgrade); code != tc.want {
 			t.Errorf("GET %s with token %.8q: %d, want %d", tc.path, tc.token, code, tc.want)
