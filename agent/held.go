@@ -170,10 +170,20 @@ func pasteAtCursor(s Screen, prof Profile) bool {
 // between but a bracketed paste indicator. A submitted text in the history is never that: the input's
 // prompt, a receipt or the program's answer stands between. Not on a
 // canonical terminal (a cooked line goes to the program at its Enter) and
-// not where t's start cannot be told (textHead). The caller holds inputMu.
+// not where t's start cannot be told (textHead), and not once a hook said
+// a turn began after that message's Enter (the program took it). A
+// program that draws no prompt and no answer between two submitted texts
+// would look the same; docs/protocol.md lists it under "Known limits".
+// The caller holds inputMu.
 func (p *Pane) typedOntoHeld(t *typing) bool {
 	last := p.lastEntered
 	if last.pr != t.pr || last.it == nil || last.it == t.it || last.trailer == "" || t.pr.canonical() {
+		return false
+	}
+	p.mu.Lock()
+	taken := p.turnHookAt.After(last.at) // a hook saw its turn begin
+	p.mu.Unlock()
+	if taken {
 		return false
 	}
 	s := p.Screen()
