@@ -405,6 +405,7 @@ func (p *Pane) pressOnce(t *typing, attempt int) (done, ok bool) {
 	var record func()
 	if attempt == 0 {
 		p.startEnteredTurn(pr)
+		p.armQueued(pr)
 		record = func() {
 			if err := p.entered.add(it.d.MessageID); err != nil {
 				p.log.Warn("entered log", "id", it.d.MessageID, "err", err)

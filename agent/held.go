@@ -61,6 +61,7 @@ func (p *Pane) enterHeld(pr *proc) bool {
 	busyBefore, _ := p.profile.Classify(p.Screen())
 	last.presses++
 	p.startEnteredTurn(pr) // a hooked pane is busy again until its turn ends
+	p.armQueued(pr)
 	p.log.Warn("a message judged submitted still stands at the program's input; pressing Enter for it alone before typing the next",
 		"id", last.id, "press", last.presses)
 	if err := p.pressEnter(context.Background(), pr, nil); err != nil {

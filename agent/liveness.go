@@ -200,14 +200,19 @@ const (
 	markerHookWaiting = "hook: waiting for a human"
 	markerHookTurn    = "hook: a turn runs"
 	markerUnread      = "typed input the program has not read"
+	markerQueued      = "the program queued the last prompt and has not taken it up"
 )
 
 // judge is the readiness of run pr now (see judgeLocked).
 func (p *Pane) judge(pr *proc) verdict {
-	screen, marker := p.profile.Classify(p.Screen())
+	s := p.Screen()
+	screen, marker := p.profile.Classify(s)
+	queued := p.profile.queuedLines(s)
+	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.judgeLocked(pr, screen, marker, time.Now())
+	p.noteQueuedLocked(pr, screen, queued, now)
+	return p.judgeLocked(pr, screen, marker, now)
 }
 
 // judgeLocked decides whether run pr, whose screen classifies as screen
@@ -251,6 +256,11 @@ func (p *Pane) judgeLocked(pr *proc, screen Readiness, marker string, now time.T
 	case p.turnRunsLocked(pr, screen, v.quiet):
 		v.screen, v.marker = Busy, markerHookTurn
 		v.recheck = readinessRecheck
+	case p.queuedHoldsLocked(pr):
+		// Not Busy: an urgent message does not interrupt a program that
+		// has not taken its queue up yet.
+		v.screen, v.marker = ReadyUnknown, markerQueued
+		v.recheck = readinessRecheck
 	case v.screen == Busy:
 		v.recheck = readinessRecheck
 	case v.screen == Ready && !p.sawOutput:
@@ -276,7 +286,7 @@ func (p *Pane) judgeLocked(pr *proc, screen Readiness, marker string, now time.T
 		return v
 	}
 	switch {
-	case v.marker == markerHookTurn, v.marker == markerUnread, v.screen == Busy && p.sawOutput, v.screen != Busy && p.readyRun == pr:
+	case v.marker == markerHookTurn, v.marker == markerUnread, v.marker == markerQueued, v.screen == Busy && p.sawOutput, v.screen != Busy && p.readyRun == pr:
 		v.state = StateBusy
 	default:
 		v.state = StateStarting

@@ -236,6 +236,7 @@ type Pane struct {
 	// entered is the last message whose Enter hm pressed, and the program
 	// run it went to; guarded by inputMu (held.go).
 	lastEntered enteredText
+	queued      queuedPrompt // guarded by mu
 	// heldLooked is the output signal current when the idle pane last
 	// looked at its input for it (idleWait); owned by deliverLoop.
 	heldLooked chan struct{}

@@ -74,6 +74,12 @@ type Markers struct {
 	// text ("[Pasted text #1 +20 lines]"); near the cursor after typing it
 	// proves the text arrived, as the "[hm:<id>]" trailer otherwise does.
 	Pasted []string
+	// Queued: a line the program shows, anywhere on the screen, when it
+	// queued a submitted prompt instead of taking it up ("Initializing...
+	// Prompts will be queued.", Gemini CLI): it sends its queued prompts
+	// later, joined as one. After hm's Enter a new one holds the pane
+	// busy until the program shows a busy marker (it took the queue up).
+	Queued []string
 	// Rows is how many rows from the bottom are checked (default 8).
 	Rows int
 }
@@ -224,6 +230,9 @@ var builtinProfiles = map[string]Profile{
 	ProfileGemini: {Name: ProfileGemini, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true, Interrupt: escKey,
 		Screen: Markers{
 			Pasted: []string{"[Pasted Text: "}, // a paste of more than about 5 lines
+			// While it initializes (or waits for its MCP servers) it queues
+			// submitted prompts and sends them joined as one.
+			Queued: []string{"Prompts will be queued", "prompts will be queued"},
 			Ready:  []string{"Type your message", "│ > ", "> "},
 			Busy:   append([]string{"esc to cancel"}, spinners...),
 			Blocked: []string{"Allow execution", "Apply this change?", "Do you want to proceed?", "How would you like to authenticate", "Login with Google", "Waiting for auth",
@@ -291,6 +300,9 @@ func (p Profile) withOverrides(o Profile) Profile {
 	if o.Screen.Pasted != nil {
 		p.Screen.Pasted = o.Screen.Pasted
 	}
+	if o.Screen.Queued != nil {
+		p.Screen.Queued = o.Screen.Queued
+	}
 	if o.EchoWait > 0 {
 		p.EchoWait = o.EchoWait
 	}
@@ -341,7 +353,7 @@ func ProfilesFromSettings(s map[string]roles.ProfileSettings) map[string]Profile
 		ms := func(n int) time.Duration { return time.Duration(max(n, 0)) * time.Millisecond }
 		out[strings.ToLower(strings.TrimSpace(name))] = Profile{
 			Idle: ms(ps.QuietMs), EnterDelay: ms(ps.EnterDelayMs), Verify: ms(ps.VerifyMs), EchoWait: ms(ps.EchoWaitMs),
-			Screen:    Markers{Ready: ps.Ready, Busy: ps.Busy, Blocked: ps.Blocked, Pasted: ps.Pasted, Rows: ps.Rows},
+			Screen:    Markers{Ready: ps.Ready, Busy: ps.Busy, Blocked: ps.Blocked, Pasted: ps.Pasted, Queued: ps.Queued, Rows: ps.Rows},
 			MultiLine: ps.MultiLine != nil && *ps.MultiLine, MultiLineSet: ps.MultiLine != nil,
 			Erase: ps.Erase, Interrupt: ps.Interrupt,
 			RawInput: ps.RawInput != nil && *ps.RawInput, RawInputSet: ps.RawInput != nil,

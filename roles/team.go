@@ -140,6 +140,9 @@ type ProfileSettings struct {
 	EchoWaitMs int `json:"echoWaitMs"`
 	// Pasted are the markers of a paste the program shows collapsed.
 	Pasted []string `json:"pasted"`
+	// Queued are the lines a program shows when it queued a submitted
+	// prompt instead of taking it up (it sends its queue joined later).
+	Queued []string `json:"queued"`
 	// Erase clears a typed line that never showed (default Ctrl-U);
 	// Interrupt stops a busy program for an [URGENT] message (e.g. "\u001b").
 	Erase     string `json:"erase"`

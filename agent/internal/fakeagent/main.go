@@ -38,6 +38,12 @@
 //     its answer; with FAKEAGENT_BUSY_AGAIN_MS=N the prompt shows for N ms
 //     after such an interrupt and then a second busy spell begins (work the
 //     CLI resumes or had queued), once per prompt;
+//   - FAKEAGENT_QUEUE_MS=N: for N ms after its banner the program is still
+//     initializing: a submitted prompt is queued, not taken up (it prints
+//     "ℹ Initializing... Prompts will be queued." and a new prompt marker,
+//     its input empty); then every queued prompt is submitted as one,
+//     joined by a blank line, after a spinner row ("⠋ sending"), as
+//     Gemini CLI does;
 //   - FAKEAGENT_COLLAPSE_LINES=N shows a paste of more than N lines as
 //     "[Pasted Text: K lines]" instead of its text (as Gemini CLI does),
 //     also when it draws the kept input again after a mount;
@@ -193,6 +199,8 @@ type agent struct {
 	mountUntil   time.Time     // FAKEAGENT_MOUNT_MS after the banner, else zero
 	mountNewline bool          // FAKEAGENT_MOUNT_NEWLINE
 	mountHide    bool          // FAKEAGENT_MOUNT_HIDE
+	queueUntil   time.Time     // FAKEAGENT_QUEUE_MS after the banner, else zero
+	queued       []string      // prompts queued meanwhile
 	hidden       bool          // the kept input is not drawn yet (mountHide)
 
 	prompts   int
@@ -284,6 +292,11 @@ func run() error {
 	if ms := envInt("FAKEAGENT_MOUNT_MS", 0); ms > 0 {
 		a.mountUntil = time.Now().Add(time.Duration(ms) * time.Millisecond)
 	}
+	var queueDone <-chan time.Time
+	if ms := envInt("FAKEAGENT_QUEUE_MS", 0); ms > 0 {
+		a.queueUntil = time.Now().Add(time.Duration(ms) * time.Millisecond)
+		queueDone = time.After(time.Duration(ms) * time.Millisecond)
+	}
 	if a.take(early) {
 		return nil
 	}
@@ -294,6 +307,10 @@ func run() error {
 				return nil // terminal gone
 			}
 			if done := a.take(b); done {
+				return nil
+			}
+		case <-queueDone:
+			if a.sendQueued() {
 				return nil
 			}
 		case <-winch:
@@ -479,6 +496,13 @@ func (a *agent) flushEcho(echo []byte) {
 // read after the submitting Enter: with a busy spell that throws input
 // away (see discards) it is thrown away too.
 func (a *agent) submit(rest []byte) bool {
+	if time.Now().Before(a.queueUntil) {
+		a.queued = append(a.queued, string(a.buf))
+		a.buf = a.buf[:0]
+		a.collapsed = ""
+		a.printf("\r\nℹ Initializing... Prompts will be queued.\r\n> ")
+		return false
+	}
 	prompt := string(a.buf)
 	a.buf = a.buf[:0]
 	a.collapsed = ""
@@ -653,4 +677,24 @@ func (a *agent) logRecord(rec any) {
 		f.Write(append(line, '\n'))
 		f.Close()
 	}
+}
+
+// sendQueued submits the prompts queued while initializing
+// (FAKEAGENT_QUEUE_MS) as one, after a moment of spinner; true means exit.
+func (a *agent) sendQueued() bool {
+	if len(a.queued) == 0 {
+		return false
+	}
+	a.printf("\r\n⠋ sending")
+	time.Sleep(300 * time.Millisecond)
+	a.printf("\r\x1b[K") // the spinner row goes
+	typing := append([]byte(nil), a.buf...) // the input typed meanwhile stays
+	a.buf = append(a.buf[:0], strings.Join(a.queued, "\n\n")...)
+	a.queued = nil
+	if a.submit(nil) {
+		return true
+	}
+	a.buf = append(a.buf[:0], typing...)
+	a.out.Write(bytes.ReplaceAll(a.buf, []byte("\n"), []byte("\r\n")))
+	return false
 }

@@ -1,0 +1,81 @@
+package agent
+
+import (
+	"strings"
+	"time"
+)
+
+// A program may queue a prompt it is given instead of taking it up: Gemini
+// CLI, still initializing (or waiting for its MCP servers), says "Prompts
+// will be queued", clears its input and later sends every queued prompt
+// to the model joined as one. The text left the input, so the screen said
+// "submitted"; typing the next message then queued it too, and both
+// reached the model in one prompt (make test under a CPU hog, hook-wired
+// Gemini: the session message and the first message). So a new queued
+// line (Profile.Screen.Queued) after hm's Enter holds the pane busy until
+// the program shows a busy marker: it took its queue up.
+
+// queuedPrompt is what hm knows of a prompt it entered into a program that
+// queues prompts.
+type queuedPrompt struct {
+	run   *proc
+	base  int       // queued lines on the screen before the Enter
+	since time.Time // when a new one showed; zero while none did
+}
+
+// queuedMax bounds how long a queued prompt holds the pane without the
+// program ever showing a busy marker.
+const queuedMax = 2 * time.Minute
+
+// queuedLines counts the rows of s that show one of the profile's Queued
+// lines.
+func (p Profile) queuedLines(s Screen) int {
+	n := 0
+	for _, l := range s.Lines {
+		for _, m := range p.Screen.Queued {
+			if m != "" && strings.Contains(l, m) {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// armQueued records, as hm is about to press Enter for a prompt in run pr,
+// how many queued lines the screen shows, so that a new one says this
+// prompt was queued.
+func (p *Pane) armQueued(pr *proc) {
+	if len(p.profile.Screen.Queued) == 0 {
+		return
+	}
+	n := p.profile.queuedLines(p.Screen())
+	p.mu.Lock()
+	p.queued = queuedPrompt{run: pr, base: n}
+	p.mu.Unlock()
+}
+
+// noteQueuedLocked updates the queued prompt from run pr's screen, of class
+// screen and showing n queued lines: a new line says the program queued
+// it; a busy screen then (or queuedMax) says it took its queue up. p.mu is
+// held.
+func (p *Pane) noteQueuedLocked(pr *proc, screen Readiness, n int, now time.Time) {
+	q := &p.queued
+	switch {
+	case q.run != pr:
+	case q.since.IsZero() && n > q.base:
+		q.since = now
+		p.log.Info("the program queued the prompt hm entered (it sends its queue later, joined): nothing more is typed until it takes the queue up")
+	case !q.since.IsZero() && screen == Busy:
+		*q = queuedPrompt{}
+	case !q.since.IsZero() && now.Sub(q.since) >= queuedMax:
+		p.log.Warn("the program queued a prompt and showed no busy marker since; taken as taken up", "waited", queuedMax)
+		*q = queuedPrompt{}
+	}
+}
+
+// queuedHoldsLocked reports whether a prompt hm entered into run pr waits
+// in the program's queue. p.mu is held.
+func (p *Pane) queuedHoldsLocked(pr *proc) bool {
+	return p.queued.run == pr && !p.queued.since.IsZero()
+}
