@@ -687,7 +687,7 @@ func (a *agent) sendQueued() bool {
 	}
 	a.printf("\r\n⠋ sending")
 	time.Sleep(300 * time.Millisecond)
-	a.printf("\r\x1b[K") // the spinner row goes
+	a.printf("\r\x1b[K")                    // the spinner row goes
 	typing := append([]byte(nil), a.buf...) // the input typed meanwhile stays
 	a.buf = append(a.buf[:0], strings.Join(a.queued, "\n\n")...)
 	a.queued = nil
