@@ -262,6 +262,7 @@ type Pane struct {
 	hooked      bool        // the pane's program has reported through hooks (any run)
 	drift       *Drift      // Status.Drift
 	hookHeld    atomic.Bool // hook holds a report (read without mu by handleOutput)
+	queueWatch  atomic.Bool // queued is armed (read without mu by handleOutput)
 	readyRun    *proc       // the run Status last saw ready (it is past starting)
 	startedAt   time.Time
 	outChanged  chan struct{} // closed and replaced on every output chunk

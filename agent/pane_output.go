@@ -43,13 +43,21 @@ func (p *Pane) handleOutput(pr *proc, data []byte) {
 	replies := p.vt.Replies()
 	bracketed := p.vt.BracketedPaste()
 	var class Readiness
-	held := p.hookHeld.Load()
-	if held {
-		class, _ = p.profile.Classify(p.screenLocked())
+	var queued int
+	held, watch := p.hookHeld.Load(), p.queueWatch.Load()
+	if held || watch {
+		s := p.screenLocked()
+		class, _ = p.profile.Classify(s)
+		if watch {
+			queued = p.profile.queuedLines(s)
+		}
 	}
 	p.mu.Lock()
 	if held {
 		p.contradictHookLocked(pr, class)
+	}
+	if watch {
+		p.noteQueuedLocked(pr, class, queued, now)
 	}
 	if p.proc == pr {
 		p.lastOutput = now

@@ -20,10 +20,12 @@ import (
 type queuedPrompt struct {
 	run   *proc
 	base  int       // queued lines on the screen before the Enter
+	armed time.Time // when the Enter was pressed
 	since time.Time // when a new one showed; zero while none did
 }
 
-// queuedMax bounds how long a queued prompt holds the pane without the
+// queuedMax bounds how long after an Enter the screen is watched for a
+// queued line, and how long a queued prompt holds the pane without the
 // program ever showing a busy marker.
 const queuedMax = 2 * time.Minute
 
@@ -51,27 +53,33 @@ func (p *Pane) armQueued(pr *proc) {
 	}
 	n := p.profile.queuedLines(p.Screen())
 	p.mu.Lock()
-	p.queued = queuedPrompt{run: pr, base: n}
+	p.queued = queuedPrompt{run: pr, base: n, armed: time.Now()}
+	p.queueWatch.Store(true) // handleOutput looks at every output now
 	p.mu.Unlock()
 }
 
-// noteQueuedLocked updates the queued prompt from run pr's screen, of class
-// screen and showing n queued lines: a new line says the program queued
-// it; a busy screen then (or queuedMax) says it took its queue up. p.mu is
-// held.
+// noteQueuedLocked updates the queued prompt from run pr's screen (every
+// output while watched, see handleOutput, and every judgment), of class
+// screen and showing n queued lines: a busy screen says the program took
+// the prompt (or its queue) up; a new queued line says it queued it; after
+// queuedMax the watch ends either way. p.mu is held.
 func (p *Pane) noteQueuedLocked(pr *proc, screen Readiness, n int, now time.Time) {
 	q := &p.queued
 	switch {
 	case q.run != pr:
+		return
+	case screen == Busy:
 	case q.since.IsZero() && n > q.base:
 		q.since = now
 		p.log.Info("the program queued the prompt hm entered (it sends its queue later, joined): nothing more is typed until it takes the queue up")
-	case !q.since.IsZero() && screen == Busy:
-		*q = queuedPrompt{}
-	case !q.since.IsZero() && now.Sub(q.since) >= queuedMax:
-		p.log.Warn("the program queued a prompt and showed no busy marker since; taken as taken up", "waited", queuedMax)
-		*q = queuedPrompt{}
+		return
+	case now.Sub(q.armed) < queuedMax:
+		return
+	case !q.since.IsZero():
+		p.log.Warn("the program queued a prompt and showed no busy marker since; taken as taken up", "waited", now.Sub(q.since).Round(time.Second))
 	}
+	*q = queuedPrompt{}
+	p.queueWatch.Store(false)
 }
 
 // queuedHoldsLocked reports whether a prompt hm entered into run pr waits
