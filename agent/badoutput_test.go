@@ -137,6 +137,9 @@ type badCase struct {
 	// garbage: the program prints garbage spells; resets: it resets the
 	// terminal while messages are typed. Both are checked to happen.
 	garbage, resets bool
+	// enterNow: no Enter delay, so that the Enter is in the terminal
+	// before the program (which exits after reading the text) is gone.
+	enterNow bool
 }
 
 // badMsgs is how many messages each bad case types: short, multi-line,
@@ -163,6 +166,12 @@ func badCases() []badCase {
 			env: []string{"FAKEAGENT_EXIT_MID=64"}, exits: true},
 		{name: "ExitTypedNotEntered", about: "from each run's second prompt on, exits after the first read of a prompt (often all of its text), before Enter",
 			env: []string{"FAKEAGENT_EXIT_MID=65536"}, exits: true},
+		// The Enter is written before the program exits, and never read:
+		// it waits in the terminal's input queue when the program goes,
+		// so the message was not submitted and is typed again (a loaded
+		// make test run found ExitTypedNotEntered's Enter there, lost).
+		{name: "ExitWithEnterUnread", about: "exits after the first read of a prompt, its Enter already written and never read",
+			env: []string{"FAKEAGENT_EXIT_MID=65536"}, exits: true, enterNow: true},
 	}
 }
 
@@ -196,6 +205,9 @@ func TestBadOutput(t *testing.T) {
 				// Enter pressed before it is gone would be lost with it
 				// (unverified, never typed twice): keep it well after.
 				spec.Timing.EnterDelay = 100 * time.Millisecond
+			}
+			if bc.enterNow {
+				spec.Timing.EnterDelay = time.Millisecond
 			}
 			spec.Restart = true
 			spec.LogMaxBytes = badLogMax

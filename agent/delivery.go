@@ -451,6 +451,10 @@ func (p *Pane) pressOnce(t *typing, attempt int) (done, ok bool) {
 		it.submitted(true)
 		p.report(it, t.stage(StageSubmitted, nil))
 		return true, true
+	case ended && pr.unreadAtExit > 0 && !p.personTypedAfterHM():
+		// The program exited without reading the Enter (it still
+		// waits in the terminal): not submitted, typed again whole.
+		return p.typeAgain(pr, it, t.stage, "after Enter, which it never read", nil), true
 	case ended:
 		it.submitted(false)
 		p.report(it, t.stage(StageUnverified, p.endReason(pr)))

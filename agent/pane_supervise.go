@@ -101,6 +101,10 @@ func (p *Pane) runProc(pr *proc) time.Duration {
 	go p.replyLoop(pr)
 	go func() {
 		pr.waitErr = pr.wait()
+		// The master is still open: the terminal's input queue tells
+		// whether the program read what hm last wrote (an Enter pressed
+		// just before it exited) before it went.
+		pr.unreadAtExit = pr.inputQueue()
 		close(pr.exited)
 	}()
 	select {

@@ -24,10 +24,13 @@ type proc struct {
 	pid       int       // also the process group id (the child is a session leader)
 	startedAt time.Time
 
-	exited     chan struct{} // closed once cmd.Wait returned
-	waitErr    error         // valid after exited is closed
-	readerDone chan struct{} // closed when the output reader stopped
-	scan       termScanner   // owned by the reader goroutine
+	exited  chan struct{} // closed once cmd.Wait returned
+	waitErr error         // valid after exited is closed
+	// unreadAtExit is how many bytes hm wrote that the program had not
+	// read when it exited (-1: unknown); valid after exited is closed.
+	unreadAtExit int
+	readerDone   chan struct{} // closed when the output reader stopped
+	scan         termScanner   // owned by the reader goroutine
 
 	replies     chan []byte   // terminal answers to type back; closed by the reader
 	repliesDone chan struct{} // closed when replyLoop ended

@@ -22,7 +22,17 @@ import (
 // lines), or -1 when that cannot be told (the run ended, the terminal
 // could not be opened).
 func (pr *proc) unread() int {
-	if pr.ttyPath == "" || pr.isExited() {
+	if pr.isExited() {
+		return -1
+	}
+	return pr.inputQueue()
+}
+
+// inputQueue is unread's question, also after the program exited (the
+// terminal's input queue outlives its readers while the master is open):
+// -1 when it cannot be told.
+func (pr *proc) inputQueue() int {
+	if pr.ttyPath == "" {
 		return -1
 	}
 	// The slave side is opened for the one question and closed again: a
