@@ -256,7 +256,7 @@ func (p *Pane) judgeLocked(pr *proc, screen Readiness, marker string, now time.T
 	case p.turnRunsLocked(pr, screen, v.quiet):
 		v.screen, v.marker = Busy, markerHookTurn
 		v.recheck = readinessRecheck
-	case p.queuedHoldsLocked(pr):
+	case p.queuedHoldsLocked(pr, now):
 		// Not Busy: an urgent message does not interrupt a program that
 		// has not taken its queue up yet.
 		v.screen, v.marker = ReadyUnknown, markerQueued

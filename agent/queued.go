@@ -13,7 +13,11 @@ import (
 // reached the model in one prompt (make test under a CPU hog, hook-wired
 // Gemini: the session message and the first message). So a new queued
 // line (Profile.Screen.Queued) after hm's Enter holds the pane busy until
-// the program shows a busy marker: it took its queue up.
+// the program shows a busy marker: it took its queue up. The line may be
+// drawn late on a loaded machine (after the screen stood still for the
+// quiet period), so in a program that can queue, every Enter holds the
+// pane until a busy screen says the prompt was taken up, for at most
+// queuedTakeUp when no queued line showed.
 
 // queuedPrompt is what hm knows of a prompt it entered into a program that
 // queues prompts.
@@ -28,6 +32,10 @@ type queuedPrompt struct {
 // queued line, and how long a queued prompt holds the pane without the
 // program ever showing a busy marker.
 const queuedMax = 2 * time.Minute
+
+// queuedTakeUp bounds the hold after an Enter when no queued line showed
+// and no busy screen came (a program that answered without drawing one).
+const queuedTakeUp = 10 * time.Second
 
 // queuedLines counts the rows of s that show one of the profile's Queued
 // lines.
@@ -82,8 +90,10 @@ func (p *Pane) noteQueuedLocked(pr *proc, screen Readiness, n int, now time.Time
 	p.queueWatch.Store(false)
 }
 
-// queuedHoldsLocked reports whether a prompt hm entered into run pr waits
-// in the program's queue. p.mu is held.
-func (p *Pane) queuedHoldsLocked(pr *proc) bool {
-	return p.queued.run == pr && !p.queued.since.IsZero()
+// queuedHoldsLocked reports whether a prompt hm entered into run pr may
+// wait in the program's queue: a queued line showed, or, for queuedTakeUp
+// after the Enter, no busy screen has yet. p.mu is held.
+func (p *Pane) queuedHoldsLocked(pr *proc, now time.Time) bool {
+	q := p.queued
+	return q.run == pr && (!q.since.IsZero() || now.Sub(q.armed) < queuedTakeUp)
 }

@@ -29,7 +29,8 @@ func TestQueuedPromptNeverMerges(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			spec, logPath := fakeSpec(t, "FAKEAGENT_QUEUE_MS=2500", "FAKEAGENT_ENTER_MS=0")
+			// A spinner while it works, as Gemini CLI shows.
+			spec, logPath := fakeSpec(t, "FAKEAGENT_QUEUE_MS=2500", "FAKEAGENT_ENTER_MS=0", "FAKEAGENT_SPINNER_MS=300")
 			spec.Timing = hardTiming(">", true, true)
 			spec.Timing.Screen.Queued = tc.queued
 			p := startPane(t, spec)
