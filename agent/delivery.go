@@ -451,7 +451,7 @@ func (p *Pane) pressOnce(t *typing, attempt int) (done, ok bool) {
 		it.submitted(true)
 		p.report(it, t.stage(StageSubmitted, nil))
 		return true, true
-	case ended && pr.unreadAtExit > 0 && !p.personTypedAfterHM():
+	case ended && pr.exitUnread() > 0 && !p.personTypedAfterHM():
 		// The program exited without reading the Enter (it still
 		// waits in the terminal): not submitted, typed again whole.
 		return p.typeAgain(pr, it, t.stage, "after Enter, which it never read", nil), true

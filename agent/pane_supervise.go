@@ -101,10 +101,6 @@ func (p *Pane) runProc(pr *proc) time.Duration {
 	go p.replyLoop(pr)
 	go func() {
 		pr.waitErr = pr.wait()
-		// The master is still open: the terminal's input queue tells
-		// whether the program read what hm last wrote (an Enter pressed
-		// just before it exited) before it went.
-		pr.unreadAtExit = pr.inputQueue()
 		close(pr.exited)
 	}()
 	select {
@@ -128,7 +124,7 @@ func (p *Pane) runProc(pr *proc) time.Duration {
 		p.log.Debug("pane output still open after exit; closing it", "pid", pr.pid)
 	}
 	t.Stop()
-	pr.master.Close()
+	p.closeMaster(pr)
 	if pr.keeper != nil {
 		pr.keeper.stop()
 	}
@@ -157,7 +153,9 @@ func (p *Pane) runProc(pr *proc) time.Duration {
 // of the master and its channel to the keeper close, with no quit, so the
 // keeper holds the terminal for the next hub as after the hub's death.
 func (p *Pane) leaveProc(pr *proc) {
+	pr.unreadAtClose = -1
 	pr.master.Close()
+	close(pr.closed)
 	<-pr.readerDone
 	<-pr.repliesDone
 	pr.keeper.ch.Close()
@@ -235,4 +233,16 @@ func lastLine(out []byte) string {
 		last = string(r[:200]) + "…"
 	}
 	return last
+}
+
+// closeMaster closes the ended run's master, asking first how many of the
+// bytes hm wrote the program never read: the terminal's input queue
+// outlives the program while the master is open. writeMu is held across
+// both, so an Enter written into the run is counted or fails to be written.
+func (p *Pane) closeMaster(pr *proc) {
+	p.writeMu.Lock()
+	pr.unreadAtClose = pr.inputQueue()
+	pr.master.Close()
+	p.writeMu.Unlock()
+	close(pr.closed)
 }

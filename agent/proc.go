@@ -26,11 +26,13 @@ type proc struct {
 
 	exited  chan struct{} // closed once cmd.Wait returned
 	waitErr error         // valid after exited is closed
-	// unreadAtExit is how many bytes hm wrote that the program had not
-	// read when it exited (-1: unknown); valid after exited is closed.
-	unreadAtExit int
-	readerDone   chan struct{} // closed when the output reader stopped
-	scan         termScanner   // owned by the reader goroutine
+	// unreadAtClose is how many bytes hm wrote that the program never
+	// read, asked as the run's master closed (-1: unknown); valid once
+	// closed is closed.
+	unreadAtClose int
+	closed        chan struct{}
+	readerDone    chan struct{} // closed when the output reader stopped
+	scan          termScanner   // owned by the reader goroutine
 
 	replies     chan []byte   // terminal answers to type back; closed by the reader
 	repliesDone chan struct{} // closed when replyLoop ended
@@ -154,6 +156,7 @@ func startProc(spec *Spec, cols, rows uint16) (*proc, error) {
 		pid:        cmd.Process.Pid,
 		startedAt:  time.Now(),
 		exited:     make(chan struct{}),
+		closed:     make(chan struct{}),
 		readerDone: make(chan struct{}),
 
 		replies:     make(chan []byte, replyQueue),
@@ -209,6 +212,7 @@ func adoptedProc(a *Adoption) *proc {
 		pid:        a.Pid,
 		startedAt:  a.Started,
 		exited:     make(chan struct{}),
+		closed:     make(chan struct{}),
 		readerDone: make(chan struct{}),
 
 		replies:     make(chan []byte, replyQueue),

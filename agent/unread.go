@@ -28,6 +28,24 @@ func (pr *proc) unread() int {
 	return pr.inputQueue()
 }
 
+// exitUnread is, for a run that ended, how many bytes hm wrote that its
+// program never read, once the run's master closed (see closeMaster); -1
+// while it runs (ended may also mean the pane stops) or when that could
+// not be told.
+func (pr *proc) exitUnread() int {
+	if !pr.isExited() {
+		return -1
+	}
+	t := time.NewTimer(drainTimeout + time.Second) // runProc closes it after at most drainTimeout
+	defer t.Stop()
+	select {
+	case <-pr.closed:
+		return pr.unreadAtClose
+	case <-t.C:
+		return -1
+	}
+}
+
 // inputQueue is unread's question, also after the program exited (the
 // terminal's input queue outlives its readers while the master is open):
 // -1 when it cannot be told.

@@ -261,7 +261,11 @@ func run() error {
 	if ms := envInt("FAKEAGENT_START_MS", 0); ms > 0 {
 		time.Sleep(time.Duration(ms) * time.Millisecond)
 	}
-	input := readInput()
+	var gate chan struct{}
+	if a.exitMid > 0 {
+		gate = make(chan struct{})
+	}
+	input := readInput(gate)
 	a.input = input
 	if ms := envInt("FAKEAGENT_DIALOG_MS", 0); ms > 0 {
 		a.dialog(input, time.Duration(ms)*time.Millisecond)
@@ -308,6 +312,9 @@ func run() error {
 			}
 			if done := a.take(b); done {
 				return nil
+			}
+			if gate != nil {
+				gate <- struct{}{} // read on
 			}
 		case <-queueDone:
 			if a.sendQueued() {
@@ -626,8 +633,11 @@ func (a *agent) dialog(input <-chan []byte, d time.Duration) {
 }
 
 // readInput passes each read of stdin to the returned channel, closed at
-// the end of input.
-func readInput() <-chan []byte {
+// the end of input. With gate, it reads again only once the main loop took
+// the last read (a receive on gate): a program that exits while handling
+// a read leaves what came after it unread in the terminal, as a program
+// that stops reading before it exits does (FAKEAGENT_EXIT_MID).
+func readInput(gate <-chan struct{}) <-chan []byte {
 	ch := make(chan []byte, 16)
 	go func() {
 		defer close(ch)
@@ -636,6 +646,9 @@ func readInput() <-chan []byte {
 			n, err := os.Stdin.Read(rb)
 			if n > 0 {
 				ch <- rb[:n]
+				if gate != nil {
+					<-gate
+				}
 			}
 			if err != nil {
 				return
