@@ -86,7 +86,11 @@ func deliverMixedHundred(t *testing.T, multi bool) {
 	})
 	prompts := readPrompts(t, logPath)
 	if len(prompts) != n {
-		t.Fatalf("fake agent got %d prompts, want %d", len(prompts), n)
+		var got []string
+		for _, r := range prompts {
+			got = append(got, fmt.Sprintf("%.60q…%q", r.Prompt, r.Prompt[max(0, len(r.Prompt)-40):]))
+		}
+		t.Fatalf("fake agent got %d prompts, want %d:\n%s", len(prompts), n, strings.Join(got, "\n"))
 	}
 	index := map[string]int{}
 	for i, id := range ids {

@@ -7,11 +7,6 @@ import (
 	"testing"
 )
 
-// ground is the vocabulary every layer may use (the folder internal/ground);
-// it depends on nothing of hm beyond itself, and nothing of hm outside it
-// is ground.
-var ground = []string{"hm/internal/ground/..."}
-
 // top is the program's top: it wires the layers and nothing below imports it.
 var top = []string{"hm/internal/hub/...", "hm/internal/cli/...", "hm/cmd/..."}
 
