@@ -165,8 +165,14 @@ type Status struct {
 	LastActivity time.Time
 	// StartedAt is when the current (or last) run started.
 	StartedAt time.Time
-	// Restarts counts restarts since Start.
+	// Restarts counts restarts since Start, resumed ones included.
 	Restarts int
+	// Resumes counts the restarts that resumed the CLI's session
+	// (OriginResumed).
+	Resumes int
+	// Origin is how the current (or last) program came to be: started,
+	// adopted, restarted or resumed (OriginWords says it in words).
+	Origin Origin
 	// Adopted reports that the pane's first run was not started by this
 	// hub but handed over by the keeper of an earlier one (keeper.go);
 	// it stays true after that run ends.
@@ -269,7 +275,9 @@ type Pane struct {
 	sawOutput   bool          // the current run has written something
 	bracketed   bool
 	restarts    int
-	adopted     bool // the first run was handed over by a keeper
+	resumes     int    // restarts that resumed the CLI session
+	origin      Origin // Status.Origin
+	adopted     bool   // the first run was handed over by a keeper
 	lastError   string
 	cols, rows  uint16
 	ring        *ring
@@ -331,6 +339,7 @@ func Start(ctx context.Context, spec Spec, logger *slog.Logger) (*Pane, error) {
 		ring:        newRing(spec.RingBytes),
 		vt:          vterm.New(int(spec.Cols), int(spec.Rows)),
 		subs:        make(map[*subscription]struct{}),
+		origin:      OriginStarted,
 		qwake:       make(chan struct{}, 1),
 		qjump:       make(chan struct{}),
 	}
@@ -531,6 +540,8 @@ func (p *Pane) Status() Status {
 		Queued:         queued,
 		StartedAt:      p.startedAt,
 		Restarts:       p.restarts,
+		Resumes:        p.resumes,
+		Origin:         p.origin,
 		Adopted:        p.adopted,
 		LastError:      p.lastError,
 		BracketedPaste: p.bracketed,

@@ -34,7 +34,7 @@ func (p *Pane) adopt(a *Adoption) *proc {
 	}
 	p.mu.Lock()
 	cols, rows := p.cols, p.rows
-	p.adopted = true
+	p.adopted, p.origin = true, OriginAdopted
 	p.mu.Unlock()
 	p.install(pr)
 	// The program is past its start: it wrote its screen under the hub

@@ -89,6 +89,7 @@ func (p *Pane) supervise(pr *proc, startErr error) {
 		backoff = min(backoff*2, p.spec.MaxBackoff)
 		p.mu.Lock()
 		p.restarts++
+		p.origin = OriginRestarted
 		p.mu.Unlock()
 		pr, startErr = p.spawn()
 	}

@@ -177,24 +177,7 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 		return ExitOK
 	}
 	fmt.Fprintf(env.Stdout, "hub: running pid %d on %s, session %d, up %s, root %s\n", st.Hub.PID, st.Hub.URL, st.Hub.Session, (time.Duration(st.Hub.UptimeMs) * time.Millisecond).Round(time.Second), st.Hub.Root)
-	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROLE\tPANE\tPID\tSTATE\tSCREEN\tQUEUED\tLAST ACTIVITY\tCOMMAND")
-	for _, p := range st.Panes {
-		last := "-"
-		if p.LastActivityMs > 0 {
-			last = time.Since(time.UnixMilli(p.LastActivityMs)).Round(time.Second).String() + " ago"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", p.Role, p.PaneID, p.PID, paneState(p), dashIfEmpty(p.Readiness), p.Queued, last, p.Command)
-	}
-	tw.Flush()
-	if len(st.Panes) == 0 {
-		fmt.Fprintln(env.Stdout, "(no hosted panes)")
-	}
-	for _, p := range st.Panes {
-		if p.Drift != nil {
-			fmt.Fprintf(env.Stdout, "warning: %s: %s\n", p.Role, p.Drift.Warning)
-		}
-	}
+	printPanes(env.Stdout, st.Panes, time.Now())
 	printFederation(env.Stdout, st.Federation)
 	fmt.Fprintf(env.Stdout, "slots: %d running\n", len(st.Slots))
 	for _, s := range st.Slots {
@@ -299,6 +282,31 @@ func dashIfEmpty(s string) string {
 	return s
 }
 
+// printPanes is hm status's pane table, as of now: each pane's state, how
+// its program came to be (PROGRAM: started, adopted, restarted or
+// resumed, with the restarts; agent.Status.OriginWords), then the drift
+// warnings.
+func printPanes(w io.Writer, panes []hub.PaneStatus, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROLE\tPANE\tPID\tSTATE\tPROGRAM\tSCREEN\tQUEUED\tLAST ACTIVITY\tCOMMAND")
+	for _, p := range panes {
+		last := "-"
+		if p.LastActivityMs > 0 {
+			last = now.Sub(time.UnixMilli(p.LastActivityMs)).Round(time.Second).String() + " ago"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Role, p.PaneID, p.PID, paneState(p), dashIfEmpty(p.OriginWords), dashIfEmpty(p.Readiness), p.Queued, last, p.Command)
+	}
+	tw.Flush()
+	if len(panes) == 0 {
+		fmt.Fprintln(w, "(no hosted panes)")
+	}
+	for _, p := range panes {
+		if p.Drift != nil {
+			fmt.Fprintf(w, "warning: %s: %s\n", p.Role, p.Drift.Warning)
+		}
+	}
+}
+
 // paneState is a pane's STATE column in `hm status`: the state, why it
 // exited, and what its messages wait for when that is a person.
 func paneState(p hub.PaneStatus) string {
@@ -308,9 +316,6 @@ func paneState(p hub.PaneStatus) string {
 	}
 	if p.Waiting != "" {
 		state += ", " + p.Waiting
-	}
-	if p.Adopted {
-		state += ", adopted"
 	}
 	return state
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"hm/agent"
 	"hm/internal/ground/poll"
 	"hm/internal/hub"
 	"hm/internal/hub/hubtest"
@@ -25,12 +26,33 @@ func TestPaneState(t *testing.T) {
 		{hub.PaneStatus{State: "waiting_for_human", Waiting: "held while the agent waits for a person"}, "waiting_for_human, held while the agent waits for a person"},
 		{hub.PaneStatus{State: "exited", LastError: "exit 3"}, "exited (exit 3)"},
 		{hub.PaneStatus{State: "busy", LastError: "exit 3"}, "busy"},
-		{hub.PaneStatus{State: "ready", Adopted: true}, "ready, adopted"},
 	} {
 		if got := paneState(tc.p); got != tc.want {
 			t.Errorf("paneState(%+v) = %q, want %q", tc.p, got, tc.want)
 		}
 	}
+}
+
+// TestStatusPanesGolden: hm status's pane table says how each pane's
+// program came to be — started, adopted, restarted or resumed, with the
+// restarts (#37) — in the words the hub gives (testdata/status/panes.golden;
+// -update rewrites it).
+func TestStatusPanesGolden(t *testing.T) {
+	now := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	ago := func(d time.Duration) int64 { return now.Add(-d).UnixMilli() }
+	panes := []hub.PaneStatus{
+		{Role: "architect", PaneID: "1", PID: 101, State: "ready", Origin: agent.OriginStarted, OriginWords: agent.Status{Origin: agent.OriginStarted}.OriginWords(),
+			Readiness: "ready", LastActivityMs: ago(5 * time.Second), Command: "claude"},
+		{Role: "builder", PaneID: "2", PID: 102, State: "busy", Origin: agent.OriginAdopted, Adopted: true, OriginWords: agent.Status{Origin: agent.OriginAdopted}.OriginWords(),
+			Readiness: "busy: esc to interrupt", Queued: 1, LastActivityMs: ago(time.Second), Command: "codex"},
+		{Role: "oracle", PaneID: "3", PID: 103, State: "ready", Origin: agent.OriginResumed, Restarts: 2, Resumes: 1,
+			OriginWords: agent.Status{Origin: agent.OriginResumed, Restarts: 2, Resumes: 1}.OriginWords(), Readiness: "ready", LastActivityMs: ago(time.Minute), Command: "gemini"},
+		{Role: "reviewer", PaneID: "4", State: "exited", LastError: "exited with code 3", Origin: agent.OriginRestarted, Restarts: 1,
+			OriginWords: agent.Status{Origin: agent.OriginRestarted, Restarts: 1}.OriginWords(), Command: "./review.sh"},
+	}
+	var b strings.Builder
+	printPanes(&b, panes, now)
+	checkGolden(t, "testdata/status/panes.golden", b.String())
 }
 
 // TestStatusListsObligations: `hm status` lists the open obligations, in

@@ -180,8 +180,8 @@ func TestFaultKill9PanesAdopted(t *testing.T) {
 		c.CloseNow()
 	}
 	for _, p := range cliStatus(t, root).Panes {
-		if !p.Adopted || p.Restarts != 0 {
-			t.Errorf("hm status --json: pane %s adopted %v, restarts %d; want adopted, no restart", p.Role, p.Adopted, p.Restarts)
+		if !p.Adopted || p.Origin != "adopted" || p.Restarts != 0 {
+			t.Errorf("hm status --json: pane %s adopted %v, origin %q, restarts %d; want adopted, no restart", p.Role, p.Adopted, p.Origin, p.Restarts)
 		}
 	}
 	if t.Failed() {

@@ -124,6 +124,7 @@ type statusView struct {
 		Queued   int    `json:"queued"`
 		Restarts int    `json:"restarts"`
 		Adopted  bool   `json:"adopted"`
+		Origin   string `json:"origin"`
 	} `json:"panes"`
 	Listeners []string `json:"listeners"`
 	Clients   int      `json:"clients"`

@@ -29,8 +29,17 @@ type PaneStatus struct {
 	Queued         int    `json:"queued"`
 	LastActivityMs int64  `json:"lastActivityMs"`
 	Restarts       int    `json:"restarts"`
-	// Adopted: the pane's program was not started by this hub but adopted
-	// from the keeper of a hub that died (agent.Status.Adopted).
+	// Resumes counts the restarts that resumed the CLI's session
+	// (agent.Status.Resumes).
+	Resumes int `json:"resumes"`
+	// Origin is how the pane's current program came to be: started,
+	// adopted, restarted or resumed (agent.Origin); OriginWords says it
+	// with the restarts, as hm status, the cockpit and the handoff show
+	// it (agent.Status.OriginWords).
+	Origin      agent.Origin `json:"origin"`
+	OriginWords string       `json:"originWords"`
+	// Adopted: the pane's first program was not started by this hub but
+	// adopted from the keeper of a hub that died (agent.Status.Adopted).
 	Adopted        bool   `json:"adopted,omitempty"`
 	LastError      string `json:"lastError,omitempty"`
 	BracketedPaste bool   `json:"bracketedPaste"`
@@ -165,6 +174,7 @@ func (h *Hub) Snapshot(ctx context.Context) Status {
 			}
 			s.Panes = append(s.Panes, PaneStatus{Role: p.Role, PaneID: p.PaneID, Header: p.Header, Command: p.Command, Profile: p.Profile,
 				PID: p.PID, State: string(p.State), Queued: p.Queued, LastActivityMs: p.LastActivity.UnixMilli(), Restarts: p.Restarts,
+				Resumes: p.Resumes, Origin: p.Origin, OriginWords: p.OriginWords(),
 				Adopted: p.Adopted, LastError: p.LastError, BracketedPaste: p.BracketedPaste, Cols: p.Cols, Rows: p.Rows, Waiting: p.Waiting, Readiness: p.Readiness,
 				Drift: driftStatus(p.Drift)})
 		}
