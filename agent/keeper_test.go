@@ -25,7 +25,7 @@ func testKeeper() *Keeper {
 // reaped, drained when the master's reader (copying to nowhere) ended.
 func startKept(t *testing.T, spec *Spec) (pr *proc, exited, drained chan struct{}) {
 	t.Helper()
-	pr, err := startProc(spec, 80, 24)
+	pr, err := startProc(spec, spec.Command, 80, 24)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,18 @@
 package agent
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"hm/internal/ground/poll"
+	"hm/roles"
 )
 
 // TestOriginWords: how a pane's program came to be, in the words hm
@@ -54,5 +62,124 @@ func TestPaneOrigin(t *testing.T) {
 				return poll.Want(ok, "origin %q after %d restarts (%q), want %q", st.Origin, st.Restarts, st.OriginWords(), tc.want)
 			})
 		})
+	}
+}
+
+// argsRuns reads the fake agent's FAKEAGENT_ARGS_LOG: the arguments of
+// each run, in order.
+func argsRuns(t *testing.T, path string) [][]string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs [][]string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var rec struct {
+			Args []string `json:"args"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("args log line %q: %v", line, err)
+		}
+		runs = append(runs, rec.Args)
+	}
+	return runs
+}
+
+// TestResumeOnRestart: a program whose hooks reported its CLI session is
+// started again in its profile's resume form with that session, one
+// without a session (or with an id that is no shell word) blank; a
+// resumed run that ended before its hooks reported anything is not
+// resumed again (#37). The fake agent stands in for the CLI and logs the
+// arguments each run got.
+func TestResumeOnRestart(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		session string // reported by the first run's hooks ("" none)
+		want    [][]string
+		origins []Origin // after each restart
+	}{
+		{"session reported", "0b5e3c1a-7d2f-4c9e-9a41-5f0c2d8e6b17", [][]string{{}, {"--resume", "0b5e3c1a-7d2f-4c9e-9a41-5f0c2d8e6b17"}, {}},
+			[]Origin{OriginResumed, OriginRestarted}},
+		{"no session", "", [][]string{{}, {}, {}}, []Origin{OriginRestarted, OriginRestarted}},
+		{"not a shell word", "x; touch pwned", [][]string{{}, {}, {}}, []Origin{OriginRestarted, OriginRestarted}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			argsLog := filepath.Join(dir, "args.jsonl")
+			spec, _ := fakeSpec(t, "FAKEAGENT_ARGS_LOG="+argsLog, "FAKEAGENT_EXIT_AFTER=1")
+			spec.Restart = true
+			spec.MaxBackoff = 50 * time.Millisecond
+			spec.Timing.Resume = CommandPlaceholder + " --resume " + SessionPlaceholder
+			p := startPane(t, spec)
+			runs := func(n int) {
+				poll.For(t, 30*time.Second, func() error {
+					return poll.Want(len(argsRuns(t, argsLog)) >= n && p.Status().PID != 0, "%d runs started, have %v", n, argsRuns(t, argsLog))
+				})
+			}
+			runs(1)
+			if tc.session != "" {
+				err := p.ReportSession(tc.session)
+				if ValidSession(tc.session) != (err == nil) {
+					t.Fatalf("ReportSession(%q) = %v", tc.session, err)
+				}
+			}
+			for i, want := range tc.origins {
+				p.Enqueue(Delivery{MessageID: fmt.Sprintf("m%d", i), Content: fmt.Sprintf("(ARCH #%d): end this run", i+1)})
+				runs(i + 2)
+				if st := p.Status(); st.Origin != want || st.Restarts != i+1 {
+					t.Errorf("after restart %d: origin %q, %d restarts (%s); want %q", i+1, st.Origin, st.Restarts, st.OriginWords(), want)
+				}
+			}
+			got := argsRuns(t, argsLog)
+			if len(got) != len(tc.want) {
+				t.Fatalf("runs' arguments %q, want %q", got, tc.want)
+			}
+			for i := range got {
+				if !slices.Equal(got[i], tc.want[i]) {
+					t.Errorf("run %d got arguments %q, want %q", i+1, got[i], tc.want[i])
+				}
+			}
+			if _, err := os.Stat(filepath.Join(spec.Dir, "pwned")); err == nil {
+				t.Error("the session id ran as a shell command")
+			}
+		})
+	}
+}
+
+// TestResumeForms: the command line that resumes each CLI's session, as
+// the CLIs take it (Claude Code and Gemini CLI --resume <id>, Codex CLI
+// [flags] resume <id>), and settings.json "profiles" "resume" over it
+// (#37).
+func TestResumeForms(t *testing.T) {
+	const id = "0b5e3c1a-7d2f-4c9e-9a41-5f0c2d8e6b17"
+	custom := ProfilesFromSettings(map[string]roles.ProfileSettings{
+		"claude": {Resume: CommandPlaceholder}, // resumes nothing
+		"aider":  {Resume: "aider --restore-chat-history --session " + SessionPlaceholder},
+	})
+	for _, tc := range []struct {
+		profile  string
+		profiles map[string]Profile
+		command  string
+		want     string // "" = restarted blank
+	}{
+		{ProfileClaude, nil, "claude --dangerously-skip-permissions", "claude --dangerously-skip-permissions --resume " + id},
+		{ProfileCodex, nil, "codex --dangerously-bypass-approvals-and-sandbox", "codex --dangerously-bypass-approvals-and-sandbox resume " + id},
+		{ProfileGemini, nil, "gemini --yolo", "gemini --yolo --resume " + id},
+		{ProfileShell, nil, "bash", ""},
+		{ProfileDefault, nil, "./agent.sh", ""},
+		{ProfileClaude, custom, "claude", ""},
+		{"aider", custom, "aider", "aider --restore-chat-history --session " + id},
+	} {
+		p := lookupProfile(tc.profile, tc.profiles)
+		got, ok := resumeCommand(p.Resume, tc.command, id)
+		if ok != (tc.want != "") || got != tc.want {
+			t.Errorf("%s %q: resume form %q (%v), want %q", tc.profile, tc.command, got, ok, tc.want)
+		}
 	}
 }

@@ -277,6 +277,8 @@ type Pane struct {
 	restarts    int
 	resumes     int    // restarts that resumed the CLI session
 	origin      Origin // Status.Origin
+	session     string // the CLI session the program's hooks reported last (ReportSession)
+	runReported bool   // the current run's hooks reported a session
 	adopted     bool   // the first run was handed over by a keeper
 	lastError   string
 	cols, rows  uint16

@@ -11,15 +11,15 @@ import (
 func (p *Pane) adoptOrSpawn(ctx context.Context) (*proc, error) {
 	k := p.spec.Keeper
 	if k == nil || k.SocketDir == "" {
-		return p.spawn()
+		return p.spawn(p.spec.Command)
 	}
 	a, err := AdoptKeeper(ctx, KeeperDial{Socket: KeeperSocket(k.SocketDir, p.spec.Role), Root: k.Root, Pane: p.spec.Role, Secret: k.Secret})
 	switch {
 	case errors.Is(err, ErrNoKeeper):
-		return p.spawn()
+		return p.spawn(p.spec.Command)
 	case err != nil:
 		p.log.Warn("the pane's keeper was not adopted: starting its program fresh", "err", err)
-		return p.spawn()
+		return p.spawn(p.spec.Command)
 	}
 	return p.adopt(a), nil
 }

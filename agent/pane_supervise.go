@@ -7,17 +7,18 @@ import (
 	"time"
 )
 
-// spawn starts one run of the program and records it as current.
-func (p *Pane) spawn() (*proc, error) {
+// spawn starts one run of the program, command (the pane's, or its
+// resume form), and records it as current.
+func (p *Pane) spawn(command string) (*proc, error) {
 	p.mu.Lock()
 	cols, rows := p.cols, p.rows
 	p.mu.Unlock()
-	pr, err := startProc(&p.spec, cols, rows)
+	pr, err := startProc(&p.spec, command, cols, rows)
 	if err != nil {
 		return nil, err
 	}
 	p.install(pr)
-	p.log.Info("pane program started", "pid", pr.pid, "command", p.spec.Command, "profile", p.profile.Name)
+	p.log.Info("pane program started", "pid", pr.pid, "command", command, "profile", p.profile.Name)
 	if pr.keeperErr != nil {
 		p.log.Warn("pane program runs without a keeper: a hub killed with -9 hangs its terminal up at once", "err", pr.keeperErr)
 	}
@@ -41,6 +42,7 @@ func (p *Pane) install(pr *proc) {
 	p.lastOutput = pr.startedAt
 	p.sawOutput = false
 	p.bracketed = false
+	p.runReported = false
 	close(p.procChanged)
 	p.procChanged = make(chan struct{})
 	p.mu.Unlock()
@@ -87,12 +89,54 @@ func (p *Pane) supervise(pr *proc, startErr error) {
 			return
 		}
 		backoff = min(backoff*2, p.spec.MaxBackoff)
-		p.mu.Lock()
-		p.restarts++
-		p.origin = OriginRestarted
-		p.mu.Unlock()
-		pr, startErr = p.spawn()
+		command := p.nextRun()
+		pr, startErr = p.spawn(command)
 	}
+}
+
+// nextRun counts a restart and returns its command line: the profile's
+// Resume form with the CLI session the program's hooks reported
+// (OriginResumed), else the pane's command (OriginRestarted). A resumed
+// run that ended before its hooks reported a session did not get its
+// CLI going (the session is gone, or the CLI refused the id): that
+// session is forgotten, and the pane restarts blank.
+func (p *Pane) nextRun() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.origin == OriginResumed && !p.runReported && p.session != "" {
+		p.log.Warn("the resumed program ended before its hooks reported a session: restarting it blank", "session", p.session)
+		p.session = ""
+	}
+	p.restarts++
+	command, ok := resumeCommand(p.profile.Resume, p.spec.Command, p.session)
+	if !ok {
+		p.origin = OriginRestarted
+		return p.spec.Command
+	}
+	p.origin = OriginResumed
+	p.resumes++
+	p.log.Info("resuming the CLI session of the program that ended", "session", p.session)
+	return command
+}
+
+// ReportSession records the CLI session id the pane's program reported
+// through its hooks (their input's session_id): when the program ends,
+// hm resumes that session (Profile.Resume) instead of starting the CLI
+// blank. An id that is not ValidSession is refused.
+func (p *Pane) ReportSession(id string) error {
+	if !ValidSession(id) {
+		return fmt.Errorf("pane %s: CLI session id %.40q: not one word of letters, digits and ._:-", p.name(), id)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.session != id {
+		p.log.Info("the program's CLI session", "session", id)
+	}
+	p.session = id
+	if p.proc != nil {
+		p.runReported = true
+	}
+	return nil
 }
 
 // runProc watches one run until it ends (stopping it when the pane stops)

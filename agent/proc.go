@@ -123,9 +123,10 @@ func setWinsize(f *os.File, cols, rows uint16) error {
 	return nil
 }
 
-// startProc runs "/bin/sh -c command" in its own session and process group
-// with a fresh PTY as controlling terminal.
-func startProc(spec *Spec, cols, rows uint16) (*proc, error) {
+// startProc runs "/bin/sh -c command" (spec's Command, or its resume
+// form) in its own session and process group with a fresh PTY as
+// controlling terminal.
+func startProc(spec *Spec, command string, cols, rows uint16) (*proc, error) {
 	if spec.Dir != "" {
 		if st, err := os.Stat(spec.Dir); err != nil {
 			return nil, fmt.Errorf("working directory: %w", err)
@@ -138,7 +139,7 @@ func startProc(spec *Spec, cols, rows uint16) (*proc, error) {
 		return nil, err
 	}
 	defer tty.Close()
-	cmd := exec.Command(shellPath, "-c", spec.Command)
+	cmd := exec.Command(shellPath, "-c", command)
 	cmd.Dir = spec.Dir
 	mark := newRunMark()
 	env := append(childEnv(spec.Env), RunMarkEnv+"="+mark)
@@ -147,7 +148,7 @@ func startProc(spec *Spec, cols, rows uint16) (*proc, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if err := cmd.Start(); err != nil {
 		master.Close()
-		return nil, fmt.Errorf("start %s -c %q: %w", shellPath, spec.Command, err)
+		return nil, fmt.Errorf("start %s -c %q: %w", shellPath, command, err)
 	}
 	pr := &proc{
 		cmd:        cmd,

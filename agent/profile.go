@@ -53,6 +53,12 @@ type Profile struct {
 	// [URGENT] message can be typed at once (Esc for claude, codex and
 	// gemini). Empty: an urgent message waits for the next readiness.
 	Interrupt string
+	// Resume is the command line that resumes the CLI's session after its
+	// program ended: CommandPlaceholder ("{command}") stands for the pane's
+	// command and SessionPlaceholder ("{session}") for the session id the
+	// program's hooks reported (ValidSession: one shell word). Empty, or
+	// without "{session}": the program is started again blank.
+	Resume string
 }
 
 // Markers describe a program's screen. Each marker is a substring matched
@@ -196,6 +202,10 @@ const (
 	escKey          = "\x1b" // Esc: Claude Code, Codex and Gemini CLI stop their work
 )
 
+// resumeFlag is Claude Code's and Gemini CLI's resume form: --resume
+// takes a session id (Gemini's a UUID, "latest" or an index).
+const resumeFlag = CommandPlaceholder + " --resume " + SessionPlaceholder
+
 // spinners are the braille spinner frames that Gemini CLI and many Ink
 // programs draw while they work.
 var spinners = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
@@ -206,6 +216,7 @@ var builtinProfiles = map[string]Profile{
 	ProfileDefault: {Name: ProfileDefault, Idle: defaultIdle, EnterDelay: 150 * time.Millisecond, Verify: defaultVerify},
 	ProfileShell:   {Name: ProfileShell, Idle: defaultIdle, EnterDelay: 30 * time.Millisecond, Verify: defaultVerify},
 	ProfileClaude: {Name: ProfileClaude, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true, Interrupt: escKey,
+		Resume: resumeFlag,
 		Screen: Markers{
 			Pasted: []string{"[Pasted text #"},
 			// The footer under the input box: "? for shortcuts" in the
@@ -220,6 +231,7 @@ var builtinProfiles = map[string]Profile{
 				"Press Enter to continue", "Paste code here if prompted"},
 		}},
 	ProfileCodex: {Name: ProfileCodex, Idle: defaultIdle, EnterDelay: 250 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true, Interrupt: escKey,
+		Resume: CommandPlaceholder + " resume " + SessionPlaceholder, // its subcommand takes the flags before it (codex [flags] resume <id>)
 		Screen: Markers{
 			Pasted: []string{"[Pasted Content "}, // a paste over its size limit
 			Ready:  []string{"⏎ send", "context left", "? for shortcuts", "▌ "},
@@ -228,6 +240,7 @@ var builtinProfiles = map[string]Profile{
 				"Sign in with ChatGPT", "Provide your own API key", "Press Enter to continue", "allow Codex to work in this folder"},
 		}},
 	ProfileGemini: {Name: ProfileGemini, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true, Interrupt: escKey,
+		Resume: resumeFlag,
 		Screen: Markers{
 			Pasted: []string{"[Pasted Text: "}, // a paste of more than about 5 lines
 			// While it initializes (or waits for its MCP servers) it queues
@@ -315,6 +328,9 @@ func (p Profile) withOverrides(o Profile) Profile {
 	if o.Interrupt != "" {
 		p.Interrupt = o.Interrupt
 	}
+	if o.Resume != "" {
+		p.Resume = o.Resume
+	}
 	if o.Screen.Rows > 0 {
 		p.Screen.Rows = o.Screen.Rows
 	}
@@ -355,7 +371,7 @@ func ProfilesFromSettings(s map[string]roles.ProfileSettings) map[string]Profile
 			Idle: ms(ps.QuietMs), EnterDelay: ms(ps.EnterDelayMs), Verify: ms(ps.VerifyMs), EchoWait: ms(ps.EchoWaitMs),
 			Screen:    Markers{Ready: ps.Ready, Busy: ps.Busy, Blocked: ps.Blocked, Pasted: ps.Pasted, Queued: ps.Queued, Rows: ps.Rows},
 			MultiLine: ps.MultiLine != nil && *ps.MultiLine, MultiLineSet: ps.MultiLine != nil,
-			Erase: ps.Erase, Interrupt: ps.Interrupt,
+			Erase: ps.Erase, Interrupt: ps.Interrupt, Resume: ps.Resume,
 			RawInput: ps.RawInput != nil && *ps.RawInput, RawInputSet: ps.RawInput != nil,
 		}
 	}

@@ -151,6 +151,11 @@ type ProfileSettings struct {
 	// while the terminal is still canonical (absent keeps the built-in
 	// profile's value).
 	RawInput *bool `json:"rawInput"`
+	// Resume is the command line that resumes the CLI's session after its
+	// program ended: "{command}" is the pane's command, "{session}" the
+	// session id its hooks reported (agent.Profile.Resume). Without
+	// "{session}" (e.g. "{command}") the program restarts blank.
+	Resume string `json:"resume"`
 }
 
 // NATS is the settings.json "nats" section (docs/protocol.md §16).

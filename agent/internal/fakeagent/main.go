@@ -119,6 +119,9 @@
 //     takes at most N bytes of that read, shows them, logs them as
 //     discarded and exits with code 4. The run's first prompt (in the next
 //     run, the message it cut, typed again) is taken whole.
+//   - FAKEAGENT_ARGS_LOG=file: at start it appends its arguments, as a
+//     JSON line {"args":[...],"pid":N}, to file (the command line a CLI's
+//     program got, e.g. its resume form).
 //
 // Input thrown away (by a busy spell, or pending when late raw mode flushes
 // it) is logged as {"discarded":...,"at":unixms,"pid":N}, one line per
@@ -149,6 +152,27 @@ const (
 	pasteStart = "\x1b[200~"
 	pasteEnd   = "\x1b[201~"
 )
+
+// logArgs appends the program's arguments to path as a JSON line (none
+// when path is empty).
+func logArgs(path string) error {
+	if path == "" {
+		return nil
+	}
+	line, err := json.Marshal(map[string]any{"args": append([]string{}, os.Args[1:]...), "pid": os.Getpid()})
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("args log: %w", err)
+	}
+	_, err = f.Write(append(line, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
@@ -211,6 +235,9 @@ type agent struct {
 }
 
 func run() error {
+	if err := logArgs(os.Getenv("FAKEAGENT_ARGS_LOG")); err != nil {
+		return err
+	}
 	a := &agent{
 		out:       os.Stdout,
 		logPath:   os.Getenv("FAKEAGENT_LOG"),
