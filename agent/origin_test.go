@@ -1,17 +1,15 @@
 package agent
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"hm/internal/ground/poll"
+	"hm/internal/ground/testutil"
 	"hm/roles"
 )
 
@@ -65,30 +63,6 @@ func TestPaneOrigin(t *testing.T) {
 	}
 }
 
-// argsRuns reads the fake agent's FAKEAGENT_ARGS_LOG: the arguments of
-// each run, in order.
-func argsRuns(t *testing.T, path string) [][]string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	var runs [][]string
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var rec struct {
-			Args []string `json:"args"`
-		}
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("args log line %q: %v", line, err)
-		}
-		runs = append(runs, rec.Args)
-	}
-	return runs
-}
-
 // TestResumeOnRestart: a program whose hooks reported its CLI session is
 // started again in its profile's resume form with that session, one
 // without a session (or with an id that is no shell word) blank; a
@@ -119,7 +93,7 @@ func TestResumeOnRestart(t *testing.T) {
 			p := startPane(t, spec)
 			runs := func(n int) {
 				poll.For(t, 30*time.Second, func() error {
-					return poll.Want(len(argsRuns(t, argsLog)) >= n && p.Status().PID != 0, "%d runs started, have %v", n, argsRuns(t, argsLog))
+					return poll.Want(len(testutil.FakeAgentArgs(t, argsLog)) >= n && p.Status().PID != 0, "%d runs started, have %v", n, testutil.FakeAgentArgs(t, argsLog))
 				})
 			}
 			runs(1)
@@ -136,7 +110,7 @@ func TestResumeOnRestart(t *testing.T) {
 					t.Errorf("after restart %d: origin %q, %d restarts (%s); want %q", i+1, st.Origin, st.Restarts, st.OriginWords(), want)
 				}
 			}
-			got := argsRuns(t, argsLog)
+			got := testutil.FakeAgentArgs(t, argsLog)
 			if len(got) != len(tc.want) {
 				t.Fatalf("runs' arguments %q, want %q", got, tc.want)
 			}

@@ -78,6 +78,15 @@ type PaneStateReporter interface {
 	ReportState(role, state string) error
 }
 
+// PaneSessionReporter is implemented by a Panes whose panes take the CLI
+// session id a hook reports with its claim (proto.ClaimRequest.SessionID),
+// to resume that session when the program dies. Optional.
+type PaneSessionReporter interface {
+	// ReportSession records id for role's pane; an id that cannot name
+	// a session on a command line is an error.
+	ReportSession(role, id string) error
+}
+
 // PaneClaim is one message a claim took from a pane's queue.
 type PaneClaim struct {
 	MessageID string

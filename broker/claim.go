@@ -58,6 +58,7 @@ func (c *conn) claim(f proto.Frame) {
 	c.mu.Unlock()
 	hook := clip(req.Hook, 80)
 	c.reportHookState(role, hook, req.State)
+	c.reportSession(role, hook, req.SessionID)
 	res := proto.ClaimResult{Role: role, Messages: []proto.ClaimedMessage{}, LeaseMs: c.b.cfg.ClaimLease.Milliseconds()}
 	if req.Session {
 		res.Session = c.b.sessionContext(role)
@@ -99,6 +100,19 @@ func (c *conn) reportHookState(role, hook, state string) {
 		// The agent is at work: nothing wakes it now; its next stop
 		// waits anew.
 		c.b.wakers.busy(role, c.b.now())
+	}
+}
+
+// reportSession gives the pane of role the CLI session id its hook
+// reported, if any.
+func (c *conn) reportSession(role, hook, id string) {
+	if id == "" || role == "" {
+		return
+	}
+	if sr, ok := c.b.deps.Panes.(PaneSessionReporter); ok {
+		if err := sr.ReportSession(role, id); err != nil {
+			c.b.log.Info("CLI session id not taken", "role", role, "hook", hook, "err", err)
+		}
 	}
 }
 

@@ -52,6 +52,11 @@ type ClaimRequest struct {
 	// back to work before this claim arrived, and the claim is released
 	// at once (busy) instead of waiting through that turn.
 	WaitSinceMs int64 `json:"waitSinceMs,omitempty"`
+	// SessionID is the CLI's own session id from the hook's input
+	// (session_id): the role's pane records it and, when its program
+	// dies, starts the profile's resume form with it instead of a blank
+	// program (docs/protocol.md, "Restarts and resumes").
+	SessionID string `json:"sessionId,omitempty"`
 }
 
 // MaxClaimWaitMs caps ClaimRequest.WaitMs: a day.

@@ -89,7 +89,7 @@ func runHook(ctx context.Context, env Env, args []string) int {
 	}
 	cctx, cancel := context.WithTimeout(ctx, hookClaimTimeout+*wait+min(*wait, hookWaitSlack))
 	defer cancel()
-	cl, res, err := hookClaim(cctx, cfg, ev, ev.State(in), receipts, *wait, started, tellOnly)
+	cl, res, err := hookClaim(cctx, cfg, ev, hookRequest(ev, in, *wait, started, tellOnly), receipts)
 	if err != nil {
 		return ExitOK
 	}
@@ -131,20 +131,12 @@ func runHook(ctx context.Context, env Env, args []string) int {
 	return exit
 }
 
-// hookClaim connects to the hub and, in one round trip, registers as the
-// pane's role, sends the receipts and claims what the event calls for,
-// telling the pane's state the event implies (state, "" for none); with
-// tellOnly it claims nothing. It returns the connection and the hub's
-// answer to the claim.
-func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, state string, receipts []string, wait time.Duration, started time.Time, tellOnly bool) (*client.Client, proto.ClaimResult, error) {
-	var res proto.ClaimResult
-	dctx, cancel := context.WithTimeout(ctx, hookDialTimeout)
-	cl, err := client.DialToken(dctx, cfg.url(), cfg.token)
-	cancel()
-	if err != nil {
-		return nil, res, err
-	}
-	req := proto.ClaimRequest{Session: ev.Kind == hook.SessionStart, Hook: ev.String(), State: state, WaitMs: wait.Milliseconds(), MidTurn: ev.MidTurn()}
+// hookRequest is the claim of hook event ev with input in: the pane state
+// the event tells, the CLI's session id, and with tellOnly nothing to
+// claim; with wait, the waiting hook's claim of a stop at started.
+func hookRequest(ev hook.Event, in hook.Input, wait time.Duration, started time.Time, tellOnly bool) proto.ClaimRequest {
+	req := proto.ClaimRequest{Session: ev.Kind == hook.SessionStart, Hook: ev.String(), State: ev.State(in), WaitMs: wait.Milliseconds(),
+		MidTurn: ev.MidTurn(), SessionID: in.SessionID}
 	if wait > 0 {
 		// A prompt that reached the hub before this claim (the agent back
 		// at work) releases it at once.
@@ -152,6 +144,21 @@ func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, state strin
 	}
 	if ev.Kind == hook.Notification || tellOnly {
 		req.Max = -1 // it tells the state; nothing can join the agent's context now
+	}
+	return req
+}
+
+// hookClaim connects to the hub and, in one round trip, registers as the
+// pane's role, sends the receipts and sends req, the claim of event ev
+// (hookRequest). It returns the connection and the hub's answer to the
+// claim.
+func hookClaim(ctx context.Context, cfg clientConfig, ev hook.Event, req proto.ClaimRequest, receipts []string) (*client.Client, proto.ClaimResult, error) {
+	var res proto.ClaimResult
+	dctx, cancel := context.WithTimeout(ctx, hookDialTimeout)
+	cl, err := client.DialToken(dctx, cfg.url(), cfg.token)
+	cancel()
+	if err != nil {
+		return nil, res, err
 	}
 	payload, _ := json.Marshal(req)
 	err = cl.WriteJSON(ctx, proto.Frame{Type: proto.TypeRegister, Role: cfg.role, Token: cfg.token})

@@ -124,6 +124,10 @@ type Input struct {
 	Source string `json:"source"`
 	// StopHookActive: the agent already goes on because of a stop hook.
 	StopHookActive bool `json:"stop_hook_active"`
+	// SessionID is the CLI's own session (every hook's input carries it:
+	// Claude Code's, Codex CLI's and Gemini CLI's session_id): hm resumes
+	// it when the program dies (agent.Pane.ReportSession).
+	SessionID string `json:"session_id"`
 	// Message and NotificationType are a Notification's: Claude Code's
 	// types are permission_prompt, idle_prompt, auth_success and
 	// elicitation_dialog; Gemini CLI's is ToolPermission.

@@ -157,6 +157,18 @@ func (s *paneSet) ReportState(role, state string) error {
 	return nil
 }
 
+var _ broker.PaneSessionReporter = (*paneSet)(nil)
+
+// ReportSession implements broker.PaneSessionReporter: the CLI session a
+// hook of role's pane reported (agent.Pane.ReportSession).
+func (s *paneSet) ReportSession(role, id string) error {
+	p, ok := s.get(role)
+	if !ok {
+		return errNoPane(role)
+	}
+	return p.ReportSession(id)
+}
+
 type errNoPane string
 
 func (e errNoPane) Error() string { return "no pane hosts " + string(e) }
