@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"hm/agent"
 	"hm/internal/cockpit"
 	"hm/internal/ground/status"
 	"hm/roles"
@@ -92,6 +93,10 @@ func TestPageRestatesNoVocabulary(t *testing.T) {
 	names = append(names, string(status.FallbackTriggered))
 	for _, s := range status.Statuses {
 		names = append(names, string(s))
+	}
+	// How a pane's program came to be: the hub's originWords (#37).
+	for _, o := range []agent.Origin{agent.OriginStarted, agent.OriginAdopted, agent.OriginRestarted, agent.OriginResumed} {
+		names = append(names, string(o))
 	}
 	for _, n := range append(names, roles.RoleSystem) {
 		for _, q := range []string{"'" + n + "'", `"` + n + `"`, "`" + n + "`"} {

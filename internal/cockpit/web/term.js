@@ -39,6 +39,10 @@ export class PaneView {
     this.stateEl = el('span', 'badge state', 'starting');
     this.stateEl.dataset.state = 'starting';
     this.queueEl = el('span', 'queue', 'queue 0');
+    // How the pane's program came to be, in the hub's words
+    // (originWords: started, adopted, restarted, resumed, with the count).
+    this.originEl = el('span', 'badge origin', '');
+    this.originEl.hidden = true;
     this.driftEl = el('span', 'badge drift', '');
     this.driftEl.hidden = true;
     this.connEl = el('span', 'conn', '');
@@ -49,7 +53,7 @@ export class PaneView {
     this.focusBtn.type = 'button';
     this.focusBtn.title = 'enlarge / back to grid';
     this.focusBtn.onclick = (e) => { e.stopPropagation(); onFocus(this); };
-    head.append(this.roleEl, this.progEl, this.stateEl, this.queueEl, this.driftEl, el('span', 'spacer'), this.connEl, this.roBtn, this.focusBtn);
+    head.append(this.roleEl, this.progEl, this.stateEl, this.originEl, this.queueEl, this.driftEl, el('span', 'spacer'), this.connEl, this.roBtn, this.focusBtn);
     head.ondblclick = () => onFocus(this);
     this.body = el('div', 'pane-body');
     this.root.append(head, this.body);
@@ -195,6 +199,10 @@ export class PaneView {
     this.stateEl.dataset.state = state;
     this.stateEl.title = [p.readiness, p.waiting].filter(Boolean).join(' · ');
     this.queueEl.textContent = 'queue ' + (p.queued || 0);
+    this.originEl.hidden = !p.originWords;
+    this.originEl.textContent = p.originWords || '';
+    this.originEl.dataset.origin = p.origin || '';
+    this.root.dataset.origin = p.origin || '';
     // Profile drift: typed on the unmarked wait (docs/operations.md).
     this.driftEl.hidden = !p.drift;
     this.driftEl.textContent = p.drift ? 'profile drift' : '';
