@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"hm/internal/ground/layout"
 	"hm/internal/ground/poll"
 )
 
@@ -34,7 +37,8 @@ func paneOrigin(t *testing.T, th *testHub, role string) (map[string]any, error) 
 
 // TestStatusOrigin: the hub's status says how each pane's program came to
 // be (#37): the architect's was started, the builder's ended after its
-// first prompt and was restarted, with the count.
+// first prompt and was restarted, with the count. The session handoff's
+// role table says the same.
 func TestStatusOrigin(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -56,5 +60,15 @@ func TestStatusOrigin(t *testing.T) {
 			return poll.Want(p["origin"] == tc.origin && p["originWords"] == tc.words && p["resumes"] == 0.0,
 				"%s: origin %v, originWords %v, resumes %v; want %s, %q", tc.role, p["origin"], p["originWords"], p["resumes"], tc.origin, tc.words)
 		})
+	}
+	th.stop() // the handoff is written once more at shutdown
+	data, err := os.ReadFile(layout.Layout{Root: root}.Session())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"| role | header | pane | program | sent | last seq |", "| architect | ARCH | 1 | started |", "| builder | BUILDER | 2 | restarted (1 restart) |"} {
+		if !strings.Contains(string(data), line) {
+			t.Errorf("the handoff has no %q:\n%s", line, data)
+		}
 	}
 }

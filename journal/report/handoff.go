@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"zombiezen.com/go/sqlite"
 
@@ -206,10 +207,21 @@ func writeRoleTable(d *doc, team []RoleInfo, senders map[string]senderStat, sent
 		d.table([]string{"sender", sent, "last seq"}, rows, 1)
 		return
 	}
+	programs := slices.ContainsFunc(team, func(r RoleInfo) bool { return r.Program != "" })
 	for _, r := range lines {
-		rows = append(rows, []string{r.role, dash(r.header), dash(r.pane), itoa(r.stat.n), lastSeq(r.stat)})
+		row := []string{r.role, dash(r.header), dash(r.pane)}
+		if programs {
+			row = append(row, dash(r.program))
+		}
+		rows = append(rows, append(row, itoa(r.stat.n), lastSeq(r.stat)))
 	}
-	d.table([]string{"role", "header", "pane", sent, "last seq"}, rows, 3)
+	head := []string{"role", "header", "pane"}
+	if programs {
+		// How each pane's program came to be (#37): adopted after a hub
+		// restart, restarted blank, or resumed on its CLI session.
+		head = append(head, "program")
+	}
+	d.table(append(head, sent, "last seq"), rows, len(head))
 }
 
 // signalState describes whether a signal still needs attention: TASK and

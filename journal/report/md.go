@@ -199,8 +199,8 @@ func moreNote(limit int, what string) string {
 
 // roleLine is one row of a per-role table.
 type roleLine struct {
-	role, header, pane string
-	stat               senderStat
+	role, header, pane, program string
+	stat                        senderStat
 }
 
 // roleLines merges the configured team with the senders found in a
@@ -215,7 +215,7 @@ func roleLines(team []RoleInfo, senders map[string]senderStat) []roleLine {
 			continue
 		}
 		seen[k] = true
-		out = append(out, roleLine{role: r.Role, header: r.Header, pane: r.PaneID, stat: senders[k]})
+		out = append(out, roleLine{role: r.Role, header: r.Header, pane: r.PaneID, program: r.Program, stat: senders[k]})
 	}
 	var rest []string
 	for k := range senders {

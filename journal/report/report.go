@@ -42,6 +42,11 @@ type RoleInfo struct {
 	Role   string // role name as stored in the ledger, e.g. "architect"
 	Header string // header name, e.g. "ARCH"
 	PaneID string // pane id, e.g. "1" or "bg-2-1"
+	// Program says how the role's pane's program came to be, in the hub's
+	// words (agent.Status.OriginWords: "started", "adopted", "restarted
+	// (1 restart)", "resumed (…)"); "" for a role no pane of the hub
+	// hosts. The handoff's role table shows it when any role has one.
+	Program string
 }
 
 // Options selects the session a document is about and supplies the few

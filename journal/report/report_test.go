@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,10 +23,17 @@ var briefingNow = time.Date(2026, 11, 22, 8, 30, 0, 0, time.UTC)
 
 var handoffSections = []string{"## Coverage", "## Open Obligations", "## Tagged Signals", "## Failed Deliveries", "## Stuck Deliveries", "## Pending Deliveries", "## Recent Messages"}
 
+// TestHandoffGolden: the handoff of the fixture's session 7; its role
+// table says how each pane's program came to be, in the hub's words
+// (RoleInfo.Program, #37; the slot's pane is gone: no words).
 func TestHandoffGolden(t *testing.T) {
 	t.Parallel()
 	l := buildFixture(t, t.TempDir())
-	got, err := Handoff(ctxT(t), l, Options{SessionID: "app-session-7", Roles: fixtureRoles})
+	team := slices.Clone(fixtureRoles)
+	for i, words := range []string{"started", "adopted", "resumed (2 restarts, 1 resumed)"} {
+		team[i].Program = words
+	}
+	got, err := Handoff(ctxT(t), l, Options{SessionID: "app-session-7", Roles: team})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +71,8 @@ func TestHandoffGolden(t *testing.T) {
 		{"coverage last", true, "Last message: 2026-11-21 09:15:00 UTC (row 16)"},
 		{"status count", true, "| acked | 7 |"},
 		{"channel count", true, "| telegram | 1 |"},
-		{"per-role line", true, "| architect | ARCH | 1 | 6 | #6 |"},
-		{"sender without role", true, "| system | — | — | 1 | — |"},
+		{"per-role line", true, "| architect | ARCH | 1 | started | 6 | #6 |"},
+		{"sender without role", true, "| system | — | — | — | 1 | — |"},
 		{"reminded time", true, "2026-11-21 18:00:00"},
 		{"no wall-clock ages", false, " ago"},
 	} {
