@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,6 +109,15 @@ func TestResumeOnRestart(t *testing.T) {
 				runs(i + 2)
 				if st := p.Status(); st.Origin != want || st.Restarts != i+1 {
 					t.Errorf("after restart %d: origin %q, %d restarts (%s); want %q", i+1, st.Origin, st.Restarts, st.OriginWords(), want)
+				}
+				resumed := 0
+				for _, o := range tc.origins[:i+1] {
+					if o == OriginResumed {
+						resumed++
+					}
+				}
+				if said := strings.Count(string(p.Replay()), "[hm] resuming the CLI's session: "); said != resumed {
+					t.Errorf("after restart %d: the pane's screen says %d times that it resumes, want %d", i+1, said, resumed)
 				}
 			}
 			got := testutil.FakeAgentArgs(t, argsLog)

@@ -89,18 +89,21 @@ func (p *Pane) supervise(pr *proc, startErr error) {
 			return
 		}
 		backoff = min(backoff*2, p.spec.MaxBackoff)
-		command := p.nextRun()
+		command, origin := p.nextRun()
+		if origin == OriginResumed {
+			p.notice("resuming the CLI's session: " + command)
+		}
 		pr, startErr = p.spawn(command)
 	}
 }
 
-// nextRun counts a restart and returns its command line: the profile's
-// Resume form with the CLI session the program's hooks reported
+// nextRun counts a restart and returns its command line and origin: the
+// profile's Resume form with the CLI session the program's hooks reported
 // (OriginResumed), else the pane's command (OriginRestarted). A resumed
 // run that ended before its hooks reported a session did not get its
 // CLI going (the session is gone, or the CLI refused the id): that
 // session is forgotten, and the pane restarts blank.
-func (p *Pane) nextRun() string {
+func (p *Pane) nextRun() (string, Origin) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.origin == OriginResumed && !p.runReported && p.session != "" {
@@ -111,12 +114,12 @@ func (p *Pane) nextRun() string {
 	command, ok := resumeCommand(p.profile.Resume, p.spec.Command, p.session)
 	if !ok {
 		p.origin = OriginRestarted
-		return p.spec.Command
+		return p.spec.Command, p.origin
 	}
 	p.origin = OriginResumed
 	p.resumes++
 	p.log.Info("resuming the CLI session of the program that ended", "session", p.session)
-	return command
+	return command, p.origin
 }
 
 // ReportSession records the CLI session id the pane's program reported
