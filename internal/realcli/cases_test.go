@@ -1,12 +1,14 @@
 package realcli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"hm/agent"
 	"hm/broker/proto"
 )
 
@@ -152,15 +154,39 @@ func casePerson(t *testing.T, r *paneRun) {
 }
 
 // caseRestart: the CLI is killed while messages wait in the queue behind
-// a long turn; the pane restarts it and they reach the new one.
+// a long turn; the pane restarts it and they reach the new one. With
+// hooks the CLI reported its session (SessionStart's session_id), so the
+// new program resumes it (the profile's resume form: hm status says
+// resumed); typing only, it starts blank (restarted) (#37).
 func caseRestart(t *testing.T, r *paneRun) {
 	slow := r.send(t, "a long task: "+slowWord)
 	r.awaitModel(deliveryWait, slow)
 	queued := []sentMsg{r.send(t, "queued before the restart, first"), r.send(t, "queued before the restart, second")}
 	time.Sleep(time.Second)
+	before := len(r.reqs())
 	r.killCLI(t)
 	r.check(t, append([]sentMsg{slow}, queued...)...)
 	r.settle(t)
+	want := map[bool]string{false: "restarted", true: "resumed"}[r.hooks]
+	if p, err := r.hub.pane(context.Background()); err != nil || p.Origin != want || p.Restarts != 1 {
+		t.Errorf("after the kill, builder's pane: origin %q, %d restarts (%v); want %s, 1\n%s", p.Origin, p.Restarts, err, want, r.evidence())
+	}
+	// A resumed CLI sends the conversation it had: the long task's
+	// prompt, typed before the kill, is in its turns again; a blank one
+	// never saw it. Gemini CLI resumed without that prompt in 1 of 6
+	// runs (the kill came while its turn waited for the model, and its
+	// session file did not hold the prompt yet): logged, not failed.
+	carried := false
+	for _, q := range r.reqs()[before:] {
+		carried = carried || (q.Main && bytes.Contains(q.Body, []byte(agent.Trailer(slow.id))))
+	}
+	switch {
+	case carried == r.hooks:
+	case r.cli.name == "gemini" && r.hooks:
+		t.Logf("the resumed Gemini CLI's turns do not hold the prompt it had when it was killed (its session file did not have it yet)")
+	default:
+		t.Errorf("the restarted CLI's turns hold the prompt typed before the kill: %v, want %v (%s)", carried, r.hooks, want)
+	}
 }
 
 // settle waits for the pane to be ready again with nothing queued, so the

@@ -160,6 +160,7 @@ type paneStatus struct {
 	State    string `json:"state"`
 	Queued   int    `json:"queued"`
 	Restarts int    `json:"restarts"`
+	Origin   string `json:"origin"`
 }
 
 func (h *hub) pane(ctx context.Context) (paneStatus, error) {
