@@ -194,7 +194,14 @@ const (
 )
 
 const (
-	defaultIdle     = 400 * time.Millisecond
+	defaultIdle = 400 * time.Millisecond
+	// shellIdle is the shell profile's quiet period: a shell draws its
+	// prompt in one write, and what it is typed is one inert pointer line
+	// the kernel's line discipline (or readline's typeahead) holds until
+	// the shell reads it. The 400 ms of the TUIs, twice at start (before
+	// the session line and after its prompt came back), made hm up's
+	// shell panes ready 0.8 s after their first prompt (#36: ≤ 300 ms).
+	shellIdle       = 100 * time.Millisecond
 	defaultVerify   = 1500 * time.Millisecond
 	defaultUnmarked = 15 * time.Second
 	defaultEchoWait = 2 * time.Second
@@ -214,7 +221,7 @@ var spinners = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", 
 // (Spec.Profiles) add to it or replace entries field by field.
 var builtinProfiles = map[string]Profile{
 	ProfileDefault: {Name: ProfileDefault, Idle: defaultIdle, EnterDelay: 150 * time.Millisecond, Verify: defaultVerify},
-	ProfileShell:   {Name: ProfileShell, Idle: defaultIdle, EnterDelay: 30 * time.Millisecond, Verify: defaultVerify},
+	ProfileShell:   {Name: ProfileShell, Idle: shellIdle, EnterDelay: 30 * time.Millisecond, Verify: defaultVerify},
 	ProfileClaude: {Name: ProfileClaude, Idle: defaultIdle, EnterDelay: 120 * time.Millisecond, Verify: defaultVerify, MultiLine: true, RawInput: true, Interrupt: escKey,
 		Resume: resumeFlag,
 		Screen: Markers{

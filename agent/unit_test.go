@@ -27,7 +27,7 @@ func TestProfileFor(t *testing.T) {
 		{"claude", "claude", 400 * ms, 120 * ms, 1500 * ms},
 		{"Codex", "codex", 400 * ms, 250 * ms, 1500 * ms},
 		{"gemini", "gemini", 400 * ms, 120 * ms, 1500 * ms},
-		{"shell", "shell", 400 * ms, 30 * ms, 1500 * ms},
+		{"shell", "shell", 100 * ms, 30 * ms, 1500 * ms},
 		{"default", "default", 400 * ms, 150 * ms, 1500 * ms},
 		{"", "default", 400 * ms, 150 * ms, 1500 * ms},
 		{"cursor-agent", "default", 400 * ms, 150 * ms, 1500 * ms},
