@@ -32,9 +32,10 @@ type Panes interface {
 }
 
 // PaneDelivery is one message for a pane. Typed is called synchronously once
-// the text is in the pane, just before Enter is pressed; it returns after
-// the ledger has committed the typing (the row stays brokered: a crash now
-// leaves it to be typed again after restart, into a new program). Submitted
+// the text is in the pane, just before Enter is pressed; it returns once
+// the ledger's record of the typing is queued, ahead of the submission's
+// (the row stays brokered: a crash now leaves it to be typed again after
+// restart, into a new program). Submitted
 // is called synchronously once the outcome of Enter is known (proven: the
 // program reacted); it returns after the ledger has committed the message
 // as routed, after which it is never typed again. Failed is called if the

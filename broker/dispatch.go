@@ -136,7 +136,22 @@ func bodyOf(content string) string {
 // advance commits a state change and wakes waiters. Errors are logged: the
 // message stays in its earlier state and is retried after restart.
 func (b *Broker) advance(c journal.Change) {
-	if _, err := b.deps.Ledger.Advance(b.ctx, c); err != nil {
+	_, err := b.deps.Ledger.Advance(b.ctx, c)
+	b.advanced(c, err)
+}
+
+// advanceQueued is advance without the wait for the commit: c is queued
+// behind every write queued before it, so a change advance makes later
+// commits after it, and waiters are woken once it committed.
+func (b *Broker) advanceQueued(c journal.Change) {
+	if !b.deps.Ledger.AdvanceThen(c, nil, func(err error) { b.advanced(c, err) }) {
+		b.wake(c.MessageID) // not queued (the ledger is closing; logged)
+	}
+}
+
+// advanced is what follows c's commit (or its failure, err).
+func (b *Broker) advanced(c journal.Change, err error) {
+	if err != nil {
 		b.log.Warn("ledger advance failed", "messageId", c.MessageID, "status", c.Status, "err", err)
 	}
 	b.wake(c.MessageID)
@@ -260,11 +275,15 @@ func (c *conn) deliver(m journal.Message, content string) bool {
 // submission commits routed: a row typed but not submitted when the hub
 // dies is still pending, and Recover types it again into the new program
 // (the one that had it died with the hub's terminal); see docs/protocol.md,
-// "kill -9 and panes".
+// "kill -9 and panes". The typed record is queued, not waited for: the
+// Enter does not wait for a commit that decides nothing (a row typed or
+// not is typed again after a crash alike, and the entered log, not the
+// ledger, tells an Enter that was written), and the submitted record,
+// queued after it, commits after it (#36).
 func (b *Broker) paneEvents(m journal.Message, role string) paneevents.Callbacks {
 	id := m.MessageID
 	return paneevents.Callbacks{
-		Typed:     func() { b.advance(journal.Typed(id, role)) },
+		Typed:     func() { b.advanceQueued(journal.Typed(id, role)) },
 		Submitted: func(proven bool) { b.advance(journal.Submitted(id, role, proven)) },
 		Failed:    func(err error) { b.paneFailed(m, role, err) },
 		Stuck:     func(err error) { b.stuck(m, role, err) },
