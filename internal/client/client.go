@@ -21,6 +21,8 @@ import (
 type Client struct {
 	ws       *websocket.Conn
 	ClientID int64
+	// welcomed: the hub's welcome frame was read (awaitWelcome).
+	welcomed bool
 	// sends numbers the requestId Send gives a send frame without one.
 	sends int64
 	// Unsolicited frames (messages, journal events) read while waiting for
@@ -37,6 +39,24 @@ func Dial(ctx context.Context, url string) (*Client, error) { return DialToken(c
 // cannot crowd it out (docs/protocol.md, "Connection budgets"). Register
 // still names the token.
 func DialToken(ctx context.Context, url, token string) (*Client, error) {
+	c, err := DialTokenPipelined(ctx, url, token)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.awaitWelcome(ctx); err != nil {
+		c.ws.CloseNow()
+		return nil, err
+	}
+	return c, nil
+}
+
+// DialTokenPipelined is DialToken without the wait for the welcome frame:
+// it returns once the connection is upgraded, so that the caller's first
+// frames go out at once, not a round trip later (the hub sends its welcome
+// before it reads the connection's frames, in order). The first read takes
+// the welcome (and sets ClientID), or fails as DialToken would have (#36:
+// hm-send's register and send).
+func DialTokenPipelined(ctx context.Context, url, token string) (*Client, error) {
 	h := http.Header{}
 	if token != "" {
 		h.Set("Authorization", "Bearer "+token)
@@ -46,19 +66,25 @@ func DialToken(ctx context.Context, url, token string) (*Client, error) {
 		return nil, fmt.Errorf("dial %s: %w", url, err)
 	}
 	ws.SetReadLimit(proto.MaxSocketFrame)
-	c := &Client{ws: ws}
-	var w proto.Welcome
-	raw, err := c.read(ctx)
+	return &Client{ws: ws}, nil
+}
+
+// awaitWelcome reads the hub's first frame, its welcome, unless it was
+// read already.
+func (c *Client) awaitWelcome(ctx context.Context) error {
+	if c.welcomed {
+		return nil
+	}
+	_, raw, err := c.ws.Read(ctx)
 	if err != nil {
-		ws.CloseNow()
-		return nil, fmt.Errorf("read welcome: %w", err)
+		return fmt.Errorf("read welcome: %w", err)
 	}
+	var w proto.Welcome
 	if err := json.Unmarshal(raw, &w); err != nil || w.Type != proto.TypeWelcome {
-		ws.CloseNow()
-		return nil, fmt.Errorf("unexpected first frame %q", clip(raw))
+		return fmt.Errorf("unexpected first frame %q", clip(raw))
 	}
-	c.ClientID = w.ClientID
-	return c, nil
+	c.welcomed, c.ClientID = true, w.ClientID
+	return nil
 }
 
 // Close closes the connection.
@@ -68,6 +94,9 @@ func (c *Client) Close() error { return c.ws.Close(websocket.StatusNormalClosure
 func (c *Client) CloseNow() error { return c.ws.CloseNow() }
 
 func (c *Client) read(ctx context.Context) ([]byte, error) {
+	if err := c.awaitWelcome(ctx); err != nil {
+		return nil, err
+	}
 	_, data, err := c.ws.Read(ctx)
 	return data, err
 }

@@ -69,7 +69,17 @@ func Discover(env Env, root string, port int, role string) (Hub, error) {
 // Dial connects to the hub with token (not registered); a hub that is not
 // there is the error HubError makes of it.
 func (h Hub) Dial(ctx context.Context, token string) (*client.Client, error) {
-	cl, err := client.DialToken(ctx, h.URL(), token)
+	return h.dial(ctx, token, client.DialToken)
+}
+
+// DialPipelined is Dial returning before the hub's welcome frame
+// (client.DialTokenPipelined), for a caller that writes its frames at once.
+func (h Hub) DialPipelined(ctx context.Context, token string) (*client.Client, error) {
+	return h.dial(ctx, token, client.DialTokenPipelined)
+}
+
+func (h Hub) dial(ctx context.Context, token string, dial func(ctx context.Context, url, token string) (*client.Client, error)) (*client.Client, error) {
+	cl, err := dial(ctx, h.URL(), token)
 	if err != nil {
 		return nil, HubError(h.Port, h.Layout.Root, err)
 	}

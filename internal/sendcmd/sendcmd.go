@@ -147,7 +147,7 @@ type sender struct {
 
 func (s sender) run(ctx context.Context, priority string, timeout, wait time.Duration) int {
 	dialCtx, cancel := context.WithTimeout(ctx, time.Second)
-	cl, err := s.hub.Dial(dialCtx, s.hub.Token)
+	cl, err := s.hub.DialPipelined(dialCtx, s.hub.Token)
 	cancel()
 	if err != nil {
 		return s.fallback(err.Error())

@@ -80,10 +80,11 @@ func TestMainIsHmSend(t *testing.T) {
 }
 
 // scriptedHub is a WebSocket server on a loopback port speaking the hub's
-// side of one hm-send connection by script: it greets, reads the register
-// and the frame after it without answering in between, then answers both
-// with answer. It stands in for the hub where the order of frames on the
-// socket is what a test is about. It returns the port.
+// side of one hm-send connection by script: it reads the register and the
+// frame after it without writing anything before, not even its welcome
+// (the real hub greets first: hm-send must not wait for that), then greets
+// and answers both with answer. It stands in for the hub where the order
+// of frames on the socket is what a test is about. It returns the port.
 func scriptedHub(t *testing.T, answer func(register, send proto.Frame) []any) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -94,10 +95,6 @@ func scriptedHub(t *testing.T, answer func(register, send proto.Frame) []any) st
 		}
 		defer ws.CloseNow()
 		ctx := r.Context()
-		if err := wsjson.Write(ctx, ws, proto.Welcome{Type: proto.TypeWelcome, ClientID: 1, Protocol: proto.Protocol}); err != nil {
-			t.Errorf("welcome: %v", err)
-			return
-		}
 		var frames [2]proto.Frame
 		for i := range frames {
 			if err := wsjson.Read(ctx, ws, &frames[i]); err != nil {
@@ -105,7 +102,8 @@ func scriptedHub(t *testing.T, answer func(register, send proto.Frame) []any) st
 				return
 			}
 		}
-		for _, a := range answer(frames[0], frames[1]) {
+		welcome := proto.Welcome{Type: proto.TypeWelcome, ClientID: 1, Protocol: proto.Protocol}
+		for _, a := range append([]any{welcome}, answer(frames[0], frames[1])...) {
 			if err := wsjson.Write(ctx, ws, a); err != nil {
 				t.Errorf("answer: %v", err)
 				return
@@ -118,11 +116,12 @@ func scriptedHub(t *testing.T, answer func(register, send proto.Frame) []any) st
 }
 
 // TestSendNotBehindRegistered: hm-send writes its send right behind its
-// register, without waiting a round trip for `registered`: the hub reads
-// a connection's frames in order. The scripted hub answers nothing until
-// it has read both frames; before the change hm-send waited for
-// `registered` first and, with --no-fallback, gave up after its --timeout
-// (exit 1). A register the hub refuses is what hm-send reports, not the
+// register, without waiting a round trip for `registered`, and both as
+// soon as the connection is upgraded, without waiting for the hub's
+// welcome (#36): the hub reads a connection's frames in order. The
+// scripted hub writes nothing, its welcome included, until it has read
+// both frames; before these changes hm-send waited for `registered` (and
+// then for the welcome) first and, with --no-fallback, gave up (exit 1). A register the hub refuses is what hm-send reports, not the
 // not_registered of the send behind it.
 func TestSendNotBehindRegistered(t *testing.T) {
 	t.Parallel()
