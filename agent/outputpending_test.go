@@ -14,7 +14,8 @@ import (
 // program had written and hm had not read (TestHardCase/QueriesBlockUntilAnswered).
 func TestOutputPending(t *testing.T) {
 	t.Parallel()
-	pr, err := startProc(&Spec{Command: "printf 'hello, pending'; sleep 30", Env: []string{"PATH=/usr/bin:/bin"}}, 80, 24)
+	spec := &Spec{Command: "printf 'hello, pending'; sleep 30", Env: []string{"PATH=/usr/bin:/bin"}}
+	pr, err := startProc(spec, spec.Command, 80, 24)
 	if err != nil {
 		t.Fatal(err)
 	}
