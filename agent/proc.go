@@ -134,6 +134,7 @@ func startProc(spec *Spec, command string, cols, rows uint16) (*proc, error) {
 			return nil, fmt.Errorf("working directory %s: not a directory", spec.Dir)
 		}
 	}
+	defaultHangupForChildren()
 	master, tty, err := openPTY(cols, rows)
 	if err != nil {
 		return nil, err
