@@ -8,10 +8,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -69,17 +69,25 @@ func PromptToolkitPython(t testing.TB) string {
 	return ""
 }
 
-// ClosedPort is a loopback port nothing listens on (one the kernel just
-// handed out and that was closed again), as a string for --port.
+// ClosedPort is a loopback port nothing listens on, as a string for
+// --port: a socket bound to it and never listening holds it until t ends,
+// so a connection there is refused and no other test's listener (port 0,
+// in parallel) can be given it meanwhile — a closed port handed out again
+// let a "hub down" test reach another test's hub.
 func ClosedPort(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	if err := ln.Close(); err != nil {
+	syscall.CloseOnExec(fd)
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		t.Fatal(err)
 	}
-	return port
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strconv.Itoa(sa.(*syscall.SockaddrInet4).Port)
 }
