@@ -38,8 +38,11 @@ type fileWatch struct {
 	// writer (one at a time).
 	recheck atomic.Bool
 	// notify reports changes to the names in the ledger's directory; nil
-	// where that is not available, and the watch loop polls instead.
-	notify *dirNotifier
+	// where that is not available, and the watch loop polls instead. Under
+	// mu: the writer sets it again when it re-creates the files, while
+	// Close may stop it (stopped: no new one is kept after that).
+	notify  *dirNotifier
+	stopped bool
 }
 
 type watchedFile struct {
@@ -78,8 +81,29 @@ func (l *Ledger) watch() error {
 		l.log.Debug("journal: checking the ledger files every second", "err", err)
 		return nil
 	}
-	l.files.notify = n
+	l.files.setNotify(n)
 	return nil
+}
+
+// setNotify makes n the directory watch, unless stopNotify came first
+// (then n is closed).
+func (w *fileWatch) setNotify(n *dirNotifier) {
+	w.mu.Lock()
+	stopped := w.stopped
+	if !stopped {
+		w.notify = n
+	}
+	w.mu.Unlock()
+	if stopped {
+		n.close()
+	}
+}
+
+// notifier is the directory watch, or nil.
+func (w *fileWatch) notifier() *dirNotifier {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.notify
 }
 
 func (w *fileWatch) add(path string) error {
@@ -220,8 +244,12 @@ func (l *Ledger) Health() error {
 
 // stopNotify ends the directory watch (and the watch loop's wait on it).
 func (w *fileWatch) stopNotify() {
-	if w.notify != nil {
-		w.notify.close()
+	w.mu.Lock()
+	n := w.notify
+	w.stopped = true
+	w.mu.Unlock()
+	if n != nil {
+		n.close()
 	}
 }
 
@@ -232,7 +260,7 @@ func (w *fileWatch) stopNotify() {
 // watchInterval. It stops once re-creating failed for good.
 func (l *Ledger) watchLoop() {
 	defer close(l.watchDone)
-	if n := l.files.notify; n != nil {
+	if n := l.files.notifier(); n != nil {
 		for {
 			err := n.wait()
 			select {
