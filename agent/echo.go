@@ -210,8 +210,7 @@ func (p Profile) echoWait() time.Duration {
 // each output, for at most d. ok reports cond; ended that the run ended or
 // the pane stopped first.
 func (p *Pane) waitScreen(pr *proc, d time.Duration, cond func(Screen) bool) (ok, ended bool) {
-	start := time.Now()
-	deadline := start.Add(d)
+	deadline := time.Now().Add(d)
 	for {
 		p.mu.Lock()
 		out := p.outChanged
@@ -220,11 +219,6 @@ func (p *Pane) waitScreen(pr *proc, d time.Duration, cond func(Screen) bool) (ok
 			return true, false
 		}
 		left := time.Until(deadline)
-		if left <= 0 && pr.outputPending() > 0 && time.Since(start) < d+catchUpMax {
-			// The program wrote more than hm has read: the screen is
-			// behind it (a loaded machine), so it catches up first.
-			left = drainPoll
-		}
 		if left <= 0 {
 			return false, false
 		}

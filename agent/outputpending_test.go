@@ -9,9 +9,9 @@ import (
 
 // TestOutputPending: what a program wrote that hm has not read yet is
 // counted on the master (the screen is behind it by that much), and
-// nothing once it was read. waitScreen waits for hm to catch up before it
-// gives up on a screen: a loaded make test run gave up on an echo that the
-// program had written and hm had not read (TestHardCase/QueriesBlockUntilAnswered).
+// nothing once it was read. (A look at the screen that waited for hm to
+// catch up with it was tried and taken out again: see the closing note of
+// session 15.)
 func TestOutputPending(t *testing.T) {
 	t.Parallel()
 	spec := &Spec{Command: "printf 'hello, pending'; sleep 30", Env: []string{"PATH=/usr/bin:/bin"}}

@@ -168,7 +168,3 @@ func (pr *proc) outputPending() int {
 	}
 	return n
 }
-
-// catchUpMax bounds how much longer a look at the screen waits for hm to
-// read the output its program already wrote (waitScreen).
-const catchUpMax = 10 * time.Second
