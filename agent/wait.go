@@ -144,13 +144,11 @@ func (p *Pane) awaitReady(pr *proc, it *item, deadline time.Time) bool {
 			armed = true
 		}
 		wait := v.recheck
-		if v.marker == markerHookTurn && v.quiet >= heldTurnQuiet && p.heldWatch() {
+		if v.marker == markerHookTurn && p.heldWatch() {
 			// The turn hm's own Enter began, with no hook since: that
 			// Enter may have been lost (a CLI resuming its session drew
 			// the text back into its input), and the turn would hold the
-			// pane for hookTurnQuiet. Once the screen stood still a while
-			// (a CLI that queued the prompt may still send it: Gemini
-			// after an interrupt), the held watch looks at the input.
+			// pane for hookTurnQuiet. The held watch looks at the input.
 			p.watchHeld()
 		}
 		switch {
@@ -195,11 +193,6 @@ func (p *Pane) awaitReady(pr *proc, it *item, deadline time.Time) bool {
 		}
 	}
 }
-
-// heldTurnQuiet is how long the screen of a pane held by the turn hm's
-// Enter began (no hook since) must stand still before the held watch looks
-// at its input (awaitReady).
-const heldTurnQuiet = 5 * time.Second
 
 // maxInterrupts bounds how often one urgent message interrupts a busy
 // program; canonicalRecheck is how often a Ready screen over a canonical
