@@ -327,10 +327,15 @@ func events(d proto.MessageDetail) string {
 // fails the case that sent it.
 func (r *paneRun) recount(t *testing.T) {
 	reqs := r.reqs()
+	failed := false
 	for _, m := range r.sent {
 		if n := len(sightings(reqs, m.id)); n > 1 {
 			t.Errorf("%s (%s) reached the model %d times by the end of the run", m.id, m.caseName, n)
+			failed = true
 		}
+	}
+	if failed {
+		r.dump(t)
 	}
 }
 

@@ -17,6 +17,7 @@ type geminiRequest struct {
 			Text             string `json:"text"`
 			Thought          bool   `json:"thought"`
 			FunctionResponse *struct {
+				ID       string          `json:"id"`
 				Response json.RawMessage `json:"response"`
 			} `json:"functionResponse"`
 		} `json:"parts"`
@@ -48,13 +49,19 @@ func parseGemini(req *Request) error {
 			start = i + 1
 		}
 	}
+	// A tool call is answered once: Gemini CLI's resumed history can
+	// carry one call's response twice in one turn, which is one result.
+	answered := map[string]bool{}
 	for i, c := range b.Contents {
 		if c.Role == "model" {
 			continue
 		}
 		for _, p := range c.Parts {
 			switch {
+			case p.FunctionResponse != nil && p.FunctionResponse.ID != "" && answered[p.FunctionResponse.ID]:
+				continue
 			case p.FunctionResponse != nil:
+				answered[p.FunctionResponse.ID] = true
 				out := jsonStrings(p.FunctionResponse.Response)
 				req.all = append(req.all, out...)
 				if i >= start {

@@ -87,6 +87,11 @@ func TestProtocols(t *testing.T) {
 		{"gemini tool result", "/g/v1beta/models/m:streamGenerateContent?alt=sse", `{"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}],"contents":[{"role":"user","parts":[{"text":"run it"}]},
 			 {"role":"model","parts":[{"functionCall":{"name":"run_shell_command","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"run_shell_command","response":{"output":"out"}}}]}]}`,
 			true, true, []string{"out"}, []string{`"text":"ran"`}},
+		// Gemini CLI's resumed history can answer one call twice in one
+		// turn: one result.
+		{"gemini tool result twice", "/h/v1beta/models/m:streamGenerateContent?alt=sse", `{"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}],"contents":[{"role":"user","parts":[{"text":"run it"}]},
+			 {"role":"model","parts":[{"functionCall":{"id":"c1","name":"run_shell_command","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"run_shell_command","response":{"output":"out"}}},{"functionResponse":{"id":"c1","name":"run_shell_command","response":{"output":"out"}}}]}]}`,
+			true, true, []string{"run it", "out"}, []string{`"text":"ran"`}},
 		{"gemini side request", "/g/v1beta/models/m:generateContent", `{"contents":[{"role":"user","parts":[{"text":"classify"}]}]}`,
 			false, false, []string{"classify"}, []string{`"candidates"`}},
 	} {
