@@ -42,10 +42,16 @@ func testLogger(t testing.TB) *slog.Logger { return testutil.Logger(t, slog.Leve
 // startPane starts a pane and stops it at cleanup.
 func startPane(t testing.TB, spec Spec) *Pane {
 	t.Helper()
+	return startPaneLogged(t, spec, testLogger(t))
+}
+
+// startPaneLogged is startPane with the pane's logger given.
+func startPaneLogged(t testing.TB, spec Spec, log *slog.Logger) *Pane {
+	t.Helper()
 	if spec.Role == "" {
 		spec.Role, spec.PaneID, spec.Header = "builder", "2", "BUILDER"
 	}
-	p, err := Start(context.Background(), spec, testLogger(t))
+	p, err := Start(context.Background(), spec, log)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}

@@ -2,11 +2,13 @@ package agent
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"hm/internal/ground/poll"
+	"hm/internal/ground/testutil"
 )
 
 // TestEnterWhileMountingNeverMerges: a program still mounting its UI takes
@@ -118,5 +120,36 @@ func TestHeldTextEnteredWhenIdle(t *testing.T) {
 				t.Errorf("the message reached the program %d times, want 1", n)
 			}
 		})
+	}
+}
+
+// TestHeldTextEnteredDuringHookTurn: in a pane whose CLI reports through
+// hooks, hm's Enter begins a turn that holds the pane busy until a hook
+// ends it (or a minute of quiet without one). An Enter the program lost
+// (it was mounting its UI, then drew the text back into its input) began
+// such a turn too, and the next message waited the minute while the text
+// stood at the input — the real Gemini CLI resuming its session did this
+// in make test. The held text must be entered again while the turn
+// holds, not after the turn was given up for want of a hook (which the
+// pane logs).
+func TestHeldTextEnteredDuringHookTurn(t *testing.T) {
+	t.Parallel()
+	spec, logPath := fakeSpec(t, "FAKEAGENT_MOUNT_MS=1500")
+	spec.Timing = hardTiming(">", true, true)
+	logs := &testutil.SyncBuffer{}
+	p := startPaneLogged(t, spec, slog.New(slog.NewTextHandler(logs, nil)))
+	p.ReportHookState(StateReady) // its hooks are wired: the pane is hooked
+	stages := newStageLog()
+	p.Enqueue(Delivery{MessageID: "h1", Content: "(ARCH #1): entered while mounting", Report: stages.reporter("h1")})
+	p.Enqueue(Delivery{MessageID: "h2", Content: "(ARCH #2): the next one", Report: stages.reporter("h2")})
+	poll.For(t, time.Minute, func() error {
+		n := 0
+		for _, pr := range readPrompts(t, logPath) {
+			n += strings.Count(pr.Prompt, Trailer("h1"))
+		}
+		return poll.Want(n > 0, "h1 reached the program (stages %v, screen %q)", stageKinds(stages.get("h1")), p.Screen().Lines)
+	})
+	if strings.Contains(logs.String(), "taken as over (no turn-end hook came)") {
+		t.Errorf("h1 was entered again only after the turn was given up:\n%s", logs.String())
 	}
 }

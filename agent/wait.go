@@ -144,6 +144,13 @@ func (p *Pane) awaitReady(pr *proc, it *item, deadline time.Time) bool {
 			armed = true
 		}
 		wait := v.recheck
+		if v.marker == markerHookTurn && p.heldWatch() {
+			// The turn hm's own Enter began, with no hook since: that
+			// Enter may have been lost (a CLI resuming its session drew
+			// the text back into its input), and the turn would hold the
+			// pane for hookTurnQuiet. The held watch looks at the input.
+			p.watchHeld()
+		}
 		switch {
 		case asUrgent && v.screen == Ready && (interrupts == 0 || v.quiet >= p.profile.Idle):
 			return true
