@@ -154,17 +154,3 @@ func (p *Pane) waitTaken(pr *proc, d time.Duration, cond func(Screen) bool) (ok,
 	ok, ended = p.waitScreen(pr, d, taken)
 	return ok, ended, false
 }
-
-// outputPending is how many bytes run pr's program wrote that hm has not
-// read yet (its screen is behind them), or -1 when that cannot be told.
-func (pr *proc) outputPending() int {
-	rc, err := pr.master.SyscallConn()
-	if err != nil {
-		return -1
-	}
-	n, ierr := -1, error(nil)
-	if err := rc.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), ioctlInputQueue) }); err != nil || ierr != nil {
-		return -1
-	}
-	return n
-}
