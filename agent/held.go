@@ -31,6 +31,11 @@ type enteredText struct {
 	// pasted: its echo was the profile's collapsed-paste marker (its
 	// trailer not on the screen), so held is that marker at the cursor.
 	pasted bool
+	// interrupted: hm's interrupt keys went into its run after its Enter.
+	// Its text at the input is then the prompt the program put back for
+	// the turn hm cancelled (Claude Code does): the clear after the
+	// interrupt erases it, and Enter is never pressed for it again.
+	interrupted bool
 }
 
 // heldPresses bounds the Enters pressed again for one message found still
@@ -50,7 +55,7 @@ func (p *Pane) noteEntered(pr *proc, it *item, trailer string, pasted bool) {
 // waits for the program to be ready again. The caller holds inputMu.
 func (p *Pane) enterHeld(pr *proc) bool {
 	last := &p.lastEntered
-	if last.pr != pr || last.trailer == "" || last.presses >= heldPresses || pr.canonical() {
+	if last.pr != pr || last.trailer == "" || last.interrupted || last.presses >= heldPresses || pr.canonical() {
 		return false // a cooked terminal hands the line over at Enter: nothing is held
 	}
 	s := p.Screen()

@@ -116,6 +116,33 @@ func (p *Pane) waitEchoed(pr *proc, it *item, unlock, relock func(), cond func(S
 	return p.waitScreen(pr, d, cond)
 }
 
+// silentPatience is how many screen waits a program that read what hm
+// entered but drew nothing since is given to draw its first output.
+const silentPatience = 4
+
+// waitSilent gives a program that read what hm entered and drew nothing
+// since (start, the output signal of the Enter, still open) time to draw:
+// on a loaded machine its redraw comes after the screen wait, and an
+// Enter pressed again then goes into a program busy with the text. Its
+// first output, within silentPatience waits of d, is judged by taken.
+// A program that drew something was judged on it already: false.
+func (p *Pane) waitSilent(pr *proc, start <-chan struct{}, d time.Duration, taken func(Screen) bool) (ok, ended bool) {
+	select {
+	case <-start:
+		return false, false
+	default:
+	}
+	if !p.pauseOutput(pr, silentPatience*d, start, nil, nil) {
+		return false, true
+	}
+	select {
+	case <-start:
+		return p.waitScreen(pr, d, taken)
+	default:
+		return false, false // still nothing drawn: the Enter was lost
+	}
+}
+
 // waitTaken waits for the program to take what hm entered: cond on the
 // screen, and nothing hm wrote left unread in the terminal. A program
 // that has not read it when the screen wait ends is waited for (up to
@@ -127,6 +154,9 @@ func (p *Pane) waitTaken(pr *proc, d time.Duration, cond func(Screen) bool) (ok,
 	// the screen showed before the program read its input (a canonical
 	// terminal's echo of the text and its newline) says nothing of it.
 	var after <-chan struct{}
+	p.mu.Lock()
+	start := p.outChanged
+	p.mu.Unlock()
 	taken := func(Screen) bool {
 		if pr.unread() > 0 {
 			p.mu.Lock()
@@ -144,6 +174,9 @@ func (p *Pane) waitTaken(pr *proc, d time.Duration, cond func(Screen) bool) (ok,
 		return cond(p.Screen()) // drawn after the checks above
 	}
 	ok, ended = p.waitScreen(pr, d, taken)
+	if !ok && !ended && pr.unread() <= 0 {
+		ok, ended = p.waitSilent(pr, start, d, taken)
+	}
 	if ok || ended || pr.unread() <= 0 {
 		return ok, ended, false
 	}

@@ -232,3 +232,88 @@ func TestUrgentNeverDoubleEsc(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldWatchLeavesRestoredPrompt: after hm's interrupt cancelled the
+// turn of the last message it entered, a program that puts that prompt
+// back into its input (as Claude Code does) shows the message's text
+// where a lost Enter would have left it. That text is the cancelled
+// prompt, not one held back: the idle pane's held watch must not press
+// Enter for it (the model would get it twice). make test on a loaded
+// machine saw the watch do so before the urgent message's clear ran
+// (TestUrgentAfterInterruptClearsInput); here the watch runs at once.
+func TestHeldWatchLeavesRestoredPrompt(t *testing.T) {
+	t.Parallel()
+	spec, logPath := fakeSpec(t, "FAKEAGENT_SPINNER_MS=6000", "FAKEAGENT_ENTER_MS=0", "FAKEAGENT_RESTORE_ON_ESC=1")
+	spec.Timing = hardTiming(">", true, true)
+	spec.Timing.Interrupt = "\x1b"
+	p := startPane(t, spec)
+	stages := newStageLog()
+	p.Enqueue(Delivery{MessageID: "n1", Content: "(ARCH #1): start working", Report: stages.reporter("n1")})
+	poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("n1"), "n1 submitted") })
+	poll.For(t, 10*time.Second, func() error {
+		r := p.Status().Readiness
+		return poll.Want(strings.HasPrefix(r, Busy.String()), "the busy spell on the screen, readiness %q", r)
+	})
+	p.mu.Lock()
+	pr := p.proc
+	p.mu.Unlock()
+	if sent, ok := p.interrupt(pr, &item{d: Delivery{MessageID: "u1"}}); !sent || !ok {
+		t.Fatalf("interrupt: sent %v, ok %v", sent, ok)
+	}
+	poll.For(t, 20*time.Second, func() error {
+		s := p.Screen()
+		c, _ := p.profile.Classify(s)
+		return poll.Want(c == Ready && heldAtInput(s, viewInput(s, p.profile, Trailer("n1"))),
+			"the cancelled prompt back at a ready input (rows %q)", s.Lines)
+	})
+	p.watchHeld()
+	settle(t, logPath)
+	restored, submitted := false, 0
+	for _, r := range readPrompts(t, logPath) {
+		restored = restored || r.Restored != ""
+		submitted += strings.Count(r.Prompt, Trailer("n1"))
+	}
+	if !restored {
+		t.Fatal("the program did not restore the interrupted prompt: the test proves nothing")
+	}
+	if submitted != 1 {
+		t.Errorf("n1 submitted %d times, want once (the held watch entered the restored prompt)", submitted)
+	}
+}
+
+// TestSlowRedrawNotEnteredAgain: a program that read hm's Enter but draws
+// its answer only after the screen wait (its redraw late on a loaded
+// machine) took the message: hm waits for that first output instead of
+// pressing Enter again into a program busy with the text, where the Enter
+// would be thrown away or taken as a command (make test saw a lone "\r"
+// thrown away in TestUrgentJumpsAndInterrupts under load).
+func TestSlowRedrawNotEnteredAgain(t *testing.T) {
+	t.Parallel()
+	spec, logPath := fakeSpec(t, "FAKEAGENT_SUBMIT_LAG_MS=800", "FAKEAGENT_SPINNER_MS=1500", "FAKEAGENT_ENTER_MS=0")
+	spec.Timing = hardTiming(">", true, true) // Verify 300 ms
+	p := startPane(t, spec)
+	stages := newStageLog()
+	p.Enqueue(Delivery{MessageID: "s1", Content: "(ARCH #1): drawn late", Report: stages.reporter("s1")})
+	poll.For(t, 30*time.Second, func() error { return poll.Want(stages.final("s1"), "s1 final") })
+	if got := stages.get("s1"); got[len(got)-1].Kind != StageSubmitted {
+		t.Errorf("s1 final stage %v, want submitted", stageKinds(got))
+	}
+	// The busy spell ends (a prompt again) before the log is read: what it
+	// threw away is logged at its end.
+	poll.For(t, 30*time.Second, func() error {
+		s := p.Screen()
+		c, _ := p.profile.Classify(s)
+		return poll.Want(c == Ready && s.CursorRow >= 0 && strings.HasPrefix(strings.TrimSpace(s.Lines[s.CursorRow]), ">"), "a prompt after the busy spell (rows %q)", s.Lines)
+	})
+	settle(t, logPath)
+	n := 0
+	for _, r := range readPrompts(t, logPath) {
+		if r.Discarded != "" {
+			t.Errorf("input typed into the busy program and thrown away: %q", r.Discarded)
+		}
+		n += strings.Count(r.Prompt, Trailer("s1"))
+	}
+	if n != 1 {
+		t.Errorf("s1 reached the program %d times, want once", n)
+	}
+}

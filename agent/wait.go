@@ -226,6 +226,9 @@ func (p *Pane) interruptGapLeft() time.Duration {
 func (p *Pane) interrupt(pr *proc, it *item) (sent, ok bool) {
 	p.inputMu.Lock()
 	_, err := p.writeTo(context.Background(), pr, []byte(p.profile.Interrupt))
+	if err == nil && p.lastEntered.pr == pr {
+		p.lastEntered.interrupted = true
+	}
 	p.inputMu.Unlock()
 	switch {
 	case err == nil:

@@ -47,6 +47,9 @@
 //   - FAKEAGENT_COLLAPSE_LINES=N shows a paste of more than N lines as
 //     "[Pasted Text: K lines]" instead of its text (as Gemini CLI does),
 //     also when it draws the kept input again after a mount;
+//   - FAKEAGENT_SUBMIT_LAG_MS=N: after the submitting Enter is read, N ms
+//     pass without output (and without reading) before the receipt, as a
+//     CLI's redraw on a loaded machine;
 //   - FAKEAGENT_IGNORE_HUP=1 ignores SIGHUP;
 //   - FAKEAGENT_START_MS delays the banner and the paste switch;
 //   - FAKEAGENT_ECHO=0 turns off the echo of typed input, so that output
@@ -218,6 +221,7 @@ type agent struct {
 	newlineEnter int           // FAKEAGENT_NEWLINE_ENTERS still to come
 	restoreOnEsc bool          // FAKEAGENT_RESTORE_ON_ESC
 	busyAgain    time.Duration // FAKEAGENT_BUSY_AGAIN_MS
+	submitLag    time.Duration // FAKEAGENT_SUBMIT_LAG_MS
 	collapse     int           // FAKEAGENT_COLLAPSE_LINES
 	collapsed    string        // the marker the kept input shows as, if collapsed
 	mountUntil   time.Time     // FAKEAGENT_MOUNT_MS after the banner, else zero
@@ -260,6 +264,7 @@ func run() error {
 		newlineEnter: envInt("FAKEAGENT_NEWLINE_ENTERS", 0),
 		restoreOnEsc: os.Getenv("FAKEAGENT_RESTORE_ON_ESC") == "1",
 		busyAgain:    time.Duration(envInt("FAKEAGENT_BUSY_AGAIN_MS", 0)) * time.Millisecond,
+		submitLag:    time.Duration(envInt("FAKEAGENT_SUBMIT_LAG_MS", 0)) * time.Millisecond,
 		collapse:     envInt("FAKEAGENT_COLLAPSE_LINES", 0),
 		mountNewline: os.Getenv("FAKEAGENT_MOUNT_NEWLINE") == "1",
 		mountHide:    os.Getenv("FAKEAGENT_MOUNT_HIDE") == "1",
@@ -537,6 +542,7 @@ func (a *agent) submit(rest []byte) bool {
 		a.printf("\r\nℹ Initializing... Prompts will be queued.\r\n> ")
 		return false
 	}
+	time.Sleep(a.submitLag)
 	prompt := string(a.buf)
 	a.buf = a.buf[:0]
 	a.collapsed = ""
