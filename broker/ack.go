@@ -18,9 +18,14 @@ import (
 func (b *Broker) duplicateAck(ack proto.Ack, prev journal.Message, sender string) (proto.Ack, error) {
 	if prev.SenderRole != sender {
 		ack.Seq = 0 // the number was taken back: nothing was stored
-		return ack, refuse(status.CodeDuplicateID, "messageId %s was already used by another sender; choose another id", prev.MessageID)
+		return ack, refuseDuplicateID(prev.MessageID)
 	}
 	return b.repeatAck(prev), nil
+}
+
+// refuseDuplicateID refuses a messageId another sender used first.
+func refuseDuplicateID(id string) error {
+	return refuse(status.CodeDuplicateID, "messageId %s was already used by another sender; choose another id", id)
 }
 
 // repeatAck answers a duplicate with the first copy's state.

@@ -30,10 +30,41 @@ type seqDecision struct {
 type sequencer struct {
 	mu      sync.Mutex
 	senders map[string]*senderSeq
+	ids     *idIndex
+}
+
+// idIndex maps the message ids the sequencer holds (queued or committed,
+// the numbers still in a sender's window) to their sender, so that a
+// repeated id is known before it takes a number: a duplicate that took one
+// and gave it back once the ledger refused it would leave a gap, or a
+// number twice, when the sender's next message was numbered meanwhile.
+type idIndex struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// claim records id for sender unless it is held already; it returns the
+// sender that holds it and whether this call recorded it.
+func (x *idIndex) claim(id, sender string) (owner string, fresh bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if owner, ok := x.m[id]; ok {
+		return owner, false
+	}
+	x.m[id] = sender
+	return sender, true
+}
+
+// release forgets id.
+func (x *idIndex) release(id string) {
+	x.mu.Lock()
+	delete(x.m, id)
+	x.mu.Unlock()
 }
 
 type senderSeq struct {
 	mu   sync.Mutex
+	ids  *idIndex
 	next int64
 	// seen holds the bodies accepted with the newest seqWindow numbers (at
 	// most maxBodiesPerSeq each), so memory stays bounded however long the
@@ -60,14 +91,16 @@ type seenBody struct {
 	id   string
 }
 
-func newSequencer() *sequencer { return &sequencer{senders: map[string]*senderSeq{}} }
+func newSequencer() *sequencer {
+	return &sequencer{senders: map[string]*senderSeq{}, ids: &idIndex{m: map[string]string{}}}
+}
 
 // lock returns the sender's state, locked. The caller must call unlock.
 func (s *sequencer) lock(sender string) *senderSeq {
 	s.mu.Lock()
 	st, ok := s.senders[sender]
 	if !ok {
-		st = &senderSeq{next: 1, seen: make(map[int64][]seenBody, seqWindow)}
+		st = &senderSeq{ids: s.ids, next: 1, seen: make(map[int64][]seenBody, seqWindow)}
 		s.senders[sender] = st
 	}
 	s.mu.Unlock()
@@ -103,13 +136,14 @@ func (st *senderSeq) decide(h roles.Header, hasHeader bool, body string) seqDeci
 	}
 }
 
-// commit records an accepted message.
+// commit records an accepted message, whose id the caller claimed.
 func (st *senderSeq) commit(d seqDecision, body, messageID string) {
 	if d.Seq >= st.next {
 		st.next = d.Seq + 1
 	}
 	bodies, had := st.seen[d.Seq]
 	if len(bodies) >= maxBodiesPerSeq {
+		st.ids.release(bodies[0].id)
 		bodies = append(bodies[:0:0], bodies[1:]...)
 	}
 	st.seen[d.Seq] = append(bodies, seenBody{hash: sha256.Sum256([]byte(body)), id: messageID})
@@ -118,7 +152,10 @@ func (st *senderSeq) commit(d seqDecision, body, messageID string) {
 	}
 	if st.ringLen == seqWindow {
 		old := st.ring[st.ringPos]
-		if _, ok := st.seen[old]; ok && old != d.Seq {
+		if gone, ok := st.seen[old]; ok && old != d.Seq {
+			for _, b := range gone {
+				st.ids.release(b.id)
+			}
 			delete(st.seen, old)
 		}
 		if old > st.evicted {
@@ -131,9 +168,11 @@ func (st *senderSeq) commit(d seqDecision, body, messageID string) {
 	st.ringPos = (st.ringPos + 1) % seqWindow
 }
 
-// forget takes back a decision whose commit failed: the body no longer
-// counts as seen, and if it was the newest number the counter steps back.
+// forget takes back a decision whose commit failed: the body and its id no
+// longer count as seen, and if it was the newest number the counter steps
+// back.
 func (st *senderSeq) forget(d seqDecision, body, messageID string) {
+	st.ids.release(messageID)
 	sum := sha256.Sum256([]byte(body))
 	kept := st.seen[d.Seq][:0]
 	for _, b := range st.seen[d.Seq] {

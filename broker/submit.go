@@ -249,6 +249,21 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 	// is queue order is commit order.
 	st := b.seqs.lock(sender)
 	defer st.unlock()
+	if owner, fresh := st.ids.claim(s.MessageID, sender); !fresh {
+		// Known before it takes a number: the sender's next message, maybe
+		// already behind it on the connection, keeps the number it expects.
+		if owner != sender {
+			return refuseDuplicateID(s.MessageID)
+		}
+		p.dupOf = s.MessageID
+		return nil
+	}
+	claimed := true
+	defer func() {
+		if claimed {
+			st.ids.release(s.MessageID)
+		}
+	}()
 	d := st.decide(h, hasHeader, body)
 	if d.Lookup {
 		d.Duplicate = b.ledgerDuplicate(ctx, sender, d.Seq, body)
@@ -276,6 +291,7 @@ func (b *Broker) queue(ctx context.Context, p *queuedSubmit) error {
 		return refuse(status.CodeJournalUnavailable, "ledger cannot commit: %v", err)
 	}
 	st.commit(d, body, s.MessageID)
+	claimed = false
 	p.wait, p.st, p.d, p.body, p.obliges = wait, st, d, body, m.Obligation != nil
 	p.ack.Seq = d.Seq
 	return nil
