@@ -53,11 +53,15 @@ func TestPrintBgResult(t *testing.T) {
 		{name: "refused by the broker", action: "list",
 			result:    proto.BgRefusal{Status: "slot_unavailable"},
 			respError: "background slots are not available in this hub", code: ExitFailed,
-			stderr: "hm-bg: slot_unavailable: \n"},
+			stderr: "hm-bg: slot_unavailable: background slots are not available in this hub\n"},
+		{name: "refused by the broker, not the owner", action: "spawn",
+			result:    proto.BgRefusal{Status: "owner_binding_violation"},
+			respError: "only builder or the operator may control background slots", code: ExitFailed,
+			stderr: "hm-bg: owner_binding_violation: only builder or the operator may control background slots\n"},
 		{name: "refused without a status", action: "kill",
 			result:    proto.BgRefusal{},
 			respError: "not_registered", code: ExitFailed,
-			stderr: "hm-bg: not_registered: \n"},
+			stderr: "hm-bg: not_registered\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -107,11 +107,18 @@ func runBg(ctx context.Context, env Env, args []string) int {
 // hub refused.
 func printBgResult(env Env, result proto.BgResult, respError string, asJSON bool) int {
 	if r, refused := result.(proto.BgRefusal); refused {
-		code := r.Status
+		code, why := r.Status, r.Error
 		if code == "" {
 			code = status.Code(respError)
 		}
-		fmt.Fprintf(env.Stderr, "hm-bg: %s: %s\n", code, r.Error)
+		if why == "" && respError != string(code) {
+			why = respError // the hub's words (a refusal before the slots)
+		}
+		if why == "" {
+			fmt.Fprintf(env.Stderr, "hm-bg: %s\n", code)
+		} else {
+			fmt.Fprintf(env.Stderr, "hm-bg: %s: %s\n", code, why)
+		}
 		return ExitFailed
 	}
 	if asJSON {
