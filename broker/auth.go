@@ -109,17 +109,26 @@ func (t *Tokens) Key(purpose string) []byte {
 }
 
 // Match finds the token that passes verify among the operator secret and
-// the token issued to role (a trigger file's signature, SPEC §7), without
-// handing tokens out. The operator may claim any role.
+// the tokens valid for role, the one issued to it and any accepted for it
+// (a trigger file's signature, SPEC §7), without handing tokens out: a file
+// is signed by the same tokens Check lets register. The operator may claim
+// any role.
 func (t *Tokens) Match(role string, verify func(token string) bool) (Identity, bool) {
 	if t.operator != "" && verify(t.operator) {
 		return Identity{Role: role, Operator: true}, true
 	}
+	var toks []string
 	t.mu.RLock()
-	tok, ok := t.byRole[role]
+	for tok, r := range t.byToken {
+		if r == role {
+			toks = append(toks, tok)
+		}
+	}
 	t.mu.RUnlock()
-	if ok && verify(tok) {
-		return Identity{Role: role}, true
+	for _, tok := range toks {
+		if verify(tok) {
+			return Identity{Role: role}, true
+		}
 	}
 	return Identity{}, false
 }
