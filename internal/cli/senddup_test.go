@@ -31,7 +31,7 @@ func TestSendRepeatedHeaderAndBody(t *testing.T) {
 		code := MainContext(t.Context(), args, env)
 		return code, out.String(), errb.String(), time.Since(start)
 	}
-	if code, out, errOut, _ := send(); code != ExitOK || out != "oracle (seq 1): queued; seen by the agent once its CLI reports it (hooks: hm init)\n" {
+	if code, out, errOut, _ := send(); code != ExitOK || out != "accepted for oracle (accepted.unverified, seq 1): queued; seen by the agent once its CLI reports it (hooks: hm init)\n" {
 		t.Fatalf("first send: exit %d stdout %q stderr %q", code, out, errOut)
 	}
 	for _, tc := range []struct {
@@ -39,8 +39,8 @@ func TestSendRepeatedHeaderAndBody(t *testing.T) {
 		extra []string
 		want  string
 	}{
-		{"plain", nil, "oracle (seq 1): queued; seen by the agent once its CLI reports it (hooks: hm init)\n"},
-		{"no fallback", []string{"--no-fallback"}, "oracle (seq 1): queued; seen by the agent once its CLI reports it (hooks: hm init)\n"},
+		{"plain", nil, "accepted for oracle (accepted.unverified, seq 1): queued; seen by the agent once its CLI reports it (hooks: hm init)\n"},
+		{"no fallback", []string{"--no-fallback"}, "accepted for oracle (accepted.unverified, seq 1): queued; seen by the agent once its CLI reports it (hooks: hm init)\n"},
 		{"json", []string{"--json"}, `"dedupe":true`},
 	} {
 		code, out, errOut, took := send(tc.extra...)

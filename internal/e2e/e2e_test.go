@@ -253,7 +253,7 @@ func TestHmSendEndToEnd(t *testing.T) {
 	builder := listen(t, h, "builder")
 
 	r := run(t, root, []string{"SQUIDRUN_ROLE=architect"}, "hm-send", "builder", "tests", "pass")
-	if r.code != 0 || r.stdout != "builder (seq 1): received by its listener; seen by the agent once the listener acknowledges it\n" {
+	if r.code != 0 || r.stdout != "delivered to builder (delivered.websocket, seq 1): received by its listener; seen by the agent once the listener acknowledges it\n" {
 		t.Fatalf("delivered: %+v", r)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -169,9 +169,20 @@ func (s sender) run(ctx context.Context, priority string, timeout, wait time.Dur
 		return s.refused(ack.Status, ack.Reason) // on stderr, --json or not
 	}
 	if !s.json {
-		fmt.Fprintf(s.env.Stdout, "%s (seq %d): %s\n", s.target, ack.Seq, ack.Stage().Human())
+		fmt.Fprintln(s.env.Stdout, ackLine(s.target, ack))
 	}
 	return cmdline.ExitOK
+}
+
+// ackLine is hm-send's one line for an ACK: SPEC §12's "delivered to
+// <target> (<status>, seq N)" or "accepted for <target> (<status>, seq N)",
+// then the stage in plain words and what would verify it (issue 34).
+func ackLine(target string, ack proto.Ack) string {
+	verb := "accepted for"
+	if ack.Stage().Delivered() {
+		verb = "delivered to"
+	}
+	return fmt.Sprintf("%s %s (%s, seq %d): %s", verb, target, ack.Status, ack.Seq, ack.Stage().Human())
 }
 
 // exchange registers and sends f on cl and returns the hub's ACK, or why

@@ -139,7 +139,7 @@ func TestSendNotBehindRegistered(t *testing.T) {
 			ack := proto.Ack{Type: proto.TypeSendAck, RequestID: send.RequestID, MessageID: send.MessageID, OK: true, Accepted: true, Seq: 7}
 			ack.SetStage(status.AcceptedUnverified)
 			return []any{proto.Registered{Type: proto.TypeRegistered, Role: reg.Role, ClientID: 1}, ack}
-		}, code: cmdline.ExitOK, stdout: "builder (seq 7): "},
+		}, code: cmdline.ExitOK, stdout: "accepted for builder (accepted.unverified, seq 7): "},
 		{name: "register refused", answer: func(_, send proto.Frame) []any {
 			return []any{
 				proto.Frame{Type: proto.TypeError, Code: status.CodeUnauthorized, Message: "token is not valid for role architect"},
@@ -159,5 +159,26 @@ func TestSendNotBehindRegistered(t *testing.T) {
 				t.Fatalf("exit %d (want %d)\nstdout %q (want it to start %q)\nstderr %q (want %q)", code, tt.code, out.String(), tt.stdout, errb.String(), tt.stderr)
 			}
 		})
+	}
+}
+
+// TestAckLine: hm-send's line is SPEC §12's, "delivered to" for a
+// delivered.* stage and "accepted for" otherwise, with the protocol status
+// and seq, then the stage in plain words (issue 34).
+func TestAckLine(t *testing.T) {
+	for _, tc := range []struct {
+		stage status.Stage
+		want  string
+	}{
+		{status.AcceptedUnverified, "accepted for builder (accepted.unverified, seq 3): queued; "},
+		{status.AcceptedQueuedRemote, "accepted for builder (accepted.queued_remote, seq 3): "},
+		{status.DeliveredWebSocket, "delivered to builder (delivered.websocket, seq 3): received by its listener"},
+		{status.DeliveredVerified, "delivered to builder (delivered.verified, seq 3): seen by the agent"},
+	} {
+		ack := proto.Ack{OK: true, Seq: 3}
+		ack.SetStage(tc.stage)
+		if got := ackLine("builder", ack); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: %q, want it to start %q", tc.stage, got, tc.want)
+		}
 	}
 }
