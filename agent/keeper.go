@@ -1,13 +1,15 @@
 package agent
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,36 +21,45 @@ import (
 // and without a keeper the kernel hangs the terminals up at once: every
 // pane program gets SIGHUP, and a message whose Enter the hub had just
 // written (and put in the entered log, so that it is never typed again) is
-// lost if the program had not read it yet. The keeper is a small process
-// in its own session holding a copy of the master and the read end of a
-// pipe whose write end only the hub holds. While the hub lives it only
-// waits; when the pipe reports end of file (the hub is gone), it reads the
-// program's output into a bounded ring, so the program never blocks and
-// takes the input it already has, for Keeper.Grace, and then exits, which
-// hangs the terminal up. A pane that ends normally stops its keeper.
+// lost if the program had not read it yet.
 //
-// With Keeper.SocketDir set, a keeper whose hub is gone can be adopted
+// The keeper is one small process in its own session, the pane host
+// (keeper_host.go): one per root holds a copy of every pane's master, each
+// beside a unix connection whose other end only the hub holds (its
+// channel). While the hub lives the host only waits; when a pane's channel
+// reports end of file (the hub is gone), it reads that program's output
+// into a bounded ring, so the program never blocks and takes the input it
+// already has, for Keeper.Grace, and then closes the master, which hangs
+// the terminal up. A pane that ends normally is dropped from the host;
+// the host exits once it holds no pane.
+//
+// The hub starts the host with the root's first pane (forkKeeper); every
+// later pane joins it over the root's socket (HostSocket), handing its
+// master over (SCM_RIGHTS). Without Keeper.SocketDir each pane has a host
+// of its own, which no later pane joins and no next hub adopts.
+//
+// With Keeper.SocketDir set, a pane whose hub is gone can be adopted
 // (keeper_adopt.go): a new hub of the same root and user that proves it
 // knows the root's pane secret gets the master (SCM_RIGHTS), the program's
-// pid and the buffered output, and the keeper becomes that hub's keeper,
-// its unix connection taking the place of the pipe.
+// pid and the buffered output, and its unix connection becomes the pane's
+// channel.
 
-// Keeper is how a pane starts its keeper process.
+// Keeper is how a pane starts its keeper, or joins the root's pane host.
 type Keeper struct {
 	// Argv runs RunKeeper (Argv[0] is the executable's path), e.g. the hm
 	// executable and "pane-keeper".
 	Argv []string
 	// Env is the keeper's environment (nil: none).
 	Env []string
-	// SocketDir, when set, is where a keeper whose hub is gone listens for
-	// a new hub, at KeeperSocket(SocketDir, role) (mode 0600). Empty: the
-	// keeper cannot be adopted.
+	// SocketDir, when set, is where the root's pane host listens for its
+	// next panes and for a new hub, at HostSocket(SocketDir) (mode 0600).
+	// Empty: each pane has a keeper of its own that cannot be adopted.
 	SocketDir string
 	// Root is the coordination root the pane belongs to; a hub of another
 	// root is refused.
 	Root string
-	// Secret proves a new hub (see keeper_adopt.go); the keeper gets it
-	// over its pipe, never in argv or the environment.
+	// Secret proves a hub to the host and the host to a hub (see
+	// keeper_adopt.go); never in argv or the environment.
 	Secret string
 	// Grace is how long the keeper holds the terminal after the hub is
 	// gone (0: KeeperGrace).
@@ -72,24 +83,29 @@ const KeeperGrace = 2 * time.Second
 // screen.
 const KeeperRingBytes = 256 << 10
 
-// keeperQuit, written on the keeper's channel from the hub, ends the keeper
-// at once (the pane stopped); end of file instead means the hub is gone.
+// keeperQuit, written on a pane's channel from the hub, drops the pane
+// from the host at once (the pane stopped); end of file instead means the
+// hub is gone. The host answers by closing the channel once it closed the
+// pane's master.
 const keeperQuit = 'q'
 
-// keeperQuitWait bounds how long a hub waits for a keeper told to quit.
+// keeperQuitWait bounds how long a hub waits for a pane's host told to
+// drop the pane.
 const keeperQuitWait = 2 * time.Second
 
-// Descriptors a keeper is started with.
+// Descriptors a host is started with.
 const (
-	keeperMasterFD = 3
-	keeperHubFD    = 4
+	keeperMasterFD = 3 // the first pane's master
+	keeperHubFD    = 4 // its channel
+	keeperListenFD = 5 // the listening socket, with keeperConfig.Socket
 )
 
-// KeeperSocket is where the keeper of role's pane listens under dir.
-func KeeperSocket(dir, role string) string { return filepath.Join(dir, role+".sock") }
+// HostSocket is where the pane host of the root whose panes' directory is
+// dir listens.
+func HostSocket(dir string) string { return filepath.Join(dir, "host.sock") }
 
-// keeperConfig is what the hub tells a keeper it starts, as the first line
-// on its pipe.
+// keeperConfig is what the hub tells the host about a pane, as the first
+// line on its channel (a pane that joins sends it after its master).
 type keeperConfig struct {
 	Pane      string        `json:"pane"`
 	Root      string        `json:"root"`
@@ -103,54 +119,118 @@ type keeperConfig struct {
 	RingBytes int           `json:"ringBytes"`
 }
 
-// keeper is a running keeper process as its hub sees it, owned by one
-// proc: a child of this hub (proc set) or one adopted (pid only).
+// keeper is a pane's place in a pane host as its hub sees it, owned by
+// one proc: the host a child of this hub (proc set), or one it joined or
+// adopted the pane from (pid only).
 type keeper struct {
-	proc *os.Process // nil when adopted: not this hub's child
+	proc *os.Process // nil unless this pane's start forked the host
 	pid  int
-	ch   io.WriteCloser // the pipe or the unix connection; closing it (or the hub's death) frees the keeper
-	// adoptable: the keeper listens for a next hub (Keeper.SocketDir).
+	ch   *net.UnixConn // the pane's channel; closing it (or the hub's death) frees the pane
+	// adoptable: the host listens for a next hub (Keeper.SocketDir).
 	adoptable bool
-	done      chan struct{} // closed once the child is reaped (nil when adopted)
+	done      chan struct{} // closed once the child is reaped (nil unless proc)
 }
 
-// startKeeper starts k's process for the run pr of the pane role's
-// program. The descriptors are handed over raw
-// (syscall.StartProcess): os/exec would put the master, whose open file
-// description the keeper shares, in blocking mode.
+// hostStarts serializes, per socket path, the panes of this hub joining
+// or starting their root's host, so that two panes never start two.
+var hostStarts struct {
+	sync.Mutex
+	paths map[string]*sync.Mutex
+}
+
+// hostStart is the lock of the host at path.
+func hostStart(path string) *sync.Mutex {
+	hostStarts.Lock()
+	defer hostStarts.Unlock()
+	if hostStarts.paths == nil {
+		hostStarts.paths = map[string]*sync.Mutex{}
+	}
+	mu := hostStarts.paths[path]
+	if mu == nil {
+		mu = &sync.Mutex{}
+		hostStarts.paths[path] = mu
+	}
+	return mu
+}
+
+// startKeeper puts the run pr of the pane role's program in a pane host:
+// the root's running one when it trusts this hub, else a new one.
 func startKeeper(k *Keeper, pr *proc, role string) (*keeper, error) {
 	if len(k.Argv) == 0 {
 		return nil, errors.New("pane keeper: no command")
 	}
 	cfg := keeperConfig{Pane: role, Root: k.Root, Pid: pr.pid, Mark: pr.mark, Started: pr.startedAt, Env: pr.env, Secret: k.Secret, Grace: k.Grace, RingBytes: k.RingBytes}
-	if k.SocketDir != "" {
-		if k.Secret == "" {
-			return nil, errors.New("pane keeper: a socket without a secret")
-		}
-		cfg.Socket = KeeperSocket(k.SocketDir, role)
+	if k.SocketDir == "" {
+		return forkKeeper(k, pr.master, cfg, nil)
 	}
+	if k.Secret == "" {
+		return nil, errors.New("pane keeper: a socket without a secret")
+	}
+	cfg.Socket = HostSocket(k.SocketDir)
+	mu := hostStart(cfg.Socket)
+	mu.Lock()
+	defer mu.Unlock()
+	kp, err := joinHost(pr.master, cfg)
+	if err == nil {
+		return kp, nil
+	}
+	// No host, or one this hub does not trust: a new one takes the path.
+	ln, err := listenKeeper(cfg.Socket)
+	if err != nil {
+		return nil, err
+	}
+	defer ln.ln.Close() // the host's copy listens on; the path stays
+	lf, err := ln.ln.File()
+	if err != nil {
+		ln.close()
+		return nil, fmt.Errorf("pane keeper: %w", err)
+	}
+	defer lf.Close()
+	kp, err = forkKeeper(k, pr.master, cfg, lf)
+	if err != nil {
+		ln.close()
+	}
+	return kp, err
+}
+
+// forkKeeper starts a host holding master, with the first line of the
+// pane's channel cfg and, when listen is set, that listening socket.
+// The descriptors are handed over raw (syscall.ForkExec): os/exec would
+// put the master, whose open file description the host shares, in
+// blocking mode.
+func forkKeeper(k *Keeper, master *os.File, cfg keeperConfig, listen *os.File) (*keeper, error) {
 	line, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pane keeper: %w", err)
 	}
-	r, w, err := os.Pipe()
+	ours, theirs, err := socketPair()
 	if err != nil {
-		return nil, fmt.Errorf("pane keeper: pipe: %w", err)
-	}
-	defer r.Close()
-	// The pipe holds the line until the keeper reads it (far below the
-	// pipe's capacity).
-	if _, err := w.Write(append(line, '\n')); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("pane keeper: %w", err)
-	}
-	kpid, err := forkKeeper(k, pr.master, r)
-	if err != nil {
-		w.Close()
 		return nil, err
 	}
-	p, _ := os.FindProcess(kpid) // cannot fail on Unix
-	kp := &keeper{proc: p, pid: kpid, ch: w, done: make(chan struct{}), adoptable: cfg.Socket != ""}
+	defer theirs.Close()
+	// The socket holds the line until the host reads it (far below its
+	// buffer).
+	if _, err := ours.Write(append(line, '\n')); err != nil {
+		ours.Close()
+		return nil, fmt.Errorf("pane keeper: %w", err)
+	}
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		ours.Close()
+		return nil, fmt.Errorf("pane keeper: %w", err)
+	}
+	defer null.Close()
+	files := []*os.File{null, null, null, master, theirs}
+	if listen != nil {
+		files = append(files, listen)
+	}
+	pid, err := forkExecFiles(k, files)
+	if err != nil {
+		ours.Close()
+		return nil, err
+	}
+	p, _ := os.FindProcess(pid) // cannot fail on Unix
+	kp := &keeper{proc: p, pid: pid, ch: ours, done: make(chan struct{}), adoptable: cfg.Socket != ""}
 	go func() {
 		defer close(kp.done)
 		_, _ = p.Wait()
@@ -158,106 +238,81 @@ func startKeeper(k *Keeper, pr *proc, role string) (*keeper, error) {
 	return kp, nil
 }
 
-// forkKeeper starts the keeper process with master and the pipe's read
-// end as descriptors 3 and 4 and returns its pid.
-func forkKeeper(k *Keeper, master, pipe *os.File) (int, error) {
-	null, err := os.Open(os.DevNull)
-	if err != nil {
-		return 0, fmt.Errorf("pane keeper: %w", err)
+// forkExecFiles starts k's command in a session of its own with files as
+// its descriptors 0, 1, ….
+func forkExecFiles(k *Keeper, files []*os.File) (int, error) {
+	fds := make([]uintptr, len(files))
+	var conns []syscall.RawConn
+	for i, f := range files {
+		rc, err := f.SyscallConn()
+		if err != nil {
+			return 0, fmt.Errorf("pane keeper: %w", err)
+		}
+		conns = append(conns, rc)
+		_ = rc.Control(func(fd uintptr) { fds[i] = fd })
 	}
-	defer null.Close()
-	rc, err := master.SyscallConn()
-	if err != nil {
-		return 0, fmt.Errorf("pane keeper: %w", err)
-	}
-	var pid int
-	var startErr error
-	err = rc.Control(func(mfd uintptr) {
-		files := []uintptr{null.Fd(), null.Fd(), null.Fd(), mfd, pipe.Fd()}
-		pid, startErr = syscall.ForkExec(k.Argv[0], k.Argv, &syscall.ProcAttr{
-			Dir: "/", Env: k.Env, Files: files,
-			Sys: &syscall.SysProcAttr{Setsid: true},
-		})
+	// The descriptors stay open: files are held by the caller until the
+	// child has its copies.
+	pid, err := syscall.ForkExec(k.Argv[0], k.Argv, &syscall.ProcAttr{
+		Dir: "/", Env: k.Env, Files: fds,
+		Sys: &syscall.SysProcAttr{Setsid: true},
 	})
-	if err == nil {
-		err = startErr
-	}
+	runtime.KeepAlive(conns)
 	if err != nil {
 		return 0, fmt.Errorf("pane keeper: start %s: %w", k.Argv[0], err)
 	}
 	return pid, nil
 }
 
-// stop ends the keeper (it removes its socket) and, when it is this hub's
-// child, reaps it; one that does not go within keeperQuitWait is killed.
+// socketPair returns the two ends of a connected unix stream socket, the
+// hub's as a connection, the other as a file to hand over.
+func socketPair() (*net.UnixConn, *os.File, error) {
+	// ForkLock: no program started meanwhile inherits an end before it
+	// is close-on-exec (macOS has no SOCK_CLOEXEC).
+	syscall.ForkLock.RLock()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err == nil {
+		unix.CloseOnExec(fds[0])
+		unix.CloseOnExec(fds[1])
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		return nil, nil, fmt.Errorf("pane keeper: socketpair: %w", err)
+	}
+	f := os.NewFile(uintptr(fds[0]), "hub-channel")
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		unix.Close(fds[1])
+		return nil, nil, fmt.Errorf("pane keeper: %w", err)
+	}
+	return c.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "keeper-channel"), nil
+}
+
+// stop drops the pane from its host: the host closes its master, then
+// the channel. A host that does not answer within keeperQuitWait is
+// killed (and reaped, when it is this hub's child).
 func (k *keeper) stop() {
-	_, _ = k.ch.Write([]byte{keeperQuit})
-	k.ch.Close()
-	if k.proc != nil {
-		t := time.NewTimer(keeperQuitWait)
-		defer t.Stop()
-		select {
-		case <-k.done:
-		case <-t.C:
-			_ = k.proc.Kill()
-			<-k.done
-		}
+	defer k.ch.Close()
+	_ = k.ch.SetDeadline(time.Now().Add(keeperQuitWait))
+	_, err := k.ch.Write([]byte{keeperQuit})
+	if err == nil {
+		_, err = io.Copy(io.Discard, k.ch)
+	}
+	if err == nil {
 		return
 	}
-	deadline := time.Now().Add(keeperQuitWait)
-	for procAlive(k.pid) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	if k.proc != nil {
+		select {
+		case <-k.done:
+			return
+		default:
+		}
+		_ = k.proc.Kill()
+		<-k.done
+		return
 	}
 	if procAlive(k.pid) {
 		_ = unix.Kill(k.pid, unix.SIGKILL)
 	}
-}
-
-// RunKeeper is the body of a keeper process (see Keeper): descriptor 3 is
-// the pane's PTY master, 4 the read end of the hub's pipe, whose first
-// line is the keeperConfig. It returns once the pane stopped, or the hub
-// is gone and grace passed without a new hub adopting the pane; the
-// caller then exits.
-func RunKeeper() error {
-	for _, d := range []struct {
-		fd   int
-		mode uint32
-	}{{keeperMasterFD, unix.S_IFCHR}, {keeperHubFD, unix.S_IFIFO}} {
-		var st unix.Stat_t
-		if err := unix.Fstat(d.fd, &st); err != nil || uint32(st.Mode)&unix.S_IFMT != d.mode {
-			return fmt.Errorf("pane keeper: descriptor %d is not the pane's terminal and the hub's pipe: the hub starts this command itself, beside each pane program", d.fd)
-		}
-	}
-	// The master is non-blocking (the hub's open file description), so
-	// os.NewFile registers it with the poller and read deadlines work.
-	master := os.NewFile(keeperMasterFD, "pty-master")
-	hub := os.NewFile(keeperHubFD, "hub")
-	rd := bufio.NewReader(hub)
-	line, err := rd.ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("pane keeper: read the hub's configuration: %w", err)
-	}
-	var cfg keeperConfig
-	if err := json.Unmarshal(line, &cfg); err != nil {
-		return fmt.Errorf("pane keeper: the hub's configuration: %w", err)
-	}
-	if cfg.Grace <= 0 {
-		cfg.Grace = KeeperGrace
-	}
-	if cfg.RingBytes <= 0 {
-		cfg.RingBytes = KeeperRingBytes
-	}
-	kr := &keeperRun{cfg: cfg, master: master, reqs: make(chan *adoptReq)}
-	if cfg.Socket != "" {
-		ln, err := listenKeeper(cfg.Socket)
-		if err != nil {
-			// Runs on as a keeper that cannot be adopted.
-			fmt.Fprintln(os.Stderr, err)
-		} else {
-			defer ln.close()
-			go kr.serve(ln.ln)
-		}
-	}
-	kr.run(rd, hub)
-	return nil
 }

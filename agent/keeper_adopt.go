@@ -19,24 +19,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Adoption, over a keeper's unix socket (KeeperSocket):
+// Adoption and joining, over the pane host's unix socket (HostSocket):
 //
-//  1. hub → keeper: hello {pane, root, nonce}; a keeper of another pane or
-//     root answers {refused} and closes.
-//  2. keeper → hub: {nonce, mac}, mac = HMAC-SHA256(secret, "keeper" and
-//     both nonces, pane and root); a hub whose secret gives another mac
-//     refuses the keeper and leaves it alone.
-//  3. hub → keeper: {mac} of "hub" and the same; a keeper that cannot
-//     check it closes. Neither side ever sends the secret.
-//  4. keeper → hub, once its old hub is gone: one byte carrying the
-//     master (SCM_RIGHTS), a line {pid, keeperPid, output}, then output
-//     bytes of buffered program output. The connection is then the new
-//     hub's channel to the keeper (keeperQuit or end of file).
+//  1. hub → host: hello {op, pane, root, nonce}; a host of another root
+//     answers {refused} and closes; asked to adopt a pane it does not
+//     hold, it answers {none} and closes.
+//  2. host → hub: {nonce, mac}, mac = HMAC-SHA256(secret, "keeper" and
+//     both nonces, pane, root and op); a hub whose secret gives another
+//     mac refuses the host and leaves it alone.
+//  3. hub → host: {mac} of "hub" and the same; a host that cannot check
+//     it closes. Neither side ever sends the secret.
+//  4. adopt, host → hub, once the pane's old hub is gone: one byte
+//     carrying the master (SCM_RIGHTS), a line {pid, keeperPid, output},
+//     then output bytes of buffered program output.
+//     join, host → hub: {ready}; hub → host: one byte carrying the
+//     master, then the pane's keeperConfig line; host → hub: {hostPid}.
 //
+// The connection is then the pane's channel (keeperQuit or end of file).
 // Both ends also require the peer to run as the same user.
 
-// ErrNoKeeper is wrapped by AdoptKeeper when no keeper listens for the
-// pane: the pane starts fresh.
+// ErrNoKeeper is wrapped by AdoptKeeper when no host listens or the one
+// that does holds no such pane: the pane starts fresh.
 var ErrNoKeeper = errors.New("no keeper holds the pane")
 
 // ErrKeeperRefused is wrapped by AdoptKeeper when a keeper listens but
@@ -47,8 +50,15 @@ var ErrKeeperRefused = errors.New("the pane's keeper and this hub do not trust e
 // keeperHandshakeWait bounds each step of the handshake.
 const keeperHandshakeWait = 10 * time.Second
 
+// What a hub asks of a pane host.
+const (
+	opAdopt = "adopt" // hand the pane over
+	opJoin  = "join"  // take the pane in
+)
+
 // keeperHello is the hub's first line; keeperProof the answers.
 type keeperHello struct {
+	Op    string `json:"op"`
 	Pane  string `json:"pane"`
 	Root  string `json:"root"`
 	Nonce string `json:"nonce"`
@@ -58,6 +68,8 @@ type keeperProof struct {
 	Nonce   string `json:"nonce,omitempty"`
 	MAC     string `json:"mac,omitempty"`
 	Refused string `json:"refused,omitempty"`
+	None    string `json:"none,omitempty"`
+	Ready   bool   `json:"ready,omitempty"`
 }
 
 // keeperHandOver is the line that follows the master.
@@ -79,7 +91,7 @@ type adoptReq struct {
 // keeperMAC is the proof of side ("keeper" or "hub") that it knows secret.
 func keeperMAC(secret, side string, h keeperHello, keeperNonce string) string {
 	m := hmac.New(sha256.New, []byte(secret))
-	for _, s := range []string{side, h.Nonce, keeperNonce, h.Pane, h.Root} {
+	for _, s := range []string{side, h.Nonce, keeperNonce, h.Pane, h.Root, h.Op} {
 		fmt.Fprintf(m, "%d:%s;", len(s), s)
 	}
 	return hex.EncodeToString(m.Sum(nil))
@@ -111,63 +123,74 @@ func readLine(rd *bufio.Reader, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-// authenticate runs the keeper's side of steps 1–3 and returns the
-// request, or nil (the connection closed) when the hub is not trusted.
-func (k *keeperRun) authenticate(c *net.UnixConn) *adoptReq {
+// authenticate runs the host's side of steps 1–3 and returns the hello,
+// or false when the hub is not trusted or asks for a pane the host does
+// not hold (the caller closes the connection).
+func (h *paneHost) authenticate(c *net.UnixConn) (keeperHello, *bufio.Reader, bool) {
 	_ = c.SetDeadline(time.Now().Add(keeperHandshakeWait))
 	rd := bufio.NewReader(c)
 	var hello keeperHello
-	ok := func() bool {
-		if uid, err := peerUID(c); err != nil || uid != os.Getuid() {
-			return false
-		}
-		if err := readLine(rd, &hello); err != nil {
-			return false
-		}
-		if hello.Pane != k.cfg.Pane || hello.Root != k.cfg.Root {
-			_ = writeLine(c, keeperProof{Refused: fmt.Sprintf("this keeper holds pane %q of root %s", k.cfg.Pane, k.cfg.Root)})
-			return false
-		}
-		nonce := newNonce()
-		if writeLine(c, keeperProof{Nonce: nonce, MAC: keeperMAC(k.cfg.Secret, "keeper", hello, nonce)}) != nil {
-			return false
-		}
-		var p keeperProof
-		if readLine(rd, &p) != nil {
-			return false
-		}
-		return hmac.Equal([]byte(p.MAC), []byte(keeperMAC(k.cfg.Secret, "hub", hello, nonce)))
-	}()
-	if !ok {
-		c.Close()
-		return nil
+	if uid, err := peerUID(c); err != nil || uid != os.Getuid() {
+		return hello, nil, false
 	}
-	_ = c.SetDeadline(time.Time{})
-	return &adoptReq{conn: c, rd: rd}
+	if err := readLine(rd, &hello); err != nil {
+		return hello, nil, false
+	}
+	switch {
+	case hello.Root != h.root:
+		_ = writeLine(c, keeperProof{Refused: fmt.Sprintf("this pane host holds panes of root %s", h.root)})
+		return hello, nil, false
+	case hello.Op == opAdopt && h.pane(hello.Pane) == nil:
+		_ = writeLine(c, keeperProof{None: fmt.Sprintf("this pane host holds no pane %q", hello.Pane)})
+		return hello, nil, false
+	case hello.Op != opAdopt && hello.Op != opJoin:
+		_ = writeLine(c, keeperProof{Refused: fmt.Sprintf("unknown request %q", hello.Op)})
+		return hello, nil, false
+	}
+	nonce := newNonce()
+	if writeLine(c, keeperProof{Nonce: nonce, MAC: keeperMAC(h.secret, "keeper", hello, nonce)}) != nil {
+		return hello, nil, false
+	}
+	var p keeperProof
+	if readLine(rd, &p) != nil || !hmac.Equal([]byte(p.MAC), []byte(keeperMAC(h.secret, "hub", hello, nonce))) {
+		return hello, nil, false
+	}
+	if hello.Op == opAdopt {
+		clearDeadline(c)
+	}
+	return hello, rd, true
 }
+
+// clearDeadline lifts c's deadline once a handshake is through.
+func clearDeadline(c *net.UnixConn) { _ = c.SetDeadline(time.Time{}) }
 
 // handOver runs step 4: the master, the program's pid and out.
 func (r *adoptReq) handOver(master *os.File, cfg keeperConfig, out []byte) error {
 	_ = r.conn.SetWriteDeadline(time.Now().Add(keeperHandshakeWait))
 	defer r.conn.SetWriteDeadline(time.Time{})
-	rc, err := master.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var sendErr error
-	err = rc.Control(func(fd uintptr) {
-		_, _, sendErr = r.conn.WriteMsgUnix([]byte{0}, unix.UnixRights(int(fd)), nil)
-	})
-	if err == nil {
-		err = sendErr
-	}
-	if err != nil {
+	if err := sendFD(r.conn, master); err != nil {
 		return err
 	}
 	if err := writeLine(r.conn, keeperHandOver{Pid: cfg.Pid, Mark: cfg.Mark, Started: cfg.Started, Env: cfg.Env, KeeperPid: os.Getpid(), Output: len(out)}); err != nil {
 		return err
 	}
-	_, err = r.conn.Write(out)
+	_, err := r.conn.Write(out)
+	return err
+}
+
+// sendFD sends one byte carrying f's descriptor.
+func sendFD(c *net.UnixConn, f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var sendErr error
+	err = rc.Control(func(fd uintptr) {
+		_, _, sendErr = c.WriteMsgUnix([]byte{0}, unix.UnixRights(int(fd)), nil)
+	})
+	if err == nil {
+		err = sendErr
+	}
 	return err
 }
 
@@ -202,27 +225,20 @@ func (a *Adoption) Release() {
 	a.conn.Close()
 }
 
-// KeeperDial names the keeper a hub tries to adopt.
+// KeeperDial names the pane host and the pane a hub tries to adopt.
 type KeeperDial struct {
 	Socket, Root, Pane, Secret string
 }
 
-// AdoptKeeper connects to the keeper at d.Socket and takes its pane over.
-// ErrNoKeeper: nobody listens there (a socket file left behind is
-// removed); ErrKeeperRefused: a keeper listens, but not for this hub.
+// AdoptKeeper connects to the pane host at d.Socket and takes its pane
+// d.Pane over. ErrNoKeeper: nobody listens there (a socket file left
+// behind is removed) or the host holds no such pane; ErrKeeperRefused: a
+// host listens, but not for this hub.
 func AdoptKeeper(ctx context.Context, d KeeperDial) (*Adoption, error) {
-	var dialer net.Dialer
-	c, err := dialer.DialContext(ctx, "unix", d.Socket)
+	conn, err := dialHost(ctx, d.Socket)
 	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			_ = os.Remove(d.Socket)
-		}
-		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w (%s)", ErrNoKeeper, d.Socket)
-		}
 		return nil, fmt.Errorf("adopt pane %s: %w", d.Pane, err)
 	}
-	conn := c.(*net.UnixConn)
 	a, err := adoptOn(ctx, conn, d)
 	if err != nil {
 		conn.Close()
@@ -231,17 +247,30 @@ func AdoptKeeper(ctx context.Context, d KeeperDial) (*Adoption, error) {
 	return a, nil
 }
 
-// adoptOn runs the hub's side of the handshake on conn.
-func adoptOn(ctx context.Context, conn *net.UnixConn, d KeeperDial) (*Adoption, error) {
-	deadline := time.Now().Add(keeperHandshakeWait + keeperAdoptWait)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
+// dialHost connects to the pane host at path: ErrNoKeeper when nobody
+// listens there (a socket file left behind is removed).
+func dialHost(ctx context.Context, path string) (*net.UnixConn, error) {
+	var dialer net.Dialer
+	c, err := dialer.DialContext(ctx, "unix", path)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			_ = os.Remove(path)
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w (%s)", ErrNoKeeper, path)
+		}
+		return nil, err
 	}
-	_ = conn.SetDeadline(deadline)
+	return c.(*net.UnixConn), nil
+}
+
+// handshake runs the hub's side of steps 1–3 on conn for op, with conn's
+// deadline set.
+func handshake(conn *net.UnixConn, d KeeperDial, op string) (*bufio.Reader, error) {
 	if uid, err := peerUID(conn); err != nil || uid != os.Getuid() {
-		return nil, fmt.Errorf("%w: the keeper runs as another user (uid %d, %v)", ErrKeeperRefused, uid, err)
+		return nil, fmt.Errorf("%w: the pane host runs as another user (uid %d, %v)", ErrKeeperRefused, uid, err)
 	}
-	hello := keeperHello{Pane: d.Pane, Root: d.Root, Nonce: newNonce()}
+	hello := keeperHello{Op: op, Pane: d.Pane, Root: d.Root, Nonce: newNonce()}
 	if err := writeLine(conn, hello); err != nil {
 		return nil, err
 	}
@@ -250,19 +279,35 @@ func adoptOn(ctx context.Context, conn *net.UnixConn, d KeeperDial) (*Adoption, 
 	if err := readLine(rd, &p); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrKeeperRefused, err)
 	}
-	if p.Refused != "" {
+	switch {
+	case p.None != "":
+		return nil, fmt.Errorf("%w: %s", ErrNoKeeper, p.None)
+	case p.Refused != "":
 		return nil, fmt.Errorf("%w: %s", ErrKeeperRefused, p.Refused)
-	}
-	if !hmac.Equal([]byte(p.MAC), []byte(keeperMAC(d.Secret, "keeper", hello, p.Nonce))) {
-		return nil, fmt.Errorf("%w: the keeper does not know this root's pane secret", ErrKeeperRefused)
+	case !hmac.Equal([]byte(p.MAC), []byte(keeperMAC(d.Secret, "keeper", hello, p.Nonce))):
+		return nil, fmt.Errorf("%w: the pane host does not know this root's pane secret", ErrKeeperRefused)
 	}
 	if err := writeLine(conn, keeperProof{MAC: keeperMAC(d.Secret, "hub", hello, p.Nonce)}); err != nil {
 		return nil, err
 	}
 	if rd.Buffered() != 0 {
-		return nil, fmt.Errorf("%w: the keeper sent more than its proof", ErrKeeperRefused)
+		return nil, fmt.Errorf("%w: the pane host sent more than its proof", ErrKeeperRefused)
 	}
-	master, err := receiveMaster(conn)
+	return rd, nil
+}
+
+// adoptOn runs the hub's side of an adoption on conn.
+func adoptOn(ctx context.Context, conn *net.UnixConn, d KeeperDial) (*Adoption, error) {
+	deadline := time.Now().Add(keeperHandshakeWait + keeperAdoptWait)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = conn.SetDeadline(deadline)
+	rd, err := handshake(conn, d, opAdopt)
+	if err != nil {
+		return nil, err
+	}
+	master, err := receiveFD(conn, rd)
 	if err != nil {
 		return nil, err
 	}
@@ -279,12 +324,58 @@ func adoptOn(ctx context.Context, conn *net.UnixConn, d KeeperDial) (*Adoption, 
 		master.Close()
 		return nil, fmt.Errorf("read the hand-over: %w", err)
 	}
-	_ = conn.SetDeadline(time.Time{})
+	clearDeadline(conn)
 	return &Adoption{Master: master, Pid: h.Pid, Mark: h.Mark, Started: h.Started, Env: h.Env, KeeperPid: h.KeeperPid, Output: out, conn: conn}, nil
 }
 
-// receiveMaster reads the byte that carries the master.
-func receiveMaster(conn *net.UnixConn) (*os.File, error) {
+// joinHost hands master, the pane cfg describes, to the root's running
+// pane host (cfg.Socket). An error: no host, one that does not trust this
+// hub or is ending; the caller starts a new one.
+func joinHost(master *os.File, cfg keeperConfig) (*keeper, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), keeperHandshakeWait)
+	defer cancel()
+	conn, err := dialHost(ctx, cfg.Socket)
+	if err != nil {
+		return nil, err
+	}
+	kp, err := func() (*keeper, error) {
+		_ = conn.SetDeadline(time.Now().Add(keeperHandshakeWait))
+		rd, err := handshake(conn, KeeperDial{Socket: cfg.Socket, Root: cfg.Root, Pane: cfg.Pane, Secret: cfg.Secret}, opJoin)
+		if err != nil {
+			return nil, err
+		}
+		var p keeperProof
+		if err := readLine(rd, &p); err != nil || !p.Ready {
+			return nil, fmt.Errorf("%w: the pane host did not take the pane (%v)", ErrKeeperRefused, err)
+		}
+		if err := sendFD(conn, master); err != nil {
+			return nil, err
+		}
+		line := cfg
+		line.Secret, line.Socket = "", "" // the host has both
+		if err := writeLine(conn, line); err != nil {
+			return nil, err
+		}
+		var j keeperJoined
+		if err := readLine(rd, &j); err != nil {
+			return nil, fmt.Errorf("the pane host did not take the pane: %w", err)
+		}
+		clearDeadline(conn)
+		return &keeper{pid: j.HostPid, ch: conn, adoptable: true}, nil
+	}()
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("join the pane host %s: %w", cfg.Socket, err)
+	}
+	return kp, nil
+}
+
+// receiveFD reads the byte that carries a pane's master, nothing
+// having been read past what rd holds.
+func receiveFD(conn *net.UnixConn, rd *bufio.Reader) (*os.File, error) {
+	if rd.Buffered() != 0 {
+		return nil, fmt.Errorf("%w: more than the hand-over was sent", ErrKeeperRefused)
+	}
 	b := make([]byte, 1)
 	oob := make([]byte, unix.CmsgSpace(4))
 	// The received descriptor has no close-on-exec until it is set below:
@@ -295,7 +386,7 @@ func receiveMaster(conn *net.UnixConn) (*os.File, error) {
 	defer syscall.ForkLock.RUnlock()
 	_, oobn, _, _, err := conn.ReadMsgUnix(b, oob)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the keeper did not hand the pane over (its hub still runs?): %v", ErrKeeperRefused, err)
+		return nil, fmt.Errorf("%w: the pane was not handed over (its hub still runs?): %v", ErrKeeperRefused, err)
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 	if err != nil || len(msgs) != 1 {

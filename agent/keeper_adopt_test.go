@@ -45,22 +45,25 @@ func TestKeeperAdoption(t *testing.T) {
 	pr.keeper.ch.Close()
 	waitPrompts(t, logPath, 2)
 
-	sock := KeeperSocket(sockDir, "builder")
+	sock := HostSocket(sockDir)
 	if st, err := os.Stat(sock); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("keeper socket %s: %v, %v; want mode 0600", sock, st, err)
 	}
 	ctx := context.Background()
-	for _, tc := range []struct{ name, root, pane, secret string }{
-		{"another secret", root, "builder", "another-secret"},
-		{"another root", "/another/root", "builder", secret},
-		{"another pane", root, "oracle", secret},
+	for _, tc := range []struct {
+		name, root, pane, secret string
+		want                     error
+	}{
+		{"another secret", root, "builder", "another-secret", ErrKeeperRefused},
+		{"another root", "/another/root", "builder", secret, ErrKeeperRefused},
+		{"another pane", root, "oracle", secret, ErrNoKeeper},
 	} {
 		a, err := AdoptKeeper(ctx, KeeperDial{Socket: sock, Root: tc.root, Pane: tc.pane, Secret: tc.secret})
-		if !errors.Is(err, ErrKeeperRefused) {
+		if !errors.Is(err, tc.want) {
 			if a != nil {
 				a.Release()
 			}
-			t.Fatalf("%s: adopt = %v, want ErrKeeperRefused", tc.name, err)
+			t.Fatalf("%s: adopt = %v, want %v", tc.name, err, tc.want)
 		}
 		t.Logf("%s: %v", tc.name, err)
 	}
@@ -80,13 +83,15 @@ func TestKeeperAdoption(t *testing.T) {
 	}
 	typeAndWait(t, a.Master, logPath, "third", 3)
 	a.keeper().stop()
-	if procAlive(pr.keeper.pid) {
-		t.Error("the adopted keeper outlived stop")
+	// Its last pane dropped, the host ends and removes its socket.
+	select {
+	case <-pr.keeper.done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the host outlived its last pane by 15 s")
 	}
 	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("keeper socket after stop: %v, want removed", err)
+		t.Errorf("host socket after stop: %v, want removed", err)
 	}
-	<-pr.keeper.done
 }
 
 // TestAdoptKeeperNone: no socket, or one nobody listens on (removed), is
@@ -94,13 +99,13 @@ func TestKeeperAdoption(t *testing.T) {
 func TestAdoptKeeperNone(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	stale := KeeperSocket(dir, "stale")
+	stale := HostSocket(filepath.Join(dir, "stale"))
 	ln, err := listenKeeper(stale)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ln.ln.Close() // a keeper killed: its socket file stays
-	for _, sock := range []string{KeeperSocket(dir, "none"), stale} {
+	for _, sock := range []string{HostSocket(filepath.Join(dir, "none")), stale} {
 		_, err := AdoptKeeper(context.Background(), KeeperDial{Socket: sock, Root: dir, Pane: "x", Secret: "s"})
 		if !errors.Is(err, ErrNoKeeper) {
 			t.Errorf("%s: %v, want ErrNoKeeper", sock, err)
@@ -135,4 +140,90 @@ func waitPrompts(t *testing.T, logPath string, n int) []promptRec {
 		return nil
 	})
 	return ps
+}
+
+// TestPaneHostHoldsEveryPane: the panes of one root share one pane host
+// process (#37): the first pane's start forks it, the next panes join it,
+// also one started later. A pane that stops is dropped from the host
+// without disturbing the others; after the hub is gone each remaining
+// pane is adopted from the same host, with its own program and output;
+// once the last is dropped the host ends and removes its socket.
+func TestPaneHostHoldsEveryPane(t *testing.T) {
+	t.Parallel()
+	const root, secret = "/the/root", "the-secret"
+	sockDir := filepath.Join(t.TempDir(), "panes")
+	k := testKeeper()
+	k.SocketDir, k.Root, k.Secret, k.Grace = sockDir, root, secret, time.Minute
+	type pane struct {
+		role, log string
+		pr        *proc
+		exited    chan struct{}
+		drained   chan struct{}
+	}
+	start := func(role string) *pane {
+		spec, logPath := fakeSpec(t, "FAKEAGENT_ENTER_MS=0", "FAKEAGENT_NO_PASTE=1")
+		spec.Role, spec.Keeper = role, k
+		pr, exited, drained := startKept(t, &spec)
+		t.Cleanup(func() {
+			_ = signalGroup(pr.pid, syscall.SIGKILL)
+			<-exited
+		})
+		return &pane{role: role, log: logPath, pr: pr, exited: exited, drained: drained}
+	}
+	first, second := start("builder"), start("oracle")
+	host := first.pr.keeper
+	if host.proc == nil {
+		t.Fatal("the first pane did not start the host")
+	}
+	if second.pr.keeper.pid != host.pid || second.pr.keeper.proc != nil {
+		t.Fatalf("the second pane's host is pid %d, want it to join the first's, %d", second.pr.keeper.pid, host.pid)
+	}
+	// The second pane's program ends; the pane is dropped from the host.
+	_ = signalGroup(second.pr.pid, syscall.SIGKILL)
+	<-second.exited
+	second.pr.master.Close()
+	<-second.drained
+	second.pr.keeper.stop()
+	if !procAlive(host.pid) {
+		t.Fatal("the host ended with one of its two panes")
+	}
+	typeAndWait(t, first.pr.master, first.log, "first", 1)
+	later := start("p3") // a pane added later (hm reload)
+	if later.pr.keeper.pid != host.pid {
+		t.Fatalf("the later pane's host is pid %d, want %d", later.pr.keeper.pid, host.pid)
+	}
+	// The hub dies: its descriptors close; nobody signals the programs.
+	for _, p := range []*pane{first, later} {
+		p.pr.master.Close()
+		<-p.drained
+		p.pr.keeper.ch.Close()
+	}
+	ctx := context.Background()
+	sock := HostSocket(sockDir)
+	if _, err := AdoptKeeper(ctx, KeeperDial{Socket: sock, Root: root, Pane: "oracle", Secret: secret}); !errors.Is(err, ErrNoKeeper) {
+		t.Fatalf("adopt the dropped pane: %v, want ErrNoKeeper", err)
+	}
+	for i, p := range []*pane{first, later} {
+		a, err := AdoptKeeper(ctx, KeeperDial{Socket: sock, Root: root, Pane: p.role, Secret: secret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Pid != p.pr.pid || a.KeeperPid != host.pid {
+			t.Errorf("%s: hand-over pid %d host %d, want %d and %d", p.role, a.Pid, a.KeeperPid, p.pr.pid, host.pid)
+		}
+		typeAndWait(t, a.Master, p.log, "adopted", 1+1-i)
+		a.Master.Close()
+		a.keeper().stop()
+		if i == 0 && !procAlive(host.pid) {
+			t.Fatal("the host ended while it held a pane")
+		}
+	}
+	select {
+	case <-host.done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the host outlived its last pane by 15 s")
+	}
+	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("host socket after the last pane: %v, want removed", err)
+	}
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// keeperRun is the state of a keeper process (RunKeeper): its
+// keeperRun is the state of one pane in its host (paneHost): its
 // configuration, the pane's master, and the adoption requests that
 // authenticated connections (keeper_adopt.go) pass to its one loop.
 type keeperRun struct {
@@ -29,16 +29,21 @@ const keeperAdoptWait = 3 * time.Second
 // run serves one hub after another: it waits while a hub owns the pane,
 // holds the terminal when it is gone, and ends when told to quit, when
 // grace passes with no new hub, or when the program's terminal closed.
+// The pane's master is closed when it returns; told to quit, the
+// channel closes after it, which tells the hub it is done.
 func (k *keeperRun) run(hub io.Reader, ch io.Closer) {
+	defer k.master.Close()
 	for {
 		quit, pending := k.attend(hub)
-		ch.Close()
 		if quit {
+			k.master.Close()
+			ch.Close()
 			if pending != nil {
 				pending.conn.Close()
 			}
 			return
 		}
+		ch.Close()
 		req := k.orphan(pending)
 		if req == nil {
 			return
@@ -196,21 +201,5 @@ func (l *keeperListener) close() {
 	l.ln.Close()
 	if st, err := os.Stat(l.path); err == nil && os.SameFile(st, l.st) {
 		_ = os.Remove(l.path)
-	}
-}
-
-// serve accepts connections until the listener closes, each authenticated
-// on a goroutine of its own.
-func (k *keeperRun) serve(ln *net.UnixListener) {
-	for {
-		c, err := ln.AcceptUnix()
-		if err != nil {
-			return
-		}
-		go func() {
-			if req := k.authenticate(c); req != nil {
-				k.reqs <- req
-			}
-		}()
 	}
 }

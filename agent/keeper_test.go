@@ -54,7 +54,7 @@ func startKept(t *testing.T, spec *Spec) (pr *proc, exited, drained chan struct{
 
 // TestKeeperHoldsTerminalAfterHubDeath: a message typed with its Enter
 // while the program was busy, just before the hub died (its PTY master
-// and the keeper's pipe closed with the process, the program not
+// and the keeper's channel closed with the process, the program not
 // signalled), is still taken by the program when a keeper holds the
 // terminal: the keeper drains the program's output and hangs the terminal
 // up only after KeeperGrace. Without a keeper the kernel hangs it up at

@@ -96,8 +96,9 @@ type Spec struct {
 	// each message right after writing its first Enter (see ReadEntered):
 	// a record that survives a kill -9 of the hub, written in microseconds.
 	EnteredLog string
-	// Keeper, when set, starts a keeper process beside each run of the
-	// program (keeper.go), so that the program's terminal stays open for
+	// Keeper, when set, puts each run of the program in a pane host
+	// (keeper.go: the root's, one for all its panes, when Keeper.SocketDir
+	// is set), so that the program's terminal stays open for
 	// KeeperGrace after a hub killed with -9, and the program takes the
 	// input it already has (the Enter the entered log recorded).
 	Keeper *Keeper

@@ -13,9 +13,10 @@ func (p *Pane) adoptOrSpawn(ctx context.Context) (*proc, error) {
 	if k == nil || k.SocketDir == "" {
 		return p.spawn(p.spec.Command)
 	}
-	a, err := AdoptKeeper(ctx, KeeperDial{Socket: KeeperSocket(k.SocketDir, p.spec.Role), Root: k.Root, Pane: p.spec.Role, Secret: k.Secret})
+	a, err := AdoptKeeper(ctx, KeeperDial{Socket: HostSocket(k.SocketDir), Root: k.Root, Pane: p.spec.Role, Secret: k.Secret})
 	switch {
 	case errors.Is(err, ErrNoKeeper):
+		p.log.Debug("no pane host holds the pane: starting its program fresh", "err", err)
 		return p.spawn(p.spec.Command)
 	case err != nil:
 		p.log.Warn("the pane's keeper was not adopted: starting its program fresh", "err", err)

@@ -124,22 +124,24 @@ func startHubAs(t testing.TB, root, sub string, extra []string, args ...string) 
 	return h
 }
 
-// endKeepers ends the panes the keepers of a killed hub still hold for
-// the next hub on root (they would run for settings.json
-// "paneKeepMinutes" after the test): each is adopted and ended.
+// endKeepers ends the panes the pane host of a killed hub still holds
+// for the next hub on root (they would run for settings.json
+// "paneKeepMinutes" after the test): each pane with a log is adopted and
+// ended.
 func endKeepers(t testing.TB, root string) {
 	lay := layout.Layout{Root: root}
-	socks, _ := filepath.Glob(filepath.Join(lay.PaneLogs(), "*.sock"))
-	if len(socks) == 0 {
+	sock := agent.HostSocket(lay.PaneLogs())
+	if _, err := os.Stat(sock); err != nil {
 		return
 	}
+	logs, _ := filepath.Glob(filepath.Join(lay.PaneLogs(), "*.log"))
 	secret, err := lay.EnsurePaneSecret()
 	if err != nil {
-		t.Errorf("end the killed hub's keepers: %v", err)
+		t.Errorf("end the killed hub's panes: %v", err)
 		return
 	}
-	for _, sock := range socks {
-		role := strings.TrimSuffix(filepath.Base(sock), ".sock")
+	for _, log := range logs {
+		role := strings.TrimSuffix(filepath.Base(log), ".log")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		a, err := agent.AdoptKeeper(ctx, agent.KeeperDial{Socket: sock, Root: root, Pane: role, Secret: secret})
 		cancel()

@@ -53,8 +53,8 @@ type Options struct {
 	// (hm up --nats URL --nats-creds FILE --team NAME; settings.json
 	// "nats"). Empty URL in both: nothing of NATS runs.
 	NATS NATSOptions
-	// PaneKeeper starts a keeper beside each pane program (agent.Keeper:
-	// hm up's `hm pane-keeper`), so that a hub killed with -9 does not
+	// PaneKeeper puts each pane program in a pane host (agent.Keeper: hm
+	// up's `hm pane-keeper`, one for the team's panes), so that a hub killed with -9 does not
 	// hang the programs' terminals up before they took what was typed.
 	// nil: none (tests that run the hub in their own process).
 	PaneKeeper *agent.Keeper

@@ -168,9 +168,9 @@ func benches(quick bool) []bench {
 		{pkg: "./internal/e2e", name: "BenchmarkSixPanesMemory", benchtime: "1x", count: 3, metrics: []metric{
 			{issue: "floor", what: "tmux server hosting six shells, RSS", unit: "tmux-rss-MiB", floor: "tmux-six-rss"},
 			{issue: "floor", what: "tmux server hosting six shells, PSS", unit: "tmux-pss-MiB", floor: "tmux-six-pss"},
-			{issue: "#37", what: "hub with six shell panes, RSS summed over the hub and its pane keepers", unit: "hub-rss-MiB",
+			{issue: "#37", what: "hub with six shell panes, RSS summed over the hub and its pane host", unit: "hub-rss-MiB",
 				goal: "≤ 2× tmux", ok: times("tmux-six-rss", 2, false), vs: "tmux-six-rss", vsLabel: "tmux"},
-			{issue: "#37", what: "hub with six shell panes, PSS summed over the hub and its pane keepers", unit: "hub-pss-MiB",
+			{issue: "#37", what: "hub with six shell panes, PSS summed over the hub and its pane host", unit: "hub-pss-MiB",
 				goal: "≤ 2× tmux", ok: times("tmux-six-pss", 2, false), vs: "tmux-six-pss", vsLabel: "tmux"},
 		}},
 		{pkg: "./internal/e2e", name: "BenchmarkBusyPanesRSS", benchtime: "1x", count: 3, metrics: []metric{
