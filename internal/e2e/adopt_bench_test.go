@@ -143,7 +143,7 @@ func BenchmarkSixPanesMemory(b *testing.B) {
 
 // keeperPIDs lists the `hm pane-keeper` children of the hub (its pane
 // hosts).
-func keeperPIDs(b *testing.B, hub int) []int {
+func keeperPIDs(b testing.TB, hub int) []int {
 	b.Helper()
 	ents, err := os.ReadDir("/proc")
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,8 +21,13 @@ var adoptRoles = []string{"architect", "builder", "oracle"}
 
 // adoptTeam hosts three fake agent panes (the loop test's profile).
 func adoptTeam(root string, extra string) string {
+	return adoptTeamWith(root, extra, adoptRoles)
+}
+
+// adoptTeamWith is adoptTeam for roles, with extra settings.
+func adoptTeamWith(root, extra string, roles []string) string {
 	var panes []string
-	for _, r := range adoptRoles {
+	for _, r := range roles {
 		panes = append(panes, fmt.Sprintf(`{"role":%q,"command":%q,"profile":"claude"}`, r, agentCommand(root, r)))
 	}
 	return fmt.Sprintf(`{%s"profiles":{"claude":{"quietMs":80,"ready":[">"]}},"panes":[%s]}`, extra, strings.Join(panes, ","))
@@ -46,13 +52,20 @@ func envOf(t *testing.T, pid int, name string) string {
 // panePIDs waits until every pane of adoptRoles runs and returns their pids.
 func panePIDs(t *testing.T, h *hubProc) map[string]int {
 	t.Helper()
+	return panePIDsOf(t, h, adoptRoles)
+}
+
+// panePIDsOf waits until each of roles' panes runs and returns their
+// programs' pids.
+func panePIDsOf(t *testing.T, h *hubProc, roles []string) map[string]int {
+	t.Helper()
 	pids := map[string]int{}
 	poll.For(t, 60*time.Second, func() error {
 		st, err := fetchStatus(t, h)
 		if err != nil {
 			return err
 		}
-		for _, r := range adoptRoles {
+		for _, r := range roles {
 			pid, state, _, ok := st.pane(r)
 			if !ok || pid == 0 {
 				return fmt.Errorf("pane %s not running (state %q)", r, state)
@@ -64,13 +77,13 @@ func panePIDs(t *testing.T, h *hubProc) map[string]int {
 	return pids
 }
 
-// wantAdopted fails t for each pane whose program pid changed from before
+// wantAdopted fails t for each pane of before whose program pid changed
 // to after (restarted instead of adopted), saying how the hub went.
 func wantAdopted(t *testing.T, before, after map[string]int, how string) {
 	t.Helper()
-	for _, r := range adoptRoles {
-		if after[r] != before[r] {
-			t.Errorf("pane %s: program pid %d after %s and a new hub, was %d: restarted, not adopted", r, after[r], how, before[r])
+	for r, pid := range before {
+		if after[r] != pid {
+			t.Errorf("pane %s: program pid %d after %s and a new hub, was %d: restarted, not adopted", r, after[r], how, pid)
 		}
 	}
 }
@@ -283,4 +296,36 @@ func TestLeavePanes(t *testing.T) {
 			waitProgramsGone(t, before, "after SIGTERM of the hub")
 		})
 	}
+}
+
+// TestReloadedPaneJoinsHost: a pane hm reload adds joins the root's one
+// pane host (#37): the hub has one `hm pane-keeper` child for all its
+// panes, and after a kill -9 the next hub adopts the added pane as well.
+func TestReloadedPaneJoinsHost(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeSettings(t, root, adoptTeamWith(root, "", adoptRoles[:2]))
+	h := startHub(t, root)
+	first := panePIDsOf(t, h, adoptRoles[:2])
+	hosts := keeperPIDs(t, h.cmd.Process.Pid)
+	if len(hosts) != 1 {
+		t.Fatalf("%d pane hosts beside the hub for two panes, want 1", len(hosts))
+	}
+	writeSettings(t, root, adoptTeam(root, ""))
+	bin, env := hmBinary(t, "hm")
+	cmd := exec.Command(bin, "reload")
+	cmd.Env, cmd.Dir = cleanEnv(root, env...), root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hm reload: %v\n%s", err, out)
+	}
+	before := panePIDs(t, h)
+	wantAdopted(t, first, before, "hm reload") // the unchanged panes untouched
+	if now := keeperPIDs(t, h.cmd.Process.Pid); len(now) != 1 || now[0] != hosts[0] {
+		t.Fatalf("pane hosts after hm reload added a pane: %v, want the one before, %v", now, hosts)
+	}
+	h.kill()
+	h2 := startHub(t, root)
+	wantAdopted(t, before, panePIDs(t, h2), "kill -9")
+	h2.stop()
+	waitProgramsGone(t, before, "after SIGTERM of the hub")
 }
