@@ -227,3 +227,22 @@ func TestPaneHostHoldsEveryPane(t *testing.T) {
 		t.Errorf("host socket after the last pane: %v, want removed", err)
 	}
 }
+
+// TestKeeperRunTakeAfterDrop: an adoption request for a pane the host
+// dropped after the lookup is turned away, not left waiting for a loop
+// that ended (the connection and its goroutine held for the host's life).
+func TestKeeperRunTakeAfterDrop(t *testing.T) {
+	t.Parallel()
+	k := &keeperRun{reqs: make(chan *adoptReq), ended: make(chan struct{})}
+	close(k.ended)
+	took := make(chan bool, 1)
+	go func() { took <- k.take(&adoptReq{}) }()
+	select {
+	case ok := <-took:
+		if ok {
+			t.Fatal("a dropped pane took the request")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request waited 10 s for a pane that was dropped")
+	}
+}

@@ -126,7 +126,7 @@ func (h *paneHost) add(cfg keeperConfig, master *os.File, hub *bufio.Reader, ch 
 	if cfg.RingBytes <= 0 {
 		cfg.RingBytes = KeeperRingBytes
 	}
-	k := &keeperRun{cfg: cfg, master: master, reqs: make(chan *adoptReq)}
+	k := &keeperRun{cfg: cfg, master: master, reqs: make(chan *adoptReq), ended: make(chan struct{})}
 	h.mu.Lock()
 	if h.closing {
 		h.mu.Unlock()
@@ -138,6 +138,7 @@ func (h *paneHost) add(cfg keeperConfig, master *os.File, hub *bufio.Reader, ch 
 	h.mu.Unlock()
 	go func() {
 		k.run(hub, ch)
+		close(k.ended)
 		h.drop(k)
 	}()
 	return true
@@ -199,11 +200,21 @@ func (h *paneHost) handle(c *net.UnixConn) {
 		h.join(c, rd)
 		return
 	}
-	if k := h.pane(hello.Pane); k != nil {
-		k.reqs <- &adoptReq{conn: c, rd: rd}
+	if k := h.pane(hello.Pane); k != nil && k.take(&adoptReq{conn: c, rd: rd}) {
 		return
 	}
 	c.Close() // dropped meanwhile: the hub sees no hand-over
+}
+
+// take passes req to the pane's loop; false when the pane was dropped
+// meanwhile (nobody would take it).
+func (k *keeperRun) take(req *adoptReq) bool {
+	select {
+	case k.reqs <- req:
+		return true
+	case <-k.ended:
+		return false
+	}
 }
 
 // join takes in a pane a hub hands over (keeper_adopt.go: joinHost).

@@ -18,6 +18,7 @@ type keeperRun struct {
 	cfg    keeperConfig
 	master *os.File
 	reqs   chan *adoptReq
+	ended  chan struct{} // closed once run returned: nobody takes reqs
 }
 
 // keeperAdoptWait is how long a keeper whose hub still seems alive holds
