@@ -83,14 +83,20 @@ func TestKeeperAdoption(t *testing.T) {
 	}
 	typeAndWait(t, a.Master, logPath, "third", 3)
 	a.keeper().stop()
-	// Its last pane dropped, the host ends and removes its socket.
+	wantHostGone(t, pr.keeper, sock)
+}
+
+// wantHostGone waits for host, its last pane dropped, to end and checks
+// it removed its socket.
+func wantHostGone(t *testing.T, host *keeper, sock string) {
+	t.Helper()
 	select {
-	case <-pr.keeper.done:
+	case <-host.done:
 	case <-time.After(15 * time.Second):
 		t.Fatal("the host outlived its last pane by 15 s")
 	}
 	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("host socket after stop: %v, want removed", err)
+		t.Errorf("host socket after its last pane: %v, want removed", err)
 	}
 }
 
@@ -218,14 +224,7 @@ func TestPaneHostHoldsEveryPane(t *testing.T) {
 			t.Fatal("the host ended while it held a pane")
 		}
 	}
-	select {
-	case <-host.done:
-	case <-time.After(15 * time.Second):
-		t.Fatal("the host outlived its last pane by 15 s")
-	}
-	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("host socket after the last pane: %v, want removed", err)
-	}
+	wantHostGone(t, host, sock)
 }
 
 // TestKeeperRunTakeAfterDrop: an adoption request for a pane the host
