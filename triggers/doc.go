@@ -49,7 +49,10 @@
 //     Create event. Because inotify delivers events in order, every Write that
 //     happened before the stat has been seen by then. A file that is non-empty
 //     at the stat and received no Write event by the time the marker comes
-//     back was complete when it appeared: it is claimed at once. The marker
+//     back was complete when it appeared: it is claimed at once, unless a
+//     process still holds it open for writing (its Write event can be queued
+//     after the marker's: the kernel queues it once the size changed), when it
+//     settles as below. The marker
 //     costs one create and one unlink per batch of files, not per file.
 //   - Written in place (a Create followed by Writes, or empty when first
 //     seen): the file is claimed only after Settle of quiet, measured from the

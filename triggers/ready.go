@@ -246,7 +246,10 @@ func (s *runState) resolveMarker(now time.Time) {
 		if !s.live(e) || e.state != stCandidate {
 			continue
 		}
-		if e.wrote {
+		// Still open for writing: its writer's Write event may not be
+		// queued yet (the kernel queues it after the size changed), so the
+		// marker proves nothing: settle, which waits for the close too.
+		if e.wrote || s.heldOpen(e, now) {
 			s.settle(e, e.quiet, now)
 		} else {
 			s.makeReady(e)
