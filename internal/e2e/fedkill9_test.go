@@ -162,7 +162,33 @@ func TestFaultFederationKill9(t *testing.T) {
 	got := typed()
 	for _, id := range want {
 		if got[id] != 1 {
-			t.Errorf("%s typed %d times into builder", id, got[id])
+			t.Errorf("%s typed %d times into builder; the prompts holding it:\n%s\nits ledger events on hub b: %s",
+				id, got[id], promptsWith(t, logB, id), ledgerEvents(t, b, id))
 		}
 	}
+}
+
+// promptsWith lists the prompts of a fake agent's log that hold id's
+// trailer, with when and which process took each, for a failure's message.
+func promptsWith(t *testing.T, log, id string) string {
+	var b strings.Builder
+	for i, p := range readPrompts(t, log) {
+		if strings.Contains(p.Prompt, "[hm:"+id+"]") {
+			fmt.Fprintf(&b, "  #%d at %d by pid %d: %q\n", i, p.At, p.PID, p.Prompt)
+		}
+	}
+	return b.String()
+}
+
+// ledgerEvents is id's row in h's ledger (hm comms history, every
+// session), for a failure's message.
+func ledgerEvents(t *testing.T, h *hubProc, id string) string {
+	r := run(t, h.root, nil, "hm", "comms", "history", "--session", "all", "--last", "100")
+	var b strings.Builder
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.Contains(line, id) {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String() + r.stderr
 }
