@@ -118,6 +118,9 @@ type Background interface {
 }
 
 // Config configures a Broker.
+// DefaultClaimLease is Config.ClaimLease's default.
+const DefaultClaimLease = 5 * time.Second
+
 type Config struct {
 	Team      *roles.Team
 	Session   int    // session number N
@@ -154,7 +157,7 @@ type Config struct {
 	MaxConns         int
 	MaxUnregistered  int
 	MaxOperatorConns int
-	// ClaimLease is how long claimed messages wait for their claim-ack
+	// ClaimLease (DefaultClaimLease) is how long claimed messages wait for their claim-ack
 	// before they go back to their pane (default 5s).
 	ClaimLease time.Duration
 	Logger     *slog.Logger
@@ -257,7 +260,7 @@ func New(cfg Config, deps Deps) *Broker {
 		cfg.MaxOperatorConns = 32
 	}
 	if cfg.ClaimLease <= 0 {
-		cfg.ClaimLease = 5 * time.Second
+		cfg.ClaimLease = DefaultClaimLease
 	}
 	if cfg.ReminderAfter == 0 {
 		cfg.ReminderAfter = 10 * time.Minute

@@ -16,12 +16,17 @@ import (
 
 const hookSynopsis = "hm hook <claude|codex|gemini> <event> [--wait D] < hook-input.json"
 
-// The hook's time limits: to reach the hub and get its claim answered, and
-// then to settle the claim once the output is printed. A hub that does not
-// answer in time is treated as down; nothing is printed.
+// The hook's time limits: to reach the hub and get its claim answered (the
+// dial included), and then to settle the claim once the output is printed.
+// A hub that does not answer in time is treated as down; nothing is
+// printed. A hub that is down refuses the dial at once; these bound a hub
+// slow to answer on a loaded machine (make test under load saw 0.5 s and
+// 1.5 s run out). The claim's answer and the claim-ack together stay
+// inside the hub's claim lease (broker.Config.ClaimLease, 5 s): a claim
+// acked after it would be given back to the pane after being printed.
 const (
-	hookDialTimeout  = 500 * time.Millisecond
-	hookClaimTimeout = 1500 * time.Millisecond
+	hookDialTimeout  = 2 * time.Second
+	hookClaimTimeout = 3 * time.Second
 	hookAckTimeout   = time.Second
 	// hookWaitSlack is how much longer than --wait the hook waits for the
 	// hub's answer to its waiting claim.

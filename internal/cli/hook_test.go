@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"hm/broker"
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/ground/layout"
@@ -789,5 +790,18 @@ func TestHookStopBlockedIsBusy(t *testing.T) {
 		if m := hh.row(t, second); m.AckStatus == status.DeliveredContext {
 			t.Fatalf("%s: %s/%s after a stop_hook_active Stop, want it left for the pane", second, m.Status, m.AckStatus)
 		}
+	}
+}
+
+// TestHookLimitsInsideLease: what hm hook waits for the claim's answer
+// (the dial included) and then for its claim-ack stays inside the hub's
+// claim lease with room to print: a claim acked after the lease would be
+// given back to the pane after being printed, and typed as well.
+func TestHookLimitsInsideLease(t *testing.T) {
+	if got, lease := hookClaimTimeout+hookAckTimeout, broker.DefaultClaimLease; got >= lease-500*time.Millisecond {
+		t.Errorf("claim %v + ack %v = %v, want well under the lease %v", hookClaimTimeout, hookAckTimeout, got, lease)
+	}
+	if hookDialTimeout >= hookClaimTimeout {
+		t.Errorf("dial limit %v not inside the claim's %v", hookDialTimeout, hookClaimTimeout)
 	}
 }
