@@ -183,7 +183,7 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 		}
 		return ExitOK
 	}
-	fmt.Fprintf(env.Stdout, "hub: running pid %d on %s, session %d, up %s, root %s\n", st.Hub.PID, st.Hub.URL, st.Hub.Session, (time.Duration(st.Hub.UptimeMs) * time.Millisecond).Round(time.Second), st.Hub.Root)
+	fmt.Fprintf(env.Stdout, "hub: running pid %d (hm %s) on %s, session %d, up %s, root %s\n", st.Hub.PID, st.Hub.Version, st.Hub.URL, st.Hub.Session, (time.Duration(st.Hub.UptimeMs) * time.Millisecond).Round(time.Second), st.Hub.Root)
 	printPanes(env.Stdout, st.Panes, time.Now())
 	printFederation(env.Stdout, st.Federation)
 	fmt.Fprintf(env.Stdout, "slots: %d running\n", len(st.Slots))

@@ -25,6 +25,7 @@ type build struct {
 
 var builds struct {
 	plain, race build
+	variants    sync.Map // a variant's name → *build (hmVariant)
 }
 
 func (b *build) do(dir string, args ...string) error {
@@ -82,6 +83,24 @@ func hmBinary(t testing.TB, name string) (string, []string) {
 		}
 	})
 	return filepath.Join(dir, name), []string{"GORACE=log_path=" + logPath}
+}
+
+// hmVariant returns the path of hm built again from the same tree into
+// binDir/<variant>, with the linker setting each of xs
+// ("importpath.name=value", go build -ldflags -X): another build, as an
+// upgrade brings one (built without -race, as make build builds it).
+func hmVariant(t testing.TB, variant string, xs ...string) string {
+	t.Helper()
+	b, _ := builds.variants.LoadOrStore(variant, &build{})
+	dir := filepath.Join(binDir, "variant-"+variant)
+	var ldflags []string
+	for _, x := range xs {
+		ldflags = append(ldflags, "-X", x)
+	}
+	if err := b.(*build).do(dir, "-ldflags", strings.Join(ldflags, " "), "hm/cmd/..."); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "hm")
 }
 
 // fakeAgentBin is the fake agent CLI hosted in panes by the fault and

@@ -86,9 +86,15 @@ func startHubEnv(t testing.TB, root string, extra []string, args ...string) *hub
 // and waits for a hub.json of its own.
 func startHubAs(t testing.TB, root, sub string, extra []string, args ...string) *hubProc {
 	t.Helper()
-	lay := layout.Layout{Root: root}
 	bin, env := hmBinary(t, "hm")
-	env = append(env, extra...)
+	return startHubBin(t, bin, root, sub, append(env, extra...), args...)
+}
+
+// startHubBin is startHubAs with the hm binary bin (another build, say)
+// and env added to cleanEnv's.
+func startHubBin(t testing.TB, bin, root, sub string, env []string, args ...string) *hubProc {
+	t.Helper()
+	lay := layout.Layout{Root: root}
 	cmd := exec.Command(bin, append([]string{sub, "--port", "0"}, args...)...)
 	cmd.Env = cleanEnv(root, env...)
 	cmd.Dir = root

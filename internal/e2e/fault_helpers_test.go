@@ -113,9 +113,10 @@ func trailerCounts(ps []prompt) map[string]int {
 // statusView is the part of `hm status --json` (GET /status) the suites read.
 type statusView struct {
 	Hub struct {
-		PID     int `json:"pid"`
-		Port    int `json:"port"`
-		Session int `json:"session"`
+		PID     int    `json:"pid"`
+		Port    int    `json:"port"`
+		Session int    `json:"session"`
+		Version string `json:"version"`
 	} `json:"hub"`
 	Panes []struct {
 		Role     string `json:"role"`

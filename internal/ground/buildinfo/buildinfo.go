@@ -14,6 +14,11 @@ import (
 // `go build` with -buildvcs=false outside a tagged module.
 const Devel = "devel"
 
+// stamp, set by a build that names its own version (go build -ldflags
+// "-X hm/internal/ground/buildinfo.stamp=v1.2.3": a release, or a test's
+// second build of the same tree), is the version instead of the module's.
+var stamp string
+
 // Info is one build's description.
 type Info struct {
 	Version   string `json:"version"`            // module version (a tag, a pseudo-version) or Devel
@@ -27,15 +32,18 @@ type Info struct {
 func Read() Info {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return Info{Version: Devel}
+		return parse(&debug.BuildInfo{}, stamp)
 	}
-	return parse(bi)
+	return parse(bi, stamp)
 }
 
-// parse extracts Info from build info.
-func parse(bi *debug.BuildInfo) Info {
+// parse extracts Info from build info; a non-empty stamp is the version.
+func parse(bi *debug.BuildInfo, stamp string) Info {
 	in := Info{Version: bi.Main.Version, GoVersion: bi.GoVersion}
-	if in.Version == "" || in.Version == "(devel)" {
+	switch {
+	case stamp != "":
+		in.Version = stamp
+	case in.Version == "" || in.Version == "(devel)":
 		in.Version = Devel
 	}
 	for _, s := range bi.Settings {

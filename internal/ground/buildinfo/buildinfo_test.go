@@ -11,10 +11,11 @@ import (
 func TestParse(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name string
-		bi   debug.BuildInfo
-		want Info
-		line string
+		name  string
+		bi    debug.BuildInfo
+		stamp string // -ldflags -X …buildinfo.stamp
+		want  Info
+		line  string
 	}{
 		{
 			name: "stamped and modified",
@@ -37,11 +38,18 @@ func TestParse(t *testing.T) {
 			want: Info{Version: Devel, GoVersion: "go1.26.8"},
 			line: "devel (commit unknown; go1.26.8)",
 		},
+		{
+			name:  "version stamped by the linker",
+			bi:    debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "hm", Version: "(devel)"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc"}}},
+			stamp: "v9.9.9-test",
+			want:  Info{Version: "v9.9.9-test", Commit: "abc", GoVersion: "go1.26.8"},
+			line:  "v9.9.9-test (commit abc; go1.26.8)",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := parse(&tt.bi)
+			got := parse(&tt.bi, tt.stamp)
 			if got != tt.want {
 				t.Fatalf("parse = %+v, want %+v", got, tt.want)
 			}

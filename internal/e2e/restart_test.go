@@ -1,0 +1,211 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"hm/broker/proto"
+	"hm/internal/client"
+	"hm/internal/ground/layout"
+	"hm/internal/ground/poll"
+	"hm/internal/ground/status"
+	"hm/journal"
+)
+
+// stream sends messages to adoptRoles in turn, one every 10 ms, through
+// whichever hub hub.json names at the time: a send that fails (its hub
+// stopping) is sent again, with the same id, to the next hub, which
+// answers a message the first one had taken with its first copy's state
+// (a duplicate id from the same sender). Its goroutine ends with the
+// stream or the test.
+type stream struct {
+	ids   []string
+	acked atomic.Int64
+	done  chan error
+}
+
+// startStream sends n messages <prefix>-<i> in the background.
+func startStream(t *testing.T, root, prefix string, n int) *stream {
+	t.Helper()
+	s := &stream{done: make(chan error, 1)}
+	for i := range n {
+		s.ids = append(s.ids, fmt.Sprintf("%s-%03d", prefix, i))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	go func() { s.done <- s.run(ctx, layout.Layout{Root: root}) }()
+	t.Cleanup(func() {
+		cancel()
+		<-s.done
+		s.done <- nil
+	})
+	return s
+}
+
+func (s *stream) run(ctx context.Context, lay layout.Layout) error {
+	var c *client.Client
+	defer func() {
+		if c != nil {
+			c.CloseNow()
+		}
+	}()
+	for i := 0; i < len(s.ids); {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s never acknowledged: %w", s.ids[i], ctx.Err())
+		}
+		if c == nil {
+			var err error
+			if c, err = dialRoot(ctx, lay); err != nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+		}
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		ack, _, err := c.Send(sctx, proto.Frame{Type: proto.TypeSend, Target: adoptRoles[i%len(adoptRoles)], MessageID: s.ids[i], Content: "stream message " + s.ids[i]})
+		cancel()
+		if err != nil {
+			c.CloseNow()
+			c = nil
+			continue
+		}
+		if !ack.OK {
+			return fmt.Errorf("send %s: %+v", s.ids[i], ack)
+		}
+		i++
+		s.acked.Add(1)
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// wait waits for the stream's end and fails t if a message was refused or
+// never acknowledged.
+func (s *stream) wait(t *testing.T) {
+	t.Helper()
+	err := <-s.done
+	s.done <- nil
+	if err != nil {
+		t.Fatalf("the stream: %v", err)
+	}
+}
+
+// dialRoot connects to the hub running on lay's root as the operator.
+func dialRoot(ctx context.Context, lay layout.Layout) (*client.Client, error) {
+	info, err := lay.ReadHubInfo()
+	if err != nil {
+		return nil, err
+	}
+	tok, err := lay.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.Dial(ctx, fmt.Sprintf("ws://127.0.0.1:%d/", info.Port))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Register(ctx, "user", tok, false); err != nil {
+		c.CloseNow()
+		return nil, err
+	}
+	return c, nil
+}
+
+// wantTypedOnce fails t for each id not typed exactly once into its pane
+// (adoptRoles in turn): by the program's own record, and by the ledger
+// (its row routed, one typed event).
+func wantTypedOnce(t *testing.T, root string, ids []string) {
+	t.Helper()
+	counts := map[string]map[string]int{}
+	for _, r := range adoptRoles {
+		counts[r] = trailerCounts(readPrompts(t, root+"/"+r+".jsonl"))
+	}
+	withLedger(t, root, func(l *journal.Ledger) {
+		for i, id := range ids {
+			r := adoptRoles[i%len(adoptRoles)]
+			if n := counts[r][id]; n != 1 {
+				t.Errorf("%s typed into %s %d times, want once", id, r, n)
+			}
+			m, err := l.Get(context.Background(), id)
+			if err != nil {
+				t.Errorf("%s: not in the ledger: %v", id, err)
+				continue
+			}
+			evs, err := l.Events(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			typed := 0
+			for _, e := range evs {
+				if e.Event == status.EventTyped {
+					typed++
+				}
+			}
+			if m.Status != status.Routed || typed != 1 {
+				t.Errorf("%s: the ledger says %s with %d typed events, want routed and one", id, m.Status, typed)
+			}
+		}
+	})
+}
+
+// TestRestartRebuiltBinaryMidStream (#37): `hm restart` run by another
+// build of hm (its version stamped apart) while 100 messages stream into
+// three panes: the old hub exits 0, the new one adopts every pane (the
+// same programs), each message is typed exactly once, and hm status names
+// the new build's version.
+func TestRestartRebuiltBinaryMidStream(t *testing.T) {
+	t.Parallel()
+	const newVersion = "v0.0.0-restart-test"
+	newHM := hmVariant(t, "restart", "hm/internal/ground/buildinfo.stamp="+newVersion)
+	root := t.TempDir()
+	writeSettings(t, root, adoptTeam(root, ""))
+	h := startHub(t, root, "--rate-limit", "0")
+	before := panePIDs(t, h)
+	for _, r := range adoptRoles {
+		log := root + "/" + r + ".jsonl"
+		poll.For(t, 30*time.Second, func() error {
+			return poll.Want(len(readPrompts(t, log)) > 0, "%s session line", r)
+		})
+	}
+	oldVersion := cliStatus(t, root).Hub.Version
+	if oldVersion == newVersion {
+		t.Fatalf("the first hub already says %s", newVersion)
+	}
+
+	s := startStream(t, root, "upgrade", 100)
+	poll.For(t, 60*time.Second, func() error {
+		return poll.Want(s.acked.Load() >= 40, "40 of the stream acknowledged (%d)", s.acked.Load())
+	})
+	h2 := startHubBin(t, newHM, root, "restart", nil, "--rate-limit", "0")
+	waitExit0(t, h, "hm restart")
+	if n := s.acked.Load(); n >= 100 {
+		t.Logf("the stream ended before the restart (%d acknowledged): not mid-stream", n)
+	}
+	s.wait(t)
+	after := panePIDs(t, h2)
+	wantAdopted(t, before, after, "hm restart with another build")
+	for _, r := range adoptRoles {
+		waitQueueDrained(t, h2, r)
+	}
+	wantTypedOnce(t, root, s.ids)
+
+	st := cliStatus(t, root)
+	if st.Hub.Version != newVersion {
+		t.Errorf("hm status --json: hub version %q, want the new build's %q (the old one was %q)", st.Hub.Version, newVersion, oldVersion)
+	}
+	for _, p := range st.Panes {
+		if p.Origin != "adopted" || p.Restarts != 0 {
+			t.Errorf("hm status --json: pane %s origin %q, restarts %d; want adopted, no restart", p.Role, p.Origin, p.Restarts)
+		}
+	}
+	if r := run(t, root, nil, "hm", "status"); !strings.Contains(r.stdout, "(hm "+newVersion+")") {
+		t.Errorf("hm status does not name the hub's version %s:\n%s", newVersion, r.stdout)
+	}
+	if t.Failed() {
+		t.Logf("hub log:\n%s", hubLog(root))
+	}
+	h2.stop()
+	waitProgramsGone(t, before, "after SIGTERM of the new hub")
+}
