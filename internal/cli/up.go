@@ -95,6 +95,7 @@ func upCommand(ctx context.Context, env Env, args []string, name, synopsis strin
 		shown = slog.NewMultiHandler(term.counting(), slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 	}
 	logger := slog.New(slog.NewMultiHandler(shown, slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: level})))
+	stopped := ctx // done on Ctrl-C or SIGTERM (Main)
 	ctx, cancel := context.WithCancel(ctx)
 	// SIGUSR1 stops the hub leaving its panes to their keepers (#37).
 	leave := make(chan os.Signal, 1)
@@ -110,7 +111,7 @@ func upCommand(ctx context.Context, env Env, args []string, name, synopsis strin
 		NATS:       hub.NATSOptions{URL: *natsURL, Creds: *natsCreds, Team: *natsTeam, Hub: *natsHub},
 		PaneKeeper: paneKeeper(),
 		Ready: func(h *hub.Hub) {
-			fmt.Fprintf(env.Stderr, "hm: hub listening on %s (session %d, root %s); Ctrl-C stops it and its panes, `kill -USR1 %d` stops it leaving the panes for the next hm up\n", h.URL(), h.Session, h.Layout.Root, os.Getpid())
+			fmt.Fprintf(env.Stderr, "hm: hub listening on %s (session %d, root %s); Ctrl-C stops it and its panes, %s\n", h.URL(), h.Session, h.Layout.Root, keepPanesHint())
 			watch.Go(func() {
 				select {
 				case <-leave:
@@ -118,6 +119,9 @@ func upCommand(ctx context.Context, env Env, args []string, name, synopsis strin
 					fmt.Fprintln(env.Stderr, "hm: stopping; the panes' programs are left to their keepers for the next hm up on this root")
 					cancel()
 				case <-ctx.Done():
+					if stopped.Err() != nil {
+						fmt.Fprintf(env.Stderr, "hm: stopping the hub and ending its panes' programs; to keep them running instead, %s\n", keepPanesHint())
+					}
 				}
 			})
 			if !*verbose {
@@ -131,6 +135,12 @@ func upCommand(ctx context.Context, env Env, args []string, name, synopsis strin
 		return ExitFailed
 	}
 	return ExitOK
+}
+
+// keepPanesHint says how to stop this hub leaving its panes' programs
+// running for the next hub (#37): hm restart, or SIGUSR1 and hm up.
+func keepPanesHint() string {
+	return fmt.Sprintf("`hm restart` replaces it keeping the panes (or `kill -USR1 %d` stops it leaving them for the next hm up)", os.Getpid())
 }
 
 // terminalLog is the hub's terminal as a slog.Handler: each warning or

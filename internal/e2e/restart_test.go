@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,4 +209,28 @@ func TestRestartRebuiltBinaryMidStream(t *testing.T) {
 	}
 	h2.stop()
 	waitProgramsGone(t, before, "after SIGTERM of the new hub")
+}
+
+// TestCtrlCStopsPanesAndSaysHowToKeepThem (#37): SIGINT to hm up (Ctrl-C)
+// still ends the hub and its panes' programs, and the hub's terminal says,
+// as it stops, how to stop it keeping the panes instead (hm restart,
+// SIGUSR1).
+func TestCtrlCStopsPanesAndSaysHowToKeepThem(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeSettings(t, root, adoptTeam(root, ""))
+	h := startHub(t, root)
+	pids := panePIDs(t, h)
+	if err := h.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	waitExit0(t, h, "SIGINT")
+	waitProgramsGone(t, pids, "after Ctrl-C")
+	// What the terminal showed once the hub was up: the hint belongs to
+	// the stop, not only to the start line.
+	_, after, _ := strings.Cut(h.log.String(), "hm: hub listening")
+	_, after, _ = strings.Cut(after, "\n")
+	if !strings.Contains(after, "hm restart") || !strings.Contains(after, fmt.Sprintf("kill -USR1 %d", h.cmd.Process.Pid)) {
+		t.Errorf("on Ctrl-C, hm up does not say how to keep the panes (hm restart, kill -USR1 %d); its terminal after the start line:\n%s", h.cmd.Process.Pid, after)
+	}
 }
