@@ -17,16 +17,20 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"hm/internal/ground/buildinfo"
 )
 
 // Adoption and joining, over the pane host's unix socket (HostSocket):
 //
-//  1. hub → host: hello {op, pane, root, nonce}; a host of another root
-//     answers {refused} and closes; asked to adopt a pane it does not
-//     hold, it answers {none} and closes.
-//  2. host → hub: {nonce, mac}, mac = HMAC-SHA256(secret, "keeper" and
-//     both nonces, pane, root and op); a hub whose secret gives another
-//     mac refuses the host and leaves it alone.
+//  1. hub → host: hello {op, pane, root, nonce, protocol, version}; a
+//     host of another root, or of another pane protocol
+//     (CheckPaneProtocol), answers {refused} and closes; asked to adopt a
+//     pane it does not hold, it answers {none} and closes.
+//  2. host → hub: {nonce, mac, protocol, version}, mac =
+//     HMAC-SHA256(secret, "keeper" and both nonces, pane, root and op); a
+//     hub whose secret gives another mac refuses the host and leaves it
+//     alone, as it does one of another pane protocol.
 //  3. hub → host: {mac} of "hub" and the same; a host that cannot check
 //     it closes. Neither side ever sends the secret.
 //  4. adopt, host → hub, once the pane's old hub is gone: one byte
@@ -57,19 +61,25 @@ const (
 )
 
 // keeperHello is the hub's first line; keeperProof the answers.
+// Protocol and Version are the sender's pane protocol (PaneProtocol) and
+// hm version; a build from before they were sent sends neither.
 type keeperHello struct {
-	Op    string `json:"op"`
-	Pane  string `json:"pane"`
-	Root  string `json:"root"`
-	Nonce string `json:"nonce"`
+	Op       string `json:"op"`
+	Pane     string `json:"pane"`
+	Root     string `json:"root"`
+	Nonce    string `json:"nonce"`
+	Protocol string `json:"protocol,omitempty"`
+	Version  string `json:"version,omitempty"`
 }
 
 type keeperProof struct {
-	Nonce   string `json:"nonce,omitempty"`
-	MAC     string `json:"mac,omitempty"`
-	Refused string `json:"refused,omitempty"`
-	None    string `json:"none,omitempty"`
-	Ready   bool   `json:"ready,omitempty"`
+	Nonce    string `json:"nonce,omitempty"`
+	MAC      string `json:"mac,omitempty"`
+	Refused  string `json:"refused,omitempty"`
+	None     string `json:"none,omitempty"`
+	Ready    bool   `json:"ready,omitempty"`
+	Protocol string `json:"protocol,omitempty"`
+	Version  string `json:"version,omitempty"`
 }
 
 // keeperHandOver is the line that follows the master.
@@ -136,10 +146,15 @@ func (h *paneHost) authenticate(c *net.UnixConn) (keeperHello, *bufio.Reader, bo
 	if err := readLine(rd, &hello); err != nil {
 		return hello, nil, false
 	}
-	switch {
-	case hello.Root != h.root:
+	if hello.Root != h.root {
 		_ = writeLine(c, keeperProof{Refused: fmt.Sprintf("this pane host holds panes of root %s", h.root)})
 		return hello, nil, false
+	}
+	if err := CheckPaneProtocol(hello.Protocol, hello.Version, "the hub", "the pane host"); err != nil {
+		_ = writeLine(c, keeperProof{Refused: err.Error()})
+		return hello, nil, false
+	}
+	switch {
 	case hello.Op == opAdopt && h.pane(hello.Pane) == nil:
 		_ = writeLine(c, keeperProof{None: fmt.Sprintf("this pane host holds no pane %q", hello.Pane)})
 		return hello, nil, false
@@ -148,7 +163,7 @@ func (h *paneHost) authenticate(c *net.UnixConn) (keeperHello, *bufio.Reader, bo
 		return hello, nil, false
 	}
 	nonce := newNonce()
-	if writeLine(c, keeperProof{Nonce: nonce, MAC: keeperMAC(h.secret, "keeper", hello, nonce)}) != nil {
+	if writeLine(c, keeperProof{Nonce: nonce, MAC: keeperMAC(h.secret, "keeper", hello, nonce), Protocol: PaneProtocol(), Version: buildinfo.Version()}) != nil {
 		return hello, nil, false
 	}
 	var p keeperProof
@@ -270,7 +285,7 @@ func handshake(conn *net.UnixConn, d KeeperDial, op string) (*bufio.Reader, erro
 	if uid, err := peerUID(conn); err != nil || uid != os.Getuid() {
 		return nil, fmt.Errorf("%w: the pane host runs as another user (uid %d, %v)", ErrKeeperRefused, uid, err)
 	}
-	hello := keeperHello{Op: op, Pane: d.Pane, Root: d.Root, Nonce: newNonce()}
+	hello := keeperHello{Op: op, Pane: d.Pane, Root: d.Root, Nonce: newNonce(), Protocol: PaneProtocol(), Version: buildinfo.Version()}
 	if err := writeLine(conn, hello); err != nil {
 		return nil, err
 	}
@@ -284,6 +299,11 @@ func handshake(conn *net.UnixConn, d KeeperDial, op string) (*bufio.Reader, erro
 		return nil, fmt.Errorf("%w: %s", ErrNoKeeper, p.None)
 	case p.Refused != "":
 		return nil, fmt.Errorf("%w: %s", ErrKeeperRefused, p.Refused)
+	}
+	if err := CheckPaneProtocol(p.Protocol, p.Version, "the pane host", "this hub"); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrKeeperRefused, err)
+	}
+	switch {
 	case !hmac.Equal([]byte(p.MAC), []byte(keeperMAC(d.Secret, "keeper", hello, p.Nonce))):
 		return nil, fmt.Errorf("%w: the pane host does not know this root's pane secret", ErrKeeperRefused)
 	}

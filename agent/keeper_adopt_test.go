@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -244,4 +245,61 @@ func TestKeeperRunTakeAfterDrop(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the request waited 10 s for a pane that was dropped")
 	}
+}
+
+// TestAdoptKeeperBeforeHost: a keeper of an hm from before the pane host
+// (pane protocol 1, which named no protocol: one keeper per pane on
+// <role>.sock) still holding the pane when no host does is refused naming
+// both builds' versions and protocols, not silently not found; with
+// neither there, the pane is not held (ErrNoKeeper).
+func TestAdoptKeeperBeforeHost(t *testing.T) {
+	t.Parallel()
+	dir, err := os.MkdirTemp("", "hm-kb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	k := &Keeper{SocketDir: dir, Root: "/the/root", Secret: "s"}
+	if _, err := adoptKeeper(context.Background(), k, "builder"); !errors.Is(err, ErrNoKeeper) {
+		t.Fatalf("no host nor keeper: adopt = %v, want %v", err, ErrNoKeeper)
+	}
+	ln, err := listenKeeper(keeperSocketBeforeHost(dir, "builder"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.close()
+	served := make(chan error, 1)
+	go func() { served <- oldKeeperAnswers(ln, k.Secret) }()
+	_, err = adoptKeeper(context.Background(), k, "builder")
+	var pe *PaneProtocolError
+	if !errors.Is(err, ErrKeeperRefused) || !errors.As(err, &pe) || pe.Theirs != "1" || pe.Ours != PaneProtocol() {
+		t.Fatalf("an old keeper on the pane's own socket: adopt = %v, want %v naming pane protocols 1 and %s", err, ErrKeeperRefused, PaneProtocol())
+	}
+	if !strings.Contains(err.Error(), "(hm an earlier build) speaks pane protocol 1") {
+		t.Errorf("refusal %q does not name the old build", err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// oldKeeperAnswers answers one hub as a keeper from before the pane
+// protocol was named: its proof carries a nonce and mac only.
+func oldKeeperAnswers(ln *keeperListener, secret string) error {
+	c, err := ln.ln.AcceptUnix()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	rd := bufio.NewReader(c)
+	var hello keeperHello
+	if err := readLine(rd, &hello); err != nil {
+		return err
+	}
+	nonce := newNonce()
+	if err := writeLine(c, keeperProof{Nonce: nonce, MAC: keeperMAC(secret, "keeper", hello, nonce)}); err != nil {
+		return err
+	}
+	_, _ = rd.ReadBytes('\n') // the hub closes without its proof
+	return nil
 }

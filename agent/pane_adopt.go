@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 )
 
 // adoptOrSpawn starts the pane's first run: the program a keeper of an
@@ -13,7 +15,7 @@ func (p *Pane) adoptOrSpawn(ctx context.Context) (*proc, error) {
 	if k == nil || k.SocketDir == "" {
 		return p.spawn(p.spec.Command)
 	}
-	a, err := AdoptKeeper(ctx, KeeperDial{Socket: HostSocket(k.SocketDir), Root: k.Root, Pane: p.spec.Role, Secret: k.Secret})
+	a, err := adoptKeeper(ctx, k, p.spec.Role)
 	switch {
 	case errors.Is(err, ErrNoKeeper):
 		p.log.Debug("no pane host holds the pane: starting its program fresh", "err", err)
@@ -23,6 +25,33 @@ func (p *Pane) adoptOrSpawn(ctx context.Context) (*proc, error) {
 		return p.spawn(p.spec.Command)
 	}
 	return p.adopt(a), nil
+}
+
+// adoptKeeper asks the root's pane host for the pane role. None there:
+// a keeper of an hm from before the pane host (pane protocol 1, one per
+// pane, on the pane's own socket keeperSocketBeforeHost) may hold it; it
+// is asked too, so that it is refused naming both builds' versions and
+// protocols (CheckPaneProtocol) instead of being silently not found.
+func adoptKeeper(ctx context.Context, k *Keeper, role string) (*Adoption, error) {
+	d := KeeperDial{Socket: HostSocket(k.SocketDir), Root: k.Root, Pane: role, Secret: k.Secret}
+	a, err := AdoptKeeper(ctx, d)
+	if !errors.Is(err, ErrNoKeeper) {
+		return a, err
+	}
+	d.Socket = keeperSocketBeforeHost(k.SocketDir, role)
+	if st, serr := os.Lstat(d.Socket); serr != nil || st.Mode().Type() != os.ModeSocket {
+		return nil, err // none ever listened there (nor could: a path too long)
+	}
+	if a, err2 := AdoptKeeper(ctx, d); !errors.Is(err2, ErrNoKeeper) {
+		return a, err2
+	}
+	return nil, err
+}
+
+// keeperSocketBeforeHost is where the keeper of pane role listened in an
+// hm from before the pane host (pane protocol 1).
+func keeperSocketBeforeHost(dir, role string) string {
+	return filepath.Join(dir, role+".sock")
 }
 
 // adopt makes the run a keeper handed over the pane's current one: the

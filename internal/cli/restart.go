@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"hm/agent"
 	"hm/internal/ground/layout"
 )
 
@@ -34,6 +35,10 @@ func leaveRunningHub(ctx context.Context, env Env, lay layout.Layout) error {
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "hm restart: no hub answers on this root (%v); starting one\n", err)
 		return nil
+	}
+	// A hub whose panes this build cannot adopt keeps running, and them.
+	if err := agent.CheckPaneProtocol(st.Hub.PaneProtocol, st.Hub.Version, fmt.Sprintf("the running hub %d", st.Hub.PID), "this hm"); err != nil {
+		return fmt.Errorf("%w; it keeps running, and its panes: run hm restart with the hm it runs, or stop it (Ctrl-C: its panes end) and run hm up", err)
 	}
 	if err := syscall.Kill(st.Hub.PID, syscall.SIGUSR1); err != nil {
 		return fmt.Errorf("ask hub %d to stop leaving its panes: %w", st.Hub.PID, err)

@@ -207,11 +207,16 @@ func runStdin(t *testing.T, root, stdin, name string, args ...string) result {
 	return runWith(t, root, nil, stdin, name, args...)
 }
 
+// runWith runs the binary name (hm, hm-send, or the path of another
+// build) in root with env and stdin.
 func runWith(t *testing.T, root string, env []string, stdin, name string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	bin, raceEnv := hmBinary(t, name)
+	bin, raceEnv := name, []string(nil) // a path: that build
+	if !filepath.IsAbs(name) {
+		bin, raceEnv = hmBinary(t, name)
+	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = cleanEnv(root, append(env, raceEnv...)...)
 	cmd.Dir = root

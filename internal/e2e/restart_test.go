@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"hm/agent"
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/ground/layout"
@@ -232,5 +233,85 @@ func TestCtrlCStopsPanesAndSaysHowToKeepThem(t *testing.T) {
 	_, after, _ = strings.Cut(after, "\n")
 	if !strings.Contains(after, "hm restart") || !strings.Contains(after, fmt.Sprintf("kill -USR1 %d", h.cmd.Process.Pid)) {
 		t.Errorf("on Ctrl-C, hm up does not say how to keep the panes (hm restart, kill -USR1 %d); its terminal after the start line:\n%s", h.cmd.Process.Pid, after)
+	}
+}
+
+// TestRestartOtherProtocolRefused (#37): two builds of hm whose pane
+// hand-over protocols differ (agent.PaneProtocol, stamped apart as a later
+// hm would be), either way round. hm restart by the other build refuses
+// before touching the running hub, naming both versions and protocols: the
+// hub and its programs run on. After a kill -9 of that hub, the other
+// build's hm up refuses its pane host the same way instead of misreading
+// its hand-over: its panes start fresh (the first refused starts a new
+// host, which the others then find holding none of them), the refused
+// host's programs are left alone and end after their grace.
+//
+// (Its names are short: the pane host's socket path, under the test's
+// root, must fit a unix socket address.)
+func TestRestartOtherProtocolRefused(t *testing.T) {
+	t.Parallel()
+	const otherVersion = "v0.0.0-protocol-test"
+	other := func(t *testing.T) string {
+		return hmVariant(t, "protocol", "hm/agent.paneProtocol=test-next", "hm/internal/ground/buildinfo.stamp="+otherVersion)
+	}
+	plain := func(t *testing.T) string {
+		bin, _ := hmBinary(t, "hm")
+		return bin
+	}
+	for _, tc := range []struct {
+		name                   string
+		old, new               func(*testing.T) string
+		oldVersion, newVersion string
+		oldProto, newProto     string
+	}{
+		{"older", other, plain, otherVersion, "devel", "test-next", agent.PaneProtocol()},
+		{"later", plain, other, "devel", otherVersion, agent.PaneProtocol(), "test-next"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			oldBin, newBin := tc.old(t), tc.new(t)
+			root := t.TempDir()
+			writeSettings(t, root, adoptTeam(root, `"paneKeepMinutes":0.1,`))
+			h := startHubBin(t, oldBin, root, "up", nil)
+			before := panePIDs(t, h)
+			r := run(t, root, nil, newBin, "restart", "--port", "0")
+			// names says both builds' versions and protocols.
+			names := func(s string) bool {
+				return strings.Contains(s, "(hm "+tc.oldVersion+") speaks pane protocol "+tc.oldProto) &&
+					strings.Contains(s, "(hm "+tc.newVersion+") speaks pane protocol "+tc.newProto)
+			}
+			if r.code != 1 || !names(r.stderr) {
+				t.Fatalf("hm restart of the other build: exit %d, stderr %q; want exit 1 naming both builds' versions and pane protocols", r.code, r.stderr)
+			}
+			if exited(h) {
+				t.Fatalf("the running hub stopped although hm restart refused:\n%s", h.log.String())
+			}
+			wantAdopted(t, before, panePIDs(t, h), "a refused hm restart")
+			typeOnceEach(t, h, root, "kept")
+
+			h.kill()
+			h2 := startHubBin(t, newBin, root, "up", nil)
+			after := panePIDs(t, h2)
+			for _, r := range adoptRoles {
+				if after[r] == before[r] {
+					t.Errorf("pane %s adopted (pid %d) from a pane host of another pane protocol", r, after[r])
+				}
+			}
+			refused, named := 0, 0
+			for _, line := range strings.Split(hubLog(root), "\n") {
+				if strings.Contains(line, "keeper was not adopted") {
+					refused++
+					if names(line) {
+						named++
+					}
+				}
+			}
+			if refused == 0 || named != refused {
+				t.Errorf("the hub log refuses the pane host %d times, %d of them for its pane protocol with both versions named; want at least once, each so:\n%s", refused, named, hubLog(root))
+			}
+			typeOnceEach(t, h2, root, "fresh")
+			h2.stop()
+			waitProgramsGone(t, before, "after their refused host's grace")
+		})
 	}
 }

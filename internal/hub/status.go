@@ -92,6 +92,9 @@ type Status struct {
 		StartedAt string `json:"startedAt"`
 		UptimeMs  int64  `json:"uptimeMs"`
 		Version   string `json:"version"`
+		// PaneProtocol is the protocol by which this hub's panes pass to
+		// another hub (agent.PaneProtocol; hm restart checks it first).
+		PaneProtocol string `json:"paneProtocol"`
 	} `json:"hub"`
 	Panes     []PaneStatus    `json:"panes"`
 	Slots     []proto.BgAgent `json:"slots"`
@@ -164,6 +167,7 @@ func (h *Hub) Snapshot(ctx context.Context) Status {
 	var s Status
 	s.Hub.PID, s.Hub.Port, s.Hub.URL, s.Hub.Root = os.Getpid(), h.Port, h.URL(), h.Layout.Root
 	s.Hub.Session, s.Hub.SessionID, s.Hub.Version = h.Session, h.SessionID(), Version
+	s.Hub.PaneProtocol = agent.PaneProtocol()
 	s.Hub.StartedAt = h.Started.UTC().Format(time.RFC3339)
 	s.Hub.UptimeMs = time.Since(h.Started).Milliseconds()
 	s.Panes = []PaneStatus{}
