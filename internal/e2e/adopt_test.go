@@ -106,9 +106,9 @@ func waitExit0(t *testing.T, h *hubProc, after string) {
 func waitProgramsGone(t *testing.T, pids map[string]int, why string) {
 	t.Helper()
 	poll.For(t, 60*time.Second, func() error {
-		for _, r := range adoptRoles {
-			if syscall.Kill(pids[r], 0) == nil {
-				return fmt.Errorf("pane %s's program %d still runs %s", r, pids[r], why)
+		for r, pid := range pids {
+			if syscall.Kill(pid, 0) == nil {
+				return fmt.Errorf("pane %s's program %d still runs %s", r, pid, why)
 			}
 		}
 		return nil
