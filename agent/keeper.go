@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"hm/internal/ground/layout"
 )
 
 // A pane's keeper keeps the pane's terminal open after the hub is gone.
@@ -100,9 +102,9 @@ const (
 	keeperListenFD = 5 // the listening socket, with keeperConfig.Socket
 )
 
-// HostSocket is where the pane host of the root whose panes' directory is
-// dir listens.
-func HostSocket(dir string) string { return filepath.Join(dir, "host.sock") }
+// HostSocket is where the pane host listens whose socket directory
+// (Keeper.SocketDir, layout.PaneSocketDir) is dir.
+func HostSocket(dir string) string { return filepath.Join(dir, layout.PaneHostSocketName) }
 
 // keeperConfig is what the hub tells the host about a pane, as the first
 // line on its channel (a pane that joins sends it after its master).

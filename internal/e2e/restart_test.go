@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -316,4 +318,37 @@ func TestRestartOtherProtocolRefused(t *testing.T) {
 			waitProgramsGone(t, before, "after their refused host's grace")
 		})
 	}
+}
+
+// TestLeavePanesDeepRoot (#37): on a root so deep that the pane host's
+// socket under runtime/panes would not fit a unix socket address (104
+// bytes on macOS, 108 on Linux), the panes are still left to the host and
+// adopted by the next hub (same pids, each message typed once). Before
+// the fix the host could not listen (EINVAL, unseen: its stderr is
+// /dev/null), the next hub's dial failed with "invalid argument", and
+// every program was restarted.
+func TestLeavePanesDeepRoot(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), strings.Repeat("deep-", 14))
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(filepath.Join(layout.Layout{Root: root}.PaneLogs(), layout.PaneHostSocketName)); n <= layout.SocketPathMax {
+		t.Fatalf("the root is not deep enough: its socket path is %d bytes", n)
+	}
+	writeSettings(t, root, adoptTeam(root, ""))
+	h := startHub(t, root)
+	before := panePIDs(t, h)
+	if err := h.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	waitExit0(t, h, "SIGUSR1")
+	h2 := startHub(t, root)
+	wantAdopted(t, before, panePIDs(t, h2), "SIGUSR1 on a deep root")
+	if t.Failed() {
+		t.Fatalf("hub log:\n%s", hubLog(root))
+	}
+	typeOnceEach(t, h2, root, "deep")
+	h2.stop()
+	waitProgramsGone(t, before, "after SIGTERM of the hub")
 }

@@ -18,8 +18,9 @@ type paneKeep struct {
 }
 
 // paneKeeper is the keeper of a pane: adoptable for the team's panes
-// (main), the plain one for background slots, which a new hub does not
-// adopt. nil when Options.PaneKeeper is nil.
+// (main), the root's one pane host listening in the layout's
+// PaneSocketDir; the plain one for background slots, which a new hub does
+// not adopt. nil when Options.PaneKeeper is nil.
 func (h *Hub) paneKeeper(main bool) *agent.Keeper {
 	if h.opts.PaneKeeper == nil || !main {
 		return h.opts.PaneKeeper
@@ -34,8 +35,13 @@ func (h *Hub) paneKeeper(main bool) *agent.Keeper {
 			h.log.Warn("no pane secret: a pane's keeper ends with the hub and the next hub restarts its program", "err", err)
 			return
 		}
+		dir, err := h.Layout.PaneSocketDir()
+		if err != nil {
+			h.log.Warn("the pane host cannot listen for the next hub: the panes end with this hub, and the next hub restarts their programs", "err", err)
+			return
+		}
 		k := *h.opts.PaneKeeper
-		k.SocketDir, k.Root, k.Secret, k.Grace = h.Layout.PaneLogs(), h.Layout.Root, secret, h.Team().PaneKeep
+		k.SocketDir, k.Root, k.Secret, k.Grace = dir, h.Layout.Root, secret, h.Team().PaneKeep
 		h.keep.k = &k
 	})
 	return h.keep.k
