@@ -77,6 +77,18 @@ func panePIDsOf(t *testing.T, h *hubProc, roles []string) map[string]int {
 	return pids
 }
 
+// waitSessionLines waits until the program of each of roles' panes
+// logged its first prompt (the session line).
+func waitSessionLines(t *testing.T, root string, roles ...string) {
+	t.Helper()
+	for _, r := range roles {
+		log := root + "/" + r + ".jsonl"
+		poll.For(t, 30*time.Second, func() error {
+			return poll.Want(len(readPrompts(t, log)) > 0, "%s session line", r)
+		})
+	}
+}
+
 // wantAdopted fails t for each pane of before whose program pid changed
 // to after (restarted instead of adopted), saying how the hub went.
 func wantAdopted(t *testing.T, before, after map[string]int, how string) {
@@ -100,6 +112,15 @@ func waitExit0(t *testing.T, h *hubProc, after string) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("hub did not stop after %s\n%s", after, h.log.String())
 	}
+}
+
+// signalExit0 sends sig to the hub and waits for it to exit with status 0.
+func signalExit0(t *testing.T, h *hubProc, sig syscall.Signal) {
+	t.Helper()
+	if err := h.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	waitExit0(t, h, sig.String())
 }
 
 // waitProgramsGone waits until none of the programs in pids runs.
@@ -145,12 +166,7 @@ func TestFaultKill9PanesAdopted(t *testing.T) {
 	writeSettings(t, root, adoptTeam(root, ""))
 	h := startHub(t, root, "--rate-limit", "0")
 	before := panePIDs(t, h)
-	for _, r := range adoptRoles {
-		log := root + "/" + r + ".jsonl"
-		poll.For(t, 30*time.Second, func() error {
-			return poll.Want(len(readPrompts(t, log)) > 0, "%s session line", r)
-		})
-	}
+	waitSessionLines(t, root, adoptRoles...)
 	const total, killAt = 100, 40
 	ids := make([]string, total)
 	for i := range ids {
@@ -268,10 +284,7 @@ func TestLeavePanes(t *testing.T) {
 		restart func(t *testing.T, h *hubProc, root string) *hubProc
 	}{
 		{"SIGUSR1", func(t *testing.T, h *hubProc, root string) *hubProc {
-			if err := h.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
-				t.Fatal(err)
-			}
-			waitExit0(t, h, "SIGUSR1")
+			signalExit0(t, h, syscall.SIGUSR1)
 			if !strings.Contains(h.log.String(), "left to their keepers") {
 				t.Errorf("the hub did not say it left the panes:\n%s", h.log.String())
 			}

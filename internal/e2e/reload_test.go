@@ -21,12 +21,7 @@ func TestReloadAddRemoveMidStream(t *testing.T) {
 	writeSettings(t, root, adoptTeamWith(root, "", []string{"architect", "builder", "gone"}))
 	h := startHub(t, root, "--rate-limit", "0")
 	before := panePIDsOf(t, h, []string{"architect", "builder", "gone"})
-	for _, r := range kept {
-		log := root + "/" + r + ".jsonl"
-		poll.For(t, 30*time.Second, func() error {
-			return poll.Want(len(readPrompts(t, log)) > 0, "%s session line", r)
-		})
-	}
+	waitSessionLines(t, root, kept...)
 
 	s := startStream(t, root, "reload", 60, kept...)
 	poll.For(t, 60*time.Second, func() error {

@@ -169,12 +169,7 @@ func TestRestartRebuiltBinaryMidStream(t *testing.T) {
 	writeSettings(t, root, adoptTeam(root, ""))
 	h := startHub(t, root, "--rate-limit", "0")
 	before := panePIDs(t, h)
-	for _, r := range adoptRoles {
-		log := root + "/" + r + ".jsonl"
-		poll.For(t, 30*time.Second, func() error {
-			return poll.Want(len(readPrompts(t, log)) > 0, "%s session line", r)
-		})
-	}
+	waitSessionLines(t, root, adoptRoles...)
 	oldVersion := cliStatus(t, root).Hub.Version
 	if oldVersion == newVersion {
 		t.Fatalf("the first hub already says %s", newVersion)
@@ -226,10 +221,7 @@ func TestCtrlCStopsPanesAndSaysHowToKeepThem(t *testing.T) {
 	writeSettings(t, root, adoptTeam(root, ""))
 	h := startHub(t, root)
 	pids := panePIDs(t, h)
-	if err := h.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	waitExit0(t, h, "SIGINT")
+	signalExit0(t, h, syscall.SIGINT)
 	waitProgramsGone(t, pids, "after Ctrl-C")
 	// What the terminal showed once the hub was up: the hint belongs to
 	// the stop, not only to the start line.
@@ -339,10 +331,7 @@ func TestLeavePanesDeepRoot(t *testing.T) {
 	writeSettings(t, root, adoptTeam(root, ""))
 	h := startHub(t, root)
 	before := panePIDs(t, h)
-	if err := h.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
-		t.Fatal(err)
-	}
-	waitExit0(t, h, "SIGUSR1")
+	signalExit0(t, h, syscall.SIGUSR1)
 	h2 := startHub(t, root)
 	wantAdopted(t, before, panePIDs(t, h2), "SIGUSR1 on a deep root")
 	if t.Failed() {

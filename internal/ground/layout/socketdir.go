@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 )
 
 // SocketPathMax is the longest path a unix socket binds to on every
@@ -66,11 +65,5 @@ func ownDir(d string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("%s is not a directory", d)
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
-		return fmt.Errorf("%s belongs to uid %d, not to this user", d, sys.Uid)
-	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("%s has mode %04o: others may enter it", d, perm)
-	}
-	return nil
+	return private(d, st, "enter")
 }

@@ -52,11 +52,8 @@ func (l Layout) ensureSecret(path, fix string) (string, error) {
 	if !st.Mode().IsRegular() {
 		return "", fmt.Errorf("%w: %s is not a regular file; %s", ErrWeakToken, path, fix)
 	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("%w: %s has mode %04o and others may read it; %s", ErrWeakToken, path, perm, fix)
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
-		return "", fmt.Errorf("%w: %s belongs to uid %d, not to this user; %s", ErrWeakToken, path, sys.Uid, fix)
+	if err := private(path, st, "read"); err != nil {
+		return "", fmt.Errorf("%w: %v; %s", ErrWeakToken, err, fix)
 	}
 	tok, err := readSecret(path)
 	if err != nil {
@@ -66,6 +63,18 @@ func (l Layout) ensureSecret(path, fix string) (string, error) {
 		return "", fmt.Errorf("%w: %s holds %d bytes, fewer than %d; %s", ErrWeakToken, path, len(tok), MinTokenBytes, fix)
 	}
 	return tok, nil
+}
+
+// private fails unless path, whose Lstat is st, is this user's and no one
+// else may use it as what ("read" a file, "enter" a directory).
+func private(path string, st fs.FileInfo, what string) error {
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("%s has mode %04o and others may %s it", path, perm, what)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
+		return fmt.Errorf("%s belongs to uid %d, not to this user", path, sys.Uid)
+	}
+	return nil
 }
 
 // RotateToken replaces the operator secret with a new random one (64 hex
