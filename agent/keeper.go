@@ -92,8 +92,11 @@ const KeeperRingBytes = 256 << 10
 const keeperQuit = 'q'
 
 // keeperQuitWait bounds how long a hub waits for a pane's host told to
-// drop the pane.
-const keeperQuitWait = 2 * time.Second
+// drop the pane. A host that does not answer is killed, and one host holds
+// every pane of the root: the bound is generous, so that a host merely
+// slow on a loaded machine does not take the other panes' crash
+// protection with it.
+const keeperQuitWait = 10 * time.Second
 
 // Descriptors a host is started with.
 const (
