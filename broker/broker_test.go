@@ -297,7 +297,7 @@ func TestUnauthorizedRegisterClosesSocket(t *testing.T) {
 				t.Fatalf("register err = %v", err)
 			}
 			_, _, err = c.Next(ctxT(t))
-			if websocket.CloseStatus(err) == -1 {
+			if client.CloseStatus(err) == -1 {
 				t.Fatalf("socket still open after unauthorized: %v", err)
 			}
 		})

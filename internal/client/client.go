@@ -6,20 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 
-	"hm/internal/ground/status"
-
-	"github.com/coder/websocket"
-
 	"hm/broker/proto"
+	"hm/internal/ground/status"
 )
 
 // Client is one connection to the hub. It is not safe for concurrent use:
 // the CLI issues one request at a time.
 type Client struct {
-	ws       *websocket.Conn
+	ws       *wsConn
 	ClientID int64
 	// welcomed: the hub's welcome frame was read (awaitWelcome).
 	welcomed bool
@@ -57,15 +53,14 @@ func DialToken(ctx context.Context, url, token string) (*Client, error) {
 // the welcome (and sets ClientID), or fails as DialToken would have (#36:
 // hm-send's register and send).
 func DialTokenPipelined(ctx context.Context, url, token string) (*Client, error) {
-	h := http.Header{}
+	h := map[string]string{}
 	if token != "" {
-		h.Set("Authorization", "Bearer "+token)
+		h["Authorization"] = "Bearer " + token
 	}
-	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: h})
+	ws, err := dialWS(ctx, url, h, proto.MaxSocketFrame)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", url, err)
 	}
-	ws.SetReadLimit(proto.MaxSocketFrame)
 	return &Client{ws: ws}, nil
 }
 
@@ -75,7 +70,7 @@ func (c *Client) awaitWelcome(ctx context.Context) error {
 	if c.welcomed {
 		return nil
 	}
-	_, raw, err := c.ws.Read(ctx)
+	raw, err := c.ws.Read(ctx)
 	if err != nil {
 		return fmt.Errorf("read welcome: %w", err)
 	}
@@ -88,7 +83,7 @@ func (c *Client) awaitWelcome(ctx context.Context) error {
 }
 
 // Close closes the connection.
-func (c *Client) Close() error { return c.ws.Close(websocket.StatusNormalClosure, "") }
+func (c *Client) Close() error { return c.ws.Close() }
 
 // CloseNow closes the connection without a close handshake.
 func (c *Client) CloseNow() error { return c.ws.CloseNow() }
@@ -97,8 +92,7 @@ func (c *Client) read(ctx context.Context) ([]byte, error) {
 	if err := c.awaitWelcome(ctx); err != nil {
 		return nil, err
 	}
-	_, data, err := c.ws.Read(ctx)
-	return data, err
+	return c.ws.Read(ctx)
 }
 
 // WriteJSON sends one frame.
@@ -107,7 +101,7 @@ func (c *Client) WriteJSON(ctx context.Context, v any) error {
 	if err != nil {
 		return fmt.Errorf("marshal frame: %w", err)
 	}
-	if err := c.ws.Write(ctx, websocket.MessageText, data); err != nil {
+	if err := c.ws.Write(ctx, data); err != nil {
 		return fmt.Errorf("write frame: %w", err)
 	}
 	return nil
@@ -115,7 +109,7 @@ func (c *Client) WriteJSON(ctx context.Context, v any) error {
 
 // WriteText sends data as one text frame, as is.
 func (c *Client) WriteText(ctx context.Context, data []byte) error {
-	if err := c.ws.Write(ctx, websocket.MessageText, data); err != nil {
+	if err := c.ws.Write(ctx, data); err != nil {
 		return fmt.Errorf("write frame: %w", err)
 	}
 	return nil
@@ -259,7 +253,15 @@ func (c *Client) Request(ctx context.Context, f proto.Frame, want string, out an
 
 // IsClosed reports whether err means the hub closed the connection.
 func IsClosed(err error) bool {
-	return websocket.CloseStatus(err) != -1 || errors.Is(err, context.Canceled)
+	return CloseStatus(err) != -1 || errors.Is(err, context.Canceled)
+}
+
+// CloseStatus is the status of the close frame err carries, or -1.
+func CloseStatus(err error) int {
+	if ce, ok := errors.AsType[*CloseError](err); ok {
+		return ce.Code
+	}
+	return -1
 }
 
 func clip(b []byte) string {

@@ -15,5 +15,6 @@
 // and internal/cli, the top of the program — wires them together, and
 // cmd/ holds the binaries. hm-send (cmd/hm-send over internal/sendcmd and
 // internal/cmdline) stands apart from the top: it links no hub, SQLite,
-// NATS, Telegram or MCP code.
+// NATS, Telegram or MCP code, nor net/http (internal/client speaks
+// WebSocket over TCP itself).
 package layers

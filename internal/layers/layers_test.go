@@ -33,8 +33,11 @@ var rules = []rule{
 	{name: "agent imports no journal", pkgs: []string{"hm/agent/..."}, never: []string{"hm/journal/..."}},
 	{name: "triggers imports no broker but its proto, no agent, no journal", pkgs: []string{"hm/triggers/..."},
 		never: []string{"hm/broker", "hm/broker/telegram/...", "hm/agent/...", "hm/journal/..."}},
-	{name: "hm-send links no SQLite, NATS, Telegram or MCP", pkgs: []string{"hm/cmd/hm-send", "hm/internal/sendcmd", "hm/internal/cmdline"},
+	// nor net/http and crypto/tls (internal/client speaks WebSocket
+	// itself): they doubled the binary every pane starts per message (#36).
+	{name: "hm-send links no SQLite, NATS, Telegram, MCP or HTTP client", pkgs: []string{"hm/cmd/hm-send", "hm/internal/sendcmd", "hm/internal/cmdline"},
 		never: append([]string{"zombiezen.com/go/sqlite/...", "modernc.org/sqlite/...", "github.com/nats-io/...",
+			"net/http", "crypto/tls", "github.com/coder/websocket/...",
 			"github.com/go-telegram/...", "github.com/modelcontextprotocol/...",
 			"hm/broker", "hm/broker/telegram/...", "hm/journal/...", "hm/agent/..."}, top...)},
 }
