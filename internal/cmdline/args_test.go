@@ -85,3 +85,23 @@ func FuzzParseArgs(f *testing.F) {
 		}
 	})
 }
+
+// TestFlagLike: what is taken as a flag, as the pattern
+// ^--?[A-Za-z][A-Za-z0-9-]*(=.*)?$ took it before flagLike replaced it.
+func TestFlagLike(t *testing.T) {
+	cases := []struct {
+		arg  string
+		want bool
+	}{
+		{"-x", true}, {"--json", true}, {"--no-fallback", true}, {"--timeout=5s", true}, {"-p=", true},
+		{"--a1-b2", true}, {"--role=a=b", true}, {"--file=a b", true},
+		{"-5", false}, {"--5", false}, {"---x", false}, {"-", false}, {"--", false}, {"--=x", false},
+		{"-all good", false}, {"x", false}, {"", false}, {"--na_me", false}, {"--ñ", false},
+		{"--file=a\nb", false}, {"--x\n", false}, {"-x-", true},
+	}
+	for _, tc := range cases {
+		if got := flagLike(tc.arg); got != tc.want {
+			t.Errorf("flagLike(%q) = %v, want %v", tc.arg, got, tc.want)
+		}
+	}
+}

@@ -41,7 +41,7 @@ func ParseMessageArgs(fs *flag.FlagSet, args []string, fixed int) ([]string, err
 			i++
 			break
 		}
-		if !flagLike.MatchString(a) {
+		if !flagLike(a) {
 			break
 		}
 		n, err := takeFlag(fs, args, i, &flags)
@@ -105,7 +105,7 @@ func trailingRun(fs *flag.FlagSet, text []string, end int) int {
 func isRun(fs *flag.FlagSet, args []string) bool {
 	var sink []string
 	for i := 0; i < len(args); {
-		if !flagLike.MatchString(args[i]) {
+		if !flagLike(args[i]) {
 			return false
 		}
 		n, err := takeFlag(fs, args, i, &sink)
@@ -125,7 +125,7 @@ func checkLastWord(fs *flag.FlagSet, text []string, searched bool) error {
 		return nil
 	}
 	last := text[len(text)-1]
-	if !strings.HasPrefix(last, "--") || !flagLike.MatchString(last) {
+	if !strings.HasPrefix(last, "--") || !flagLike(last) {
 		return nil
 	}
 	name, _, _ := strings.Cut(strings.TrimLeft(last, "-"), "=")
