@@ -108,13 +108,18 @@ type Ledger struct {
 	ftsKick   chan struct{} // buffered 1: a commit left bodies to index
 	// The checkpointer copies WAL frames into the database on its own
 	// connection, concurrently with the writer, when the writer asks.
-	ckptReq    chan struct{}
-	walFrames  atomic.Int64 // WAL length at the last PASSIVE checkpoint, until the writer takes it (boundWAL)
-	ckptStop   chan struct{}
-	ckptDone   chan struct{}
-	ckptPause  chan ckptPause // the writer re-creating the files (recover.go)
-	ftsQueued  atomic.Bool    // an FTS tick op is waiting in ops
-	ftsFailing atomic.Bool    // indexing is failing (logged once per streak)
+	ckptReq   chan struct{}
+	walFrames atomic.Int64 // WAL length at the last PASSIVE checkpoint, until the writer takes it (boundWAL)
+	// ckptWhole (buffered 1) tells the writer a PASSIVE checkpoint copied
+	// the whole WAL: the next commit would start the WAL over (primeWAL).
+	ckptWhole chan struct{}
+	// idleCkptDelay overrides idleCheckpointDelay when set (tests).
+	idleCkptDelay atomic.Int64
+	ckptStop      chan struct{}
+	ckptDone      chan struct{}
+	ckptPause     chan ckptPause // the writer re-creating the files (recover.go)
+	ftsQueued     atomic.Bool    // an FTS tick op is waiting in ops
+	ftsFailing    atomic.Bool    // indexing is failing (logged once per streak)
 
 	committedRowID atomic.Int64 // highest committed row_id (writer publishes)
 	indexedRowID   atomic.Int64 // highest row_id in comms_fts (writer publishes)
@@ -176,6 +181,7 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		ftsDone:     make(chan struct{}),
 		ftsKick:     make(chan struct{}, 1),
 		ckptReq:     make(chan struct{}, 1),
+		ckptWhole:   make(chan struct{}, 1),
 		ckptStop:    make(chan struct{}),
 		ckptDone:    make(chan struct{}),
 		ckptPause:   make(chan ckptPause),
@@ -425,6 +431,12 @@ func (l *Ledger) checkpointLoop(conn *sqlite.Conn) {
 			continue
 		}
 		l.log.Debug("journal: checkpoint", "busy", busy, "wal_frames", logFrames, "checkpointed", done)
+		if busy == 0 && logFrames > 0 && done == logFrames {
+			select {
+			case l.ckptWhole <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 

@@ -2,11 +2,15 @@ package journal
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"hm/internal/ground/poll"
 	"hm/internal/ground/testutil"
 )
 
@@ -60,4 +64,53 @@ func TestTimingWALBoundedUnderLoad(t *testing.T) {
 		t.Fatalf("WAL is %d MiB after %d appends with a busy reader; want at most %d MiB", st.Size()>>20, n, limit>>20)
 	}
 	t.Logf("WAL %d KiB after %d appends", st.Size()>>10, n)
+}
+
+// walCheckpointSeq is the checkpoint sequence number in the header of the
+// WAL file at path: it goes up each time the WAL is started over.
+func walCheckpointSeq(t *testing.T, path string) uint32 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var hdr [16]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		t.Fatal(err)
+	}
+	return binary.BigEndian.Uint32(hdr[12:])
+}
+
+// TestWALPrimedWhileIdle: once an idle checkpoint copied the whole WAL,
+// the writer starts the WAL over while still idle, so that the next
+// Append does not: the first commit into a WAL started over syncs its
+// header, an fsync that otherwise delayed the first message after every
+// idle spell (#36). Before primeWAL the WAL was only ever started over by
+// the next Append.
+func TestWALPrimedWhileIdle(t *testing.T) {
+	l := openTest(t, Options{})
+	ctx := ctxT(t)
+	wal := l.path + "-wal"
+	if _, err := l.Append(ctx, msg("prime-1", "architect", "builder", 1, "first")); err != nil {
+		t.Fatal(err)
+	}
+	before := walCheckpointSeq(t, wal)
+	var primed uint32
+	poll.For(t, 30*time.Second, func() error {
+		primed = walCheckpointSeq(t, wal)
+		return poll.Want(primed != before, "the WAL started over while the writer was idle")
+	})
+	// No idle checkpoint (and so no priming) until the Append below is
+	// looked at.
+	l.idleCkptDelay.Store(int64(time.Hour))
+	if _, err := l.Append(ctx, msg("prime-2", "architect", "builder", 2, "second")); err != nil {
+		t.Fatal(err)
+	}
+	if got := walCheckpointSeq(t, wal); got != primed {
+		t.Fatalf("the Append after an idle spell started the WAL over (checkpoint sequence %d → %d): its commit synced the WAL header", primed, got)
+	}
+	if m, err := l.Get(ctx, "prime-2"); err != nil || !strings.Contains(m.RawBody, "second") {
+		t.Fatalf("Get after priming: %+v, %v", m, err)
+	}
 }
