@@ -13,23 +13,15 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"hm/internal/ground/testutil"
 )
 
 // coderServer serves a coder/websocket server (the hub's library) running
 // serve on each connection, and returns its ws:// URL.
 func coderServer(t *testing.T, serve func(ctx context.Context, c *websocket.Conn)) string {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			t.Errorf("accept: %v", err)
-			return
-		}
-		defer c.CloseNow()
-		serve(r.Context(), c)
-	}))
-	t.Cleanup(srv.Close)
-	return "ws" + strings.TrimPrefix(srv.URL, "http")
+	return "ws" + strings.TrimPrefix(testutil.WebSocketServer(t, serve).URL, "http")
 }
 
 // rawServer answers the upgrade by hand and then writes frames as given

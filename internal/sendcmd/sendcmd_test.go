@@ -2,9 +2,8 @@ package sendcmd
 
 import (
 	"bytes"
+	"context"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -87,14 +86,7 @@ func TestMainIsHmSend(t *testing.T) {
 // of frames on the socket is what a test is about. It returns the port.
 func scriptedHub(t *testing.T, answer func(register, send proto.Frame) []any) string {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			t.Errorf("accept: %v", err)
-			return
-		}
-		defer ws.CloseNow()
-		ctx := r.Context()
+	srv := testutil.WebSocketServer(t, func(ctx context.Context, ws *websocket.Conn) {
 		var frames [2]proto.Frame
 		for i := range frames {
 			if err := wsjson.Read(ctx, ws, &frames[i]); err != nil {
@@ -110,8 +102,7 @@ func scriptedHub(t *testing.T, answer func(register, send proto.Frame) []any) st
 			}
 		}
 		_, _, _ = ws.Read(ctx) // until hm-send closes
-	}))
-	t.Cleanup(srv.Close)
+	})
 	return strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
 }
 
