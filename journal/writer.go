@@ -85,6 +85,10 @@ type writer struct {
 	// transaction.
 	retry []*op
 
+	// primeDue: a checkpoint copied the whole WAL; the writer starts it
+	// over when next idle (primeWAL).
+	primeDue bool
+
 	mac *chainMAC // keyed hashes of events and the chain head
 
 	// What the writer knows of the committed ledger while no other
@@ -199,6 +203,10 @@ func (w *writer) run() {
 				w.shutdown()
 				return
 			default:
+				if w.primeDue {
+					w.primeWAL()
+					continue
+				}
 				if w.ftsWanted {
 					w.indexFTS(ftsIdleChunk)
 					continue
@@ -214,7 +222,6 @@ func (w *writer) run() {
 				if timer != nil {
 					idle = timer.C
 				}
-				primed := false
 				select {
 				case first = <-w.l.ops:
 				case <-w.l.stop:
@@ -222,13 +229,12 @@ func (w *writer) run() {
 					return
 				case <-idle:
 				case <-w.l.ckptWhole:
-					w.primeWAL()
-					primed = true
+					w.primeDue = true
 				}
 				if timer != nil {
 					timer.Stop()
 				}
-				if primed {
+				if first == nil && w.primeDue {
 					continue
 				}
 				if first == nil && w.headPending && !time.Now().Before(w.headRetryAt) {
@@ -362,8 +368,9 @@ func (l *Ledger) idleCheckpoint() time.Duration {
 	return idleCheckpointDelay
 }
 
-// primeWAL starts the WAL over while the writer is idle, after a PASSIVE
-// checkpoint copied all of it. The first commit into a WAL started over
+// primeWAL starts the WAL over while the writer is idle, after a
+// checkpoint (the checkpointer's PASSIVE one, or the writer's own RESTART)
+// copied all of it. The first commit into a WAL started over
 // writes the WAL's header and syncs it (SQLite does so in every
 // synchronous mode): an fsync, 0.4-1 ms here, that otherwise lands on the
 // first Append after every idle spell, the message a pane's hm-send waits
@@ -371,6 +378,7 @@ func (l *Ledger) idleCheckpoint() time.Duration {
 // with its own value: nothing in the ledger changes, and it counts for no
 // checkpoint (the frame it leaves is copied with the next ones).
 func (w *writer) primeWAL() {
+	w.primeDue = false
 	if w.conn == nil { // lost with the ledger's files (recover.go)
 		return
 	}
@@ -401,6 +409,7 @@ func (w *writer) checkpoint(mode string) {
 		w.l.log.Warn("journal: checkpoint failed", "mode", mode, "err", err)
 		return
 	}
+	w.primeDue = w.primeDue || busy == 0 && logFrames > 0 && done == logFrames
 	w.l.log.Debug("journal: checkpoint", "mode", mode, "busy", busy, "wal_frames", logFrames, "checkpointed", done)
 }
 
