@@ -497,4 +497,3 @@ func TestSlowInPlaceWriterWhole(t *testing.T) {
 		t.Fatalf("delivered %d files: %+v", len(got), got)
 	}
 }
-
