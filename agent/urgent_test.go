@@ -149,12 +149,7 @@ func TestUrgentAfterInterruptClearsInput(t *testing.T) {
 			spec.Timing.Interrupt = "\x1b"
 			p := startPane(t, spec)
 			stages := newStageLog()
-			p.Enqueue(Delivery{MessageID: "n1", Content: tc.first, Report: stages.reporter("n1")})
-			poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("n1"), "n1 submitted") })
-			poll.For(t, 10*time.Second, func() error {
-				r := p.Status().Readiness
-				return poll.Want(strings.HasPrefix(r, Busy.String()), "the busy spell on the screen, readiness %q", r)
-			})
+			workingOn(t, p, stages, tc.first)
 			p.Enqueue(Delivery{MessageID: "u1", Content: "(ARCH #2): [URGENT] stop and read this", Report: stages.reporter("u1")})
 			poll.For(t, 30*time.Second, func() error { return poll.Want(stages.final("u1"), "u1 final") })
 			got := stages.get("u1")
@@ -208,12 +203,7 @@ func TestUrgentNeverDoubleEsc(t *testing.T) {
 	spec.Timing.Interrupt, spec.Timing.Idle = "\x1b", 400*time.Millisecond
 	p := startPane(t, spec)
 	stages := newStageLog()
-	p.Enqueue(Delivery{MessageID: "n1", Content: "(ARCH #1): start working", Report: stages.reporter("n1")})
-	poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("n1"), "n1 submitted") })
-	poll.For(t, 10*time.Second, func() error {
-		r := p.Status().Readiness
-		return poll.Want(strings.HasPrefix(r, Busy.String()), "the busy spell on the screen, readiness %q", r)
-	})
+	workingOn(t, p, stages, "(ARCH #1): start working")
 	p.Enqueue(Delivery{MessageID: "u1", Content: "(ARCH #2): [URGENT] stop", Report: stages.reporter("u1")})
 	poll.For(t, 60*time.Second, func() error { return poll.Want(stages.final("u1"), "u1 final") })
 	settle(t, logPath)
@@ -248,12 +238,7 @@ func TestHeldWatchLeavesRestoredPrompt(t *testing.T) {
 	spec.Timing.Interrupt = "\x1b"
 	p := startPane(t, spec)
 	stages := newStageLog()
-	p.Enqueue(Delivery{MessageID: "n1", Content: "(ARCH #1): start working", Report: stages.reporter("n1")})
-	poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("n1"), "n1 submitted") })
-	poll.For(t, 10*time.Second, func() error {
-		r := p.Status().Readiness
-		return poll.Want(strings.HasPrefix(r, Busy.String()), "the busy spell on the screen, readiness %q", r)
-	})
+	workingOn(t, p, stages, "(ARCH #1): start working")
 	p.mu.Lock()
 	pr := p.proc
 	p.mu.Unlock()
@@ -316,4 +301,16 @@ func TestSlowRedrawNotEnteredAgain(t *testing.T) {
 	if n != 1 {
 		t.Errorf("s1 reached the program %d times, want once", n)
 	}
+}
+
+// workingOn submits content to p as n1 and waits for the program's busy
+// spell on the screen, for an urgent message to interrupt.
+func workingOn(t *testing.T, p *Pane, stages *stageLog, content string) {
+	t.Helper()
+	p.Enqueue(Delivery{MessageID: "n1", Content: content, Report: stages.reporter("n1")})
+	poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("n1"), "n1 submitted") })
+	poll.For(t, 10*time.Second, func() error {
+		r := p.Status().Readiness
+		return poll.Want(strings.HasPrefix(r, Busy.String()), "the busy spell on the screen, readiness %q", r)
+	})
 }
