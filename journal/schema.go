@@ -159,6 +159,11 @@ CREATE INDEX IF NOT EXISTS comms_journal_unacked ON comms_journal(row_id, target
 	// left pending that expires at this start): failed rows by the time of
 	// their last change.
 	`CREATE INDEX IF NOT EXISTS comms_journal_failed_at ON comms_journal(updated_at_ms, row_id) WHERE status = '` + string(status.Failed) + `';`,
+	// 9: the reports read a covered message's first change again (Cover:
+	// the signals it resolved), and verify does for every message: the
+	// signals a message resolved, by resolved_by. Without it each look
+	// read the whole signals table (a handoff on 1M messages took 1.3 s).
+	`CREATE INDEX IF NOT EXISTS comms_signals_resolved ON comms_signals(resolved_by) WHERE resolved_by IS NOT NULL;`,
 }
 
 // squidRunCompatJournal is migration 6; see SquidRunChannels.
