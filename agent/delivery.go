@@ -398,21 +398,16 @@ func (p *Pane) pressOnce(t *typing, attempt int) (done, ok bool) {
 	p.mu.Lock()
 	out := p.outChanged
 	p.mu.Unlock()
-	// The first Enter is recorded in the entered log by the very next
-	// system call after its write (one write(2), durable against a kill
-	// -9), so that a hub killed now does not type the message again into
-	// the next program (see pressEnter).
-	var record func()
+	// The first Enter is recorded in the entered log with it (see
+	// pressEnter), so that a hub killed now does not type the message
+	// again into the next program.
+	var id string
 	if attempt == 0 {
 		p.startEnteredTurn(pr)
 		p.armQueued(pr)
-		record = func() {
-			if err := p.entered.add(it.d.MessageID); err != nil {
-				p.log.Warn("entered log", "id", it.d.MessageID, "err", err)
-			}
-		}
+		id = it.d.MessageID
 	}
-	if err := p.pressEnter(context.Background(), pr, record); err != nil {
+	if err := p.pressEnter(context.Background(), pr, id); err != nil {
 		t.in.unlock()
 		if attempt == 0 {
 			// The first Enter never reached the program: not submitted.

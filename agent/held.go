@@ -69,7 +69,7 @@ func (p *Pane) enterHeld(pr *proc) bool {
 	p.armQueued(pr)
 	p.log.Warn("a message judged submitted still stands at the program's input; pressing Enter for it alone before typing the next",
 		"id", last.id, "press", last.presses)
-	if err := p.pressEnter(context.Background(), pr, nil); err != nil {
+	if err := p.pressEnter(context.Background(), pr, ""); err != nil {
 		p.log.Warn("press enter again", "id", last.id, "err", err)
 		return true
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -85,11 +87,41 @@ const KeeperGrace = 2 * time.Second
 // screen.
 const KeeperRingBytes = 256 << 10
 
-// keeperQuit, written on a pane's channel from the hub, drops the pane
-// from the host at once (the pane stopped); end of file instead means the
-// hub is gone. The host answers by closing the channel once it closed the
-// pane's master.
-const keeperQuit = 'q'
+// A pane's channel carries lines from the hub to the host while the hub
+// owns the pane (keeper_run.go: serveHub):
+//
+//   - "q" (keeperQuit) drops the pane from the host at once (the pane
+//     stopped); end of file instead means the hub is gone. The host
+//     answers by closing the channel once it closed the pane's master.
+//   - "e <id>" (keeperEnter) presses Enter for message id: the host writes
+//     the CR into the pane's terminal and then records id in the pane's
+//     entered log, and answers one line: "ok" (both done; "ok <error>"
+//     when only the record failed), "busy" (the terminal took no input
+//     within keeperEnterSlice: nothing done, ask again) or "failed
+//     <error>" (nothing done). The host is not killed with the hub, so a
+//     kill -9 of the hub cannot fall between the Enter and its record:
+//     the host does both once it has the line, or neither.
+const (
+	keeperQuit  = "q"
+	keeperEnter = "e"
+)
+
+// The host's answers to keeperEnter.
+const (
+	enterDone   = "ok"
+	enterBusy   = "busy"
+	enterFailed = "failed"
+)
+
+// keeperEnterSlice is how long the host waits for the terminal to take
+// an Enter before it answers enterBusy; keeperEnterWait how long the hub
+// waits for an answer before it takes the Enter as pressed (the host has
+// the line and does it, or is wedged: the text left at the input is then
+// entered again by the delivery's next press).
+const (
+	keeperEnterSlice = 100 * time.Millisecond
+	keeperEnterWait  = 10 * time.Second
+)
 
 // keeperQuitWait bounds how long a hub waits for a pane's host told to
 // drop the pane. A host that does not answer is killed, and one host holds
@@ -122,6 +154,9 @@ type keeperConfig struct {
 	Secret    string        `json:"secret,omitempty"`
 	Grace     time.Duration `json:"grace"`
 	RingBytes int           `json:"ringBytes"`
+	// Entered is the pane's entered log (Spec.EnteredLog), to which the
+	// host appends the messages it presses Enter for (keeperEnter).
+	Entered string `json:"entered,omitempty"`
 }
 
 // keeper is a pane's place in a pane host as its hub sees it, owned by
@@ -130,7 +165,11 @@ type keeperConfig struct {
 type keeper struct {
 	proc *os.Process // nil unless this pane's start forked the host
 	pid  int
+	// chMu serializes the pane's requests on ch (an Enter and its
+	// answer, the quit); rd reads the host's answers.
+	chMu sync.Mutex
 	ch   *net.UnixConn // the pane's channel; closing it (or the hub's death) frees the pane
+	rd   *bufio.Reader
 	// adoptable: the host listens for a next hub (Keeper.SocketDir).
 	adoptable bool
 	done      chan struct{} // closed once the child is reaped (nil unless proc)
@@ -160,11 +199,11 @@ func hostStart(path string) *sync.Mutex {
 
 // startKeeper puts the run pr of the pane role's program in a pane host:
 // the root's running one when it trusts this hub, else a new one.
-func startKeeper(k *Keeper, pr *proc, role string) (*keeper, error) {
+func startKeeper(k *Keeper, pr *proc, role, entered string) (*keeper, error) {
 	if len(k.Argv) == 0 {
 		return nil, errors.New("pane keeper: no command")
 	}
-	cfg := keeperConfig{Pane: role, Root: k.Root, Pid: pr.pid, Mark: pr.mark, Started: pr.startedAt, Env: pr.env, Secret: k.Secret, Grace: k.Grace, RingBytes: k.RingBytes}
+	cfg := keeperConfig{Pane: role, Root: k.Root, Pid: pr.pid, Mark: pr.mark, Started: pr.startedAt, Env: pr.env, Secret: k.Secret, Grace: k.Grace, RingBytes: k.RingBytes, Entered: entered}
 	if k.SocketDir == "" {
 		return forkKeeper(k, pr.master, cfg, nil)
 	}
@@ -235,7 +274,8 @@ func forkKeeper(k *Keeper, master *os.File, cfg keeperConfig, listen *os.File) (
 		return nil, err
 	}
 	p, _ := os.FindProcess(pid) // cannot fail on Unix
-	kp := &keeper{proc: p, pid: pid, ch: ours, done: make(chan struct{}), adoptable: cfg.Socket != ""}
+	kp := newKeeper(pid, ours, nil, cfg.Socket != "")
+	kp.proc, kp.done = p, make(chan struct{})
 	go func() {
 		defer close(kp.done)
 		_, _ = p.Wait()
@@ -294,15 +334,66 @@ func socketPair() (*net.UnixConn, *os.File, error) {
 	return c.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "keeper-channel"), nil
 }
 
+// newKeeper is the pane's place in host pid, reached over ch, whose
+// answers rd reads (nil: a new reader of ch).
+func newKeeper(pid int, ch *net.UnixConn, rd *bufio.Reader, adoptable bool) *keeper {
+	if rd == nil {
+		rd = bufio.NewReader(ch)
+	}
+	return &keeper{pid: pid, ch: ch, rd: rd, adoptable: adoptable}
+}
+
+// errEnterNotAsked: the host could not be asked to press Enter (its
+// channel is gone); nothing was pressed or recorded.
+var errEnterNotAsked = errors.New("the pane host could not be asked")
+
+// enter asks the host to press Enter for message id and record it
+// (keeperEnter). errEnterNotAsked: the request did not reach the host;
+// an error wrapping os.ErrDeadlineExceeded: the terminal took no input
+// yet (ask again); another error: the host pressed nothing. A nil error
+// with a non-empty note: pressed, but the note says what went wrong
+// after the request (no answer, or the record failed). fault, when set,
+// runs between the request and its answer (Spec.FaultAtEnter).
+func (k *keeper) enter(id string, fault func()) (note string, err error) {
+	k.chMu.Lock()
+	defer k.chMu.Unlock()
+	defer k.ch.SetDeadline(time.Time{})
+	_ = k.ch.SetDeadline(time.Now().Add(keeperEnterWait))
+	if _, err := k.ch.Write([]byte(keeperEnter + " " + id + "\n")); err != nil {
+		return "", fmt.Errorf("%w: %w", errEnterNotAsked, err)
+	}
+	if fault != nil {
+		fault()
+	}
+	line, err := k.rd.ReadString('\n')
+	if err != nil {
+		// The host has the line: it presses and records, or it died
+		// with the pane's terminal still held by this hub. Taken as
+		// pressed; a text left at the input is pressed again.
+		return fmt.Sprintf("no answer from the pane host: %v", err), nil
+	}
+	word, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+	switch word {
+	case enterDone:
+		return rest, nil
+	case enterBusy:
+		return "", fmt.Errorf("press enter: %w", os.ErrDeadlineExceeded)
+	default:
+		return "", fmt.Errorf("press enter (pane host): %s", rest)
+	}
+}
+
 // stop drops the pane from its host: the host closes its master, then
 // the channel. A host that does not answer within keeperQuitWait is
 // killed (and reaped, when it is this hub's child).
 func (k *keeper) stop() {
+	k.chMu.Lock()
+	defer k.chMu.Unlock()
 	defer k.ch.Close()
 	_ = k.ch.SetDeadline(time.Now().Add(keeperQuitWait))
-	_, err := k.ch.Write([]byte{keeperQuit})
+	_, err := k.ch.Write([]byte(keeperQuit + "\n"))
 	if err == nil {
-		_, err = io.Copy(io.Discard, k.ch)
+		_, err = io.Copy(io.Discard, k.rd)
 	}
 	if err == nil {
 		return

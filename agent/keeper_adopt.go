@@ -39,7 +39,8 @@ import (
 //     join, host → hub: {ready}; hub → host: one byte carrying the
 //     master, then the pane's keeperConfig line; host → hub: {hostPid}.
 //
-// The connection is then the pane's channel (keeperQuit or end of file).
+// The connection is then the pane's channel (keeper.go: keeperQuit,
+// keeperEnter, or end of file).
 // Both ends also require the peer to run as the same user.
 
 // ErrNoKeeper is wrapped by AdoptKeeper when no host listens or the one
@@ -226,11 +227,12 @@ type Adoption struct {
 	// Output is what the program wrote while no hub read it.
 	Output []byte
 	conn   *net.UnixConn
+	rd     *bufio.Reader // conn's reader, past the hand-over
 }
 
 // keeper is the adopted keeper as this hub's keeper.
 func (a *Adoption) keeper() *keeper {
-	return &keeper{pid: a.KeeperPid, ch: a.conn, adoptable: true}
+	return newKeeper(a.KeeperPid, a.conn, a.rd, true)
 }
 
 // Release gives the pane back to its keeper without using it, as if this
@@ -345,7 +347,7 @@ func adoptOn(ctx context.Context, conn *net.UnixConn, d KeeperDial) (*Adoption, 
 		return nil, fmt.Errorf("read the hand-over: %w", err)
 	}
 	clearDeadline(conn)
-	return &Adoption{Master: master, Pid: h.Pid, Mark: h.Mark, Started: h.Started, Env: h.Env, KeeperPid: h.KeeperPid, Output: out, conn: conn}, nil
+	return &Adoption{Master: master, Pid: h.Pid, Mark: h.Mark, Started: h.Started, Env: h.Env, KeeperPid: h.KeeperPid, Output: out, conn: conn, rd: rd}, nil
 }
 
 // joinHost hands master, the pane cfg describes, to the root's running
@@ -381,7 +383,7 @@ func joinHost(master *os.File, cfg keeperConfig) (*keeper, error) {
 			return nil, fmt.Errorf("the pane host did not take the pane: %w", err)
 		}
 		clearDeadline(conn)
-		return &keeper{pid: j.HostPid, ch: conn, adoptable: true}, nil
+		return newKeeper(j.HostPid, conn, rd, true), nil
 	}()
 	if err != nil {
 		conn.Close()

@@ -1,12 +1,14 @@
 package agent
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -15,10 +17,11 @@ import (
 // configuration, the pane's master, and the adoption requests that
 // authenticated connections (keeper_adopt.go) pass to its one loop.
 type keeperRun struct {
-	cfg    keeperConfig
-	master *os.File
-	reqs   chan *adoptReq
-	ended  chan struct{} // closed once run returned: nobody takes reqs
+	cfg     keeperConfig
+	master  *os.File
+	reqs    chan *adoptReq
+	ended   chan struct{} // closed once run returned: nobody takes reqs
+	entered *enteredLog   // cfg.Entered, opened at the first keeperEnter
 }
 
 // keeperAdoptWait is how long a keeper whose hub still seems alive holds
@@ -32,10 +35,11 @@ const keeperAdoptWait = 3 * time.Second
 // grace passes with no new hub, or when the program's terminal closed.
 // The pane's master is closed when it returns; told to quit, the
 // channel closes after it, which tells the hub it is done.
-func (k *keeperRun) run(hub io.Reader, ch io.Closer) {
+func (k *keeperRun) run(hub *bufio.Reader, ch *net.UnixConn) {
 	defer k.master.Close()
+	defer func() { _ = k.entered.close() }()
 	for {
-		quit, pending := k.attend(hub)
+		quit, pending := k.attend(hub, ch)
 		if quit {
 			k.master.Close()
 			ch.Close()
@@ -53,13 +57,13 @@ func (k *keeperRun) run(hub io.Reader, ch io.Closer) {
 	}
 }
 
-// attend waits while the hub owns the pane: until it says quit (true) or
-// its channel ends (the hub is gone). An adoption request that comes
-// meanwhile waits keeperAdoptWait for that end and is returned to be
-// served, or is refused.
-func (k *keeperRun) attend(hub io.Reader) (quit bool, pending *adoptReq) {
+// attend serves the hub's channel while the hub owns the pane: until it
+// says quit (true) or its channel ends (the hub is gone). An adoption
+// request that comes meanwhile waits keeperAdoptWait for that end and is
+// returned to be served, or is refused.
+func (k *keeperRun) attend(hub *bufio.Reader, ch io.Writer) (quit bool, pending *adoptReq) {
 	gone := make(chan bool, 1)
-	go func() { gone <- readUntilGone(hub) }()
+	go func() { gone <- k.serveHub(hub, ch) }()
 	var timeout <-chan time.Time
 	for {
 		select {
@@ -77,22 +81,62 @@ func (k *keeperRun) attend(hub io.Reader) (quit bool, pending *adoptReq) {
 	}
 }
 
-// readUntilGone reads the hub's channel until it ends (false) or carries
-// keeperQuit (true).
-func readUntilGone(r io.Reader) bool {
-	b := make([]byte, 64)
+// serveHub reads the hub's requests (keeper.go: keeperQuit, keeperEnter)
+// until the channel ends (false) or carries keeperQuit (true). Every
+// request the channel holds is served before its end is: an Enter the
+// hub asked for just before it was killed is pressed and recorded. A last
+// line cut by the hub's death is no request.
+func (k *keeperRun) serveHub(hub *bufio.Reader, ch io.Writer) bool {
 	for {
-		n, err := r.Read(b)
-		for _, c := range b[:n] {
-			if c == keeperQuit {
-				return true
+		line, err := hub.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			for errors.Is(err, bufio.ErrBufferFull) { // no request is this long
+				_, err = hub.ReadSlice('\n')
 			}
+			continue
 		}
 		if err != nil {
 			return false
 		}
+		op, arg, _ := strings.Cut(strings.TrimSuffix(string(line), "\n"), " ")
+		switch op {
+		case keeperQuit:
+			return true
+		case keeperEnter:
+			// An answer the gone hub does not read is of no matter: the
+			// next read finds the end.
+			_, _ = io.WriteString(ch, k.enter(arg)+"\n")
+		}
 	}
 }
+
+// enter presses Enter in the pane's terminal for message id and then
+// records id in the pane's entered log, answering as keeperEnter says.
+func (k *keeperRun) enter(id string) string {
+	_ = k.master.SetWriteDeadline(time.Now().Add(keeperEnterSlice))
+	_, err := k.master.Write([]byte{'\r'})
+	_ = k.master.SetWriteDeadline(time.Time{})
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return enterBusy
+	case err != nil:
+		return enterFailed + " " + oneLine(err.Error())
+	}
+	if k.entered == nil && k.cfg.Entered != "" {
+		el, err := openEnteredLog(k.cfg.Entered)
+		if err != nil {
+			return enterDone + " " + oneLine(err.Error())
+		}
+		k.entered = el
+	}
+	if err := k.entered.add(id); err != nil {
+		return enterDone + " " + oneLine(err.Error())
+	}
+	return enterDone
+}
+
+// oneLine is s with its line breaks made spaces, for an answer line.
+func oneLine(s string) string { return strings.NewReplacer("\n", " ", "\r", " ").Replace(s) }
 
 // orphan holds the terminal while no hub owns the pane: the program's
 // output goes to a ring, so that it never blocks writing, until a new hub

@@ -92,10 +92,17 @@ type Spec struct {
 	// Env is the complete environment of the program (nil = the hub's).
 	// TERM=xterm-256color is added when missing.
 	Env []string
-	// EnteredLog, when set, is a file to which the pane appends the id of
-	// each message right after writing its first Enter (see ReadEntered):
-	// a record that survives a kill -9 of the hub, written in microseconds.
+	// EnteredLog, when set, is a file to which the id of each message is
+	// appended once its first Enter is written (see ReadEntered): by the
+	// pane's host where it has one, which a kill -9 of the hub does not
+	// stop between the Enter and the record (pressEnter), else by the
+	// pane right after the Enter's write.
 	EnteredLog string
+	// FaultAtEnter, for the e2e fault suite only, runs when a message's
+	// first Enter has left this process and nothing has recorded it in
+	// the hub: after the host was asked (before its answer), or after the
+	// raw write (before the entered log's record).
+	FaultAtEnter func()
 	// Keeper, when set, puts each run of the program in a pane host
 	// (keeper.go: the root's, one for all its panes, when Keeper.SocketDir
 	// is set), so that the program's terminal stays open for

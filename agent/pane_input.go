@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -86,45 +87,23 @@ func (p *Pane) noteInput() {
 }
 
 // pressEnter writes one Enter (CR) into the program's terminal and, when
-// record is set, runs it by the very next system call: the CR goes in with
-// a raw write(2), which does not hand the goroutine back to the scheduler,
-// so nothing (no wait for a processor under load, no lock) stands between
-// the Enter reaching the terminal and record's own write. A kill -9 can
-// then split the two only in the microseconds of the Enter's system call.
+// id is set (a message's first Enter), records id in the pane's entered
+// log, so that a hub killed now does not type the message again into
+// the next program. Where the pane has a host (keeper.go), the host does
+// both on one request (keeperEnter): it lives on when this hub is killed,
+// so a kill -9 cannot fall between the Enter and its record. Without one
+// (or when the host cannot be asked) the CR goes in with a raw write(2)
+// and the record follows by the very next system call; a kill can then
+// split the two only while the kernel runs something else between them.
 // It presses no Enter (errPersonFirst) when a person's key reached the
 // terminal after hm's own last typing: the line may then hold their text,
 // and hm never submits a person's line. The caller holds inputMu.
-func (p *Pane) pressEnter(ctx context.Context, pr *proc, record func()) error {
+func (p *Pane) pressEnter(ctx context.Context, pr *proc, id string) error {
 	if p.personTypedAfterHM() {
 		return fmt.Errorf("press enter: %w", errPersonFirst)
 	}
-	rc, err := pr.master.SyscallConn()
-	if err != nil {
-		return fmt.Errorf("press enter: %w", err)
-	}
-	cr := [1]byte{'\r'}
 	for {
-		p.writeMu.Lock()
-		_ = pr.master.SetWriteDeadline(time.Now().Add(writeSlice))
-		var werr error
-		err = rc.Write(func(fd uintptr) bool {
-			n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&cr[0])), 1)
-			switch {
-			case errno == syscall.EAGAIN:
-				return false // wait until the terminal takes input
-			case errno == syscall.EINTR:
-				return false
-			case errno != 0:
-				werr = errno
-			case n == 1 && record != nil:
-				record()
-			}
-			return true
-		})
-		p.writeMu.Unlock()
-		if err == nil {
-			err = werr
-		}
+		err := p.pressEnterOnce(pr, id)
 		if err == nil {
 			p.noteInput()
 			return nil
@@ -133,6 +112,55 @@ func (p *Pane) pressEnter(ctx context.Context, pr *proc, record func()) error {
 			return err
 		}
 	}
+}
+
+// pressEnterOnce is one try of pressEnter, under writeMu: through the
+// pane's host when id is to be recorded and the host can be asked, else
+// by a raw write of its own.
+func (p *Pane) pressEnterOnce(pr *proc, id string) error {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	record := id != "" && !strings.ContainsAny(id, " \t\r\n")
+	if record && pr.keeper != nil {
+		note, err := pr.keeper.enter(id, p.spec.FaultAtEnter)
+		if !errors.Is(err, errEnterNotAsked) {
+			if note != "" {
+				p.log.Warn("entered log (pane host)", "id", id, "note", note)
+			}
+			return err
+		}
+		p.log.Warn("the pane host could not be asked to press Enter; pressing it here", "id", id, "err", err)
+	}
+	rc, err := pr.master.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("press enter: %w", err)
+	}
+	cr := [1]byte{'\r'}
+	_ = pr.master.SetWriteDeadline(time.Now().Add(writeSlice))
+	var werr error
+	err = rc.Write(func(fd uintptr) bool {
+		n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&cr[0])), 1)
+		switch {
+		case errno == syscall.EAGAIN:
+			return false // wait until the terminal takes input
+		case errno == syscall.EINTR:
+			return false
+		case errno != 0:
+			werr = errno
+		case n == 1 && record:
+			if f := p.spec.FaultAtEnter; f != nil {
+				f()
+			}
+			if err := p.entered.add(id); err != nil {
+				p.log.Warn("entered log", "id", id, "err", err)
+			}
+		}
+		return true
+	})
+	if err == nil {
+		err = werr
+	}
+	return err
 }
 
 // writeFailed classifies a failed write to the program's terminal: nil when

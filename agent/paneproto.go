@@ -18,7 +18,10 @@ import (
 //     (runtime/panes/<role>.sock); adoption only.
 //   - "2": one pane host per root on runtime/panes/host.sock: a request
 //     (join or adopt) in the hello, panes joining the host.
-var paneProtocol = "2"
+//   - "3": the pane's channel carries lines, and the host presses a
+//     message's first Enter and records it in the entered log
+//     (keeper.go: keeperEnter).
+var paneProtocol = "3"
 
 // firstPaneProtocol is what a peer that names none speaks: a build from
 // before the protocol was named (a keeper per pane).

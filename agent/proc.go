@@ -167,7 +167,7 @@ func startProc(spec *Spec, command string, cols, rows uint16) (*proc, error) {
 		env:         env,
 	}
 	if spec.Keeper != nil {
-		pr.keeper, pr.keeperErr = startKeeper(spec.Keeper, pr, spec.Role)
+		pr.keeper, pr.keeperErr = startKeeper(spec.Keeper, pr, spec.Role, spec.EnteredLog)
 	}
 	return pr, nil
 }

@@ -342,3 +342,67 @@ func TestReloadedPaneJoinsHost(t *testing.T) {
 	h2.stop()
 	waitProgramsGone(t, before, "after SIGTERM of the hub")
 }
+
+// TestFaultKill9AtEnter: the hub kills itself right after a message's
+// first Enter left it and before anything recorded it
+// (HM_FAULT_KILL_AT_ENTER; before the fix, between the Enter's raw write
+// and its entered-log record). The pane host keeps the program, which
+// takes that Enter; the next hub adopts it and must not type the message
+// again: every ACKed message reaches the program exactly once.
+func TestFaultKill9AtEnter(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	roles := []string{"architect"}
+	writeSettings(t, root, adoptTeamWith(root, "", roles))
+	// The session line is the pane's first Enter, the first message its
+	// second.
+	h := startHubEnv(t, root, []string{"HM_FAULT_KILL_AT_ENTER=2"}, "--rate-limit", "0")
+	before := panePIDsOf(t, h, roles)
+	op := dialAs(t, h, "user", false)
+	var acked []string
+	for i := range 4 {
+		id := fmt.Sprintf("at-enter-%d", i)
+		ack, _, err := op.Send(tctx(t, 30*time.Second), proto.Frame{Type: proto.TypeSend, Target: "architect", MessageID: id, Content: "message " + id})
+		if err != nil {
+			break // the hub killed itself
+		}
+		if !ack.OK {
+			t.Fatalf("send %s: %+v", id, ack)
+		}
+		acked = append(acked, id)
+	}
+	select {
+	case err := <-h.done:
+		h.done <- err
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the hub did not kill itself at the message's Enter; log:\n%s", hubLog(root))
+	}
+	if len(acked) == 0 {
+		t.Fatal("no message ACKed before the kill")
+	}
+
+	h2 := startHub(t, root, "--rate-limit", "0")
+	wantAdopted(t, before, panePIDsOf(t, h2, roles), "kill -9 at an Enter")
+	log := root + "/architect.jsonl"
+	poll.For(t, 90*time.Second, func() error {
+		got := trailerCounts(readPrompts(t, log))
+		var missing []string
+		for _, id := range acked {
+			if got[id] == 0 {
+				missing = append(missing, id)
+			}
+		}
+		return poll.Want(len(missing) == 0, "not typed yet: %v", missing)
+	})
+	waitQueueDrained(t, h2, "architect")
+	got := trailerCounts(readPrompts(t, log))
+	for _, id := range acked {
+		if got[id] != 1 {
+			t.Errorf("%s typed %d times into the adopted program; prompts:\n%s", id, got[id], promptsWith(t, log, id))
+		}
+	}
+	if t.Failed() {
+		t.Logf("hub log:\n%s", hubLog(root))
+	}
+	h2.stop()
+}

@@ -39,18 +39,21 @@ type paneSet struct {
 	// their keepers for the next hub (agent.Pane.Leave).
 	leave atomic.Bool
 
-	// killBeforeEnter and killAfterEnter, when positive, are faults for the
-	// e2e fault suite: the hub kills itself with SIGKILL right after the
-	// Nth pane typing was recorded, before its Enter
-	// (HM_FAULT_KILL_BEFORE_ENTER=N), or right after the Nth first Enter
-	// was written and put in the entered log, before the ledger records it
+	// killBeforeEnter, killAtEnter and killAfterEnter, when positive, are
+	// faults for the e2e fault suite: the hub kills itself with SIGKILL
+	// right after the Nth pane typing was recorded, before its Enter
+	// (HM_FAULT_KILL_BEFORE_ENTER=N); right after the Nth first Enter left
+	// the hub, before anything recorded it (HM_FAULT_KILL_AT_ENTER=N,
+	// agent.Spec.FaultAtEnter); or right after the Nth first Enter was
+	// written and put in the entered log, before the ledger records it
 	// (HM_FAULT_KILL_AFTER_ENTER=N).
-	killBeforeEnter, killAfterEnter atomic.Int64
+	killBeforeEnter, killAtEnter, killAfterEnter atomic.Int64
 }
 
 // The fault variables (see paneSet.killBeforeEnter).
 const (
 	faultKillBeforeEnter = "HM_FAULT_KILL_BEFORE_ENTER"
+	faultKillAtEnter     = "HM_FAULT_KILL_AT_ENTER"
 	faultKillAfterEnter  = "HM_FAULT_KILL_AFTER_ENTER"
 )
 
@@ -60,7 +63,7 @@ func newPaneSet(log *slog.Logger, team func() *roles.Team, act *activity) *paneS
 	for _, f := range []struct {
 		name string
 		n    *atomic.Int64
-	}{{faultKillBeforeEnter, &s.killBeforeEnter}, {faultKillAfterEnter, &s.killAfterEnter}} {
+	}{{faultKillBeforeEnter, &s.killBeforeEnter}, {faultKillAtEnter, &s.killAtEnter}, {faultKillAfterEnter, &s.killAfterEnter}} {
 		if n, err := strconv.Atoi(os.Getenv(f.name)); err == nil && n > 0 {
 			log.Warn("fault injection: the hub kills itself at a pane's Enter", "var", f.name, "n", n)
 			f.n.Store(int64(n))
@@ -75,6 +78,15 @@ func fault(n *atomic.Int64) {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // until the signal lands
 	}
+}
+
+// atEnterFault is the panes' agent.Spec.FaultAtEnter: nil unless
+// HM_FAULT_KILL_AT_ENTER armed it.
+func (s *paneSet) atEnterFault() func() {
+	if s.killAtEnter.Load() <= 0 {
+		return nil
+	}
+	return func() { fault(&s.killAtEnter) }
 }
 
 // Hosted implements broker.Panes.
@@ -323,7 +335,7 @@ func (h *Hub) paneSpec(team *roles.Team, m roles.Member, restart bool) agent.Spe
 		Profiles: agent.ProfilesFromSettings(team.Profiles),
 		Dir:      h.Layout.Root, Env: paneEnv(h.Layout, team, m, h.Port, h.Tokens.Issue(m.Role)),
 		LogPath:    filepath.Join(h.Layout.PaneLogs(), m.Role+".log"),
-		EnteredLog: enteredLogPath(h.Layout, m.Role),
+		EnteredLog: enteredLogPath(h.Layout, m.Role), FaultAtEnter: h.panes.atEnterFault(),
 		Keeper:     h.paneKeeper(restart),
 		OnAdopt:    func(env []string) { h.acceptAdopted(m.Role, env) },
 		PointerDir: h.Layout.FullMessages(),
