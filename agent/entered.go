@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"unicode"
 )
 
 // enteredLog records, one id per line, every message whose first Enter has
@@ -38,10 +39,16 @@ func openEnteredLog(path string) (*enteredLog, error) {
 	return &enteredLog{f: f}, nil
 }
 
+// recordableID reports whether id can stand as one record of an entered
+// log (a line that ReadEntered reads back as one field).
+func recordableID(id string) bool {
+	return id != "" && strings.IndexFunc(id, unicode.IsSpace) < 0
+}
+
 // add records id; errors only lose the shortcut (the ledger record still
 // follows), so they are returned for logging.
 func (l *enteredLog) add(id string) error {
-	if l == nil || id == "" || strings.ContainsAny(id, "\n\r") {
+	if l == nil || !recordableID(id) {
 		return nil
 	}
 	l.mu.Lock()

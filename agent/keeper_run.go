@@ -113,6 +113,9 @@ func (k *keeperRun) serveHub(hub *bufio.Reader, ch io.Writer) bool {
 // enter presses Enter in the pane's terminal for message id and then
 // records id in the pane's entered log, answering as keeperEnter says.
 func (k *keeperRun) enter(id string) string {
+	if !recordableID(id) {
+		return enterFailed + " no message id to record"
+	}
 	_ = k.master.SetWriteDeadline(time.Now().Add(keeperEnterSlice))
 	_, err := k.master.Write([]byte{'\r'})
 	_ = k.master.SetWriteDeadline(time.Time{})

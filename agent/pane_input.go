@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -120,7 +119,7 @@ func (p *Pane) pressEnter(ctx context.Context, pr *proc, id string) error {
 func (p *Pane) pressEnterOnce(pr *proc, id string) error {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
-	record := id != "" && !strings.ContainsAny(id, " \t\r\n")
+	record := recordableID(id)
 	if record && pr.keeper != nil {
 		note, err := pr.keeper.enter(id, p.spec.FaultAtEnter)
 		if !errors.Is(err, errEnterNotAsked) {
