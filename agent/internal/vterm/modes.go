@@ -181,6 +181,12 @@ func (t *Terminal) osc(cmd int, data []byte) {
 		if cmd != 11 {
 			rgb = "rgb:d0d0/d0d0/d0d0"
 		}
-		t.reply(fmt.Sprintf("\x1b]%d;%s\x1b\\", cmd, rgb))
+		// Answered with the terminator the query ended with (BEL or ST),
+		// as xterm does: a program may wait for the one it sent.
+		end := "\x1b\\"
+		if t.in == 0x07 {
+			end = "\x07"
+		}
+		t.reply(fmt.Sprintf("\x1b]%d;%s%s", cmd, rgb, end))
 	}
 }

@@ -75,6 +75,7 @@ type Terminal struct {
 	title      string
 	replies    []byte
 	lastRune   rune
+	in         byte // the byte being parsed: what ended an OSC string
 }
 
 // New returns a terminal of cols x rows (each clamped to 1..1000).
@@ -118,6 +119,7 @@ func blank(cols int) []rune {
 // Write feeds program output. It never fails and never panics.
 func (t *Terminal) Write(b []byte) (int, error) {
 	for _, c := range b {
+		t.in = c
 		t.p.Advance(c)
 	}
 	return len(b), nil

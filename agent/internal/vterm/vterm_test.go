@@ -109,7 +109,7 @@ func TestReplies(t *testing.T) {
 		{"kitty keyboard query", "\x1b[?u", "\x1b[?0u"},
 		{"kitty keyboard after push", "\x1b[>1u\x1b[?u", "\x1b[?1u"},
 		{"kitty keyboard after pop", "\x1b[>1u\x1b[<u\x1b[?u", "\x1b[?0u"},
-		{"foreground colour", "\x1b]10;?\x07", "\x1b]10;rgb:d0d0/d0d0/d0d0\x1b\\"},
+		{"foreground colour, BEL-terminated, answered so", "\x1b]10;?\x07", "\x1b]10;rgb:d0d0/d0d0/d0d0\x07"},
 		{"background colour", "\x1b]11;?\x1b\\", "\x1b]11;rgb:0000/0000/0000\x1b\\"},
 		{"mode report paste", "\x1b[?2004h\x1b[?2004$p", "\x1b[?2004;1$y"},
 		{"window size", "\x1b[18t", "\x1b[8;24;80t"},
