@@ -123,7 +123,7 @@ func (tx *txn) advance(c Change) (Message, error) {
 		tx.setRow(next)
 		tx.countMoved(cur, next)
 	}
-	if err := tx.addEvent(c.MessageID, name, c.AtMs, dj, &change{row: &next}); err != nil {
+	if err := tx.addEvent(c.MessageID, name, c.AtMs, dj, &change{row: &next, static: tx.static(&next)}); err != nil {
 		return Message{}, err
 	}
 	return next, nil

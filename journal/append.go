@@ -290,7 +290,7 @@ func (tx *txn) afterInsert(m Message) (Message, error) {
 	// The brokered event covers the row and every side row written for it,
 	// so they are written first; the obligations it closes get their own
 	// events after it.
-	ch := change{row: &m}
+	ch := change{row: &m, static: tx.static(&m)}
 	ref := m.Ref()
 	if len(m.Signals) > 0 {
 		ch.signals = make([]Signal, 0, len(m.Signals))

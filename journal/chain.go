@@ -12,6 +12,7 @@ import (
 // change wrote for that message (see the package documentation).
 type change struct {
 	row        *Message    // nil for ledger_key events
+	static     *rowStatic  // row's unchanging columns, encoded (optional: the writer's)
 	signals    []Signal    // inserted with the message (its first event)
 	resolved   []int64     // signal ids the message resolved (its first event)
 	obligation *Obligation // opened with the message (its first event)
@@ -58,7 +59,7 @@ func appendCanonicalChange(b []byte, eventID int64, messageID, event string, atM
 	}
 	b = append(b, `,"row":`...)
 	if m := c.row; m != nil {
-		b = appendCanonicalRow(b, m)
+		b = appendCanonicalRow(b, m, c.static)
 	} else {
 		b = append(b, "null"...)
 	}
@@ -97,42 +98,99 @@ func appendCanonicalChange(b []byte, eventID int64, messageID, event string, atM
 
 // appendCanonicalRow appends every comms_journal column of m but raw_body
 // (covered through body_hash, which Verify checks against raw_body) in key
-// order; NULL seq and sent_at_ms are 0.
-func appendCanonicalRow(b []byte, m *Message) []byte {
+// order; NULL seq and sent_at_ms are 0. The columns that never change once
+// the row is inserted come from static when it was made from this row
+// (the writer's), and are encoded here otherwise.
+func appendCanonicalRow(b []byte, m *Message, static *rowStatic) []byte {
+	if !static.of(m) {
+		static = nil
+	}
 	b = appendRowHead(b, m)
-	b = append(b, `,"brokered_at_ms":`...)
-	b = strconv.AppendInt(b, m.BrokeredAtMs, 10)
-	b = append(b, `,"channel":`...)
-	b = appendJSONString(b, m.Channel)
-	b = append(b, `,"direction":`...)
-	b = appendJSONString(b, m.Direction)
+	b = static.appendRun(b, m, 0)
 	b = append(b, `,"error_code":`...)
 	b = appendJSONString(b, string(m.ErrorCode))
-	b = append(b, `,"header":`...)
-	b = appendJSONString(b, m.Header)
-	b = append(b, `,"message_id":`...)
-	b = appendJSONString(b, m.MessageID)
-	b = append(b, `,"metadata_json":`...)
-	b = appendJSONString(b, m.MetadataJSON)
-	b = append(b, `,"priority":`...)
-	b = appendJSONString(b, m.Priority)
-	b = append(b, `,"row_id":`...)
-	b = strconv.AppendInt(b, m.RowID, 10)
-	b = append(b, `,"sender_role":`...)
-	b = appendJSONString(b, m.SenderRole)
-	b = append(b, `,"sent_at_ms":`...)
-	b = strconv.AppendInt(b, m.SentAtMs, 10)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendInt(b, m.Seq, 10)
-	b = append(b, `,"session_id":`...)
-	b = appendJSONString(b, m.SessionID)
+	b = static.appendRun(b, m, 1)
 	b = append(b, `,"status":`...)
 	b = appendJSONString(b, string(m.Status))
-	b = append(b, `,"target_role":`...)
-	b = appendJSONString(b, m.TargetRole)
+	b = static.appendRun(b, m, 2)
 	b = append(b, `,"updated_at_ms":`...)
 	b = strconv.AppendInt(b, m.UpdatedAtMs, 10)
 	return append(b, '}')
+}
+
+// rowStatic is the canonical encoding of the row columns between the
+// state columns (the runs appendCanonicalRow writes around error_code and
+// status), made once per row: they do not change after the INSERT, so an
+// event on a row the writer holds encodes only its state (rows.go).
+type rowStatic struct {
+	messageID  string
+	rowID      int64
+	runs       string
+	end0, end1 int // where runs 0 and 1 end in runs
+}
+
+func newRowStatic(m *Message) *rowStatic {
+	b := make([]byte, 0, 320)
+	b = appendStaticRun(b, m, 0)
+	end0 := len(b)
+	b = appendStaticRun(b, m, 1)
+	end1 := len(b)
+	b = appendStaticRun(b, m, 2)
+	return &rowStatic{messageID: m.MessageID, rowID: m.RowID, runs: string(b), end0: end0, end1: end1}
+}
+
+// of reports whether s was made from m's row.
+func (s *rowStatic) of(m *Message) bool {
+	return s != nil && s.rowID == m.RowID && s.messageID == m.MessageID
+}
+
+// appendRun appends run i of m's row: s's copy, or encoded now when s is nil.
+func (s *rowStatic) appendRun(b []byte, m *Message, i int) []byte {
+	if s == nil {
+		return appendStaticRun(b, m, i)
+	}
+	switch i {
+	case 0:
+		return append(b, s.runs[:s.end0]...)
+	case 1:
+		return append(b, s.runs[s.end0:s.end1]...)
+	}
+	return append(b, s.runs[s.end1:]...)
+}
+
+// appendStaticRun encodes run i of m's unchanging columns: 0 from
+// brokered_at_ms to direction, 1 from header to session_id, 2 target_role.
+func appendStaticRun(b []byte, m *Message, i int) []byte {
+	switch i {
+	case 0:
+		b = append(b, `,"brokered_at_ms":`...)
+		b = strconv.AppendInt(b, m.BrokeredAtMs, 10)
+		b = append(b, `,"channel":`...)
+		b = appendJSONString(b, m.Channel)
+		b = append(b, `,"direction":`...)
+		return appendJSONString(b, m.Direction)
+	case 1:
+		b = append(b, `,"header":`...)
+		b = appendJSONString(b, m.Header)
+		b = append(b, `,"message_id":`...)
+		b = appendJSONString(b, m.MessageID)
+		b = append(b, `,"metadata_json":`...)
+		b = appendJSONString(b, m.MetadataJSON)
+		b = append(b, `,"priority":`...)
+		b = appendJSONString(b, m.Priority)
+		b = append(b, `,"row_id":`...)
+		b = strconv.AppendInt(b, m.RowID, 10)
+		b = append(b, `,"sender_role":`...)
+		b = appendJSONString(b, m.SenderRole)
+		b = append(b, `,"sent_at_ms":`...)
+		b = strconv.AppendInt(b, m.SentAtMs, 10)
+		b = append(b, `,"seq":`...)
+		b = strconv.AppendInt(b, m.Seq, 10)
+		b = append(b, `,"session_id":`...)
+		return appendJSONString(b, m.SessionID)
+	}
+	b = append(b, `,"target_role":`...)
+	return appendJSONString(b, m.TargetRole)
 }
 
 // chainMAC computes keyed hashes with one ledger key. Not safe for

@@ -33,31 +33,47 @@ const (
 
 // rowCache holds committed rows by message_id, evicting the oldest first.
 type rowCache struct {
-	rows  map[string]Message
+	rows  map[string]heldRow
 	order []string // insertion order; a key may be gone from rows
 	bytes int
 }
 
-func newRowCache() *rowCache { return &rowCache{rows: make(map[string]Message)} }
-
-func (c *rowCache) get(id string) (Message, bool) {
-	m, ok := c.rows[id]
-	return m, ok
+// heldRow is a row the writer holds, with its unchanging columns encoded
+// for the chain once it needed them (nil until then).
+type heldRow struct {
+	m      Message
+	static *rowStatic
 }
 
-// put keeps m (replacing an older copy in place).
-func (c *rowCache) put(m Message) {
-	old, had := c.rows[m.MessageID]
-	if len(m.RawBody) > rowCacheMaxBody {
+// size is what a held row counts against rowCacheBytes.
+func (r heldRow) size() int {
+	n := len(r.m.RawBody)
+	if r.static != nil {
+		n += len(r.static.runs)
+	}
+	return n
+}
+
+func newRowCache() *rowCache { return &rowCache{rows: make(map[string]heldRow)} }
+
+func (c *rowCache) get(id string) (heldRow, bool) {
+	r, ok := c.rows[id]
+	return r, ok
+}
+
+// put keeps r (replacing an older copy in place).
+func (c *rowCache) put(r heldRow) {
+	old, had := c.rows[r.m.MessageID]
+	if len(r.m.RawBody) > rowCacheMaxBody {
 		if had {
-			c.remove(m.MessageID)
+			c.remove(r.m.MessageID)
 		}
 		return
 	}
-	c.bytes += len(m.RawBody) - len(old.RawBody)
-	c.rows[m.MessageID] = m
+	c.bytes += r.size() - old.size()
+	c.rows[r.m.MessageID] = r
 	if !had {
-		c.order = append(c.order, m.MessageID)
+		c.order = append(c.order, r.m.MessageID)
 	}
 	for len(c.rows) > rowCacheRows || c.bytes > rowCacheBytes {
 		c.evictOldest()
@@ -71,8 +87,8 @@ func (c *rowCache) evictOldest() {
 	for len(c.order) > 0 {
 		id := c.order[0]
 		c.order = c.order[1:]
-		if m, ok := c.rows[id]; ok {
-			c.bytes -= len(m.RawBody)
+		if r, ok := c.rows[id]; ok {
+			c.bytes -= r.size()
 			delete(c.rows, id)
 			return
 		}
@@ -80,8 +96,8 @@ func (c *rowCache) evictOldest() {
 }
 
 func (c *rowCache) remove(id string) {
-	if m, ok := c.rows[id]; ok {
-		c.bytes -= len(m.RawBody)
+	if r, ok := c.rows[id]; ok {
+		c.bytes -= r.size()
 		delete(c.rows, id)
 	}
 }
@@ -95,7 +111,7 @@ func (c *rowCache) clear() {
 // txRow is a row a transaction read or wrote; dirty when its state
 // columns changed and are not written yet.
 type txRow struct {
-	m     Message
+	heldRow
 	dirty bool
 }
 
@@ -105,13 +121,13 @@ func (tx *txn) get(messageID string) (Message, bool, error) {
 	if r, ok := tx.rows[messageID]; ok {
 		return r.m, true, nil
 	}
-	m, ok := tx.cache.get(messageID)
-	if !ok {
-		var err error
-		m, ok, err = getMessage(tx.conn, messageID)
-		if err != nil || !ok {
-			return Message{}, ok, err
-		}
+	if r, ok := tx.cache.get(messageID); ok {
+		tx.rows[messageID] = txRow{heldRow: r}
+		return r.m, true, nil
+	}
+	m, ok, err := getMessage(tx.conn, messageID)
+	if err != nil || !ok {
+		return Message{}, ok, err
 	}
 	tx.keepRow(m, false)
 	return m, true, nil
@@ -121,7 +137,22 @@ func (tx *txn) get(messageID string) (Message, bool, error) {
 func (tx *txn) keepRow(m Message, dirty bool) {
 	m = m.row()
 	r := tx.rows[m.MessageID]
-	tx.rows[m.MessageID] = txRow{m: m, dirty: r.dirty || dirty}
+	tx.rows[m.MessageID] = txRow{heldRow: heldRow{m: m, static: r.static}, dirty: r.dirty || dirty}
+}
+
+// static returns the encoded unchanging columns of m's row (chain.go),
+// made once for a row this transaction holds.
+func (tx *txn) static(m *Message) *rowStatic {
+	r, ok := tx.rows[m.MessageID]
+	if ok && r.static.of(m) {
+		return r.static
+	}
+	st := newRowStatic(m)
+	if ok && r.m.RowID == m.RowID {
+		r.static = st
+		tx.rows[m.MessageID] = r
+	}
+	return st
 }
 
 // setRow changes the state columns of a row (written at flushRows).
@@ -149,7 +180,9 @@ func (tx *txn) flushRows() error {
 		if err := tx.exec(updateRowState, m.Status, m.AckStatus, m.ErrorCode, m.Attempt, m.UpdatedAtMs, m.RowID); err != nil {
 			return fmt.Errorf("update message %s: %w", m.MessageID, err)
 		}
-		tx.rows[m.MessageID] = txRow{m: m}
+		r := tx.rows[m.MessageID]
+		r.m, r.dirty = m, false
+		tx.rows[m.MessageID] = r
 	}
 	return nil
 }
@@ -160,7 +193,7 @@ func (w *writer) committed(tx *txn) {
 		w.rows.remove(id)
 	}
 	for _, r := range tx.rows {
-		w.rows.put(r.m)
+		w.rows.put(r.heldRow)
 	}
 }
 
