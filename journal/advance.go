@@ -3,7 +3,6 @@ package journal
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	"hm/internal/ground/status"
 
@@ -28,7 +27,7 @@ func (l *Ledger) Advance(ctx context.Context, c Change) (Message, error) {
 
 // AdvanceAsync queues c behind every write submitted before it and returns
 // without waiting (it blocks only while the queue is full). Failures are
-// logged. c.Detail is copied shallowly; do not mutate nested values.
+// logged. c.Detail is encoded before AdvanceAsync returns.
 func (l *Ledger) AdvanceAsync(c Change) {
 	if c.MessageID == "" {
 		l.log.Error("journal: advance without message_id dropped")
@@ -80,9 +79,10 @@ func (l *Ledger) AdvanceThen(c Change, check func(Message) error, then func(erro
 }
 
 func (l *Ledger) advanceOp(c Change, out *Message) *op {
-	c.Detail = maps.Clone(c.Detail)
+	d, derr := encodeDetail(c.Detail) // here, off the writer's goroutine
+	c.Detail = nil
 	return &op{kind: opTx, name: "advance", apply: func(tx *txn) error {
-		r, err := tx.advance(c)
+		r, err := tx.advance(c, d, derr)
 		if out != nil {
 			*out = r
 		}
@@ -90,7 +90,9 @@ func (l *Ledger) advanceOp(c Change, out *Message) *op {
 	}}
 }
 
-func (tx *txn) advance(c Change) (Message, error) {
+// advance applies c, whose detail was encoded into d (or failed to be,
+// derr: refused if the change writes an event).
+func (tx *txn) advance(c Change, d eventDetail, derr error) (Message, error) {
 	cur, found, err := tx.get(c.MessageID)
 	if err != nil {
 		return Message{}, err
@@ -105,10 +107,11 @@ func (tx *txn) advance(c Change) (Message, error) {
 	if !changed && c.Event == "" {
 		return cur, nil
 	}
-	dj, err := stateDetail(c.Detail, next)
-	if err != nil {
-		return Message{}, logical(fmt.Errorf("advance %s: %w", c.MessageID, err))
+	if derr != nil {
+		return Message{}, logical(fmt.Errorf("advance %s: %w", c.MessageID, derr))
 	}
+	tx.scratch = d.appendWithState(tx.scratch[:0], next)
+	dj := string(tx.scratch)
 	name := c.Event
 	switch {
 	case name != "":

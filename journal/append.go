@@ -430,27 +430,75 @@ func brokeredDetail(m Message) string {
 
 // stateDetail encodes detail with row's changeable columns added (they
 // replace any keys of the same names), keys sorted as encoding/json sorts
-// a map's. Strings, bools and integers are written directly (every
-// hot-path detail holds only those); other values go through
-// encoding/json.
+// a map's.
 func stateDetail(detail map[string]any, row Message) (string, error) {
-	keys := make([]string, 0, len(detail)+len(stateKeys))
+	d, err := encodeDetail(detail)
+	if err != nil {
+		return "", err
+	}
+	return string(d.appendWithState(make([]byte, 0, len(d.fields)+len(d.keys)+112), row)), nil
+}
+
+// eventDetail is an event detail's own keys (all but the row's state
+// columns, which appendWithState adds), sorted and encoded. A change's detail is
+// encoded when the change is queued, on its caller's goroutine; the writer
+// only adds the state the change leaves the row in.
+type eventDetail struct {
+	fields []byte   // "key":value pairs, in key order, without separators
+	keys   []string // the keys, sorted
+	ends   []int    // where each key's pair ends in fields
+}
+
+// encodeDetail encodes detail's keys but the state columns. Strings,
+// bools and integers are written directly (every hot-path detail holds
+// only those); other values go through encoding/json.
+func encodeDetail(detail map[string]any) (eventDetail, error) {
+	var d eventDetail
+	if len(detail) == 0 {
+		return d, nil
+	}
+	d.keys = make([]string, 0, len(detail))
 	for k := range detail {
 		if !slices.Contains(stateKeys, k) {
-			keys = append(keys, k)
+			d.keys = append(d.keys, k)
 		}
 	}
-	keys = append(keys, stateKeys...)
-	slices.Sort(keys)
-	b := make([]byte, 0, 192)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
+	slices.Sort(d.keys)
+	d.ends = make([]int, len(d.keys))
+	b := make([]byte, 0, 24*len(d.keys))
+	for i, k := range d.keys {
 		b = appendJSONString(b, k)
 		b = append(b, ':')
 		var err error
+		if b, err = appendJSONValue(b, detail[k]); err != nil {
+			return eventDetail{}, fmt.Errorf("%w: detail %q: %w", ErrInvalid, k, err)
+		}
+		d.ends[i] = len(b)
+	}
+	d.fields = b
+	return d, nil
+}
+
+// appendWithState appends the detail JSON of d with row's state columns,
+// keys sorted.
+func (d eventDetail) appendWithState(b []byte, row Message) []byte {
+	b = append(b, '{')
+	open := len(b)
+	start, i, j := 0, 0, 0
+	for i < len(d.keys) || j < len(stateKeys) {
+		if len(b) > open {
+			b = append(b, ',')
+		}
+		if j == len(stateKeys) || i < len(d.keys) && d.keys[i] < stateKeys[j] {
+			b = append(b, d.fields[start:d.ends[i]]...)
+			start = d.ends[i]
+			i++
+			continue
+		}
+		k := stateKeys[j]
+		j++
+		b = appendJSONString(b, k)
+		b = append(b, ':')
 		switch k {
 		case detailStatus:
 			b = appendJSONString(b, string(row.Status))
@@ -462,18 +510,13 @@ func stateDetail(detail map[string]any, row Message) (string, error) {
 			b = strconv.AppendInt(b, row.Attempt, 10)
 		case detailUpdatedAtMs:
 			b = strconv.AppendInt(b, row.UpdatedAtMs, 10)
-		default:
-			b, err = appendJSONValue(b, detail[k])
-		}
-		if err != nil {
-			return "", fmt.Errorf("%w: detail %q: %w", ErrInvalid, k, err)
 		}
 	}
-	return string(append(b, '}')), nil
+	return append(b, '}')
 }
 
-// stateKeys are the detail keys stateDetail takes from the row.
-var stateKeys = []string{detailStatus, detailAckStatus, detailErrorCode, detailAttempt, detailUpdatedAtMs}
+// stateKeys are the detail keys appendWithState takes from the row, sorted.
+var stateKeys = []string{detailAckStatus, detailAttempt, detailErrorCode, detailStatus, detailUpdatedAtMs}
 
 // appendJSONValue appends v as JSON.
 func appendJSONValue(b []byte, v any) ([]byte, error) {

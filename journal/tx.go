@@ -32,6 +32,7 @@ type txn struct {
 	dropped     []string                 // message ids of rows deleted
 	cache       *rowCache                // the writer's committed rows
 	dirty       []Message                // flushRows' scratch, reused
+	scratch     []byte                   // an event detail being encoded
 }
 
 // process runs a batch, answers its ops, then writes the head it signed
