@@ -250,11 +250,9 @@ func (tx *txn) replaceForeignRecord(id string) (bool, error) {
 
 // insertMessage runs the INSERT of a prepared message.
 func (tx *txn) insertMessage(m Message) error {
-	stmt, err := tx.conn.Prepare(`INSERT INTO comms_journal(message_id, session_id, sender_role, target_role, channel, direction, seq, header, priority,
- sent_at_ms, brokered_at_ms, raw_body, body_hash, body_bytes, status, ack_status, error_code, attempt, metadata_json, updated_at_ms)
- VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	stmt, err := tx.hot.get(tx.conn, stmtInsertMessage)
 	if err != nil {
-		return fmt.Errorf("prepare insert: %w", err)
+		return err
 	}
 	stmt.BindText(1, m.MessageID)
 	stmt.BindText(2, m.SessionID)
@@ -276,11 +274,7 @@ func (tx *txn) insertMessage(m Message) error {
 	stmt.BindInt64(18, m.Attempt)
 	stmt.BindText(19, m.MetadataJSON)
 	stmt.BindInt64(20, m.UpdatedAtMs)
-	_, err = stmt.Step()
-	if rerr := stmt.Reset(); err == nil {
-		err = rerr
-	}
-	return err
+	return stepOnce(stmt)
 }
 
 // afterInsert writes the event and side rows of an inserted message.

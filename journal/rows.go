@@ -164,8 +164,6 @@ func (tx *txn) dropRow(messageID string) {
 	tx.dropped = append(tx.dropped, messageID)
 }
 
-const updateRowState = "UPDATE comms_journal SET status = ?, ack_status = ?, error_code = ?, attempt = ?, updated_at_ms = ? WHERE row_id = ?"
-
 // flushRows writes the changed rows' state columns, in row order.
 func (tx *txn) flushRows() error {
 	dirty := tx.dirty[:0]
@@ -177,7 +175,7 @@ func (tx *txn) flushRows() error {
 	tx.dirty = dirty
 	slices.SortFunc(dirty, func(a, b Message) int { return cmp.Compare(a.RowID, b.RowID) })
 	for _, m := range dirty {
-		if err := tx.exec(updateRowState, m.Status, m.AckStatus, m.ErrorCode, m.Attempt, m.UpdatedAtMs, m.RowID); err != nil {
+		if err := tx.updateRowState(&m); err != nil {
 			return fmt.Errorf("update message %s: %w", m.MessageID, err)
 		}
 		r := tx.rows[m.MessageID]

@@ -33,6 +33,7 @@ type txn struct {
 	cache       *rowCache                // the writer's committed rows
 	dirty       []Message                // flushRows' scratch, reused
 	scratch     []byte                   // an event detail being encoded
+	hot         *hotStmts                // the writer's statements (stmts.go)
 }
 
 // process runs a batch, answers its ops, then writes the head it signed
@@ -188,7 +189,7 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 	// The events and scratch slices are the writer's too: publish copies
 	// each event into the subscribers' channels before the next
 	// transaction reuses them.
-	tx := &txn{conn: conn, nowMs: w.l.now().UnixMilli(), maxRowID: w.lastRowID, ftsRowID: w.ftsRowID, mac: w.mac, cache: w.rows, rows: w.txRows,
+	tx := &txn{conn: conn, nowMs: w.l.now().UnixMilli(), maxRowID: w.lastRowID, ftsRowID: w.ftsRowID, mac: w.mac, cache: w.rows, rows: w.txRows, hot: &w.hot,
 		events: w.txEvents[:0], dirty: w.txDirty[:0]}
 	defer func() { w.txEvents, w.txDirty = tx.events[:0], tx.dirty[:0] }()
 	if w.tailKnown {
@@ -288,9 +289,9 @@ func (tx *txn) loadTail() error {
 func (tx *txn) addEvent(messageID string, name status.Event, atMs int64, detail string, ch *change) error {
 	id := tx.nextEventID
 	hash := tx.mac.event(tx.lastHash, id, messageID, string(name), atMs, detail, ch)
-	stmt, err := tx.conn.Prepare("INSERT INTO comms_events(event_id, message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)")
+	stmt, err := tx.hot.get(tx.conn, stmtInsertEvent)
 	if err != nil {
-		return fmt.Errorf("prepare event insert: %w", err)
+		return err
 	}
 	stmt.BindInt64(1, id)
 	stmt.BindText(2, messageID)
@@ -299,11 +300,7 @@ func (tx *txn) addEvent(messageID string, name status.Event, atMs int64, detail 
 	stmt.BindText(5, detail)
 	stmt.BindText(6, tx.lastHash)
 	stmt.BindText(7, hash)
-	_, err = stmt.Step()
-	if rerr := stmt.Reset(); err == nil {
-		err = rerr
-	}
-	if err != nil {
+	if err := stepOnce(stmt); err != nil {
 		return fmt.Errorf("insert event: %w", err)
 	}
 	tx.nextEventID++

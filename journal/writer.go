@@ -90,6 +90,7 @@ type writer struct {
 	primeDue bool
 
 	mac *chainMAC // keyed hashes of events and the chain head
+	hot hotStmts  // the statements every message runs (stmts.go)
 
 	// What the writer knows of the committed ledger while no other
 	// connection commits (dataVersion, rows.go): recent rows, and the
