@@ -32,9 +32,13 @@ const (
 )
 
 // rowCache holds committed rows by message_id, evicting the oldest first.
+// The rows sit in slots the map points to: a map's values as large as a
+// row would each be allocated on their own.
 type rowCache struct {
-	rows  map[string]heldRow
-	order []string // insertion order; a key may be gone from rows
+	at    map[string]int // slot of each row held
+	slots []heldRow
+	free  []int    // emptied slots, reused first
+	order []string // insertion order; a key may be gone from at
 	bytes int
 }
 
@@ -54,56 +58,78 @@ func (r heldRow) size() int {
 	return n
 }
 
-func newRowCache() *rowCache { return &rowCache{rows: make(map[string]heldRow)} }
+func newRowCache() *rowCache { return &rowCache{at: make(map[string]int)} }
 
 func (c *rowCache) get(id string) (heldRow, bool) {
-	r, ok := c.rows[id]
-	return r, ok
+	if i, ok := c.at[id]; ok {
+		return c.slots[i], true
+	}
+	return heldRow{}, false
 }
 
 // put keeps r (replacing an older copy in place).
 func (c *rowCache) put(r heldRow) {
-	old, had := c.rows[r.m.MessageID]
+	id := r.m.MessageID
+	i, had := c.at[id]
 	if len(r.m.RawBody) > rowCacheMaxBody {
 		if had {
-			c.remove(r.m.MessageID)
+			c.remove(id)
 		}
 		return
 	}
-	c.bytes += r.size() - old.size()
-	c.rows[r.m.MessageID] = r
-	if !had {
-		c.order = append(c.order, r.m.MessageID)
+	if had {
+		c.bytes += r.size() - c.slots[i].size()
+		c.slots[i] = r
+	} else {
+		c.bytes += r.size()
+		c.at[id] = c.fill(r)
+		c.order = append(c.order, id)
 	}
-	for len(c.rows) > rowCacheRows || c.bytes > rowCacheBytes {
+	for len(c.at) > rowCacheRows || c.bytes > rowCacheBytes {
 		c.evictOldest()
 	}
 	if len(c.order) > rowCacheSlackCap {
-		c.order = slices.DeleteFunc(c.order, func(id string) bool { _, ok := c.rows[id]; return !ok })
+		c.order = slices.DeleteFunc(c.order, func(id string) bool { _, ok := c.at[id]; return !ok })
 	}
+}
+
+// fill stores r in a free slot and returns it.
+func (c *rowCache) fill(r heldRow) int {
+	if n := len(c.free); n > 0 {
+		i := c.free[n-1]
+		c.free = c.free[:n-1]
+		c.slots[i] = r
+		return i
+	}
+	c.slots = append(c.slots, r)
+	return len(c.slots) - 1
 }
 
 func (c *rowCache) evictOldest() {
 	for len(c.order) > 0 {
 		id := c.order[0]
 		c.order = c.order[1:]
-		if r, ok := c.rows[id]; ok {
-			c.bytes -= r.size()
-			delete(c.rows, id)
+		if _, ok := c.at[id]; ok {
+			c.remove(id)
 			return
 		}
 	}
 }
 
 func (c *rowCache) remove(id string) {
-	if r, ok := c.rows[id]; ok {
-		c.bytes -= r.size()
-		delete(c.rows, id)
+	if i, ok := c.at[id]; ok {
+		c.bytes -= c.slots[i].size()
+		c.slots[i] = heldRow{}
+		c.free = append(c.free, i)
+		delete(c.at, id)
 	}
 }
 
 func (c *rowCache) clear() {
-	clear(c.rows)
+	clear(c.at)
+	clear(c.slots)
+	c.slots = c.slots[:0]
+	c.free = c.free[:0]
 	c.order = c.order[:0]
 	c.bytes = 0
 }
@@ -115,14 +141,64 @@ type txRow struct {
 	dirty bool
 }
 
+// txRowSet is a transaction's rows by message_id. The rows sit in a slice
+// the writer reuses from one transaction to the next, the map holding
+// their positions: a map's values as large as a row would each be
+// allocated on their own.
+type txRowSet struct {
+	at   map[string]int
+	list []txRow // a dropped row's slot stays, no longer in at
+}
+
+func newTxRowSet() *txRowSet { return &txRowSet{at: make(map[string]int)} }
+
+// reset empties s for the next transaction.
+func (s *txRowSet) reset() {
+	clear(s.at)
+	clear(s.list) // let go of the rows' strings
+	s.list = s.list[:0]
+}
+
+func (s *txRowSet) get(id string) (txRow, bool) {
+	if i, ok := s.at[id]; ok {
+		return s.list[i], true
+	}
+	return txRow{}, false
+}
+
+func (s *txRowSet) set(id string, r txRow) {
+	if i, ok := s.at[id]; ok {
+		s.list[i] = r
+		return
+	}
+	s.at[id] = len(s.list)
+	s.list = append(s.list, r)
+}
+
+func (s *txRowSet) drop(id string) {
+	if i, ok := s.at[id]; ok {
+		s.list[i] = txRow{}
+		delete(s.at, id)
+	}
+}
+
+// all yields the rows s holds.
+func (s *txRowSet) all(yield func(*txRow) bool) {
+	for _, i := range s.at {
+		if !yield(&s.list[i]) {
+			return
+		}
+	}
+}
+
 // get loads a message by id: from this transaction's rows, the writer's
 // cache, or the table.
 func (tx *txn) get(messageID string) (Message, bool, error) {
-	if r, ok := tx.rows[messageID]; ok {
+	if r, ok := tx.rows.get(messageID); ok {
 		return r.m, true, nil
 	}
 	if r, ok := tx.cache.get(messageID); ok {
-		tx.rows[messageID] = txRow{heldRow: r}
+		tx.rows.set(messageID, txRow{heldRow: r})
 		return r.m, true, nil
 	}
 	m, ok, err := getMessage(tx.conn, messageID)
@@ -136,21 +212,21 @@ func (tx *txn) get(messageID string) (Message, bool, error) {
 // keepRow records m as this transaction's copy of its row.
 func (tx *txn) keepRow(m Message, dirty bool) {
 	m = m.row()
-	r := tx.rows[m.MessageID]
-	tx.rows[m.MessageID] = txRow{heldRow: heldRow{m: m, static: r.static}, dirty: r.dirty || dirty}
+	r, _ := tx.rows.get(m.MessageID)
+	tx.rows.set(m.MessageID, txRow{heldRow: heldRow{m: m, static: r.static}, dirty: r.dirty || dirty})
 }
 
 // static returns the encoded unchanging columns of m's row (chain.go),
 // made once for a row this transaction holds.
 func (tx *txn) static(m *Message) *rowStatic {
-	r, ok := tx.rows[m.MessageID]
+	r, ok := tx.rows.get(m.MessageID)
 	if ok && r.static.of(m) {
 		return r.static
 	}
 	st := newRowStatic(m)
 	if ok && r.m.RowID == m.RowID {
 		r.static = st
-		tx.rows[m.MessageID] = r
+		tx.rows.set(m.MessageID, r)
 	}
 	return st
 }
@@ -160,16 +236,17 @@ func (tx *txn) setRow(m Message) { tx.keepRow(m, true) }
 
 // dropRow forgets a row this transaction deleted.
 func (tx *txn) dropRow(messageID string) {
-	delete(tx.rows, messageID)
+	tx.rows.drop(messageID)
 	tx.dropped = append(tx.dropped, messageID)
 }
 
 // flushRows writes the changed rows' state columns, in row order.
 func (tx *txn) flushRows() error {
 	dirty := tx.dirty[:0]
-	for _, r := range tx.rows {
+	for r := range tx.rows.all {
 		if r.dirty {
 			dirty = append(dirty, r.m)
+			r.dirty = false
 		}
 	}
 	tx.dirty = dirty
@@ -178,9 +255,6 @@ func (tx *txn) flushRows() error {
 		if err := tx.updateRowState(&m); err != nil {
 			return fmt.Errorf("update message %s: %w", m.MessageID, err)
 		}
-		r := tx.rows[m.MessageID]
-		r.m, r.dirty = m, false
-		tx.rows[m.MessageID] = r
 	}
 	return nil
 }
@@ -190,7 +264,7 @@ func (w *writer) committed(tx *txn) {
 	for _, id := range tx.dropped {
 		w.rows.remove(id)
 	}
-	for _, r := range tx.rows {
+	for r := range tx.rows.all {
 		w.rows.put(r.heldRow)
 	}
 }

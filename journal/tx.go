@@ -28,7 +28,7 @@ type txn struct {
 	signHead    bool // write the chain head whatever its age (head.go)
 	mac         *chainMAC
 	counts      map[countKey]*countDelta // summed session-count changes (counts.go)
-	rows        map[string]txRow         // rows read or written (rows.go)
+	rows        *txRowSet                // rows read or written (rows.go)
 	dropped     []string                 // message ids of rows deleted
 	cache       *rowCache                // the writer's committed rows
 	dirty       []Message                // flushRows' scratch, reused
@@ -185,7 +185,7 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 	if err := w.foreignCommits(conn); err != nil {
 		return nil, err
 	}
-	clear(w.txRows) // one map for every transaction's rows
+	w.txRows.reset() // one set for every transaction's rows
 	// The events and scratch slices are the writer's too: publish copies
 	// each event into the subscribers' channels before the next
 	// transaction reuses them.

@@ -97,9 +97,9 @@ type writer struct {
 	// chain's tail (the next event id and the last hash).
 	dataVersion int64
 	rows        *rowCache
-	txRows      map[string]txRow // the running transaction's (rows.go)
-	txEvents    []Event          // the running transaction's events, for publish
-	txDirty     []Message        // flushRows' scratch
+	txRows      *txRowSet // the running transaction's (rows.go)
+	txEvents    []Event   // the running transaction's events, for publish
+	txDirty     []Message // flushRows' scratch
 	tailKnown   bool
 	tailNext    int64
 	tailHash    string
@@ -130,7 +130,7 @@ const (
 )
 
 func newWriter(l *Ledger, conn *sqlite.Conn) (*writer, error) {
-	w := &writer{l: l, conn: conn, mac: newChainMAC(l.key), rows: newRowCache(), txRows: make(map[string]txRow), ckptEvery: maxCommitsPerCheckpoint}
+	w := &writer{l: l, conn: conn, mac: newChainMAC(l.key), rows: newRowCache(), txRows: newTxRowSet(), ckptEvery: maxCommitsPerCheckpoint}
 	err := sqlitex.Execute(conn, "SELECT coalesce(max(row_id),0), coalesce((SELECT CAST(value AS INTEGER) FROM kv WHERE key='fts_last_rowid'),0) FROM comms_journal", &sqlitex.ExecOptions{
 		ResultFunc: func(stmt *sqlite.Stmt) error {
 			w.lastRowID = stmt.ColumnInt64(0)
