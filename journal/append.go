@@ -268,12 +268,8 @@ func (tx *txn) insertMessage(m Message) error {
 	stmt.BindText(12, m.RawBody)
 	stmt.BindText(13, m.BodyHash)
 	stmt.BindInt64(14, m.BodyBytes)
-	stmt.BindText(15, string(m.Status))
-	stmt.BindText(16, string(m.AckStatus))
-	stmt.BindText(17, string(m.ErrorCode))
-	stmt.BindInt64(18, m.Attempt)
-	stmt.BindText(19, m.MetadataJSON)
-	stmt.BindInt64(20, m.UpdatedAtMs)
+	stmt.BindText(15, m.MetadataJSON)
+	bindState(stmt, 16, &m)
 	return stepOnce(stmt)
 }
 

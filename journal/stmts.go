@@ -22,7 +22,7 @@ const (
 
 var hotQueries = [numHotStmts]string{
 	stmtInsertMessage: `INSERT INTO comms_journal(message_id, session_id, sender_role, target_role, channel, direction, seq, header, priority,
- sent_at_ms, brokered_at_ms, raw_body, body_hash, body_bytes, status, ack_status, error_code, attempt, metadata_json, updated_at_ms)
+ sent_at_ms, brokered_at_ms, raw_body, body_hash, body_bytes, metadata_json, status, ack_status, error_code, attempt, updated_at_ms)
  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 	stmtInsertEvent: "INSERT INTO comms_events(event_id, message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
 	stmtUpdateRow:   "UPDATE comms_journal SET status = ?, ack_status = ?, error_code = ?, attempt = ?, updated_at_ms = ? WHERE row_id = ?",
@@ -67,11 +67,17 @@ func (tx *txn) updateRowState(m *Message) error {
 	if err != nil {
 		return err
 	}
-	s.BindText(1, string(m.Status))
-	s.BindText(2, string(m.AckStatus))
-	s.BindText(3, string(m.ErrorCode))
-	s.BindInt64(4, m.Attempt)
-	s.BindInt64(5, m.UpdatedAtMs)
+	bindState(s, 1, m)
 	s.BindInt64(6, m.RowID)
 	return stepOnce(s)
+}
+
+// bindState binds m's state columns (status, ack_status, error_code,
+// attempt, updated_at_ms) to the five parameters from first on.
+func bindState(s *sqlite.Stmt, first int, m *Message) {
+	s.BindText(first, string(m.Status))
+	s.BindText(first+1, string(m.AckStatus))
+	s.BindText(first+2, string(m.ErrorCode))
+	s.BindInt64(first+3, m.Attempt)
+	s.BindInt64(first+4, m.UpdatedAtMs)
 }
