@@ -439,6 +439,54 @@ func BenchmarkRowShapeFloor(b *testing.B) {
 	})
 }
 
+// BenchmarkSerialRowFloor is the floor of BenchmarkLifecycleSerial (the
+// ledger's share of #18's serial send→ACK) in plain SQL on the ledger's
+// own schema: one IMMEDIATE transaction per message, which an ACK after
+// commit waits for, holding its row, its brokered event and its session
+// count, and the previous message's delivered and acked events and state
+// update (which commit with the next append, as in hm); hashes
+// precomputed, no FTS. p50-µs is that transaction's latency.
+func BenchmarkSerialRowFloor(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "ledger.db")
+	l, err := journal.Open(context.Background(), path, journal.Options{Logger: benchLogger(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+	conn := rawConn(b, path, "PRAGMA synchronous=NORMAL", "PRAGMA temp_store=MEMORY")
+	hash := fmt.Sprintf("%064x", 0)
+	brokered := `{"ack_status":"","attempt":0,"body_hash":"` + hash + `","error_code":"","status":"brokered","updated_at_ms":1}`
+	delivered := `{"ack_status":"delivered.websocket","attempt":0,"client":1,"error_code":"","status":"routed","updated_at_ms":1}`
+	acked := `{"ack_status":"delivered.verified","attempt":0,"by":"builder","error_code":"","status":"acked","updated_at_ms":1}`
+	lat := make([]time.Duration, 0, b.N)
+	var prevID string
+	var prevRow int64
+	for i := 0; b.Loop(); i++ {
+		id := fmt.Sprint("sf-", i)
+		start := time.Now()
+		rawExec(b, conn, "BEGIN IMMEDIATE")
+		if prevID != "" {
+			rawExec(b, conn, "INSERT INTO comms_events(message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)", prevID, "delivered", 1, delivered, hash, hash)
+			rawExec(b, conn, "INSERT INTO comms_events(message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)", prevID, "acked", 1, acked, hash, hash)
+			rawExec(b, conn, "UPDATE comms_journal SET status = ?, ack_status = ?, error_code = ?, attempt = ?, updated_at_ms = ? WHERE row_id = ?", "acked", "delivered.verified", "", 0, 2, prevRow)
+		}
+		rawExec(b, conn, `INSERT INTO comms_journal(message_id, session_id, sender_role, target_role, channel, direction, seq, header, priority,
+ sent_at_ms, brokered_at_ms, raw_body, body_hash, body_bytes, status, ack_status, error_code, attempt, metadata_json, updated_at_ms)
+ VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, id, "app-session-1", "architect", "builder", "ws", "outbound", i+1, "ARCH", "normal",
+			1, 1, fmt.Sprintf("(ARCH #%d): tests pass", i+1), hash, 20, "brokered", "", "", 0, "{}", 1)
+		prevID, prevRow = id, conn.LastInsertRowID()
+		rawExec(b, conn, "INSERT INTO comms_events(message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)", id, "brokered", 1, brokered, hash, hash)
+		rawExec(b, conn, `INSERT INTO comms_session_counts(session_id, status, channel, sender_role, n, max_seq) VALUES (?, ?, ?, ?, ?, ?)
+ ON CONFLICT(session_id, status, channel, sender_role) DO UPDATE SET n = n + excluded.n, max_seq = max(max_seq, excluded.max_seq)`,
+			"app-session-1", "brokered", "ws", "architect", 1, i+1)
+		rawExec(b, conn, "COMMIT")
+		lat = append(lat, time.Since(start))
+	}
+	reportLatency(b, lat)
+}
+
 // BenchmarkEventLogFloor is the floor of the leanest write path #18
 // sketches: only the three hash-chained event rows of a delivered and
 // acknowledged message, in a comms_events table with no index, 36 messages

@@ -289,6 +289,9 @@ func speedBenches(quick bool) []bench {
 		{pkg: "./journal", name: "BenchmarkLifecycleSerial", benchtime: n("10000x", "2000x"), count: 3, metrics: []metric{
 			{issue: "#18", what: "the ledger's share of hm's serial send→ACK: Append p50, each message then marked delivered and acked (committed with the next Append), no sockets", unit: "p50-µs", goal: "reported"},
 		}},
+		{pkg: "./journal", name: "BenchmarkSerialRowFloor", benchtime: n("10000x", "2000x"), count: 3, metrics: []metric{
+			{issue: "floor", what: "SQLite floor of that serial share: one transaction per message with its row, brokered event and count, and the previous message's delivered and acked events and update (plain SQL on the ledger's schema, hashes precomputed), p50", unit: "p50-µs"},
+		}},
 		{pkg: "./journal", name: "BenchmarkRowShapeFloor", benchtime: n("100000x", "20000x"), count: 3, metrics: []metric{
 			{issue: "floor", what: "SQLite floor for the rows SPEC §9 fixes per delivered and acked message (its row, 3 chained events, 1 update, FTS, counts; plain SQL, 36 messages per transaction), cost per message", unit: "µs/msg"},
 			{issue: "floor", what: "the same floor as a message rate (one SQLite writer)", unit: "msgs/s", floor: "row-floor"},
