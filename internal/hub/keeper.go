@@ -59,7 +59,7 @@ func (h *Hub) acceptAdopted(role string, env []string) {
 			h.Tokens.Accept(role, v)
 		case "HM_PORT":
 			if v != strconv.Itoa(h.Port) {
-				h.log.Warn("the adopted program was given another hub port: its hm send finds this hub through the root's hub.json only", "role", role, "port", v, "hub port", h.Port)
+				h.log.Warn("the adopted program was given another hub port: its hm send, hooks and hm mcp find this hub through the root's hub.json once nobody answers at the old one", "role", role, "port", v, "hub port", h.Port)
 			}
 		}
 	}
