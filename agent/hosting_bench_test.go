@@ -169,17 +169,38 @@ func hostTmux(b *testing.B, w hostingWorkload) time.Duration {
 // BenchmarkPaneOutput measures the hosting path alone, without the PTY:
 // tuiOutput handed to a running pane's output handler in pieces of
 // paneOutputPiece bytes (as PTY reads of a busy program come), the pane
-// log on. It is the place to profile what BenchmarkHosting counts.
+// log on, with and without the screen tail a hub's team pane keeps
+// (screen_tail.go). It is the place to profile what BenchmarkHosting
+// counts.
 func BenchmarkPaneOutput(b *testing.B) {
 	const paneOutputPiece = 4 << 10
-	p, pr := startSilentPane(b, filepath.Join(b.TempDir(), "pane.log"))
-	out := tuiOutput()
-	b.SetBytes(int64(len(out)))
-	b.ReportAllocs()
-	for b.Loop() {
-		for i := 0; i < len(out); i += paneOutputPiece {
-			p.handleOutput(pr, out[i:min(len(out), i+paneOutputPiece)])
-		}
+	for _, tail := range []bool{false, true} {
+		b.Run(fmt.Sprintf("tail=%v", tail), func(b *testing.B) {
+			p, pr := startSilentPane(b, filepath.Join(b.TempDir(), "pane.log"))
+			if tail {
+				st, err := createScreenTail(filepath.Join(b.TempDir(), "pane.screen"), ScreenTailBytes, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer st.close(true)
+				p.vtMu.Lock() // the tail is written under vtMu
+				pr.tail = st
+				p.vtMu.Unlock()
+				defer func() {
+					p.vtMu.Lock()
+					pr.tail = nil
+					p.vtMu.Unlock()
+				}()
+			}
+			out := tuiOutput()
+			b.SetBytes(int64(len(out)))
+			b.ReportAllocs()
+			for b.Loop() {
+				for i := 0; i < len(out); i += paneOutputPiece {
+					p.handleOutput(pr, out[i:min(len(out), i+paneOutputPiece)])
+				}
+			}
+		})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // adoptOrSpawn starts the pane's first run: the program a keeper of an
@@ -54,9 +55,15 @@ func keeperSocketBeforeHost(dir, role string) string {
 	return filepath.Join(dir, role+".sock")
 }
 
-// adopt makes the run a keeper handed over the pane's current one: the
-// terminal is resized to the pane's size (the program redraws) and the
-// output buffered while no hub read it rebuilds the screen.
+// adopt makes the run a keeper handed over the pane's current one. Its
+// screen is rebuilt as it was: hm's notice first, then the run's screen
+// tail (what the hub before read, screen_tail.go), then the output the
+// host buffered while no hub read it; together they are all the program
+// wrote, so that attach, the readiness and the echo checks see the
+// program's screen and not a blank one. The terminal is then resized to
+// the pane's size (the program redraws if that changed it); with no
+// screen tail to replay, the size is changed and changed back, so that a
+// program that redraws on SIGWINCH draws its screen again.
 func (p *Pane) adopt(a *Adoption) *proc {
 	pr := adoptedProc(a)
 	if on := p.spec.OnAdopt; on != nil {
@@ -72,15 +79,89 @@ func (p *Pane) adopt(a *Adoption) *proc {
 	p.mu.Lock()
 	p.sawOutput = true
 	p.mu.Unlock()
+	p.notice("adopted the running program from the pane host; not restarted")
+	replayed := p.restoreScreen(pr)
 	if len(a.Output) > 0 {
 		p.handleOutput(pr, a.Output)
 	}
-	if err := setWinsize(pr.master, cols, rows); err != nil {
+	if err := resizeAdopted(pr.master, cols, rows, replayed == 0); err != nil {
 		p.log.Warn("adopted pane keeps its old size", "err", err)
 	}
-	p.log.Info("pane program adopted from its keeper", "pid", pr.pid, "keeper", a.KeeperPid, "buffered", len(a.Output), "started", pr.startedAt)
-	p.notice("adopted the running program from its keeper; not restarted")
+	p.log.Info("pane program adopted from the pane host", "pid", pr.pid, "keeper", a.KeeperPid, "replayed", replayed, "buffered", len(a.Output), "started", pr.startedAt)
 	return pr
+}
+
+// restoreScreen replays the adopted run's screen tail into the pane's
+// terminal, drawn at the size the program drew it (the terminal's), and
+// starts the run's own tail with it; it returns the bytes replayed. The
+// replay is the program's past output: it goes to the terminal and the
+// replay buffer, not to the pane log (which has it), the line callbacks
+// (which saw it) or viewers (none yet), and the answers the terminal
+// would give to queries in it were given before. Readiness is judged on
+// the rebuilt screen as on any: it shows what the program drew last, busy
+// or at its prompt, and the quiet period counts from now.
+func (p *Pane) restoreScreen(pr *proc) int {
+	k := p.spec.Keeper
+	if k == nil || k.SocketDir == "" {
+		return 0
+	}
+	out, whole, err := readScreenTail(screenTailPath(k.SocketDir, p.spec.Role))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		p.log.Warn("the adopted program's screen tail is unreadable: its screen starts blank", "err", err)
+	}
+	replay := replayable(out, whole)
+	pr.tail = p.openScreenTail(pr, replay)
+	if len(replay) == 0 {
+		return 0
+	}
+	p.vtMu.Lock()
+	defer p.vtMu.Unlock()
+	cols, rows := p.vt.Size()
+	dc, dr, drawn := winsize(pr.master)
+	if drawn {
+		p.vt.Resize(int(dc), int(dr))
+	}
+	p.vt.Write(replay)
+	p.vt.Replies()
+	if drawn {
+		p.vt.Resize(cols, rows)
+	}
+	p.mu.Lock()
+	p.ring.Write(replay)
+	p.lastOutput = time.Now()
+	p.bracketed = p.vt.BracketedPaste()
+	p.mu.Unlock()
+	return len(replay)
+}
+
+// openScreenTail starts run pr's screen tail, seeded with seed, when its
+// keeper can hand it to a next hub; nil otherwise or when it cannot be
+// created (a hub that adopts the run then rebuilds no screen).
+func (p *Pane) openScreenTail(pr *proc, seed []byte) *screenTail {
+	k := p.spec.Keeper
+	if k == nil || k.SocketDir == "" || pr.keeper == nil || !pr.keeper.adoptable {
+		return nil
+	}
+	t, err := createScreenTail(screenTailPath(k.SocketDir, p.spec.Role), ScreenTailBytes, seed)
+	if err != nil {
+		p.log.Warn("no screen tail: a hub that adopts this program after a crash starts its screen blank", "err", err)
+		return nil
+	}
+	return t
+}
+
+// resizeAdopted gives an adopted run's terminal the pane's size; redraw
+// changes it first when it is that size already, so that the program
+// gets a SIGWINCH all the same.
+func resizeAdopted(master *os.File, cols, rows uint16, redraw bool) error {
+	if redraw && rows > 1 {
+		if c, r, ok := winsize(master); ok && c == cols && r == rows {
+			if err := setWinsize(master, cols, rows-1); err != nil {
+				return err
+			}
+		}
+	}
+	return setWinsize(master, cols, rows)
 }
 
 // clearAdopted erases the adopted program's input before the first

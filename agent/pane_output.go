@@ -39,6 +39,7 @@ func (p *Pane) handleOutput(pr *proc, data []byte) {
 	now := time.Now()
 	pr.scan.Write(data) // may queue OnLine calls
 	p.vtMu.Lock()
+	p.keepTailLocked(pr, data)
 	p.vt.Write(data)
 	replies := p.vt.Replies()
 	bracketed := p.vt.BracketedPaste()
@@ -81,6 +82,20 @@ func (p *Pane) handleOutput(pr *proc, data []byte) {
 			p.log.Debug("terminal replies dropped: program does not read them", "bytes", len(replies))
 		}
 	}
+}
+
+// keepTailLocked adds data to run pr's screen tail (screen_tail.go). When
+// the tail would no longer hold all the output since its replay start, it
+// starts over with a drawing of the screen as it is before data. The
+// caller holds vtMu, under which the tail is written.
+func (p *Pane) keepTailLocked(pr *proc, data []byte) {
+	if pr.tail == nil {
+		return
+	}
+	if !pr.tail.fits(len(data)) {
+		pr.tail.restart(p.vt.Render(p.vt.Size()))
+	}
+	pr.tail.write(data)
 }
 
 // replyLoop types the virtual terminal's answers to the program's queries

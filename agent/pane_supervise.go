@@ -17,6 +17,7 @@ func (p *Pane) spawn(command string) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	pr.tail = p.openScreenTail(pr, nil)
 	p.install(pr)
 	p.log.Info("pane program started", "pid", pr.pid, "command", command, "profile", p.profile.Name)
 	if pr.keeperErr != nil {
@@ -178,6 +179,7 @@ func (p *Pane) runProc(pr *proc) time.Duration {
 	}
 	<-pr.readerDone
 	<-pr.repliesDone
+	pr.tail.close(true) // nothing left to adopt
 
 	p.mu.Lock()
 	last := lastLine(p.ring.Tail(2048))
@@ -206,6 +208,7 @@ func (p *Pane) leaveProc(pr *proc) {
 	close(pr.closed)
 	<-pr.readerDone
 	<-pr.repliesDone
+	pr.tail.close(false) // for the next hub
 	pr.keeper.ch.Close()
 	p.mu.Lock()
 	p.proc = nil

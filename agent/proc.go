@@ -40,6 +40,10 @@ type proc struct {
 	keeper    *keeper // holds the terminal for a moment after the hub's death (keeper.go)
 	keeperErr error   // why no keeper runs, if one was asked for
 	adopted   bool    // the run was handed over by the keeper of an earlier hub
+	// tail keeps the run's newest output for a hub that adopts it
+	// (screen_tail.go); nil without an adoptable keeper. Written under
+	// the pane's vtMu.
+	tail *screenTail
 
 	// mark is this run's value of RunMarkEnv in the program's
 	// environment, which its descendants inherit: those that left the
@@ -121,6 +125,23 @@ func setWinsize(f *os.File, cols, rows uint16) error {
 		return fmt.Errorf("resize pty to %dx%d: %w", cols, rows, err)
 	}
 	return nil
+}
+
+// winsize is the terminal's size, asked without switching f to blocking
+// mode; ok is false when it cannot be asked or is not set.
+func winsize(f *os.File) (cols, rows uint16, ok bool) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, 0, false
+	}
+	var ws *unix.Winsize
+	var ioErr error
+	if err := rc.Control(func(fd uintptr) {
+		ws, ioErr = unix.IoctlGetWinsize(int(fd), unix.TIOCGWINSZ)
+	}); err != nil || ioErr != nil {
+		return 0, 0, false
+	}
+	return ws.Col, ws.Row, ws.Col > 0 && ws.Row > 0
 }
 
 // startProc runs "/bin/sh -c command" (spec's Command, or its resume

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -10,10 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+	"github.com/creack/pty"
+
 	"hm/broker/proto"
 	"hm/internal/client"
 	"hm/internal/ground/layout"
 	"hm/internal/ground/poll"
+	"hm/internal/ground/testutil"
 )
 
 // adoptRoles are the panes of adoptTeam.
@@ -405,4 +410,99 @@ func TestFaultKill9AtEnter(t *testing.T) {
 		t.Logf("hub log:\n%s", hubLog(root))
 	}
 	h2.stop()
+}
+
+// TestFaultKill9ScreenRebuilt: a hub whose fake agent pane (a profile with
+// a ready marker) sits at its prompt is killed with -9, and a new hub
+// adopts the pane: its screen, as hm attach shows it, holds the program's
+// rows from before the kill (the receipt of its last message), and a
+// message sent right after the restart is typed at the prompt, with no
+// unmarked wait (the profile-drift warning) in the new hub's log (#37).
+func TestFaultKill9ScreenRebuilt(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	roles := []string{"builder"}
+	writeSettings(t, root, adoptTeamWith(root, "", roles))
+	h := startHub(t, root)
+	before := panePIDsOf(t, h, roles)
+	waitSessionLines(t, root, roles...)
+	sendOnce(t, h, root, "builder", "screen-0")
+	// The program's rows: its prompt with the message, and its receipt.
+	rows := []string{"message screen-0", "● received "}
+	attachShows(t, root, "builder", rows...) // the hub before read them
+	h.kill()
+
+	lay := layout.Layout{Root: root}
+	st, err := os.Stat(lay.HubLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2 := startHub(t, root)
+	wantAdopted(t, before, panePIDsOf(t, h2, roles), "kill -9")
+	attachShows(t, root, "builder", rows...)
+	sendOnce(t, h2, root, "builder", "screen-1")
+	log, err := os.ReadFile(lay.HubLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := string(log[min(int(st.Size()), len(log)):]); strings.Contains(after, "no ready marker on a quiet screen") {
+		t.Errorf("the adopted pane, at its prompt, was typed into on the unmarked wait:\n%s", after)
+	}
+	h2.stop()
+}
+
+// sendOnce sends the message "message <id>" to role through h and waits
+// until it was typed into the pane exactly once.
+func sendOnce(t *testing.T, h *hubProc, root, role, id string) {
+	t.Helper()
+	op := dialAs(t, h, "user", false)
+	ack, _, err := op.Send(tctx(t, 30*time.Second), proto.Frame{Type: proto.TypeSend, Target: role, MessageID: id, Content: "message " + id})
+	if err != nil || !ack.OK {
+		t.Fatalf("send %s: %+v %v", id, ack, err)
+	}
+	log := root + "/" + role + ".jsonl"
+	poll.For(t, 60*time.Second, func() error {
+		return poll.Want(trailerCounts(readPrompts(t, log))[id] == 1, "%s typed once into %s", id, role)
+	})
+}
+
+// attachShows runs hm attach role in a terminal until the pane's screen
+// it draws shows each of want, then detaches.
+func attachShows(t *testing.T, root, role string, want ...string) {
+	t.Helper()
+	bin, env := hmBinary(t, "hm")
+	cmd := exec.Command(bin, "attach", role)
+	cmd.Env, cmd.Dir = cleanEnv(root, env...), root
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 160})
+	if err != nil {
+		t.Fatalf("hm attach in a terminal: %v", err)
+	}
+	var out testutil.SyncBuffer
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(&out, tty)
+	}()
+	defer func() {
+		_, _ = tty.Write([]byte{0x1c}) // Ctrl-\ detaches
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		tty.Close()
+		<-copied
+	}()
+	poll.For(t, 30*time.Second, func() error {
+		screen := ansi.Strip(out.String())
+		for _, w := range want {
+			if !strings.Contains(screen, w) {
+				return fmt.Errorf("hm attach %s shows no %q; it shows:\n%s", role, w, screen)
+			}
+		}
+		return nil
+	})
 }
