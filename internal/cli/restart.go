@@ -16,9 +16,10 @@ const restartSynopsis = "hm restart [hm up's flags]"
 // stop.
 const restartWait = 60 * time.Second
 
-// runRestart stops the root's running hub leaving its panes to their
-// keepers (SIGUSR1, see hm up) and runs a new hub in the foreground, which
-// adopts them: the programs keep running, also across an upgrade of hm.
+// runRestart stops the root's running hub leaving its panes' programs to
+// the root's pane host (SIGUSR1, see hm up) and runs a new hub in the
+// foreground, which adopts them: the programs keep running, also across an
+// upgrade of hm.
 func runRestart(ctx context.Context, env Env, args []string) int {
 	return upCommand(ctx, env, args, "restart", restartSynopsis, leaveRunningHub)
 }

@@ -97,7 +97,8 @@ func upCommand(ctx context.Context, env Env, args []string, name, synopsis strin
 	logger := slog.New(slog.NewMultiHandler(shown, slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: level})))
 	stopped := ctx // done on Ctrl-C or SIGTERM (Main)
 	ctx, cancel := context.WithCancel(ctx)
-	// SIGUSR1 stops the hub leaving its panes to their keepers (#37).
+	// SIGUSR1 stops the hub leaving its panes' programs to the root's
+	// pane host (#37).
 	leave := make(chan os.Signal, 1)
 	signal.Notify(leave, syscall.SIGUSR1)
 	defer signal.Stop(leave)
@@ -116,7 +117,7 @@ func upCommand(ctx context.Context, env Env, args []string, name, synopsis strin
 				select {
 				case <-leave:
 					h.LeavePanes()
-					fmt.Fprintln(env.Stderr, "hm: stopping; the panes' programs are left to their keepers for the next hm up on this root")
+					fmt.Fprintln(env.Stderr, "hm: stopping; the root's pane host keeps the panes' programs running for the next hm up on this root to adopt")
 					cancel()
 				case <-ctx.Done():
 					if stopped.Err() != nil {
@@ -200,8 +201,9 @@ func terminalSink(w io.Writer) notify.Sink {
 	return nil
 }
 
-// paneKeeper runs `hm pane-keeper` (this executable) beside each pane
-// program (agent.Keeper); nil when the executable cannot be found.
+// paneKeeper runs `hm pane-keeper` (this executable) as the root's pane
+// host, which holds every pane program's terminal (agent.Keeper); nil when
+// the executable cannot be found.
 func paneKeeper() *agent.Keeper {
 	exe, err := os.Executable()
 	if err != nil {

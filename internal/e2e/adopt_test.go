@@ -290,7 +290,7 @@ func TestLeavePanes(t *testing.T) {
 	}{
 		{"SIGUSR1", func(t *testing.T, h *hubProc, root string) *hubProc {
 			signalExit0(t, h, syscall.SIGUSR1)
-			if !strings.Contains(h.log.String(), "left to their keepers") {
+			if !strings.Contains(h.log.String(), "the root's pane host keeps the panes' programs running") {
 				t.Errorf("the hub did not say it left the panes:\n%s", h.log.String())
 			}
 			return startHub(t, root)
