@@ -178,7 +178,7 @@ func BenchmarkPaneOutput(b *testing.B) {
 		b.Run(fmt.Sprintf("tail=%v", tail), func(b *testing.B) {
 			p, pr := startSilentPane(b, filepath.Join(b.TempDir(), "pane.log"))
 			if tail {
-				st, err := createScreenTail(filepath.Join(b.TempDir(), "pane.screen"), ScreenTailBytes, nil)
+				st, err := createScreenTail(filepath.Join(b.TempDir(), "pane.screen"), ScreenTailBytes, nil, time.Time{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -314,3 +314,63 @@ func oldKeeperAnswers(ln *keeperListener, secret string) error {
 	_, _ = rd.ReadBytes('\n') // the hub closes without its proof
 	return nil
 }
+
+// TestAdoptedPaneScreen: a pane whose hub left its program to the pane
+// host (as a hub killed with -9 does, its screen tail unflushed by
+// nothing) is adopted by the next pane of its spec with the program's
+// screen as it was (the banner and the answer to the last message on
+// the rows they had), its last output as the program's, not the
+// adoption's, and the next message typed at the prompt with no
+// unmarked wait (no drift) (#37).
+func TestAdoptedPaneScreen(t *testing.T) {
+	t.Parallel()
+	spec, logPath := fakeSpec(t)
+	spec.Profile = ProfileClaude
+	spec.Timing = Profile{Idle: 30 * time.Millisecond, EnterDelay: 70 * time.Millisecond, Verify: 700 * time.Millisecond,
+		Screen: Markers{Ready: []string{">"}}}
+	k := testKeeper()
+	k.SocketDir, k.Root, k.Secret, k.Grace = filepath.Join(spec.Dir, "panes"), "/the/root", "the-secret", time.Minute
+	spec.Keeper = k
+	p := startPane(t, spec)
+	p.Enqueue(Delivery{MessageID: "m1", Content: "(ARCH #1): before the restart"})
+	waitPrompts(t, logPath, 1)
+	var before Screen
+	poll.For(t, 30*time.Second, func() error {
+		before = p.Screen()
+		return poll.Want(strings.Contains(before.Text(), "● received") && p.Status().State == StateReady, "the answer and a ready pane; screen:\n%s", before.Text())
+	})
+	last := p.Status().LastActivity
+	p.mu.Lock()
+	host := p.proc.keeper
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// After the adopting pane stopped (cleanups run last first), the
+	// host, this process's child, ends with its last pane.
+	t.Cleanup(func() { wantHostGone(t, host, HostSocket(k.SocketDir)) })
+	adopting := time.Now()
+	p2 := startPane(t, spec)
+	st := p2.Status()
+	if !st.Adopted {
+		t.Fatalf("the second pane did not adopt the program: %+v", st)
+	}
+	after := p2.Screen()
+	for _, row := range before.Lines {
+		if row != "" && !strings.Contains(after.Text(), row) {
+			t.Errorf("the adopted pane's screen lacks the row %q; it shows:\n%s\nbefore:\n%s", row, after.Text(), before.Text())
+		}
+	}
+	if st.LastActivity.After(adopting) || !st.LastActivity.Equal(last) {
+		t.Errorf("the adopted pane's last activity is %v, want the program's last output %v (before the adoption at %v)", st.LastActivity, last, adopting)
+	}
+	p2.Enqueue(Delivery{MessageID: "m2", Content: "(ARCH #2): after the restart"})
+	if ps := waitPrompts(t, logPath, 2); !strings.Contains(ps[1].Prompt, "after the restart") {
+		t.Errorf("the second prompt is %q", ps[1].Prompt)
+	}
+	if d := p2.Status().Drift; d != nil {
+		t.Errorf("the adopted pane was typed into on the unmarked wait: %s", d.Warning())
+	}
+}

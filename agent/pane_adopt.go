@@ -99,20 +99,27 @@ func (p *Pane) adopt(a *Adoption) *proc {
 // (which saw it) or viewers (none yet), and the answers the terminal
 // would give to queries in it were given before. Readiness is judged on
 // the rebuilt screen as on any: it shows what the program drew last, busy
-// or at its prompt, and the quiet period counts from now.
+// or at its prompt, and the quiet period counts from the program's last
+// output as the tail recorded it (now when it did not; output the host
+// buffered counts from now too).
 func (p *Pane) restoreScreen(pr *proc) int {
 	k := p.spec.Keeper
 	if k == nil || k.SocketDir == "" {
 		return 0
 	}
-	out, whole, err := readScreenTail(screenTailPath(k.SocketDir, p.spec.Role))
+	tail, err := readScreenTail(screenTailPath(k.SocketDir, p.spec.Role))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		p.log.Warn("the adopted program's screen tail is unreadable: its screen starts blank", "err", err)
 	}
-	replay := replayable(out, whole)
-	pr.tail = p.openScreenTail(pr, replay)
+	replay := tail.replayable()
+	pr.tail = p.openScreenTail(pr, replay, tail.at)
 	if len(replay) == 0 {
 		return 0
+	}
+	now := time.Now()
+	last := tail.at
+	if last.IsZero() || last.After(now) {
+		last = now
 	}
 	p.vtMu.Lock()
 	defer p.vtMu.Unlock()
@@ -128,21 +135,22 @@ func (p *Pane) restoreScreen(pr *proc) int {
 	}
 	p.mu.Lock()
 	p.ring.Write(replay)
-	p.lastOutput = time.Now()
+	p.lastOutput = last
 	p.bracketed = p.vt.BracketedPaste()
 	p.mu.Unlock()
 	return len(replay)
 }
 
-// openScreenTail starts run pr's screen tail, seeded with seed, when its
-// keeper can hand it to a next hub; nil otherwise or when it cannot be
-// created (a hub that adopts the run then rebuilds no screen).
-func (p *Pane) openScreenTail(pr *proc, seed []byte) *screenTail {
+// openScreenTail starts run pr's screen tail, seeded with seed, output
+// that came at at, when its keeper can hand it to a next hub; nil
+// otherwise or when it cannot be created (a hub that adopts the run then
+// rebuilds no screen).
+func (p *Pane) openScreenTail(pr *proc, seed []byte, at time.Time) *screenTail {
 	k := p.spec.Keeper
 	if k == nil || k.SocketDir == "" || pr.keeper == nil || !pr.keeper.adoptable {
 		return nil
 	}
-	t, err := createScreenTail(screenTailPath(k.SocketDir, p.spec.Role), ScreenTailBytes, seed)
+	t, err := createScreenTail(screenTailPath(k.SocketDir, p.spec.Role), ScreenTailBytes, seed, at)
 	if err != nil {
 		p.log.Warn("no screen tail: a hub that adopts this program after a crash starts its screen blank", "err", err)
 		return nil

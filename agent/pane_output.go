@@ -39,7 +39,7 @@ func (p *Pane) handleOutput(pr *proc, data []byte) {
 	now := time.Now()
 	pr.scan.Write(data) // may queue OnLine calls
 	p.vtMu.Lock()
-	p.keepTailLocked(pr, data)
+	p.keepTailLocked(pr, data, now)
 	p.vt.Write(data)
 	replies := p.vt.Replies()
 	bracketed := p.vt.BracketedPaste()
@@ -84,11 +84,12 @@ func (p *Pane) handleOutput(pr *proc, data []byte) {
 	}
 }
 
-// keepTailLocked adds data to run pr's screen tail (screen_tail.go). When
-// the tail would no longer hold all the output since its replay start, it
-// starts over with a drawing of the screen as it is before data. The
-// caller holds vtMu, under which the tail is written.
-func (p *Pane) keepTailLocked(pr *proc, data []byte) {
+// keepTailLocked adds data, output that came at now, to run pr's screen
+// tail (screen_tail.go). When the tail would no longer hold all the
+// output since its replay start, it starts over with a drawing of the
+// screen as it is before data. The caller holds vtMu, under which the
+// tail is written.
+func (p *Pane) keepTailLocked(pr *proc, data []byte, now time.Time) {
 	if pr.tail == nil {
 		return
 	}
@@ -96,6 +97,7 @@ func (p *Pane) keepTailLocked(pr *proc, data []byte) {
 		pr.tail.restart(p.vt.Render(p.vt.Size()))
 	}
 	pr.tail.write(data)
+	pr.tail.stamp(now)
 }
 
 // replyLoop types the virtual terminal's answers to the program's queries

@@ -17,7 +17,7 @@ func (p *Pane) spawn(command string) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr.tail = p.openScreenTail(pr, nil)
+	pr.tail = p.openScreenTail(pr, nil, time.Time{})
 	p.install(pr)
 	p.log.Info("pane program started", "pid", pr.pid, "command", command, "profile", p.profile.Name)
 	if pr.keeperErr != nil {

@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,7 +37,8 @@ import (
 //	16  begun: where the last write ends once it is done
 //	24  done: where the stream is written completely
 //	32  start: where a replay starts (0, or a drawing of the screen)
-//	40  the ring: stream byte n at 40 + n mod size
+//	40  when the program's last output came (Unix nanoseconds; 0: unknown)
+//	48  the ring: stream byte n at 48 + n mod size
 //
 // A write raises begun, copies, then raises done to begun: a hub killed
 // inside a copy leaves begun ahead of done, and the reader takes none of
@@ -48,7 +51,8 @@ const (
 	screenTailBegun  = 16
 	screenTailDone   = 24
 	screenTailStart  = 32
-	screenTailHeader = 40
+	screenTailAt     = 40
+	screenTailHeader = 48
 	// ScreenTailBytes is the output a screen tail keeps: screens' worth
 	// of rows, far more than any program's last screen needs.
 	ScreenTailBytes = 256 << 10
@@ -68,8 +72,8 @@ func screenTailPath(dir, role string) string {
 }
 
 // createScreenTail replaces the file at path with an empty screen tail of
-// size bytes and maps it, seeded with seed.
-func createScreenTail(path string, size int, seed []byte) (*screenTail, error) {
+// size bytes and maps it, seeded with seed, output that came at at.
+func createScreenTail(path string, size int, seed []byte, at time.Time) (*screenTail, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("screen tail: %w", err)
 	}
@@ -92,6 +96,7 @@ func createScreenTail(path string, size int, seed []byte) (*screenTail, error) {
 	}
 	t := &screenTail{path: path, m: m}
 	t.write(seed)
+	t.stamp(at)
 	return t, nil
 }
 
@@ -118,6 +123,13 @@ func (t *screenTail) write(b []byte) {
 	n := copy(ring[at:], b)
 	copy(ring, b[n:])
 	t.setU64(screenTailDone, end)
+}
+
+// stamp records at as when the program's last output came.
+func (t *screenTail) stamp(at time.Time) {
+	if t != nil && !at.IsZero() {
+		t.setU64(screenTailAt, uint64(at.UnixNano()))
+	}
 }
 
 // fits reports whether n more bytes keep all the stream since the
@@ -151,52 +163,64 @@ func (t *screenTail) close(remove bool) {
 	}
 }
 
-// readScreenTail returns what the screen tail at path holds, in order,
-// and whether it starts at the replay start (else the oldest bytes are
-// gone, and the first may be inside an escape sequence or a character). A
-// file that is missing or not a screen tail holds nothing.
-func readScreenTail(path string) (out []byte, clean bool, err error) {
+// tailed is what a screen tail held.
+type tailed struct {
+	// out is the stream from the replay start, else the newest bytes
+	// (clean false: the oldest are gone, and the first may be inside an
+	// escape sequence or a character).
+	out   []byte
+	clean bool
+	// at is when the program's last output came (zero: unknown).
+	at time.Time
+}
+
+// readScreenTail returns what the screen tail at path holds. A file that
+// is missing or not a screen tail holds nothing.
+func readScreenTail(path string) (tailed, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, false, err
+		return tailed{}, err
 	}
 	return parseScreenTail(b)
 }
 
 // parseScreenTail is readScreenTail on the file's bytes.
-func parseScreenTail(b []byte) ([]byte, bool, error) {
+func parseScreenTail(b []byte) (tailed, error) {
 	if len(b) < screenTailHeader || string(b[:8]) != screenTailMagic {
-		return nil, false, errors.New("screen tail: not a screen tail")
+		return tailed{}, errors.New("screen tail: not a screen tail")
 	}
 	t := &screenTail{m: b}
 	ring := t.ring()
 	size, begun, done, start := t.u64(8), t.u64(screenTailBegun), t.u64(screenTailDone), t.u64(screenTailStart)
 	if size == 0 || size != uint64(len(ring)) || begun < done || begun-done >= size || start > done {
-		return nil, false, errors.New("screen tail: a broken header")
+		return tailed{}, errors.New("screen tail: a broken header")
 	}
 	n := min(done, size-(begun-done)) // a torn copy overwrote the oldest bytes
-	clean := done-start <= n
-	if clean {
+	r := tailed{clean: done-start <= n}
+	if r.clean {
 		n = done - start
 	}
-	out := make([]byte, n)
+	r.out = make([]byte, n)
 	from := (done - n) % size
-	k := copy(out, ring[from:min(size, from+n)])
-	copy(out[k:], ring[:n-uint64(k)])
-	return out, clean, nil
+	k := copy(r.out, ring[from:min(size, from+n)])
+	copy(r.out[k:], ring[:n-uint64(k)])
+	if at := t.u64(screenTailAt); at != 0 && at <= math.MaxInt64 {
+		r.at = time.Unix(0, int64(at))
+	}
+	return r, nil
 }
 
-// replayable is the part of a screen tail a blank terminal can take: all
-// of it when it is clean, else what follows its first line feed (no
-// escape sequence or character that began before it is cut; what is
-// drawn from there on is drawn on the screen as it was). nil: nothing.
-func replayable(out []byte, clean bool) []byte {
-	if clean {
-		return out
+// replayable is the part of the tail a blank terminal can take: all of
+// it when it is clean, else what follows its first line feed (no escape
+// sequence or character that began before it is cut; what is drawn from
+// there on is drawn on the screen as it was). nil: nothing.
+func (r tailed) replayable() []byte {
+	if r.clean {
+		return r.out
 	}
-	i := bytes.IndexByte(out, '\n')
+	i := bytes.IndexByte(r.out, '\n')
 	if i < 0 {
 		return nil
 	}
-	return out[i+1:]
+	return r.out[i+1:]
 }

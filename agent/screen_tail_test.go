@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"hm/agent/internal/vterm"
 )
@@ -48,7 +49,7 @@ func TestScreenTail(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "p.screen")
-			st, err := createScreenTail(path, tc.size, []byte(tc.seed))
+			st, err := createScreenTail(path, tc.size, []byte(tc.seed), time.Time{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,14 +66,14 @@ func TestScreenTail(t *testing.T) {
 				}
 				st.setU64(screenTailBegun, done+uint64(tc.torn))
 			}
-			out, clean, err := readScreenTail(path)
+			got, err := readScreenTail(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(out) != tc.want || clean != tc.wantClean {
-				t.Errorf("tail %q clean %v, want %q clean %v", out, clean, tc.want, tc.wantClean)
+			if string(got.out) != tc.want || got.clean != tc.wantClean {
+				t.Errorf("tail %q clean %v, want %q clean %v", got.out, got.clean, tc.want, tc.wantClean)
 			}
-			if r := replayable(out, clean); string(r) != tc.replay {
+			if r := got.replayable(); string(r) != tc.replay {
 				t.Errorf("replayable %q, want %q", r, tc.replay)
 			}
 		})
@@ -89,8 +90,8 @@ func TestScreenTailNotOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{filepath.Join(dir, "none"), other} {
-		if out, _, err := readScreenTail(path); err == nil || out != nil {
-			t.Errorf("%s: %q, %v; want an error and nothing", path, out, err)
+		if got, err := readScreenTail(path); err == nil || got.out != nil {
+			t.Errorf("%s: %q, %v; want an error and nothing", path, got.out, err)
 		}
 	}
 }
@@ -119,30 +120,35 @@ func TestScreenTailRebuildsScreen(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			st, err := createScreenTail(filepath.Join(t.TempDir(), "p.screen"), 8<<10, nil)
+			st, err := createScreenTail(filepath.Join(t.TempDir(), "p.screen"), 8<<10, nil, time.Time{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			p := &Pane{vt: vterm.New(80, 24)}
 			pr := &proc{tail: st}
+			last := time.Unix(1_800_000_000, 0)
 			for _, c := range tc.chunks {
 				for b := []byte(c); len(b) > 0; { // in reads of at most 1 KiB
 					n := min(len(b), 1<<10)
+					last = last.Add(time.Millisecond)
 					p.vtMu.Lock()
-					p.keepTailLocked(pr, b[:n])
+					p.keepTailLocked(pr, b[:n], last)
 					p.vt.Write(b[:n])
 					p.vtMu.Unlock()
 					b = b[n:]
 				}
 			}
-			out, clean, err := readScreenTail(st.path)
+			tail, err := readScreenTail(st.path)
 			if err != nil {
 				t.Fatal(err)
 			}
+			if !tail.at.Equal(last) {
+				t.Errorf("the tail's last output at %v, want %v", tail.at, last)
+			}
 			fresh := vterm.New(80, 24)
-			fresh.Write(replayable(out, clean))
+			fresh.Write(tail.replayable())
 			if got, want := fresh.String(), p.vt.String(); got != want {
-				t.Errorf("replayed screen (tail %d bytes, clean %v):\n%s\nwant:\n%s", len(out), clean, got, want)
+				t.Errorf("replayed screen (tail %d bytes, clean %v):\n%s\nwant:\n%s", len(tail.out), tail.clean, got, want)
 			}
 			gr, gc := fresh.Cursor()
 			wr, wc := p.vt.Cursor()
