@@ -466,9 +466,10 @@ func sendOnce(t *testing.T, h *hubProc, root, role, id string) {
 	})
 }
 
-// attachShows runs hm attach role in a terminal until the pane's screen
-// it draws shows each of want, then detaches.
-func attachShows(t *testing.T, root, role string, want ...string) {
+// attachShows runs hm attach role in a 160x40 terminal until the pane's
+// screen it draws shows each of want, then detaches (Ctrl-\\), expecting
+// a clean exit, and returns all that attach wrote.
+func attachShows(t *testing.T, root, role string, want ...string) string {
 	t.Helper()
 	bin, env := hmBinary(t, "hm")
 	cmd := exec.Command(bin, "attach", role)
@@ -477,26 +478,40 @@ func attachShows(t *testing.T, root, role string, want ...string) {
 	if err != nil {
 		t.Fatalf("hm attach in a terminal: %v", err)
 	}
+	defer tty.Close()
 	var out testutil.SyncBuffer
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
 		_, _ = io.Copy(&out, tty)
 	}()
-	defer func() {
-		_, _ = tty.Write([]byte{0x1c}) // Ctrl-\ detaches
-		done := make(chan error, 1)
+	done := make(chan error, 1)
+	detached := false
+	detach := func() {
+		detached = true
+		if _, err := tty.Write([]byte{0x1c}); err != nil { // Ctrl-\ detaches
+			t.Errorf("detach: %v", err)
+		}
 		go func() { done <- cmd.Wait() }()
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil {
+				t.Errorf("hm attach after Ctrl-\\: %v\n%s", err, ansi.Strip(out.String()))
+			}
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
 			<-done
+			t.Errorf("hm attach did not detach on Ctrl-\\:\n%s", ansi.Strip(out.String()))
 		}
 		tty.Close()
 		<-copied
+	}
+	defer func() { // also when the poll fails
+		if !detached {
+			detach()
+		}
 	}()
-	poll.For(t, 30*time.Second, func() error {
+	poll.For(t, 60*time.Second, func() error {
 		screen := ansi.Strip(out.String())
 		for _, w := range want {
 			if !strings.Contains(screen, w) {
@@ -505,4 +520,6 @@ func attachShows(t *testing.T, root, role string, want ...string) {
 		}
 		return nil
 	})
+	detach()
+	return out.String()
 }
