@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -85,8 +86,14 @@ func writeFile(t testing.TB, path, data string) {
 // stopped (SIGTERM, then SIGKILL of its process group) at cleanup.
 func startHub(t testing.TB, root string) *hub {
 	t.Helper()
+	return startHubOn(t, root, 0)
+}
+
+// startHubOn is startHub on port (0: any).
+func startHubOn(t testing.TB, root string, port int) *hub {
+	t.Helper()
 	lay := layout.Layout{Root: root}
-	cmd := exec.Command(hmBin(t, "hm"), "up", "--port", "0")
+	cmd := exec.Command(hmBin(t, "hm"), "up", "--port", strconv.Itoa(port))
 	cmd.Env, cmd.Dir = env(t, root), root
 	h := &hub{root: root, cmd: cmd, log: &bytes.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = h.log, h.log
@@ -122,6 +129,13 @@ func (h *hub) stop() {
 		_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
 		<-h.done
 	}
+}
+
+// kill kills the hub's process group with SIGKILL, as a crash would; the
+// pane host, in a session of its own, keeps the panes' programs.
+func (h *hub) kill() {
+	_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+	<-h.done
 }
 
 func (h *hub) url() string { return fmt.Sprintf("ws://127.0.0.1:%d/", h.port) }

@@ -95,6 +95,7 @@ func testLogger(t testing.TB) *slog.Logger {
 // paneRun is one CLI in one mode: its hub, its pane (builder) and its
 // share of the model (requests under prefix).
 type paneRun struct {
+	owner  testing.TB // the test of the whole run: what a case starts for the cases after it ends with it
 	cli    agentCLI
 	hooks  bool
 	root   string
@@ -133,7 +134,7 @@ func startPane(t testing.TB, srv *model.Server, c agentCLI, hooks bool) *paneRun
 	// has them: Codex runs its shell tool as one, and Debian's
 	// /etc/profile sets PATH anew.
 	writeFile(t, filepath.Join(scratch, "home", ".profile"), "export PATH='"+binDir(t)+"':\"$PATH\"\n")
-	r := &paneRun{cli: c, hooks: hooks, root: root, home: filepath.Join(scratch, "home"), prefix: c.name + "-" + mode, model: srv}
+	r := &paneRun{owner: t, cli: c, hooks: hooks, root: root, home: filepath.Join(scratch, "home"), prefix: c.name + "-" + mode, model: srv}
 	t.Cleanup(func() { r.endSurvivors() }) // after the hub stopped: cleanups run last first
 	writeTeam(t, root, c.command(t, scratch, root, srv.URL(r.prefix), hooks), c.name, hooks)
 	if hooks {
