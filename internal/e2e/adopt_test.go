@@ -503,6 +503,14 @@ func attachShows(t *testing.T, root, role string, want ...string) string {
 			<-done
 			t.Errorf("hm attach did not detach on Ctrl-\\:\n%s", ansi.Strip(out.String()))
 		}
+		// What attach wrote last (its detach line) may still wait in the
+		// terminal: read to the end (EIO once the program and its
+		// terminal are gone) before closing, or it is lost (make test,
+		// loaded: "lacks hm: detached").
+		select {
+		case <-copied:
+		case <-time.After(30 * time.Second):
+		}
 		tty.Close()
 		<-copied
 	}
