@@ -310,6 +310,13 @@ func TestLeavePanes(t *testing.T) {
 			h2 := tc.restart(t, h, root)
 			wantAdopted(t, before, panePIDs(t, h2), tc.how)
 			typeOnceEach(t, h2, root, "left")
+			// The adopted programs kept their context: the new hub types
+			// them no session greeting (a model turn each, for a real CLI).
+			for _, r := range adoptRoles {
+				if n := trailerCounts(readPrompts(t, root+"/"+r+".jsonl"))["session-2-"+r]; n != 0 {
+					t.Errorf("pane %s: the new hub typed its session greeting into the adopted program (%d times)", r, n)
+				}
+			}
 			h2.stop()
 			waitProgramsGone(t, before, "after SIGTERM of the hub")
 		})

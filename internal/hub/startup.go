@@ -40,11 +40,18 @@ func (h *Hub) startup(ctx context.Context) {
 
 // greet types the first message of the session into the pane of each of
 // ms the hub hosts: its session line and brief, the briefing too for the
-// architect (hm up, and a pane hm reload added).
+// architect (hm up, and a pane hm reload added). A pane whose program this
+// hub adopted gets none: the program ran on through the hub's restart with
+// its context, and a greeting would cost it a turn (a model request) to
+// read what it knows.
 func (h *Hub) greet(ctx context.Context, ms []roles.Member, briefing []byte, now time.Time) {
 	team := h.Team()
 	for _, m := range ms {
 		if !h.panes.Hosted(m.Role) {
+			continue
+		}
+		if p, ok := h.panes.get(m.Role); ok && p.Status().Adopted {
+			h.log.Info("no session greeting for an adopted pane: its program kept its context", "role", m.Role)
 			continue
 		}
 		var content string
