@@ -224,6 +224,10 @@ func checkIntact(l *limited, spec Spec, m hardMsg, i int, multi bool, got string
 		return
 	}
 	path := filepath.Join(spec.PointerDir, m.id+".txt")
+	if n := len(anyTrailerRE.FindAllString(got, -1)); n != 1 {
+		l.errorf("not intact", "message %d: %d trailers on its pointer line %.300q", i, n, got)
+		return
+	}
 	if !strings.HasPrefix(got, AgentPrefix+m.header()) || !strings.HasSuffix(got, " in "+path+"] "+Trailer(m.id)) || strings.Contains(got, "\n") {
 		l.errorf("not intact", "message %d: pointer line %.300q", i, got)
 		return

@@ -2,12 +2,12 @@ package agent
 
 import (
 	"path/filepath"
-
-	"hm/internal/ground/testutil"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"hm/internal/ground/testutil"
 )
 
 // TestUnmarkedNeverLoses: markers that match nothing make delivery slower,
@@ -131,12 +131,16 @@ func checkTakenOnce(t *testing.T, spec Spec, msgs []hardMsg, recs []promptRec, s
 		if strings.TrimSpace(r.Prompt) == "" {
 			continue
 		}
-		all := trailerRE.FindAllStringSubmatch(r.Prompt, -1)
-		if len(all) != 1 {
-			l.errorf("merged", "a prompt holds %d message trailers: %.200q", len(all), r.Prompt)
+		if n := len(anyTrailerRE.FindAllString(r.Prompt, -1)); n != 1 {
+			l.errorf("merged", "a prompt holds %d message trailers: %.200q", n, r.Prompt)
 			continue
 		}
-		i, ok := index[all[0][1]]
+		mt := trailerRE.FindStringSubmatch(r.Prompt)
+		if mt == nil {
+			l.errorf("not a message", "prompt %.100q", r.Prompt)
+			continue
+		}
+		i, ok := index[mt[1]]
 		if !ok {
 			l.errorf("not a message", "prompt %.100q", r.Prompt)
 			continue
