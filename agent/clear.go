@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -51,7 +52,7 @@ func (p *Pane) clearAfterInterrupt(pr *proc, it *item, unlock func()) (done, ok 
 
 // clearInput presses the profile's erase keys and a Backspace until a press
 // changes nothing on the screen (the input is empty: there was nothing
-// left to erase), and returns what the presses erased: the rows of the
+// left to erase), each press written with the terminal raw, and returns what the presses erased: the rows of the
 // screen before the first press that differ from the screen after the
 // last, trimmed. The caller holds inputMu.
 func (p *Pane) clearInput(pr *proc) (string, error) {
@@ -59,8 +60,15 @@ func (p *Pane) clearInput(pr *proc) (string, error) {
 	prev := first
 	keys := []byte(p.profile.erase() + backspace)
 	for range maxClearPresses {
-		if _, err := p.writeTo(context.Background(), pr, keys); err != nil {
+		_, mode, err := p.writeNoting(context.Background(), pr, keys)
+		if err != nil {
 			return "", fmt.Errorf("erase: %w", err)
+		}
+		if mode != modeRaw {
+			// The kernel's line editor may have taken the press: a
+			// screen it leaves unchanged says nothing of the program's
+			// input (inputMode.erases).
+			return "", fmt.Errorf("the erase keys may not have reached the program: its terminal was not raw")
 		}
 		changed, ended := p.waitScreen(pr, p.profile.echoWait(), func(s Screen) bool { return !sameScreen(s, prev) })
 		if ended {
@@ -113,4 +121,37 @@ func erasedRows(before, after Screen) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// eraseMissed clears the input, before the message is typed again, of
+// its earlier typing that did not show and that the erase after it may
+// have missed (it.eraseDue: the kernel took that erase, while the program
+// may hold the typing, read while its terminal was raw). Once the
+// terminal is raw the input is cleared and seen empty (clearInput), the
+// program reading the erase keys after what it holds; until then the
+// message is not typed again, at most drainWait, then it is reported
+// stuck: never typed twice into one prompt. The caller holds inputMu.
+// ok: the input was seen empty, go on typing (the lock still held).
+// Otherwise the lock is released (unlock) and done is what deliver
+// returns: true once the message is reported stuck.
+func (p *Pane) eraseMissed(pr *proc, it *item, unlock func(), stage func(StageKind, error) Stage) (done, ok bool) {
+	err := errors.New("its terminal is canonical: the program does not read")
+	if !pr.canonical() {
+		var held string
+		if held, err = p.clearInput(pr); err == nil {
+			it.eraseDue = time.Time{}
+			p.log.Info("cleared the input of a typing that did not show before typing it again", "id", it.d.MessageID, "held", held)
+			return false, true
+		}
+	}
+	unlock()
+	if waited := time.Since(it.eraseDue); waited >= drainWait {
+		err = fmt.Errorf("%w: its text did not show, and in %s the input was never seen empty with the terminal raw (%v): the program may still hold that typing, so the message is not typed again", ErrStuck, waited.Round(time.Second), err)
+		p.log.Warn("message stuck", "id", it.d.MessageID, "err", err)
+		p.report(it, stage(StageStuck, err))
+		return true, false
+	}
+	p.log.Debug("input not seen free of a typing that did not show; not typing it again yet", "id", it.d.MessageID, "err", err)
+	p.pause(pr, drainPoll, &it.waited)
+	return false, false
 }

@@ -232,6 +232,9 @@ type typing struct {
 	before, typed inputView
 	// overhead is the engine's own latency to the first byte (Stage).
 	overhead time.Duration
+	// mode is the terminal's mode around the text's write: what an erase
+	// must be written in to reach it (inputMode.erases).
+	mode inputMode
 }
 
 // stage is a stage of t's message.
@@ -288,6 +291,11 @@ func (p *Pane) typeText(t *typing) (done, ok bool) {
 		t.in.unlock()
 		return false, false // a person's key came after waitReady: wait for them again
 	}
+	if !it.eraseDue.IsZero() {
+		if done, ok := p.eraseMissed(pr, it, t.in.unlock, t.stage); !ok {
+			return done, false
+		}
+	}
 	if it.interrupted && !it.cleared {
 		if done, ok := p.clearAfterInterrupt(pr, it, t.in.unlock); !ok {
 			return done, false
@@ -301,7 +309,8 @@ func (p *Pane) typeText(t *typing) (done, ok bool) {
 	t.before = viewInput(screen, p.profile, t.trailer)
 	head := textHead(t.c.Text, screen)
 	headsBefore := headCount(screen, head)
-	n, err := p.writeTo(context.Background(), pr, t.text)
+	n, mode, err := p.writeNoting(context.Background(), pr, t.text)
+	t.mode = mode
 	// The first byte is in the terminal once the write returns.
 	t.overhead = max(0, time.Since(it.enqueuedAt)-it.waited)
 	if err != nil && n < len(t.text) {
@@ -324,7 +333,7 @@ func (p *Pane) typeText(t *typing) (done, ok bool) {
 			return p.typeAgain(pr, it, t.stage, "before its text showed", nil), false
 		}
 		if !shown {
-			return p.notShown(pr, it, t.in.unlock, t.stage), false
+			return p.notShown(pr, it, t.mode, t.in.unlock, t.stage), false
 		}
 	}
 	p.report(it, t.stage(StageTyped, nil))
@@ -523,13 +532,20 @@ func (p *Pane) eraseStuck(pr *proc, before inputView, trailer string, typed int)
 const backspace = "\x7f"
 
 // notShown handles text that never appeared on the screen: the program was
-// not listening. Whatever it may hold of the text is erased, and the
-// message is typed again once the pane is ready (false), up to
-// typeAttempts typings; then it is reported stuck (true), never dropped
-// silently. The caller holds inputMu; unlock releases it.
-func (p *Pane) notShown(pr *proc, it *item, unlock func(), stage func(StageKind, error) Stage) bool {
-	if _, err := p.writeTo(context.Background(), pr, []byte(p.profile.erase())); err != nil {
+// not listening. Whatever it may hold of the text (written in mode typed)
+// is erased, and the message is typed again once the pane is ready
+// (false), up to typeAttempts typings; then it is reported stuck (true),
+// never dropped silently. An erase that may have missed the text (the
+// kernel took it, while the program may hold the text: inputMode.erases)
+// is pressed again before the message is typed again (eraseMissed). The
+// caller holds inputMu; unlock releases it.
+func (p *Pane) notShown(pr *proc, it *item, typed inputMode, unlock func(), stage func(StageKind, error) Stage) bool {
+	_, mode, err := p.writeNoting(context.Background(), pr, []byte(p.profile.erase()))
+	switch {
+	case err != nil:
 		p.log.Debug("erase after a typing that did not show", "id", it.d.MessageID, "err", err)
+	case !mode.erases(typed) && it.eraseDue.IsZero():
+		it.eraseDue = time.Now()
 	}
 	unlock()
 	it.unseen++

@@ -25,6 +25,7 @@ type item struct {
 	interrupted bool          // hm typed the profile's Interrupt for it (the delivery goroutine's)
 	cleared     bool          // the input was seen empty after the interrupt
 	uncleared   int           // tries at that which failed
+	eraseDue    time.Time     // since when the erase after a typing that did not show may have missed it (eraseMissed); zero: none
 }
 
 // Enqueue adds a message to the pane's queue. It never blocks and never

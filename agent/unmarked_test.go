@@ -1,12 +1,14 @@
 package agent
 
 import (
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"hm/internal/ground/poll"
 	"hm/internal/ground/testutil"
 )
 
@@ -159,4 +161,45 @@ func checkTakenOnce(t *testing.T, spec Spec, msgs []hardMsg, recs []promptRec, s
 			l.errorf("not once", "message %d reached the program %d times; stages %s", i, n, stageKinds(stages.get(msgs[i].id)))
 		}
 	}
+}
+
+// TestTypeaheadNotTypedTwice: a message whose text did not show is typed
+// again only once hm knows the input is free of the first typing (#32
+// item 9). testdata/typeahead_prompt.py reads on, raw and silent, for 2 s
+// after each prompt, keeping what it reads (as prompt_toolkit does while
+// it finishes a prompt), then works for 6 s with its terminal cooked. The
+// urgent message, typed as soon as the first prompt was taken, is kept
+// unseen; the erase that follows its echo wait reaches the cooked
+// terminal, whose kernel takes it for its own empty line, so the kept copy
+// survives it. Typed again into the cooked terminal, the message reached
+// the program twice in one prompt.
+func TestTypeaheadNotTypedTwice(t *testing.T) {
+	t.Parallel()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed for this test: %v", err)
+	}
+	script, err := filepath.Abs(filepath.Join("testdata", "typeahead_prompt.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, logPath := fakeSpec(t)
+	spec.Command = shellQuote(python) + " " + shellQuote(script)
+	spec.Env = append(spec.Env, "TA_LOG="+logPath, "TA_KEEP=2", "TA_BUSY=6")
+	// An echo wait longer than the program reads on after a prompt, so
+	// that the erase comes once its terminal is cooked.
+	spec.Profile, spec.LogPath = ProfileDefault, ""
+	spec.Timing = Profile{Unmarked: 500 * time.Millisecond, EchoWait: 3 * time.Second}
+	p := startPane(t, spec)
+	msgs := everyOtherUrgent(hardMessages(2))
+	stages := newStageLog()
+	start := time.Now()
+	p.Enqueue(Delivery{MessageID: msgs[0].id, Content: msgs[0].content, Report: stages.reporter(msgs[0].id)})
+	poll.For(t, hardDeadline, func() error {
+		return poll.Want(stages.final(msgs[0].id), "message 0 not final: stages %s", stageKinds(stages.get(msgs[0].id)))
+	})
+	p.Enqueue(Delivery{MessageID: msgs[1].id, Content: msgs[1].content, Report: stages.reporter(msgs[1].id)})
+	waitAllFinal(t, p, stages, msgs, logPath, start.Add(hardDeadline))
+	settle(t, logPath)
+	checkTakenOnce(t, spec, msgs, readPrompts(t, logPath), stages)
 }

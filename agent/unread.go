@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -186,4 +187,54 @@ func (p *Pane) waitTaken(pr *proc, d time.Duration, cond func(Screen) bool) (ok,
 	}
 	ok, ended = p.waitScreen(pr, d, taken)
 	return ok, ended, false
+}
+
+// Where a key goes decides what it can erase. Written while the terminal
+// is canonical, an erase key (Ctrl-U, Backspace) is the kernel's line
+// editor's: it erases the line the kernel holds and never reaches the
+// program. Written while the terminal is raw, it reaches the program,
+// after whatever the program read before it. So a typing the program read
+// while its terminal was raw and did not show (prompt_toolkit reads on
+// while it finishes a prompt and keeps those keys for the next one, then
+// works with its terminal cooked) is out of reach of an erase the kernel
+// took: typed again, the message reached the program twice in one prompt.
+
+// inputMode is the terminal's mode around one write into it.
+type inputMode int
+
+const (
+	// modeChanged: the terminal's mode changed around the write (or could
+	// not be read): where its bytes went is not known.
+	modeChanged inputMode = iota
+	// modeCanonical: canonical before and after the write: the kernel's
+	// line editor took its bytes.
+	modeCanonical
+	// modeRaw: raw before and after the write: its bytes go to the
+	// program, after what it read before.
+	modeRaw
+)
+
+// writeNoting writes b into run pr's terminal as writeTo does and reports
+// the terminal's mode around the write. The kernel handles a write a
+// moment after it returns: a program that switches its terminal's mode
+// within that moment is not seen.
+func (p *Pane) writeNoting(ctx context.Context, pr *proc, b []byte) (int, inputMode, error) {
+	before := pr.canonical()
+	n, err := p.writeTo(ctx, pr, b)
+	after := pr.canonical()
+	switch {
+	case pr.isExited() || before != after:
+		return n, modeChanged, err
+	case before:
+		return n, modeCanonical, err
+	}
+	return n, modeRaw, err
+}
+
+// erases reports whether an erase key written in mode e reaches a typing
+// written in mode typed: always when it went to the program (it reads the
+// key after the typing, wherever the typing went), and when the kernel
+// took it only if the kernel took the typing too.
+func (e inputMode) erases(typed inputMode) bool {
+	return e == modeRaw || e == modeCanonical && typed == modeCanonical
 }
