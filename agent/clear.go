@@ -152,6 +152,6 @@ func (p *Pane) eraseMissed(pr *proc, it *item, unlock func(), stage func(StageKi
 		return true, false
 	}
 	p.log.Debug("input not seen free of a typing that did not show; not typing it again yet", "id", it.d.MessageID, "err", err)
-	p.pause(pr, drainPoll, &it.waited)
+	p.pause(pr, canonicalRecheck, &it.waited)
 	return false, false
 }

@@ -544,8 +544,8 @@ func (p *Pane) notShown(pr *proc, it *item, typed inputMode, unlock func(), stag
 	switch {
 	case err != nil:
 		p.log.Debug("erase after a typing that did not show", "id", it.d.MessageID, "err", err)
-	case !mode.erases(typed) && it.eraseDue.IsZero():
-		it.eraseDue = time.Now()
+	case !mode.erases(typed):
+		it.eraseDue = time.Now() // typeText calls eraseMissed before typing again
 	}
 	unlock()
 	it.unseen++

@@ -445,3 +445,29 @@ func TestStageKindString(t *testing.T) {
 		}
 	}
 }
+
+// TestEraseReachesTyping: an erase reaches an earlier typing when the
+// program reads it (the terminal raw around its write), and when the
+// kernel's line editor took both; never when the mode changed around
+// either write, nor when only the erase went to the kernel (the program
+// may hold the typing, read while raw).
+func TestEraseReachesTyping(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		erase, typed inputMode
+		want         bool
+	}{
+		{modeRaw, modeRaw, true},
+		{modeRaw, modeCanonical, true},
+		{modeRaw, modeChanged, true},
+		{modeCanonical, modeCanonical, true},
+		{modeCanonical, modeRaw, false},
+		{modeCanonical, modeChanged, false},
+		{modeChanged, modeCanonical, false},
+		{modeChanged, modeRaw, false},
+	} {
+		if got := tc.erase.erases(tc.typed); got != tc.want {
+			t.Errorf("erase written %d, typing written %d: erases %v, want %v", tc.erase, tc.typed, got, tc.want)
+		}
+	}
+}
