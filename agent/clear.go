@@ -52,9 +52,11 @@ func (p *Pane) clearAfterInterrupt(pr *proc, it *item, unlock func()) (done, ok 
 
 // clearInput presses the profile's erase keys and a Backspace until a press
 // changes nothing on the screen (the input is empty: there was nothing
-// left to erase), each press written with the terminal raw, and returns what the presses erased: the rows of the
-// screen before the first press that differ from the screen after the
-// last, trimmed. The caller holds inputMu.
+// left to erase), each press written with the terminal raw (one the
+// kernel's line editor may have taken is an error), and returns what the
+// presses erased: the rows of the screen before the first press that
+// differ from the screen after the last, trimmed. The caller holds
+// inputMu.
 func (p *Pane) clearInput(pr *proc) (string, error) {
 	first := p.Screen()
 	prev := first
