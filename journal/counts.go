@@ -30,8 +30,13 @@ type countDelta struct {
 // countSeq is the seq a group's max_seq records for m: seq, never below 0.
 func countSeq(m Message) int64 { return max(m.Seq, 0) }
 
+// groupOf is the group m counts in.
+func groupOf(m *Message) countKey {
+	return countKey{session: m.SessionID, status: string(m.Status), channel: m.Channel, sender: m.SenderRole}
+}
+
 func (tx *txn) countDelta(m Message) *countDelta {
-	k := countKey{session: m.SessionID, status: string(m.Status), channel: m.Channel, sender: m.SenderRole}
+	k := groupOf(&m)
 	d := tx.counts[k]
 	if d == nil {
 		if tx.counts == nil {
@@ -62,15 +67,27 @@ func (tx *txn) countMoved(cur, next Message) {
 }
 
 // flushCounts writes the transaction's summed count changes, one statement
-// per group, in a fixed order.
+// per group, in a fixed order. A group whose count did not change is
+// written only for its max_seq, when a message the transaction moved into
+// it is still there: one that passed through (routed, on its way to acked
+// in the transaction that also appends the next message) is counted, seq
+// and all, in the group it ended in (#36: a statement fewer per serial
+// append).
 func (tx *txn) flushCounts() error {
 	keys := make([]countKey, 0, len(tx.counts))
 	for k := range tx.counts {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, compareCountKeys)
+	var held map[countKey]bool // the groups this transaction's rows end in
 	for _, k := range keys {
 		d := tx.counts[k]
+		if d.added && d.n == 0 {
+			if held == nil {
+				held = tx.heldGroups()
+			}
+			d.added = held[k]
+		}
 		var err error
 		switch {
 		case d.added:
@@ -84,4 +101,13 @@ func (tx *txn) flushCounts() error {
 	}
 	tx.counts = nil
 	return nil
+}
+
+// heldGroups is the set of groups the rows this transaction holds are in.
+func (tx *txn) heldGroups() map[countKey]bool {
+	held := make(map[countKey]bool)
+	for r := range tx.rows.all {
+		held[groupOf(&r.m)] = true
+	}
+	return held
 }
