@@ -91,7 +91,7 @@ func (tx *txn) flushCounts() error {
 		var err error
 		switch {
 		case d.added:
-			err = tx.exec(countAdd, k.session, k.status, k.channel, k.sender, d.n, d.maxSeq)
+			err = tx.addCount(k, d)
 		case d.n != 0:
 			err = tx.exec(countSub, d.n, k.session, k.status, k.channel, k.sender)
 		}
@@ -110,4 +110,19 @@ func (tx *txn) heldGroups() map[countKey]bool {
 		held[groupOf(&r.m)] = true
 	}
 	return held
+}
+
+// addCount adds d to group k (creating its row).
+func (tx *txn) addCount(k countKey, d *countDelta) error {
+	s, err := tx.hot.get(tx.conn, stmtCountAdd)
+	if err != nil {
+		return err
+	}
+	s.BindText(1, k.session)
+	s.BindText(2, k.status)
+	s.BindText(3, k.channel)
+	s.BindText(4, k.sender)
+	s.BindInt64(5, d.n)
+	s.BindInt64(6, d.maxSeq)
+	return stepOnce(s)
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"zombiezen.com/go/sqlite"
-	"zombiezen.com/go/sqlite/sqlitex"
 )
 
 // The writer's rows (issue #18). Every status change reads its message's
@@ -273,11 +272,16 @@ func (w *writer) committed(tx *txn) {
 // writer last looked (PRAGMA data_version), and forgets the writer's
 // cached rows and chain tail if so. It runs inside the write transaction.
 func (w *writer) foreignCommits(conn *sqlite.Conn) error {
-	var v int64
-	if err := sqlitex.Execute(conn, "PRAGMA data_version", &sqlitex.ExecOptions{ResultFunc: func(stmt *sqlite.Stmt) error {
-		v = stmt.ColumnInt64(0)
-		return nil
-	}}); err != nil {
+	s, err := w.hot.get(conn, stmtDataVersion)
+	if err != nil {
+		return fmt.Errorf("data version: %w", classify(err))
+	}
+	_, err = s.Step()
+	v := s.ColumnInt64(0)
+	if rerr := s.Reset(); err == nil {
+		err = rerr
+	}
+	if err != nil {
 		return fmt.Errorf("data version: %w", classify(err))
 	}
 	if v != w.dataVersion {

@@ -17,6 +17,10 @@ const (
 	stmtInsertMessage hotStmt = iota
 	stmtInsertEvent
 	stmtUpdateRow
+	stmtCountAdd
+	stmtBegin
+	stmtCommit
+	stmtDataVersion
 	numHotStmts
 )
 
@@ -26,6 +30,10 @@ var hotQueries = [numHotStmts]string{
  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 	stmtInsertEvent: "INSERT INTO comms_events(event_id, message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
 	stmtUpdateRow:   "UPDATE comms_journal SET status = ?, ack_status = ?, error_code = ?, attempt = ?, updated_at_ms = ? WHERE row_id = ?",
+	stmtCountAdd:    countAdd,
+	stmtBegin:       "BEGIN IMMEDIATE",
+	stmtCommit:      "COMMIT",
+	stmtDataVersion: "PRAGMA data_version",
 }
 
 // hotStmts holds the statements of one connection: the writer's, until
@@ -80,4 +88,13 @@ func bindState(s *sqlite.Stmt, first int, m *Message) {
 	s.BindText(first+2, string(m.ErrorCode))
 	s.BindInt64(first+3, m.Attempt)
 	s.BindInt64(first+4, m.UpdatedAtMs)
+}
+
+// run runs statement k, which takes no parameters, on conn.
+func (h *hotStmts) run(conn *sqlite.Conn, k hotStmt) error {
+	s, err := h.get(conn, k)
+	if err != nil {
+		return err
+	}
+	return stepOnce(s)
 }

@@ -172,7 +172,7 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 	if conn == nil { // lost with the ledger's files (recover.go)
 		return nil, w.l.failFiles(ErrFilesGone)
 	}
-	if err := sqlitex.Execute(conn, "BEGIN IMMEDIATE", nil); err != nil {
+	if err := w.hot.run(conn, stmtBegin); err != nil {
 		return nil, fmt.Errorf("begin: %w", classify(err))
 	}
 	defer func() {
@@ -238,7 +238,7 @@ func (w *writer) runTx(ops []*op) (errs []error, err error) {
 	if err := w.l.checkFiles(); err != nil {
 		return nil, err
 	}
-	if err := sqlitex.Execute(conn, "COMMIT", nil); err != nil {
+	if err := w.hot.run(conn, stmtCommit); err != nil {
 		return nil, fmt.Errorf("commit: %w", classify(err))
 	}
 	w.committed(tx)
