@@ -254,12 +254,7 @@ func (tx *txn) insertMessage(m Message) error {
 	if err != nil {
 		return err
 	}
-	stmt.BindText(1, m.MessageID)
-	stmt.BindText(2, m.SessionID)
-	stmt.BindText(3, m.SenderRole)
-	stmt.BindText(4, m.TargetRole)
-	stmt.BindText(5, m.Channel)
-	stmt.BindText(6, m.Direction)
+	bindTexts(stmt, 1, m.MessageID, m.SessionID, m.SenderRole, m.TargetRole, m.Channel, m.Direction)
 	nullableInt(stmt, 7, m.Seq)
 	stmt.BindText(8, m.Header)
 	stmt.BindText(9, m.Priority)

@@ -118,10 +118,7 @@ func (tx *txn) addCount(k countKey, d *countDelta) error {
 	if err != nil {
 		return err
 	}
-	s.BindText(1, k.session)
-	s.BindText(2, k.status)
-	s.BindText(3, k.channel)
-	s.BindText(4, k.sender)
+	bindTexts(s, 1, k.session, k.status, k.channel, k.sender)
 	s.BindInt64(5, d.n)
 	s.BindInt64(6, d.maxSeq)
 	return stepOnce(s)

@@ -90,6 +90,13 @@ func bindState(s *sqlite.Stmt, first int, m *Message) {
 	s.BindInt64(first+4, m.UpdatedAtMs)
 }
 
+// bindTexts binds vals to the parameters from first on.
+func bindTexts(s *sqlite.Stmt, first int, vals ...string) {
+	for i, v := range vals {
+		s.BindText(first+i, v)
+	}
+}
+
 // run runs statement k, which takes no parameters, on conn.
 func (h *hotStmts) run(conn *sqlite.Conn, k hotStmt) error {
 	s, err := h.get(conn, k)
