@@ -18,20 +18,13 @@ type Hub struct {
 	Port   int
 	Token  string
 	Role   string
-	// Current is the port runtime/hub.json names when Port came from the
-	// environment ($HM_PORT, $HM_SEND_PORT) and differs from it: a pane
-	// program a hub started keeps that hub's port in its environment,
-	// and after a restart on another port the hub that adopted it runs
-	// here. A dial that finds nobody at Port tries Current.
-	Current int
 }
 
 // URL is the hub's WebSocket address.
 func (h Hub) URL() string { return "ws://127.0.0.1:" + strconv.Itoa(h.Port) + "/" }
 
 // Discover applies SPEC §12: port from --port, $HM_PORT/$HM_SEND_PORT,
-// runtime/hub.json, else 9900 (with hub.json's port as Current, tried
-// when nobody listens at the environment's); role from --role, $SQUIDRUN_ROLE, else user;
+// runtime/hub.json, else 9900; role from --role, $SQUIDRUN_ROLE, else user;
 // token from $HM_TOKEN, else runtime/hub-token.
 func Discover(env Env, root string, port int, role string) (Hub, error) {
 	lay, err := FindRoot(env, root)
@@ -39,7 +32,6 @@ func Discover(env Env, root string, port int, role string) (Hub, error) {
 		return Hub{}, err
 	}
 	h := Hub{Layout: lay, Port: port, Role: role}
-	fromEnv := false
 	if h.Port <= 0 {
 		for _, k := range []string{"HM_PORT", "HM_SEND_PORT"} {
 			if v := env.Getenv(k); v != "" {
@@ -47,19 +39,14 @@ func Discover(env Env, root string, port int, role string) (Hub, error) {
 				if err != nil || p <= 0 || p > 65535 {
 					return h, fmt.Errorf("$%s=%q is not a port", k, v)
 				}
-				h.Port, fromEnv = p, true
+				h.Port = p
 				break
 			}
 		}
 	}
-	if h.Port <= 0 || fromEnv {
+	if h.Port <= 0 {
 		if info, err := lay.ReadHubInfo(); err == nil && info.Port > 0 {
-			switch {
-			case h.Port <= 0:
-				h.Port = info.Port
-			case info.Port != h.Port:
-				h.Current = info.Port
-			}
+			h.Port = info.Port
 		}
 	}
 	if h.Port <= 0 {
@@ -93,16 +80,10 @@ func (h Hub) DialPipelined(ctx context.Context, token string) (*client.Client, e
 
 func (h Hub) dial(ctx context.Context, token string, dial func(ctx context.Context, url, token string) (*client.Client, error)) (*client.Client, error) {
 	cl, err := dial(ctx, h.URL(), token)
-	if err == nil {
-		return cl, nil
+	if err != nil {
+		return nil, HubError(h.Port, h.Layout.Root, err)
 	}
-	err = HubError(h.Port, h.Layout.Root, err)
-	if h.Current > 0 && isNoHub(err) {
-		if cl, merr := dial(ctx, Hub{Port: h.Current}.URL(), token); merr == nil {
-			return cl, nil
-		}
-	}
-	return nil, err
+	return cl, nil
 }
 
 // Connect dials with the hub's token and registers as its role within ctx

@@ -29,12 +29,6 @@ func (e *noHubError) Error() string {
 
 func (e *noHubError) Unwrap() error { return e.err }
 
-// isNoHub reports whether err (from HubError) says nobody listened.
-func isNoHub(err error) bool {
-	var nh *noHubError
-	return errors.As(err, &nh)
-}
-
 // HubError is err from reaching the hub on port (for root, "" when not
 // known): a noHubError when nothing accepted the connection there, else
 // err itself.
