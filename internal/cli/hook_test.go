@@ -70,6 +70,23 @@ func (hh *hookHub) env() map[string]string {
 		"SQUIDRUN_ROLE": "builder", "SQUIDRUN_ROOT": hh.root}
 }
 
+// downEnv is env with the hub gone: $HM_PORT a port nothing listens on,
+// in a root of its own without a hub.json (in the hub's root the hook
+// would find the hub through its hub.json, as the hooks of a pane a new
+// hub adopted do: cmdline's TestDiscoverPortOfAdoptedPane).
+func (hh *hookHub) downEnv(t testing.TB) map[string]string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	env := hh.env()
+	env["HM_PORT"], env["SQUIDRUN_ROOT"] = closed, t.TempDir()
+	return env
+}
+
 // runHookWith runs `hm hook cli event` with input on stdin and environment
 // vars, and returns its exit code, stdout and stderr.
 func runHookWith(t testing.TB, vars map[string]string, input []byte, cli, event string) (int, string, string) {
@@ -389,12 +406,6 @@ func TestHookReceipt(t *testing.T) {
 func TestHookNeverFails(t *testing.T) {
 	t.Parallel()
 	hh := startHookHub(t, neverReady)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
 	with := func(k, v string) map[string]string {
 		env := hh.env()
 		env[k] = v
@@ -407,8 +418,8 @@ func TestHookNeverFails(t *testing.T) {
 		cli, event string
 		stderr     string
 	}{
-		{name: "hub down", env: with("HM_PORT", closed), cli: "claude", event: "UserPromptSubmit", input: `{"prompt":"hi [hm:x]"}`},
-		{name: "hub down, session start", env: with("HM_PORT", closed), cli: "gemini", event: "SessionStart", input: `{"source":"startup"}`},
+		{name: "hub down", env: hh.downEnv(t), cli: "claude", event: "UserPromptSubmit", input: `{"prompt":"hi [hm:x]"}`},
+		{name: "hub down, session start", env: hh.downEnv(t), cli: "gemini", event: "SessionStart", input: `{"source":"startup"}`},
 		{name: "bad token", env: with("HM_TOKEN", "nope"), cli: "codex", event: "Stop", input: `{"stop_hook_active":false}`},
 		{name: "not JSON", env: hh.env(), cli: "claude", event: "Stop", input: `garbage`},
 		{name: "unknown event", env: hh.env(), cli: "claude", event: "PreCompact", stderr: "claude has no hook event"},
@@ -695,15 +706,7 @@ func TestHookWake(t *testing.T) {
 		}
 	})
 	t.Run("HubDown", func(t *testing.T) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		closed := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-		l.Close()
-		env := hh.env()
-		env["HM_PORT"] = closed
-		if code, out, errs := runHookArgs(t, env, stop, "claude", "Stop", "--wait", "10m"); code != ExitOK || out != "" || errs != "" {
+		if code, out, errs := runHookArgs(t, hh.downEnv(t), stop, "claude", "Stop", "--wait", "10m"); code != ExitOK || out != "" || errs != "" {
 			t.Errorf("exit %d, stdout %q, stderr %q; want 0 and nothing", code, out, errs)
 		}
 	})

@@ -3,8 +3,10 @@ package cmdline
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"hm/internal/client"
 	"hm/internal/ground/layout"
@@ -23,7 +25,8 @@ type Hub struct {
 // URL is the hub's WebSocket address.
 func (h Hub) URL() string { return "ws://127.0.0.1:" + strconv.Itoa(h.Port) + "/" }
 
-// Discover applies SPEC §12: port from --port, $HM_PORT/$HM_SEND_PORT,
+// Discover applies SPEC §12: port from --port, $HM_PORT/$HM_SEND_PORT
+// (unless nothing listens there and hub.json names another: envPort),
 // runtime/hub.json, else 9900; role from --role, $SQUIDRUN_ROLE, else user;
 // token from $HM_TOKEN, else runtime/hub-token.
 func Discover(env Env, root string, port int, role string) (Hub, error) {
@@ -33,16 +36,11 @@ func Discover(env Env, root string, port int, role string) (Hub, error) {
 	}
 	h := Hub{Layout: lay, Port: port, Role: role}
 	if h.Port <= 0 {
-		for _, k := range []string{"HM_PORT", "HM_SEND_PORT"} {
-			if v := env.Getenv(k); v != "" {
-				p, err := strconv.Atoi(v)
-				if err != nil || p <= 0 || p > 65535 {
-					return h, fmt.Errorf("$%s=%q is not a port", k, v)
-				}
-				h.Port = p
-				break
-			}
+		p, err := envPort(env, lay)
+		if err != nil {
+			return h, err
 		}
+		h.Port = p
 	}
 	if h.Port <= 0 {
 		if info, err := lay.ReadHubInfo(); err == nil && info.Port > 0 {
@@ -64,6 +62,40 @@ func Discover(env Env, root string, port int, role string) (Hub, error) {
 		h.Token, _ = lay.ReadToken()
 	}
 	return h, nil
+}
+
+// envPort is the port $HM_PORT or $HM_SEND_PORT names (0 for none). A pane's
+// program keeps the port of the hub that started it; after a hub restart
+// the hub that adopted the program may listen elsewhere (issue #37): when
+// nothing listens on the variable's port and the root's hub.json names
+// another, that one is the root's hub now.
+func envPort(env Env, lay layout.Layout) (int, error) {
+	for _, k := range []string{"HM_PORT", "HM_SEND_PORT"} {
+		v := env.Getenv(k)
+		if v == "" {
+			continue
+		}
+		p, err := strconv.Atoi(v)
+		if err != nil || p <= 0 || p > 65535 {
+			return 0, fmt.Errorf("$%s=%q is not a port", k, v)
+		}
+		if info, err := lay.ReadHubInfo(); err == nil && info.Port > 0 && info.Port != p && !listening(p) {
+			return info.Port, nil
+		}
+		return p, nil
+	}
+	return 0, nil
+}
+
+// listening reports whether something accepts connections on the loopback
+// port.
+func listening(port int) bool {
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // Dial connects to the hub with token (not registered); a hub that is not
