@@ -57,8 +57,11 @@ func Trailer(messageID string) string {
 	if messageID == "" {
 		return ""
 	}
-	return "[hm:" + displayID(messageID) + "]"
+	return trailerMark + displayID(messageID) + "]"
 }
+
+// trailerMark starts every receipt trailer.
+const trailerMark = "[hm:"
 
 // compose renders a message. pointerPath is the file the body would be
 // written to when it cannot be typed inline.

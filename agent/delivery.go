@@ -307,8 +307,7 @@ func (p *Pane) typeText(t *typing) (done, ok bool) {
 	}
 	screen := p.Screen()
 	t.before = viewInput(screen, p.profile, t.trailer)
-	head := textHead(t.c.Text, screen)
-	headsBefore := headCount(screen, head)
+	start := startOf(t.c.Text, screen)
 	n, mode, err := p.writeNoting(context.Background(), pr, t.text)
 	t.mode = mode
 	// The first byte is in the terminal once the write returns.
@@ -325,7 +324,7 @@ func (p *Pane) typeText(t *typing) (done, ok bool) {
 		// would otherwise submit a torn prompt.
 		shown, ended := p.waitEchoed(pr, it, t.in.unlock, t.in.lock, func(s Screen) bool {
 			var ok bool
-			t.typed, ok = echoed(s, p.profile, t.trailer, t.before, head, headsBefore)
+			t.typed, ok = echoed(s, p.profile, t.trailer, t.before, start)
 			return ok
 		})
 		if ended {

@@ -92,25 +92,48 @@ func textHead(text string, s Screen) string {
 	return string(sq[:min(len(sq), headRunes)])
 }
 
-// headCount is how often head stands on s (0 when head is "").
-func headCount(s Screen, head string) int {
-	if head == "" {
-		return 0
-	}
+// textStart is what the echo check looks for of a typed text's start:
+// its head (textHead; "" for none) and how many trailer marks the text
+// holds before its own trailer (a body may quote another message's).
+type textStart struct {
+	head  string
+	marks int
+}
+
+// startOf is textStart for text typed onto screen s.
+func startOf(text string, s Screen) textStart {
+	return textStart{head: textHead(text, s), marks: max(0, strings.Count(squeeze(text), trailerMark)-1)}
+}
+
+// standsBefore reports whether the start stands on s as the start of the
+// text that ends at trailer's last occurrence: the head's last occurrence
+// before that trailer, with no more trailer marks between them than the
+// text holds itself (an earlier message's head is followed by its own
+// trailer). A count of heads on the whole screen would not do: messages
+// with one start ("[delayed from session 1] (ARCH #…") on a program that
+// scrolls as it draws lose an earlier copy off the top as the new one
+// appears.
+func (st textStart) standsBefore(s Screen, trailer string) bool {
 	text, _ := flattenScreen(s)
-	return strings.Count(text, head)
+	tr := squeeze(trailer)
+	end := strings.LastIndex(text, tr)
+	if end < 0 {
+		return false
+	}
+	// A short text's head holds its trailer too.
+	at := strings.LastIndex(text[:end+len(tr)], st.head)
+	return at >= 0 && at <= end && strings.Count(text[at:end], trailerMark) <= st.marks
 }
 
 // echoed reports whether a typed text is on screen s at the program's
-// input (see shown), its start included where textHead gave one (head,
-// which stood headsBefore times on the screen before the typing), and
-// returns where its trailer stands.
-func echoed(s Screen, prof Profile, trailer string, before inputView, head string, headsBefore int) (inputView, bool) {
+// input (see shown), its start included where it can be told (start.head),
+// and returns where its trailer stands.
+func echoed(s Screen, prof Profile, trailer string, before inputView, start textStart) (inputView, bool) {
 	v := viewInput(s, prof, trailer)
 	if !v.shown(before, prof) {
 		return v, false
 	}
-	return v, v.pasted && !before.pasted || head == "" || headCount(s, head) > headsBefore
+	return v, v.pasted && !before.pasted || start.head == "" || start.standsBefore(s, trailer)
 }
 
 // shown reports whether the text just typed is on the screen at the

@@ -114,32 +114,52 @@ func FuzzViewInput(f *testing.F) {
 // Where the start may be out of sight with nothing wrong (an alternate-
 // screen input box showing the tail, a text longer than six rows) the
 // trailer suffices.
+//
+// Messages with one start ("[delayed from session 1] (ARCH #…" after a
+// hub restart) on a program that scrolls as it draws: the new text's
+// start pushes an earlier copy of it off the top, so the start stands as
+// often as before the typing (TestRealCLIs/codex/*/hubkill: four messages
+// stuck, "the text never appeared on the screen in 6 typings").
 func TestEchoNeedsTheStart(t *testing.T) {
 	const trailer = "[hm:m1]"
 	text := "[AGENT MSG - reply via hm-send] (ARCH #24): long line: before queue pressing queue before for " + trailer
 	long := "[AGENT MSG - reply via hm-send] (ARCH #25): " + strings.Repeat("word ", 200) + trailer
+	quoting := "[AGENT MSG - reply via hm-send] (ARCH #26): the answer to [hm:m0] is yes " + trailer
+	const delayed = "[AGENT MSG - reply via hm-send] [delayed from session 1] (ARCH #"
+	earlier, later := delayed+"2): stream message 1 [hm:m0]", delayed+"3): stream message 2 "+trailer
 	screen := func(alt bool, rows ...string) Screen {
 		return Screen{Lines: rows, Cols: 80, Rows: 24, CursorRow: len(rows) - 1, AltScreen: alt}
 	}
 	empty := screen(false, "> ")
 	for _, tc := range []struct {
-		name string
-		text string
-		now  Screen
-		want bool
+		name        string
+		text        string
+		before, now Screen // before: empty when unset
+		want        bool
 	}{
-		{"whole, wrapped", text, screen(false, "> "+text[:70], text[70:]), true},
-		{"torn: its start thrown away", text, screen(false, "> queue before for "+trailer), false},
-		{"alternate screen: the box shows the tail", text, screen(true, "│ > queue before for "+trailer+" │"), true},
-		{"longer than six rows: the start scrolled away", long, screen(false, "> "+long[len(long)-60:]), true},
+		{"whole, wrapped", text, Screen{}, screen(false, "> "+text[:70], text[70:]), true},
+		{"torn: its start thrown away", text, Screen{}, screen(false, "> queue before for "+trailer), false},
+		{"alternate screen: the box shows the tail", text, Screen{}, screen(true, "│ > queue before for "+trailer+" │"), true},
+		{"longer than six rows: the start scrolled away", long, Screen{}, screen(false, "> "+long[len(long)-60:]), true},
+		{"a body quoting a trailer", quoting, Screen{}, screen(false, "> "+quoting), true},
+		{"shorter than its head", "(ARCH #1): hi " + trailer, Screen{}, screen(false, "> (ARCH #1): hi "+trailer), true},
+		{"one start: the earlier copy scrolled off", later,
+			screen(false, "› "+earlier[:70], "  "+earlier[70:], "• ok", "› "),
+			screen(false, "• ok", "› "+later[:70], "  "+later[70:]), true},
+		{"one start, torn: the earlier copy's start is not this one's", later,
+			screen(false, "› "+earlier, "• ok", "› "),
+			screen(false, "› "+earlier, "• ok", "› stream message 2 "+trailer), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := empty
-			before.AltScreen = tc.now.AltScreen
-			head := textHead(tc.text, before)
-			_, got := echoed(tc.now, Profile{}, trailer, viewInput(before, Profile{}, trailer), head, headCount(before, head))
+			before := tc.before
+			if before.Lines == nil {
+				before = empty
+				before.AltScreen = tc.now.AltScreen
+			}
+			start := startOf(tc.text, before)
+			_, got := echoed(tc.now, Profile{}, trailer, viewInput(before, Profile{}, trailer), start)
 			if got != tc.want {
-				t.Errorf("echoed = %v, want %v (head %q)", got, tc.want, head)
+				t.Errorf("echoed = %v, want %v (start %+v)", got, tc.want, start)
 			}
 		})
 	}
