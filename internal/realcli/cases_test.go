@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"hm/agent"
 	"hm/broker/proto"
-	"hm/internal/ground/layout"
 )
 
 // suiteCase is one case of the suite, run in sequence in every pane
@@ -50,7 +48,7 @@ var suiteCases = []suiteCase{
 	{"shell", caseShell},
 	{"urgent", caseUrgent},
 	{"person", casePerson},
-	{"adopt", caseAdopt},
+	{"hubkill", caseHubKill},
 	{"restart", caseRestart},
 	{"stop", caseStop},
 }
@@ -191,55 +189,6 @@ func caseRestart(t *testing.T, r *paneRun) {
 		t.Errorf("the restarted CLI's turns hold the prompt typed before the kill: %v, want %v (%s)", carried, r.hooks, want)
 	}
 }
-
-// caseAdopt: the hub killed with -9 while the CLI sits at its prompt; the
-// next hm up adopts it (#37): the same program, its screen rebuilt from
-// the screen tail, so that the next message is typed at once, with no
-// unmarked wait (no profile-drift warning in the new hub's log), and
-// reaches the model exactly once.
-func caseAdopt(t *testing.T, r *paneRun) {
-	ctx := context.Background()
-	r.settle(t)
-	before, err := r.hub.pane(ctx)
-	if err != nil || before.PID <= 0 {
-		t.Fatalf("builder's pane: %+v %v", before, err)
-	}
-	hubLog := layout.Layout{Root: r.root}.HubLog()
-	r.hub.kill()
-	st, err := os.Stat(hubLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The new hub serves the cases after this one, on the port the CLI's
-	// hooks and hm send have in HM_PORT (hm up's default port stays the
-	// same too).
-	lt := lasting{TB: t, owner: r.owner}
-	r.hub = startHubOn(lt, r.root, r.hub.port)
-	r.arch = r.hub.dial(ctx, lt, "architect")
-	r.view = newTerm(lt, env(t, r.root), hmBin(t, "hm"), "attach", "--view", "builder")
-	if p, err := r.hub.pane(ctx); err != nil || p.PID != before.PID || p.Origin != "adopted" {
-		t.Fatalf("after the hub's kill -9 and hm up, builder's pane: %+v (%v); want pid %d adopted\n%s", p, err, before.PID, r.evidence())
-	}
-	r.check(t, r.send(t, "a message right after the hub's restart"))
-	r.settle(t)
-	log, err := os.ReadFile(hubLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after := string(log[min(int(st.Size()), len(log)):]); strings.Contains(after, "no ready marker on a quiet screen") {
-		t.Errorf("the adopted CLI was typed into on the unmarked wait:\n%s", after)
-	}
-}
-
-// lasting is a case's test whose cleanups run when owner, the whole
-// run's test, ends: for what a case starts in place of the run's own
-// (caseAdopt's new hub), which the cases after it use.
-type lasting struct {
-	testing.TB
-	owner testing.TB
-}
-
-func (l lasting) Cleanup(f func()) { l.owner.Cleanup(f) }
 
 // settle waits for the pane to be ready again with nothing queued, so the
 // next case starts from a quiet pane; a pane that does not settle fails

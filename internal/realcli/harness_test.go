@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -86,14 +85,8 @@ func writeFile(t testing.TB, path, data string) {
 // stopped (SIGTERM, then SIGKILL of its process group) at cleanup.
 func startHub(t testing.TB, root string) *hub {
 	t.Helper()
-	return startHubOn(t, root, 0)
-}
-
-// startHubOn is startHub on port (0: any).
-func startHubOn(t testing.TB, root string, port int) *hub {
-	t.Helper()
 	lay := layout.Layout{Root: root}
-	cmd := exec.Command(hmBin(t, "hm"), "up", "--port", strconv.Itoa(port))
+	cmd := exec.Command(hmBin(t, "hm"), "up", "--port", "0")
 	cmd.Env, cmd.Dir = env(t, root), root
 	h := &hub{root: root, cmd: cmd, log: &bytes.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = h.log, h.log
@@ -131,11 +124,18 @@ func (h *hub) stop() {
 	}
 }
 
-// kill kills the hub's process group with SIGKILL, as a crash would; the
-// pane host, in a session of its own, keeps the panes' programs.
-func (h *hub) kill() {
-	_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
-	<-h.done
+// kill ends the hub at once, as a crash does: SIGKILL to its process
+// group (the pane host is not in it), then waits for it to be gone.
+func (h *hub) kill(t testing.TB) {
+	t.Helper()
+	if err := syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill -9 the hub's process group %d: %v", h.cmd.Process.Pid, err)
+	}
+	select {
+	case <-h.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the hub %d outlived SIGKILL for 30 s", h.cmd.Process.Pid)
+	}
 }
 
 func (h *hub) url() string { return fmt.Sprintf("ws://127.0.0.1:%d/", h.port) }
@@ -174,6 +174,7 @@ type paneStatus struct {
 	State    string `json:"state"`
 	Queued   int    `json:"queued"`
 	Restarts int    `json:"restarts"`
+	Adopted  bool   `json:"adopted"`
 	Origin   string `json:"origin"`
 }
 

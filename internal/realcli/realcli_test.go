@@ -95,7 +95,7 @@ func testLogger(t testing.TB) *slog.Logger {
 // paneRun is one CLI in one mode: its hub, its pane (builder) and its
 // share of the model (requests under prefix).
 type paneRun struct {
-	owner  testing.TB // the test of the whole run: what a case starts for the cases after it ends with it
+	t      testing.TB // the pane's test (<cli>/<mode>): its hubs and clients end with it
 	cli    agentCLI
 	hooks  bool
 	root   string
@@ -134,21 +134,38 @@ func startPane(t testing.TB, srv *model.Server, c agentCLI, hooks bool) *paneRun
 	// has them: Codex runs its shell tool as one, and Debian's
 	// /etc/profile sets PATH anew.
 	writeFile(t, filepath.Join(scratch, "home", ".profile"), "export PATH='"+binDir(t)+"':\"$PATH\"\n")
-	r := &paneRun{owner: t, cli: c, hooks: hooks, root: root, home: filepath.Join(scratch, "home"), prefix: c.name + "-" + mode, model: srv}
+	r := &paneRun{t: t, cli: c, hooks: hooks, root: root, home: filepath.Join(scratch, "home"), prefix: c.name + "-" + mode, model: srv}
 	t.Cleanup(func() { r.endSurvivors() }) // after the hub stopped: cleanups run last first
 	writeTeam(t, root, c.command(t, scratch, root, srv.URL(r.prefix), hooks), c.name, hooks)
 	if hooks {
 		runHM(t, root, "init", "--agents", c.name)
 	}
-	r.hub = startHub(t, root)
-	ctx := context.Background()
-	r.arch = r.hub.dial(ctx, t, "architect")
-	r.view = newTerm(t, env(t, root), hmBin(t, "hm"), "attach", "--view", "builder")
-	if err := r.waitReady(ctx, 120*time.Second); err != nil {
+	r.up(t)
+	if err := r.waitReady(context.Background(), 120*time.Second); err != nil {
 		t.Fatalf("%s did not become ready: %v\n%s", r.prefix, err, r.evidence())
 	}
 	return r
 }
+
+// up starts the hub on the pane's root (`hm up`), connects architect to it
+// and attaches the view of builder's pane; they end with the pane's test
+// (r.t), and t fails if one does not start.
+func (r *paneRun) up(t testing.TB) {
+	t = outliving{t, r.t}
+	r.hub = startHub(t, r.root)
+	r.arch = r.hub.dial(context.Background(), t, "architect")
+	r.view = newTerm(t, env(t, r.root), hmBin(t, "hm"), "attach", "--view", "builder")
+}
+
+// outliving is a case's t whose cleanups are the pane's test's (owner):
+// what a case starts for the cases after it (a new hub) fails the case
+// but ends with the pane.
+type outliving struct {
+	testing.TB
+	owner testing.TB
+}
+
+func (o outliving) Cleanup(f func()) { o.owner.Cleanup(f) }
 
 // waitReady waits for builder's pane to be ready with nothing queued.
 func (r *paneRun) waitReady(ctx context.Context, d time.Duration) error {
