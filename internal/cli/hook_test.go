@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -76,14 +75,8 @@ func (hh *hookHub) env() map[string]string {
 // hub adopted do: cmdline's TestDiscoverPortOfAdoptedPane).
 func (hh *hookHub) downEnv(t testing.TB) map[string]string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
 	env := hh.env()
-	env["HM_PORT"], env["SQUIDRUN_ROOT"] = closed, t.TempDir()
+	env["HM_PORT"], env["SQUIDRUN_ROOT"] = testutil.ClosedPort(t), t.TempDir()
 	return env
 }
 

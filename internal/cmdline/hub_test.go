@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"hm/internal/ground/layout"
+	"hm/internal/ground/testutil"
 )
 
 // listener listens on a loopback port until the test ends and returns it.
@@ -20,18 +21,6 @@ func listener(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// closedPort is a loopback port nothing listens on (one just released).
-func closedPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	return port
-}
-
 // TestDiscoverPortOfAdoptedPane: a pane's program keeps $HM_PORT of the
 // hub that started it; after a kill -9 the hub that adopted it listens on
 // another port (hm up --port 0), and the program's hooks and hm-send must
@@ -40,7 +29,11 @@ func closedPort(t *testing.T) int {
 // session and restarted it blank instead of resuming it).
 func TestDiscoverPortOfAdoptedPane(t *testing.T) {
 	t.Parallel()
-	live, other, dead := listener(t), listener(t), closedPort(t)
+	live, other := listener(t), listener(t)
+	dead, err := strconv.Atoi(testutil.ClosedPort(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name    string
 		env     map[string]string
