@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -263,18 +262,6 @@ func listen(t *testing.T, h *hubProc, role string) *client.Client {
 	return c
 }
 
-// closedPort is a loopback port nobody listens on (as far as can be told).
-func closedPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	return port
-}
-
 func TestHmSendEndToEnd(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -326,7 +313,7 @@ func TestHmSendEndToEnd(t *testing.T) {
 	// A pane program adopted by a hub restarted on another port keeps
 	// the old port in $HM_PORT: nobody listens there, and hm-send finds
 	// the hub runtime/hub.json names (before, it wrote a fallback file).
-	r = run(t, root, []string{"SQUIDRUN_ROLE=architect", fmt.Sprintf("HM_PORT=%d", closedPort(t))}, "hm-send", "oracle", "(ARCH #3): after a move")
+	r = run(t, root, []string{"SQUIDRUN_ROLE=architect", "HM_PORT=" + testutil.ClosedPort(t)}, "hm-send", "oracle", "(ARCH #3): after a move")
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "accepted for oracle") {
 		t.Fatalf("hm-send with a stale $HM_PORT: %+v, want the hub of hub.json", r)
 	}
