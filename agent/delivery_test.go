@@ -385,14 +385,19 @@ func TestKilledMidQueue(t *testing.T) {
 func TestStartupWaitsForFirstOutput(t *testing.T) {
 	t.Parallel()
 	spec, logPath := fakeSpec(t, "FAKEAGENT_START_MS=700")
+	// The program cannot start before this, and draws nothing for 700 ms
+	// after its start. (The pane's StartedAt is taken once the start
+	// returned, a moment after the program's own clock began: measured
+	// from it, a typing just after the first output looked early under
+	// load, 683 ms.)
+	start := time.Now()
 	p := startPane(t, spec)
-	start := p.Status().StartedAt
 	stages := newStageLog()
 	p.Enqueue(Delivery{MessageID: "s1", Content: "(ARCH #1): early bird", Urgent: true, Report: stages.reporter("s1")})
 	poll.For(t, 20*time.Second, func() error { return poll.Want(stages.final("s1"), "delivery") })
 	st := stages.get("s1")
 	if st[0].Kind != StageTyped || st[0].At.Sub(start) < 700*time.Millisecond {
-		t.Errorf("typed %s after start, before the program's first output", st[0].At.Sub(start))
+		t.Errorf("typed %s after the pane started, before the program's first output", st[0].At.Sub(start))
 	}
 	if pr := readPrompts(t, logPath); len(pr) != 1 || strings.TrimRight(pr[0].Prompt, "\n") != expectPrompt("s1", "(ARCH #1): early bird") {
 		t.Errorf("prompts = %+v", pr)
