@@ -400,16 +400,7 @@ func BenchmarkLifecyclePipelined(b *testing.B) {
 // (the batch LifecyclePipelined reaches), hashes precomputed. The gap
 // between this and LifecyclePipelined is hm's own work on the writer.
 func BenchmarkRowShapeFloor(b *testing.B) {
-	path := filepath.Join(b.TempDir(), "ledger.db")
-	l, err := journal.Open(context.Background(), path, journal.Options{Logger: benchLogger(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := l.Close(); err != nil {
-		b.Fatal(err)
-	}
-	conn := rawConn(b, path, "PRAGMA synchronous=NORMAL", "PRAGMA temp_store=MEMORY")
-	hash := fmt.Sprintf("%064x", 0)
+	conn, hash := schemaConn(b)
 	events := []struct{ name, detail string }{
 		{"brokered", `{"ack_status":"","attempt":0,"body_hash":"` + hash + `","error_code":"","status":"brokered","updated_at_ms":1}`},
 		{"delivered", `{"ack_status":"delivered.websocket","attempt":0,"client":1,"error_code":"","status":"routed","updated_at_ms":1}`},
@@ -439,14 +430,11 @@ func BenchmarkRowShapeFloor(b *testing.B) {
 	})
 }
 
-// BenchmarkSerialRowFloor is the floor of BenchmarkLifecycleSerial (the
-// ledger's share of #18's serial send→ACK) in plain SQL on the ledger's
-// own schema: one IMMEDIATE transaction per message, which an ACK after
-// commit waits for, holding its row, its brokered event and its session
-// count, and the previous message's delivered and acked events and state
-// update (which commit with the next append, as in hm); hashes
-// precomputed, no FTS. p50-µs is that transaction's latency.
-func BenchmarkSerialRowFloor(b *testing.B) {
+// schemaConn is a bare connection, with the ledger's pragmas, to a new
+// ledger file holding the ledger's schema (made by journal.Open), and a
+// precomputed hash for the floors' chained rows.
+func schemaConn(b *testing.B) (*sqlite.Conn, string) {
+	b.Helper()
 	path := filepath.Join(b.TempDir(), "ledger.db")
 	l, err := journal.Open(context.Background(), path, journal.Options{Logger: benchLogger(b)})
 	if err != nil {
@@ -455,8 +443,18 @@ func BenchmarkSerialRowFloor(b *testing.B) {
 	if err := l.Close(); err != nil {
 		b.Fatal(err)
 	}
-	conn := rawConn(b, path, "PRAGMA synchronous=NORMAL", "PRAGMA temp_store=MEMORY")
-	hash := fmt.Sprintf("%064x", 0)
+	return rawConn(b, path, "PRAGMA synchronous=NORMAL", "PRAGMA temp_store=MEMORY"), fmt.Sprintf("%064x", 0)
+}
+
+// BenchmarkSerialRowFloor is the floor of BenchmarkLifecycleSerial (the
+// ledger's share of #18's serial send→ACK) in plain SQL on the ledger's
+// own schema: one IMMEDIATE transaction per message, which an ACK after
+// commit waits for, holding its row, its brokered event and its session
+// count, and the previous message's delivered and acked events and state
+// update (which commit with the next append, as in hm); hashes
+// precomputed, no FTS. p50-µs is that transaction's latency.
+func BenchmarkSerialRowFloor(b *testing.B) {
+	conn, hash := schemaConn(b)
 	brokered := `{"ack_status":"","attempt":0,"body_hash":"` + hash + `","error_code":"","status":"brokered","updated_at_ms":1}`
 	delivered := `{"ack_status":"delivered.websocket","attempt":0,"client":1,"error_code":"","status":"routed","updated_at_ms":1}`
 	acked := `{"ack_status":"delivered.verified","attempt":0,"by":"builder","error_code":"","status":"acked","updated_at_ms":1}`
