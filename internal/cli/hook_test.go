@@ -767,8 +767,17 @@ func TestHookStopBlockedIsBusy(t *testing.T) {
 	// deny): it claims nothing, and the pane is ready. Before the fix that
 	// Stop told the hub nothing and the pane stayed busy (the real Gemini:
 	// a minute's wait per message). test fails before the fix.
+	//
+	// Each CLI on a hub of its own: the message one leaves for the pane
+	// is typed into a program that reads nothing, and its unread input
+	// keeps that pane busy for a minute (make test saw the next CLI's
+	// look find it so).
 	for i, c := range []struct{ cli, event string }{{"claude", "Stop"}, {"gemini", "AfterAgent"}} {
-		hh.drain(t)
+		hh := startHookHub(t, neverReady)
+		vars := hh.env()
+		delete(vars, "HM_TOKEN")
+		delete(vars, "SQUIDRUN_ROLE")
+		hh.drainSession(t)
 		first, second := fmt.Sprintf("stop-cont-%d-a", i), fmt.Sprintf("stop-cont-%d-b", i)
 		sendTo(t, hh.sender(t, "architect"), "builder", first, fmt.Sprintf("(ARCH #%d): carried by the block", 3+2*i))
 		hh.waitQueued(t, 1)
