@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"regexp"
 	"strings"
 	"time"
 
@@ -88,6 +89,10 @@ type Markers struct {
 	Queued []string
 	// Rows is how many rows from the bottom are checked (default 8).
 	Rows int
+	// busyRow, built in only: a row it matches marks the program busy
+	// too, for a busy line no fixed text names (Claude Code's spinner
+	// row, "✢ Spinning…", whose verbs its settings may replace).
+	busyRow *regexp.Regexp
 }
 
 // Readiness is the classification of a pane's screen.
@@ -135,6 +140,9 @@ func (p Profile) Classify(s Screen) (r Readiness, marker string) {
 	if m := findMarker(rows, p.Screen.Busy); m != "" {
 		return Busy, m
 	}
+	if m := findRow(rows, p.Screen.busyRow); m != "" {
+		return Busy, m
+	}
 	if len(p.Screen.Ready) == 0 {
 		return Ready, ""
 	}
@@ -172,6 +180,19 @@ func findMarker(rows, markers []string) string {
 			if strings.Contains(r, m) {
 				return m
 			}
+		}
+	}
+	return ""
+}
+
+// findRow returns the first of rows re matches (nil matches none).
+func findRow(rows []string, re *regexp.Regexp) string {
+	if re == nil {
+		return ""
+	}
+	for _, r := range rows {
+		if re.MatchString(r) {
+			return r
 		}
 	}
 	return ""
@@ -230,9 +251,14 @@ var builtinProfiles = map[string]Profile{
 			// default permission mode, "⏵⏵ bypass permissions on (shift+tab
 			// to cycle)" and its like (accept edits, plan, auto) in the
 			// others. Its prompt row, "❯", holds nothing to match once its
-			// trailing blank is trimmed.
-			Ready: []string{"│ >", "? for shortcuts", "(shift+tab to cycle)"},
+			// trailing blank is trimmed. For some seconds after a paste it
+			// collapsed, the footer is only "paste again to expand", also
+			// while it works: its spinner row tells busy then (busyRow).
+			Ready: []string{"│ >", "? for shortcuts", "(shift+tab to cycle)", "paste again to expand"},
 			Busy:  []string{"esc to interrupt", "esc to cancel"},
+			// The spinner row: a glyph at the row's start, a verb and an
+			// ellipsis ("✢ Spinning…"); once done it reads "✻ Baked for 3s".
+			busyRow: regexp.MustCompile(`^[·✢✳✶✻✽*] .*…`),
 			Blocked: []string{"Do you want to proceed?", "Do you want to make this edit", "Do you want to create",
 				"Select login method", "Do you trust the files in this folder?", "Choose the text style",
 				"Press Enter to continue", "Paste code here if prompted"},
