@@ -23,7 +23,7 @@ import (
 // TestRealCLIs runs Claude Code, Codex CLI and Gemini CLI, as pinned in
 // scripts/agent-clis.txt, each in an hm pane against the scripted model,
 // once typing only and once wired with hooks (hm init), all six in
-// parallel. Each pane gets the cases of suiteCases in sequence, sent by
+// parallel (TestMain sets -parallel for that). Each pane gets the cases of suiteCases in sequence, sent by
 // architect through the hub; every message must reach the model exactly
 // once as new user content, intact and never merged with another, and its
 // final stage in the ledger must be true of that.
