@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -138,7 +139,41 @@ func BenchmarkSixPanesMemory(b *testing.B) {
 		b.ReportMetric(rss, "tmux-rss-MiB")
 		b.ReportMetric(pss, "tmux-pss-MiB")
 		run("kill-server")
+
+		rss, pss = memFloor(b, &builds.memfloor, "", filepath.Join(b.TempDir(), "floor.db"))
+		b.ReportMetric(rss, "floor-rss-MiB")
+		b.ReportMetric(pss, "floor-pss-MiB")
+		rss, pss = memFloor(b, &builds.gofloor, "nosqlite")
+		b.ReportMetric(rss, "gofloor-rss-MiB")
+		b.ReportMetric(pss, "gofloor-pss-MiB")
 	}
+}
+
+// memFloor runs memfloor built with tags (a Go process holding only a
+// loopback HTTP server, and given args an SQLite database through the
+// ledger's library) and returns its RSS and PSS once it has been idle as
+// long as the hubs measured.
+func memFloor(b *testing.B, bld *build, tags string, args ...string) (rss, pss float64) {
+	b.Helper()
+	dir := filepath.Join(binDir, "memfloor-"+tags)
+	if err := bld.do(dir, "-tags", tags, "hm/internal/e2e/internal/memfloor"); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(dir, "memfloor"), args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		b.Fatalf("memfloor: %q %v", line, err)
+	}
+	time.Sleep(idleSettle)
+	return memMiB(b, []int{cmd.Process.Pid})
 }
 
 // keeperPIDs lists the `hm pane-keeper` children of the hub (its pane

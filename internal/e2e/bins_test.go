@@ -25,7 +25,9 @@ type build struct {
 
 var builds struct {
 	plain, race build
-	variants    sync.Map // a variant's name → *build (hmVariant)
+	// BenchmarkSixPanesMemory's floor program, with SQLite and without.
+	memfloor, gofloor build
+	variants          sync.Map // a variant's name → *build (hmVariant)
 }
 
 func (b *build) do(dir string, args ...string) error {
