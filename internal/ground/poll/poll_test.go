@@ -50,3 +50,21 @@ func TestWant(t *testing.T) {
 		t.Fatalf("Want(false) = %v", err)
 	}
 }
+
+// TestForBacksOff: a condition that takes long is checked less and less
+// often, up to every MaxInterval (at a fixed 5 ms, 120 checks in 600 ms;
+// a load that delays the sleeps only lowers the count).
+func TestForBacksOff(t *testing.T) {
+	f := &fatalTB{TB: t}
+	n := 0
+	func() {
+		defer func() { _ = recover() }()
+		wait(f, 600*time.Millisecond, func() error { n++; return fmt.Errorf("attempt %d", n) })
+	}()
+	if n > 30 {
+		t.Fatalf("%d checks in 600 ms, want at most 30", n)
+	}
+	if f.msg == "" {
+		t.Fatalf("the wait did not time out")
+	}
+}
