@@ -89,10 +89,10 @@ type Markers struct {
 	Queued []string
 	// Rows is how many rows from the bottom are checked (default 8).
 	Rows int
-	// busyRow, built in only: a row it matches marks the program busy
-	// too, for a busy line no fixed text names (Claude Code's spinner
-	// row, "✢ Spinning…", whose verbs its settings may replace).
-	busyRow *regexp.Regexp
+	// hint, built in only (settings.json cannot set it): a footer the
+	// program shows for a while in place of both its ready and its busy
+	// marker.
+	hint *footerHint
 }
 
 // Readiness is the classification of a pane's screen.
@@ -140,16 +140,29 @@ func (p Profile) Classify(s Screen) (r Readiness, marker string) {
 	if m := findMarker(rows, p.Screen.Busy); m != "" {
 		return Busy, m
 	}
-	if m := findRow(rows, p.Screen.busyRow); m != "" {
-		return Busy, m
-	}
 	if len(p.Screen.Ready) == 0 {
 		return Ready, ""
 	}
 	if m := findMarker(rows, p.Screen.Ready); m != "" {
+		if h := p.Screen.hint; h != nil && m == h.ready {
+			if r := findRow(bottomRows(s, 2*max(p.Screen.Rows, defaultMarkerRows)), h.busyRow); r != "" {
+				return Busy, r
+			}
+		}
 		return Ready, m
 	}
 	return ReadyUnknown, ""
+}
+
+// footerHint is a footer that stands for a while in place of the program's
+// ready and busy markers, whether it works or not (Claude Code's "paste
+// again to expand" for some seconds after it collapsed a paste). Ready is
+// its text, among the profile's ready markers; while it is the ready
+// marker that matched, a row busyRow matches, searched as tall as a
+// dialog, marks the program busy.
+type footerHint struct {
+	ready   string
+	busyRow *regexp.Regexp
 }
 
 // bottomRows returns the last n rows of the screen's text, ending at the
@@ -238,6 +251,12 @@ const resumeFlag = CommandPlaceholder + " --resume " + SessionPlaceholder
 // programs draw while they work.
 var spinners = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
+// claudePasteHint is Claude Code's footer after it collapsed a paste. Its
+// spinner row is a glyph at the row's start, a verb (its settings may
+// replace the verbs) and an ellipsis, "✢ Spinning…"; once done the row
+// reads "✻ Baked for 3s". Claude indents everything else it draws.
+var claudePasteHint = &footerHint{ready: "paste again to expand", busyRow: regexp.MustCompile(`^[·✢✳✶✻✽*] .*…`)}
+
 // builtinProfiles is the profile table. settings.json "profiles" entries
 // (Spec.Profiles) add to it or replace entries field by field.
 var builtinProfiles = map[string]Profile{
@@ -251,14 +270,12 @@ var builtinProfiles = map[string]Profile{
 			// default permission mode, "⏵⏵ bypass permissions on (shift+tab
 			// to cycle)" and its like (accept edits, plan, auto) in the
 			// others. Its prompt row, "❯", holds nothing to match once its
-			// trailing blank is trimmed. For some seconds after a paste it
-			// collapsed, the footer is only "paste again to expand", also
-			// while it works: its spinner row tells busy then (busyRow).
-			Ready: []string{"│ >", "? for shortcuts", "(shift+tab to cycle)", "paste again to expand"},
+			// trailing blank is trimmed. For 8 s after it collapsed a
+			// paste the footer is only "paste again to expand", also while
+			// it works: then its spinner row tells busy (claudePasteHint).
+			Ready: []string{"│ >", "? for shortcuts", "(shift+tab to cycle)", claudePasteHint.ready},
 			Busy:  []string{"esc to interrupt", "esc to cancel"},
-			// The spinner row: a glyph at the row's start, a verb and an
-			// ellipsis ("✢ Spinning…"); once done it reads "✻ Baked for 3s".
-			busyRow: regexp.MustCompile(`^[·✢✳✶✻✽*] .*…`),
+			hint:  claudePasteHint,
 			Blocked: []string{"Do you want to proceed?", "Do you want to make this edit", "Do you want to create",
 				"Select login method", "Do you trust the files in this folder?", "Choose the text style",
 				"Press Enter to continue", "Paste code here if prompted"},
