@@ -84,7 +84,7 @@ func (w hostingWorkload) measure(b *testing.B, pid int, ctl string) time.Duratio
 	if err := os.WriteFile(filepath.Join(ctl, "go"), nil, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	// Not poll.For: its 5 ms checks would count as the host's work.
+	// Not poll.For: its checks would count as the host's work.
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
 		done, _ := filepath.Glob(filepath.Join(ctl, "done.*"))

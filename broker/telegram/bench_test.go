@@ -102,7 +102,7 @@ func BenchmarkInboundBurst(b *testing.B) {
 			fake.Enqueue(telegramtest.Message{ChatID: 42, Text: "backlog"})
 		}
 		total += burst
-		poll.For(b, 30*time.Second, func() error {
+		poll.Every(b, 30*time.Second, 5*time.Millisecond, func() error { // timed: no backoff
 			d, _, _ := store.snapshot()
 			return poll.Want(len(d) >= total, "burst delivered, have %v", len(d))
 		})

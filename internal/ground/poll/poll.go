@@ -26,20 +26,30 @@ const MaxInterval = 50 * time.Millisecond
 // belongs in make bench. Waiting costs nothing when the condition holds.
 const Floor = 2 * time.Minute
 
-// For runs check every Interval until it returns nil. If it still returns
-// an error after timeout (at least Floor), the test fails and stops with that last error, so
-// the failure says what the awaited state was and how far off it still was
-// (the shape of nats-server's checkFor).
+// For runs check until it returns nil: at once, then after Interval, each
+// wait a quarter longer than the last up to MaxInterval. If it still
+// returns an error after timeout (at least Floor), the test fails and
+// stops with that last error, so the failure says what the awaited state
+// was and how far off it still was (the shape of nats-server's checkFor).
 func For(t testing.TB, timeout time.Duration, check func() error) {
 	t.Helper()
-	wait(t, max(timeout, Floor), check)
+	wait(t, max(timeout, Floor), Interval, MaxInterval, check)
 }
 
-// wait is For without the Floor.
-func wait(t testing.TB, timeout time.Duration, check func() error) {
+// Every is For checking every interval, never less often: for a
+// benchmark that times the wait, to which For's backoff would add up to
+// MaxInterval.
+func Every(t testing.TB, timeout, interval time.Duration, check func() error) {
+	t.Helper()
+	wait(t, max(timeout, Floor), interval, interval, check)
+}
+
+// wait is For without the Floor, waiting first, then up to most between
+// two checks.
+func wait(t testing.TB, timeout, first, most time.Duration, check func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for next := Interval; ; next = min(next+next/4, MaxInterval) {
+	for next := first; ; next = min(next+next/4, most) {
 		err := check()
 		if err == nil {
 			return

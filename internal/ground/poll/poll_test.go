@@ -35,7 +35,7 @@ func TestForFailsWithTheLastError(t *testing.T) {
 				t.Fatalf("For did not fail the test: %v", r)
 			}
 		}()
-		wait(f, 20*time.Millisecond, func() error { n++; return fmt.Errorf("attempt %d", n) })
+		wait(f, 20*time.Millisecond, Interval, MaxInterval, func() error { n++; return fmt.Errorf("attempt %d", n) })
 	}()
 	if want := fmt.Sprintf("attempt %d", n); n < 2 || !strings.HasSuffix(f.msg, want) || !strings.Contains(f.msg, "timed out after 20ms") {
 		t.Fatalf("failure %q after %d checks, want the timeout and %q", f.msg, n, want)
@@ -59,7 +59,7 @@ func TestForBacksOff(t *testing.T) {
 	n := 0
 	func() {
 		defer func() { _ = recover() }()
-		wait(f, 600*time.Millisecond, func() error { n++; return fmt.Errorf("attempt %d", n) })
+		wait(f, 600*time.Millisecond, Interval, MaxInterval, func() error { n++; return fmt.Errorf("attempt %d", n) })
 	}()
 	if n > 30 {
 		t.Fatalf("%d checks in 600 ms, want at most 30", n)
