@@ -155,11 +155,13 @@ func BenchmarkSixPanesMemory(b *testing.B) {
 // long as the hubs measured.
 func memFloor(b *testing.B, bld *build, tags string, args ...string) (rss, pss float64) {
 	b.Helper()
-	dir := filepath.Join(binDir, "memfloor-"+tags)
+	dir := filepath.Join(binDir, "memfloor", "tags-"+tags)
 	if err := bld.do(dir, "-tags", tags, "hm/internal/e2e/internal/memfloor"); err != nil {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(filepath.Join(dir, "memfloor"), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -170,7 +172,9 @@ func memFloor(b *testing.B, bld *build, tags string, args ...string) (rss, pss f
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil || line != "ready\n" {
-		b.Fatalf("memfloor: %q %v", line, err)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		b.Fatalf("memfloor: %q %v: %s", line, err, stderr.String())
 	}
 	time.Sleep(idleSettle)
 	return memMiB(b, []int{cmd.Process.Pid})
