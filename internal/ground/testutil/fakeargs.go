@@ -1,15 +1,18 @@
 package testutil
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
-	"strings"
 	"testing"
 )
 
 // FakeAgentArgs reads a fake agent's FAKEAGENT_ARGS_LOG at path: the
 // arguments each of its runs got, in order (none before the first run).
+// A run writes its line whole, newline last, into a file it may have just
+// created: an empty file, or a last line without its newline, is a run
+// still writing, not yet counted.
 func FakeAgentArgs(t testing.TB, path string) [][]string {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -20,11 +23,16 @@ func FakeAgentArgs(t testing.TB, path string) [][]string {
 		t.Fatal(err)
 	}
 	var runs [][]string
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+	for len(data) > 0 {
+		line, rest, complete := bytes.Cut(data, []byte("\n"))
+		if !complete {
+			break
+		}
+		data = rest
 		var rec struct {
 			Args []string `json:"args"`
 		}
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+		if err := json.Unmarshal(line, &rec); err != nil {
 			t.Fatalf("fake agent's args log line %q: %v", line, err)
 		}
 		runs = append(runs, rec.Args)
