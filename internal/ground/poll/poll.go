@@ -38,7 +38,8 @@ func For(t testing.TB, timeout time.Duration, check func() error) {
 
 // Every is For checking every interval, never less often: for a
 // benchmark that times the wait, to which For's backoff would add up to
-// MaxInterval.
+// MaxInterval, and for a test that must see a state that lasts only
+// milliseconds.
 func Every(t testing.TB, timeout, interval time.Duration, check func() error) {
 	t.Helper()
 	wait(t, max(timeout, Floor), interval, interval, check)
