@@ -1,37 +1,20 @@
 package realcli
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	allPanesAtOnce()
 	code := m.Run()
 	if hmBuild.dir != "" {
 		os.RemoveAll(hmBuild.dir)
 	}
 	os.Exit(code)
-}
-
-// allPanesAtOnce lets TestRealCLIs run its six panes at once, unless
-// -parallel was given: go test's default, GOMAXPROCS, ran them two at a
-// time on two cores, so the suite took as long as the six panes' cases
-// one after another, halved (130 s instead of 81 s); the panes mostly wait
-// for their CLIs and the model.
-func allPanesAtOnce() {
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		_ = flag.Set("test.parallel", strconv.Itoa(len(agentCLIs)*2))
-	}
 }
 
 // hmBuild holds the hm binaries (hm, hm-send) the suite runs, built on

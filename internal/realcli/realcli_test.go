@@ -22,8 +22,11 @@ import (
 
 // TestRealCLIs runs Claude Code, Codex CLI and Gemini CLI, as pinned in
 // scripts/agent-clis.txt, each in an hm pane against the scripted model,
-// once typing only and once wired with hooks (hm init), all six in
-// parallel (TestMain sets -parallel for that). Each pane gets the cases of suiteCases in sequence, sent by
+// once typing only and once wired with hooks (hm init), in parallel
+// (go test's -parallel at a time: GOMAXPROCS by default). Six at once
+// took 81 s instead of 130 s, but twice in ten runs a Claude pane lost
+// exactly-once under that load (session 18's note): not the default.
+// Each pane gets the cases of suiteCases in sequence, sent by
 // architect through the hub; every message must reach the model exactly
 // once as new user content, intact and never merged with another, and its
 // final stage in the ledger must be true of that.
