@@ -82,11 +82,17 @@ func writeFile(t testing.TB, path, data string) {
 }
 
 // startHub runs `hm up --port 0` in root and waits until it serves; it is
-// stopped (SIGTERM, then SIGKILL of its process group) at cleanup.
+// stopped (SIGTERM, then SIGKILL of its process group) at cleanup. With
+// $HM_REALCLI_DUMP set the hub logs at debug level (`hm up -v`), so that a
+// failure's dump holds how each message was typed.
 func startHub(t testing.TB, root string) *hub {
 	t.Helper()
 	lay := layout.Layout{Root: root}
-	cmd := exec.Command(hmBin(t, "hm"), "up", "--port", "0")
+	args := []string{"up", "--port", "0"}
+	if os.Getenv("HM_REALCLI_DUMP") != "" {
+		args = append(args, "-v")
+	}
+	cmd := exec.Command(hmBin(t, "hm"), args...)
 	cmd.Env, cmd.Dir = env(t, root), root
 	h := &hub{root: root, cmd: cmd, log: &bytes.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = h.log, h.log
