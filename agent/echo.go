@@ -22,13 +22,17 @@ type inputView struct {
 	// below is how many rows the cursor is below row.
 	below int
 	// pasted: a collapsed-paste marker of the profile (Claude's "[Pasted
-	// text #1 +20 lines]") stands near the cursor instead of the text.
-	pasted bool
+	// text #1 +20 lines]") stands near the cursor instead of the text;
+	// pasteRow is the lowest row that shows one, pasteBelow how many rows
+	// the cursor is below it (both -1 when pasted is false).
+	pasted     bool
+	pasteRow   int
+	pasteBelow int
 }
 
 // viewInput locates trailer on s.
 func viewInput(s Screen, prof Profile, trailer string) inputView {
-	v := inputView{row: -1}
+	v := inputView{row: -1, pasteRow: -1, pasteBelow: -1}
 	want := squeeze(trailer)
 	if want == "" {
 		return v
@@ -49,9 +53,11 @@ func viewInput(s Screen, prof Profile, trailer string) inputView {
 	}
 	if len(prof.Screen.Pasted) > 0 {
 		lo := max(0, s.CursorRow-prof.markerRows())
-		hi := min(len(s.Lines)-1, s.CursorRow+1)
-		if lo <= hi {
-			v.pasted = findMarker(s.Lines[lo:hi+1], prof.Screen.Pasted) != ""
+		for y := min(len(s.Lines)-1, s.CursorRow+1); y >= lo; y-- {
+			if findMarker(s.Lines[y:y+1], prof.Screen.Pasted) != "" {
+				v.pasted, v.pasteRow, v.pasteBelow = true, y, s.CursorRow-y
+				break
+			}
 		}
 	}
 	return v
@@ -133,7 +139,15 @@ func echoed(s Screen, prof Profile, trailer string, before inputView, start text
 	if !v.shown(before, prof) {
 		return v, false
 	}
-	return v, v.pasted && !before.pasted || start.head == "" || start.standsBefore(s, trailer)
+	return v, v.newPaste(before) || start.head == "" || start.standsBefore(s, trailer)
+}
+
+// newPaste reports whether a collapsed-paste marker newly stands at the
+// input: none stood near the cursor before, or the one that did (an
+// earlier paste, now in the history above the input) stood farther above
+// it.
+func (v inputView) newPaste(before inputView) bool {
+	return v.pasted && (!before.pasted || v.pasteBelow < before.pasteBelow)
 }
 
 // shown reports whether the text just typed is on the screen at the
@@ -145,7 +159,7 @@ func (v inputView) shown(before inputView, prof Profile) bool {
 	if v.count > before.count && v.below >= 0 && v.below <= prof.markerRows() {
 		return true
 	}
-	return v.pasted && !before.pasted
+	return v.newPaste(before)
 }
 
 // leftInput reports whether a submission is visible: compared with typed (the
@@ -161,22 +175,46 @@ func leftInput(typed inputView, typedBusy bool, now inputView, s Screen, prof Pr
 	if r, _ := prof.Classify(s); r == Busy && !typedBusy {
 		return true
 	}
-	if typed.pasted && !now.pasted {
+	if typed.pasted && typed.count == 0 {
+		return pasteLeft(typed, now, s, prof)
+	}
+	if now.count < typed.count || now.count == 0 {
+		return true
+	}
+	return movedAway(typed.below, now.below, s)
+}
+
+// pasteLeft is leftInput for a text the program showed only as its
+// collapsed-paste marker: the marker went, or moved away from the cursor
+// (into the history, under a new prompt). Its trailer is not on the
+// screen, so its absence there proves nothing: an Enter the program took
+// as a newline (Gemini CLI does for one within 40 ms of a paste, and on a
+// loaded machine later) leaves the marker in place with the cursor a row
+// below it.
+func pasteLeft(typed, now inputView, s Screen, prof Profile) bool {
+	if !now.pasted {
 		// The collapsed paste went: submitted, unless its text now stands
 		// in full at the cursor (Gemini still starting shows a paste as
 		// its marker, then as the text, and took no Enter).
 		return !(now.count > typed.count && now.below >= 0 && now.below <= prof.markerRows())
 	}
-	if now.count < typed.count || now.count == 0 {
-		return true
-	}
-	switch now.below - typed.below {
+	return movedAway(typed.pasteBelow, now.pasteBelow, s)
+}
+
+// movedAway reports whether what stood typedBelow rows above the cursor
+// when the text was typed left the input now that it stands nowBelow rows
+// above it: by more than the one row a newline inside the input would
+// add, or by exactly one row where the cursor's row now shows something
+// before the cursor (a redrawn prompt; a newline inside the input leaves
+// it blank).
+func movedAway(typedBelow, nowBelow int, s Screen) bool {
+	switch nowBelow - typedBelow {
 	case 0:
 		return false
 	case 1:
 		return promptBeforeCursor(s)
 	}
-	return now.below > typed.below
+	return nowBelow > typedBelow
 }
 
 // promptBeforeCursor reports whether the cursor's row holds anything but

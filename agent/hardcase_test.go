@@ -59,11 +59,17 @@ func hardCases() []hardCase {
 	// within 150 ms too: at 200 ms that left 50 ms of slack, and a make
 	// test run got a message stuck after its two presses.
 	enter.EnterDelay, enter.Verify = 50*time.Millisecond, 250*time.Millisecond
+	// Gemini CLI shows a paste of more than 5 lines as a marker, and takes
+	// an Enter soon after a paste as a newline under it.
+	collapsed := enter
+	collapsed.Screen.Pasted = []string{"[Pasted Text: "}
 	dialog := hardTiming(">", false, true)
 	dialog.Screen.Blocked = []string{"Do you want to proceed?"}
 	return []hardCase{
 		{name: "EnterWithin150msIsNewline", about: "an Enter within 150 ms of other input is a newline (Claude Code's paste detection)",
 			env: []string{"FAKEAGENT_ENTER_MS=150"}, timing: enter},
+		{name: "CollapsedPasteEnterIsNewline", about: "a paste of more than 2 lines shows as a marker; an Enter within 150 ms of input is a newline (Gemini CLI)",
+			env: []string{"FAKEAGENT_ENTER_MS=150", "FAKEAGENT_COLLAPSE_LINES=2"}, timing: collapsed},
 		{name: "QueriesBlockUntilAnswered", about: "asks for CPR, DA1, DA2, colours, kitty flags and version and blocks until answered",
 			env: []string{"FAKEAGENT_QUERY=1"}, timing: hardTiming(">", false, true)},
 		{name: "MenuTakesEnterFirst", about: "a menu that takes Enter as a choice is shown for 1.5 s before the prompt",

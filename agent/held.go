@@ -29,7 +29,8 @@ type enteredText struct {
 	presses int       // Enters pressed again because it stood at the input
 	at      time.Time // when its Enter was pressed
 	// pasted: its echo was the profile's collapsed-paste marker (its
-	// trailer not on the screen), so held is that marker at the cursor.
+	// trailer not on the screen), so held is that marker at the input
+	// (pasteAtInput).
 	pasted bool
 	// interrupted: hm's interrupt keys went into its run after its Enter.
 	// Its text at the input is then the prompt the program put back for
@@ -60,7 +61,7 @@ func (p *Pane) enterHeld(pr *proc) bool {
 	}
 	s := p.Screen()
 	at := viewInput(s, p.profile, last.trailer)
-	if !heldAtInput(s, at) && !(last.pasted && at.count == 0 && pasteAtCursor(s, p.profile)) {
+	if !heldAtInput(s, at) && !(last.pasted && pasteAtInput(s, at)) {
 		return false
 	}
 	busyBefore, _ := p.profile.Classify(p.Screen())
@@ -151,14 +152,13 @@ func (p *Pane) watchHeld() {
 	p.enterHeld(pr)
 }
 
-// pasteAtCursor reports whether the cursor's row of s shows one of the
-// profile's collapsed-paste markers: a collapsed text at the input, where
-// its trailer is not on the screen (Gemini CLI's "[Pasted Text: 13 lines]").
-func pasteAtCursor(s Screen, prof Profile) bool {
-	if s.CursorRow < 0 || s.CursorRow >= len(s.Lines) || len(prof.Screen.Pasted) == 0 {
-		return false
-	}
-	return findMarker(s.Lines[s.CursorRow:s.CursorRow+1], prof.Screen.Pasted) != ""
+// pasteAtInput reports whether a collapsed-paste marker stands at the
+// program's input on s as heldAtInput tells a trailer: a collapsed text
+// whose own trailer is not on the screen (Gemini CLI's "[Pasted Text: 13
+// lines]"), on the cursor's row or above it with only the newlines of
+// Enters taken as line breaks between.
+func pasteAtInput(s Screen, at inputView) bool {
+	return at.count == 0 && at.pasted && heldAtInput(s, inputView{count: 1, row: at.pasteRow, below: at.pasteBelow})
 }
 
 // The look before typing can come too early: a program redrawing its UI
