@@ -248,6 +248,22 @@ func adoptedProc(a *Adoption) *proc {
 }
 
 // isExited reports whether the process has been reaped.
+// running reports whether pr's program still runs and holds its terminal:
+// not waited for, its output not ended (every holder of the terminal
+// closed it), and, for the hub's own child, not ended either (asked
+// without reaping it: the wait may not have returned yet).
+func (pr *proc) running() bool {
+	if pr.isExited() {
+		return false
+	}
+	select {
+	case <-pr.readerDone:
+		return false
+	default:
+	}
+	return pr.cmd == nil || childRunning(pr.pid)
+}
+
 func (pr *proc) isExited() bool {
 	select {
 	case <-pr.exited:

@@ -62,6 +62,12 @@ func (pr *proc) inputQueue() int {
 		return -1
 	}
 	defer unix.Close(fd)
+	// Linux hands a write into the master to the terminal's line
+	// discipline a moment later, from a kernel worker: asked right after
+	// hm's Enter, the count could be 0 with the Enter not in it yet, and
+	// the screen of a program that never read it (one exiting then) was
+	// taken for its submission. A poll for input flushes that work first.
+	_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
 	n, err := unix.IoctlGetInt(fd, ioctlInputQueue)
 	if err != nil {
 		return -1
@@ -172,7 +178,11 @@ func (p *Pane) waitTaken(pr *proc, d time.Duration, cond func(Screen) bool) (ok,
 				return false
 			}
 		}
-		return cond(p.Screen()) // drawn after the checks above
+		// Drawn after the checks above; and the program still runs after
+		// it, so that the count above was its terminal's: one that ended
+		// meanwhile may have left the Enter unread while its last screen
+		// (its parting words under the text) looks like a submission.
+		return cond(p.Screen()) && pr.running()
 	}
 	ok, ended = p.waitScreen(pr, d, taken)
 	if !ok && !ended && pr.unread() <= 0 {
