@@ -379,3 +379,51 @@ func TestAdoptedPaneScreen(t *testing.T) {
 		t.Errorf("the adopted pane was typed into on the unmarked wait: %s", d.Warning())
 	}
 }
+
+// TestAdoptedPaneRedrawn: the screen a hub rebuilds from the screen tail
+// can be wrong (a killed hub read output it never put into the tail, and a
+// program that draws only what changed then draws onto the wrong cells:
+// a loaded real-CLI run saw Claude Code's input row rebuilt as its
+// banner's, and every message after it "did not show" until stuck). The
+// adopting pane makes the program draw its screen again, so the stale
+// rows go. Before, a pane with a tail to replay was not redrawn.
+func TestAdoptedPaneRedrawn(t *testing.T) {
+	t.Parallel()
+	spec, logPath := fakeSpec(t, "FAKEAGENT_TUI=1", "FAKEAGENT_TUI_DIFF=1", "FAKEAGENT_ECHO=1")
+	spec.Timing = hardTiming("│ > ", true, true)
+	k := testKeeper()
+	k.SocketDir, k.Root, k.Secret, k.Grace = filepath.Join(spec.Dir, "panes"), "/the/root", "the-secret", time.Minute
+	spec.Keeper = k
+	p := startPane(t, spec)
+	p.Enqueue(Delivery{MessageID: "m1", Content: "(ARCH #1): before the restart"})
+	waitPrompts(t, logPath, 1)
+	p.mu.Lock()
+	host := p.proc.keeper
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wantHostGone(t, host, HostSocket(k.SocketDir)) })
+	// The tail the killed hub left, wrong: a screen the program never drew.
+	const stale = "STALE ROW the program never drew"
+	tail, err := createScreenTail(screenTailPath(k.SocketDir, p.spec.Role), ScreenTailBytes, []byte("\x1b[2J\x1b[H"+stale+"\r\n"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail.close(false)
+	p2 := startPane(t, spec)
+	if !p2.Status().Adopted {
+		t.Fatalf("the second pane did not adopt the program: %+v", p2.Status())
+	}
+	poll.For(t, 30*time.Second, func() error {
+		s := p2.Screen().Text()
+		return poll.Want(!strings.Contains(s, stale) && strings.Contains(s, "│ > ") && strings.Contains(s, "(ARCH #1): before the"),
+			"the program's own screen, drawn again; the pane shows:\n%s", s)
+	})
+	p2.Enqueue(Delivery{MessageID: "m2", Content: "(ARCH #2): after the restart"})
+	if ps := waitPrompts(t, logPath, 2); !strings.Contains(ps[1].Prompt, "after the restart") {
+		t.Errorf("the second prompt is %q", ps[1].Prompt)
+	}
+}

@@ -370,6 +370,7 @@ func Start(ctx context.Context, spec Spec, logger *slog.Logger) (*Pane, error) {
 	go func() {
 		defer wg.Done()
 		if pr != nil && pr.adopted {
+			p.redrawAdopted(pr)
 			p.clearAdopted(pr)
 		}
 		p.deliverLoop()

@@ -60,17 +60,14 @@ func keeperSocketBeforeHost(dir, role string) string {
 // tail (what the hub before read, screen_tail.go), then the output the
 // host buffered while no hub read it; together they are all the program
 // wrote, so that attach, the readiness and the echo checks see the
-// program's screen and not a blank one. The terminal is then resized to
-// the pane's size (the program redraws if that changed it); with no
-// screen tail to replay, the size is changed and changed back, so that a
-// program that redraws on SIGWINCH draws its screen again.
+// program's screen and not a blank one. Its terminal gets the pane's size
+// once its output is read (redrawAdopted).
 func (p *Pane) adopt(a *Adoption) *proc {
 	pr := adoptedProc(a)
 	if on := p.spec.OnAdopt; on != nil {
 		on(a.Env)
 	}
 	p.mu.Lock()
-	cols, rows := p.cols, p.rows
 	p.adopted, p.origin = true, OriginAdopted
 	p.mu.Unlock()
 	p.install(pr)
@@ -83,9 +80,6 @@ func (p *Pane) adopt(a *Adoption) *proc {
 	replayed := p.restoreScreen(pr)
 	if len(a.Output) > 0 {
 		p.handleOutput(pr, a.Output)
-	}
-	if err := resizeAdopted(pr.master, cols, rows, replayed == 0); err != nil {
-		p.log.Warn("adopted pane keeps its old size", "err", err)
 	}
 	p.log.Info("pane program adopted from the pane host", "pid", pr.pid, "keeper", a.KeeperPid, "replayed", replayed, "buffered", len(a.Output), "started", pr.startedAt)
 	return pr
@@ -158,19 +152,40 @@ func (p *Pane) openScreenTail(pr *proc, seed []byte, at time.Time) *screenTail {
 	return t
 }
 
-// resizeAdopted gives an adopted run's terminal the pane's size; redraw
-// changes it first when it is that size already, so that the program
-// gets a SIGWINCH all the same.
-func resizeAdopted(master *os.File, cols, rows uint16, redraw bool) error {
-	if redraw && rows > 1 {
-		if c, r, ok := winsize(master); ok && c == cols && r == rows {
-			if err := setWinsize(master, cols, rows-1); err != nil {
-				return err
-			}
+// redrawAdopted gives an adopted run's terminal the pane's size and makes
+// its program draw its screen again: the size is changed first (a row
+// less) when it is that size already, and given back once the program
+// drew for the change, or after adoptRedrawWait (a program that does not
+// redraw). The rebuilt screen may be wrong where the program draws only
+// what changed: output the killed hub read and never put into the screen
+// tail is lost, and every later change then lands on the wrong cells (a
+// loaded run of the real-CLI suite saw Claude Code's input row rebuilt as
+// its banner's, and each message typed after it "did not show" until it
+// was reported stuck). Node programs redraw only for a size they have not
+// drawn for, so the two sizes are not set back to back. The reader must
+// run (outChanged); the caller holds no lock.
+func (p *Pane) redrawAdopted(pr *proc) {
+	p.mu.Lock()
+	cols, rows, out := p.cols, p.rows, p.outChanged
+	p.mu.Unlock()
+	if c, r, ok := winsize(pr.master); ok && c == cols && r == rows && rows > 1 {
+		if err := setWinsize(pr.master, cols, rows-1); err != nil {
+			p.log.Warn("adopted pane not redrawn", "err", err)
+		} else if !p.pauseOutput(pr, adoptRedrawWait, out, nil, nil) {
+			return
 		}
+		p.mu.Lock()
+		cols, rows = p.cols, p.rows // attach may have resized it meanwhile
+		p.mu.Unlock()
 	}
-	return setWinsize(master, cols, rows)
+	if err := setWinsize(pr.master, cols, rows); err != nil {
+		p.log.Warn("adopted pane keeps its old size", "err", err)
+	}
 }
+
+// adoptRedrawWait bounds how long an adopted program is given to draw for
+// the smaller size before its size is given back.
+const adoptRedrawWait = time.Second
 
 // clearAdopted erases the adopted program's input before the first
 // message is typed: a hub killed between a message's text and its Enter

@@ -88,7 +88,9 @@
 //     input box whose middle row is "│ > " followed by the tail of the typed
 //     text, the cursor after it. It redraws on SIGWINCH too. With
 //     FAKEAGENT_SPINNER_MS or FAKEAGENT_SILENT_MS the busy spell shows in the
-//     status row (or nowhere); the box stays drawn.
+//     status row (or nowhere); the box stays drawn. With FAKEAGENT_TUI_DIFF=1
+//     it draws only the rows that changed since its last frame (as Ink-drawn
+//     CLIs do), the whole screen again after a SIGWINCH.
 //
 // Bad output and bad endings, each turned on by one variable (not with
 // FAKEAGENT_TUI):
@@ -273,7 +275,7 @@ func run() error {
 		a.doneLine = "__HM_BG_DONE__"
 	}
 	if os.Getenv("FAKEAGENT_TUI") == "1" {
-		a.tui = &screen{}
+		a.tui = &screen{diff: os.Getenv("FAKEAGENT_TUI_DIFF") == "1"}
 	}
 	if ms := envInt("FAKEAGENT_LATE_RAW_MS", 0); ms > 0 {
 		a.printf("fakeagent loading (pid %d)\r\n", os.Getpid())

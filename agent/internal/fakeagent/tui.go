@@ -15,6 +15,10 @@ type screen struct {
 	rows, cols int
 	history    []string // rows above the status row, oldest first
 	status     string   // the row above the input box: the spinner while busy
+	// diff (FAKEAGENT_TUI_DIFF=1): draw only the rows that changed since
+	// last, the frame drawn before (nil: draw all of it, as after a resize).
+	diff bool
+	last []string
 }
 
 // maxHistory bounds the history kept for drawing.
@@ -22,6 +26,7 @@ const maxHistory = 200
 
 // resize reads the terminal size (80x24 when unknown).
 func (s *screen) resize() {
+	s.last = nil
 	s.cols, s.rows = 80, 24
 	if c, r, err := term.GetSize(1); err == nil && c >= 20 && r >= 6 {
 		s.cols, s.rows = c, r
@@ -47,31 +52,41 @@ func (a *agent) tuiStart(paste bool) {
 	a.draw()
 }
 
-// draw clears the screen and draws all of it, in one write: history,
-// status row, and the input box on the bottom three rows with the tail of
-// the typed text (nothing when echo is off) and the cursor after it.
+// draw draws the frame in one write: history, status row, and the input
+// box on the bottom three rows with the tail of the typed text (nothing
+// when echo is off), and the cursor after it. It clears the screen and
+// draws all of it, or with diff (as Ink-drawn CLIs do) only the rows that
+// differ from the last frame, each row drawn where the program believes
+// it stands: on a terminal whose screen is not the program's last frame,
+// the rows it did not draw stay wrong.
 func (a *agent) draw() {
 	s := a.tui
-	var b strings.Builder
-	b.WriteString("\x1b[H\x1b[2J")
-	row := func(y int, text string) {
-		fmt.Fprintf(&b, "\x1b[%d;1H%s", y, runewidth.Truncate(text, s.cols-1, ""))
-	}
+	frame := make([]string, s.rows)
 	histRows := s.rows - 4
 	hist := s.history[max(0, len(s.history)-histRows):]
-	for i, h := range hist {
-		row(i+1, h)
-	}
-	row(s.rows-3, s.status)
+	copy(frame, hist)
+	frame[s.rows-4] = s.status
 	inner := s.cols - 3 // the box leaves the last column free
-	row(s.rows-2, "╭"+strings.Repeat("─", inner)+"╮")
+	frame[s.rows-3] = "╭" + strings.Repeat("─", inner) + "╮"
 	typed := ""
 	if a.echo {
 		typed = inputTail(string(a.buf), inner-4)
 	}
 	w := runewidth.StringWidth(typed)
-	row(s.rows-1, "│ > "+typed+strings.Repeat(" ", max(0, inner-3-w))+"│")
-	row(s.rows, "╰"+strings.Repeat("─", inner)+"╯")
+	frame[s.rows-2] = "│ > " + typed + strings.Repeat(" ", max(0, inner-3-w)) + "│"
+	frame[s.rows-1] = "╰" + strings.Repeat("─", inner) + "╯"
+	var b strings.Builder
+	full := !s.diff || len(s.last) != len(frame)
+	if full {
+		b.WriteString("\x1b[H\x1b[2J")
+	}
+	for y, text := range frame {
+		if !full && s.last[y] == text {
+			continue
+		}
+		fmt.Fprintf(&b, "\x1b[%d;1H\x1b[2K%s", y+1, runewidth.Truncate(text, s.cols-1, ""))
+	}
+	s.last = frame
 	fmt.Fprintf(&b, "\x1b[%d;%dH", s.rows-1, 5+w)
 	a.printf("%s", b.String())
 }
