@@ -162,13 +162,16 @@ func (p *Pane) openScreenTail(pr *proc, seed []byte, at time.Time) *screenTail {
 // loaded run of the real-CLI suite saw Claude Code's input row rebuilt as
 // its banner's, and each message typed after it "did not show" until it
 // was reported stuck). Node programs redraw only for a size they have not
-// drawn for, so the two sizes are not set back to back. The reader must
+// drawn for, so the two sizes are not set back to back. Not on a
+// canonical terminal: whatever reads it draws no screen. The reader must
 // run (outChanged); the caller holds no lock.
 func (p *Pane) redrawAdopted(pr *proc) {
 	p.mu.Lock()
 	cols, rows, out := p.cols, p.rows, p.outChanged
 	p.mu.Unlock()
-	if c, r, ok := winsize(pr.master); ok && c == cols && r == rows && rows > 1 {
+	// A canonical (cooked) terminal has a line reader or a command at it,
+	// nothing that draws only what changed: no redraw is waited for.
+	if c, r, ok := winsize(pr.master); ok && c == cols && r == rows && rows > 1 && !pr.canonical() {
 		if err := setWinsize(pr.master, cols, rows-1); err != nil {
 			p.log.Warn("adopted pane not redrawn", "err", err)
 		} else if !p.pauseOutput(pr, adoptRedrawWait, out, nil, nil) {
