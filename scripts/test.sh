@@ -4,8 +4,8 @@
 #
 # Steps: go vet (native, macOS arm64 and amd64); the tests too slow under the
 # race detector (named Test…Timing…, which skip themselves under -race), run
-# without it; the whole suite under -race; the real agent CLI suite
-# (internal/realcli), without it.
+# without it; the whole suite under -race and, beside it, the real agent
+# CLI suite (internal/realcli), without it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -21,7 +21,7 @@ step() {
 	echo "=== make test: $name"
 	"$@" 2>&1 | grep -v -e 'no test files' -e 'no tests to run' | tee "$logdir/$name.log"
 	local rc=${PIPESTATUS[0]}
-	echo "=== make test: $name: $([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)") in $(($(date +%s) - t0)) s"
+	echo "=== make test: $name: $([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)") in $(($(date +%s) - t0)) s" | tee -a "$logdir/$name.log"
 	# A file, not a variable: a step may run in a background subshell.
 	[ "$rc" -eq 0 ] || touch "$logdir/$name.failed"
 }
@@ -43,13 +43,20 @@ fi
 # and leave a tail with one core idle.
 slow="hm/internal/e2e hm/agent hm/internal/cli hm/broker hm/journal hm/internal/hub hm/internal/cockpit"
 race_pkgs="$slow $("$GO" list ./... | grep -v '/internal/realcli$' | grep -vxF -f <(tr ' ' '\n' <<<"$slow"))"
+# The real-CLI suite (without -race) runs beside the race step: it mostly
+# waits on the CLIs and their scripted model, and it must pass on a busy
+# machine anyway (make test-loaded). Its output is shown when it ends, not
+# mixed into the race step's. (Tried in session 15, Gemini CLI lost a
+# collapsed paste beside it in four of six runs: hm took an Enter that
+# Gemini kept as a newline for a submission, fixed in session 19.)
+echo "=== make test: realcli (beside the race step; its output when it ends)"
+step realcli "$GO" test -count=1 -timeout 10m ./internal/realcli/ >/dev/null &
+realcli=$!
 # shellcheck disable=SC2086
 step race "$GO" test -race -count=1 -timeout 30m -p 4 -parallel 4 $race_pkgs
-# The real-CLI suite runs after the race step, without -race, on a machine
-# no longer busy with it: run beside it (tried in session 15), Gemini
-# CLI lost a collapsed paste in four of six make test runs, while the
-# suite alone passed, also under a CPU hog.
-step realcli "$GO" test -count=1 -timeout 10m ./internal/realcli/
+wait "$realcli"
+echo "=== make test: realcli"
+cat "$logdir/realcli.log"
 
 failed=()
 for f in "$logdir"/*.failed; do
