@@ -341,17 +341,7 @@ func TestAdoptedPaneScreen(t *testing.T) {
 		return poll.Want(strings.Contains(before.Text(), "● received") && p.Status().State == StateReady, "the answer and a ready pane; screen:\n%s", before.Text())
 	})
 	last := p.Status().LastActivity
-	p.mu.Lock()
-	host := p.proc.keeper
-	p.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := p.Leave(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// After the adopting pane stopped (cleanups run last first), the
-	// host, this process's child, ends with its last pane.
-	t.Cleanup(func() { wantHostGone(t, host, HostSocket(k.SocketDir)) })
+	leaveToHost(t, p, k)
 	adopting := time.Now()
 	p2 := startPane(t, spec)
 	st := p2.Status()
@@ -397,15 +387,7 @@ func TestAdoptedPaneRedrawn(t *testing.T) {
 	p := startPane(t, spec)
 	p.Enqueue(Delivery{MessageID: "m1", Content: "(ARCH #1): before the restart"})
 	waitPrompts(t, logPath, 1)
-	p.mu.Lock()
-	host := p.proc.keeper
-	p.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := p.Leave(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { wantHostGone(t, host, HostSocket(k.SocketDir)) })
+	leaveToHost(t, p, k)
 	// The tail the killed hub left, wrong: a screen the program never drew.
 	const stale = "STALE ROW the program never drew"
 	tail, err := createScreenTail(screenTailPath(k.SocketDir, p.spec.Role), ScreenTailBytes, []byte("\x1b[2J\x1b[H"+stale+"\r\n"), time.Now())
@@ -426,4 +408,20 @@ func TestAdoptedPaneRedrawn(t *testing.T) {
 	if ps := waitPrompts(t, logPath, 2); !strings.Contains(ps[1].Prompt, "after the restart") {
 		t.Errorf("the second prompt is %q", ps[1].Prompt)
 	}
+}
+
+// leaveToHost leaves p's program to its pane host, as a hub killed with -9
+// does, and checks after the adopting pane stopped (cleanups run last
+// first) that the host, this process's child, ended with its last pane.
+func leaveToHost(t *testing.T, p *Pane, k *Keeper) {
+	t.Helper()
+	p.mu.Lock()
+	host := p.proc.keeper
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wantHostGone(t, host, HostSocket(k.SocketDir)) })
 }
