@@ -212,6 +212,31 @@ func waitJS[T any](tb testing.TB, ctx context.Context, timeout time.Duration, wh
 	}
 }
 
+// browserWait bounds each wait for the page: a deadline a loaded machine
+// (make test-loaded: a CPU hog, the race step and the real-CLI suite
+// beside the browser) does not reach; a quiet one takes well under a
+// second.
+const browserWait = time.Minute
+
+// click clicks what sel finds, as a person would. A page that draws the
+// node again between chromedp's query and its click ("Could not find node
+// with given id", seen under make test-loaded on the slot list's button)
+// is clicked again, until browserWait.
+func click[S chromedp.Selectable](tb testing.TB, ctx context.Context, sel S) {
+	tb.Helper()
+	deadline := time.Now().Add(browserWait)
+	for {
+		err := chromedp.Do(ctx, chromedp.Click(sel))
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "Could not find node") || time.Now().After(deadline) {
+			tb.Fatalf("click %v: %v", sel, err)
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+}
+
 func clip(s string, n int) string {
 	if len(s) > n {
 		return s[:n] + "…"

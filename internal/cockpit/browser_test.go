@@ -44,11 +44,11 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("PanesRenderTheirProgramsOutput", func(t *testing.T) {
 		for _, r := range roles {
-			waitJS(t, ctx, 20*time.Second, r+" pane shows the fake agent's banner", paneText(r),
+			waitJS(t, ctx, browserWait, r+" pane shows the fake agent's banner", paneText(r),
 				func(s string) bool { return strings.Contains(s, "fakeagent ready") })
 		}
 		// The header shows role, program, state and queue.
-		head := waitJS(t, ctx, 10*time.Second, "builder pane header", `document.querySelector('.pane[data-role="builder"] .pane-head').textContent`,
+		head := waitJS(t, ctx, browserWait, "builder pane header", `document.querySelector('.pane[data-role="builder"] .pane-head').textContent`,
 			func(s string) bool {
 				return strings.Contains(s, "builder") && strings.Contains(s, "fakeagent") && strings.Contains(s, "queue")
 			})
@@ -59,12 +59,12 @@ func TestBrowser(t *testing.T) {
 		// Wait for the hub's own first prompt (the session line) so the
 		// person's typing does not mix with it.
 		log := filepath.Join(e.root, "builder.jsonl")
-		poll.For(t, 30*time.Second, func() error {
+		poll.For(t, browserWait, func() error {
 			ps, _ := promptlog.Read(log)
 			return poll.Want(len(ps) > 0, "builder's session line submitted (%d prompts)", len(ps))
 		})
 		word := "typed-in-the-browser-42"
-		waitJS(t, ctx, 10*time.Second, "builder pane attached for typing", `document.querySelector('.pane[data-role="builder"]').dataset.conn || ''`,
+		waitJS(t, ctx, browserWait, "builder pane attached for typing", `document.querySelector('.pane[data-role="builder"]').dataset.conn || ''`,
 			func(s string) bool { return s == "live" })
 		if _, err := eval[bool](ctx, `(hmCockpit.panes.get('builder').term.focus(), true)`); err != nil {
 			t.Fatal(err)
@@ -74,14 +74,14 @@ func TestBrowser(t *testing.T) {
 		}
 		// The fake agent echoes what it reads: the text on its screen
 		// came back from the program.
-		waitJS(t, ctx, 10*time.Second, "the program's echo in the pane", paneText("builder"),
+		waitJS(t, ctx, browserWait, "the program's echo in the pane", paneText("builder"),
 			func(s string) bool { return strings.Contains(s, word) })
 		// A person's Enter comes as a keystroke of its own, later than the
 		// fake agent's window after its last read in which an Enter is a
 		// newline (60 ms).
 		time.Sleep(200 * time.Millisecond)
 		pressEnter(t, ctx)
-		poll.For(t, 10*time.Second, func() error {
+		poll.For(t, browserWait, func() error {
 			ps, _ := promptlog.Read(log)
 			for _, p := range ps {
 				if strings.Contains(p.Full(), word) {
@@ -96,17 +96,17 @@ func TestBrowser(t *testing.T) {
 	// The header says the hub is up and for how long; its pid is a
 	// developer's detail, left to hm status (issue #34 item 9).
 	t.Run("HeaderWithoutPid", func(t *testing.T) {
-		waitJS(t, ctx, 10*time.Second, "the hub's badge without a pid", `document.getElementById('hubstate').textContent`,
+		waitJS(t, ctx, browserWait, "the hub's badge without a pid", `document.getElementById('hubstate').textContent`,
 			func(s string) bool { return strings.HasPrefix(s, "hub up · ") && !strings.Contains(s, "pid") })
 	})
 
 	var sentID string
 	word := fmt.Sprintf("zebracockpit%d", time.Now().UnixNano()%1e6)
 	t.Run("ComposeReachesDeliveredVerified", func(t *testing.T) {
-		waitJS(t, ctx, 10*time.Second, "target select lists architect", `[...document.getElementById('target').options].map(o => o.value).join(',')`,
+		waitJS(t, ctx, browserWait, "target select lists architect", `[...document.getElementById('target').options].map(o => o.value).join(',')`,
 			func(s string) bool { return strings.Contains(s, "architect") })
 		// Compose offers the hub's tags (GET /ui/api/words).
-		waitJS(t, ctx, 10*time.Second, "the tag select lists the hub's tags", `[...document.getElementById('priority').options].map(o => o.value).join(',')`,
+		waitJS(t, ctx, browserWait, "the tag select lists the hub's tags", `[...document.getElementById('priority').options].map(o => o.value).join(',')`,
 			func(s string) bool { return strings.Contains(s, hmroles.TagAckRequired) })
 		if err := chromedp.Do(ctx,
 			chromedp.SetValue(chromedp.ID("target"), "architect"),
@@ -116,21 +116,21 @@ func TestBrowser(t *testing.T) {
 		); err != nil {
 			t.Fatal(err)
 		}
-		sentID = waitJS(t, ctx, 10*time.Second, "send-ack shown", `document.getElementById('sendresult').dataset.id || ''`,
+		sentID = waitJS(t, ctx, browserWait, "send-ack shown", `document.getElementById('sendresult').dataset.id || ''`,
 			func(s string) bool { return s != "" })
 		res, _ := eval[string](ctx, `document.getElementById('sendresult').textContent`)
 		if !strings.Contains(res, "USER #") {
 			t.Errorf("send result %q", res)
 		}
 		// [ACK REQUIRED] opens an obligation: architect owes user an answer.
-		waitJS(t, ctx, 10*time.Second, "the obligation listed", fmt.Sprintf(`(document.querySelector('#obllist li[data-id=%q]') || {}).textContent || ''`, sentID),
+		waitJS(t, ctx, browserWait, "the obligation listed", fmt.Sprintf(`(document.querySelector('#obllist li[data-id=%q]') || {}).textContent || ''`, sentID),
 			func(s string) bool { return strings.Contains(s, "architect owes user") })
 		stage := fmt.Sprintf(`(document.querySelector('.msg[data-id=%q]') || {dataset: {}}).dataset.stage || ''`, sentID)
-		waitJS(t, ctx, 30*time.Second, "the message submitted into the architect pane (timeline)", stage,
+		waitJS(t, ctx, browserWait, "the message submitted into the architect pane (timeline)", stage,
 			func(s string) bool { return s == "submitted" })
 		// Short of verified, the row says in plain words what would verify it
 		// (the table comes from the hub: /ui/api/words, issue #34 item 2).
-		waitJS(t, ctx, 10*time.Second, "what would verify the submitted message", fmt.Sprintf(`(document.querySelector('.msg[data-id=%q] .path .verify') || {}).textContent || ''`, sentID),
+		waitJS(t, ctx, browserWait, "what would verify the submitted message", fmt.Sprintf(`(document.querySelector('.msg[data-id=%q] .path .verify') || {}).textContent || ''`, sentID),
 			func(s string) bool { return strings.Contains(s, "hm init") })
 		// The agent's receipt (what `hm receipt` or its ack tool sends).
 		c, err := client.Dial(ctx, e.h.URL())
@@ -144,7 +144,7 @@ func TestBrowser(t *testing.T) {
 		if err := c.WriteJSON(ctx, proto.Frame{Type: "message-ack", MessageID: sentID}); err != nil {
 			t.Fatal(err)
 		}
-		waitJS(t, ctx, 10*time.Second, "delivered.verified in the timeline", stage,
+		waitJS(t, ctx, browserWait, "delivered.verified in the timeline", stage,
 			func(s string) bool { return s == "delivered.verified" })
 		path, _ := eval[string](ctx, fmt.Sprintf(`document.querySelector('.msg[data-id=%q] .path').textContent`, sentID))
 		for _, s := range []string{"queued", "submitted", "seen by the agent"} {
@@ -158,10 +158,8 @@ func TestBrowser(t *testing.T) {
 			}
 		}
 		// Details: events and the hash chain.
-		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`.msg[data-id=%q]`, sentID)))); err != nil {
-			t.Fatal(err)
-		}
-		waitJS(t, ctx, 10*time.Second, "details verify the chain", `(document.querySelector('#detail .chain') || {dataset: {}}).dataset.ok || ''`,
+		click(t, ctx, chromedp.CSS(fmt.Sprintf(`.msg[data-id=%q]`, sentID)))
+		waitJS(t, ctx, browserWait, "details verify the chain", `(document.querySelector('#detail .chain') || {dataset: {}}).dataset.ok || ''`,
 			func(s string) bool { return s == "true" })
 	})
 
@@ -169,17 +167,15 @@ func TestBrowser(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("spawntask"), "lint the tree\r")); err != nil {
 			t.Fatal(err)
 		}
-		waitJS(t, ctx, 10*time.Second, "spawn answered", `document.getElementById('slotresult').textContent`,
+		waitJS(t, ctx, browserWait, "spawn answered", `document.getElementById('slotresult').textContent`,
 			func(s string) bool { return strings.Contains(s, "spawned builder-bg-1") })
 		// A fourth pane may be below the fold, where xterm does not render
 		// its rows: scroll it into view, as a person would.
-		waitJS(t, ctx, 20*time.Second, "the slot's pane shows its program",
+		waitJS(t, ctx, browserWait, "the slot's pane shows its program",
 			`(() => { const p = document.querySelector('.pane[data-role="builder-bg-1"]'); if (p) p.scrollIntoView(); return p ? p.dataset.conn + ' ' + p.dataset.state + ': ' + `+paneText("builder-bg-1")+` : 'no pane; slots: ' + document.getElementById('slotlist').textContent; })()`,
 			func(s string) bool { return strings.Contains(s, "fakeagent ready") })
-		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#slotlist li button`))); err != nil {
-			t.Fatal(err)
-		}
-		waitJS(t, ctx, 10*time.Second, "the slot's pane gone after kill", `document.querySelectorAll('.pane[data-role="builder-bg-1"]').length + ' ' + document.getElementById('slotresult').textContent`,
+		click(t, ctx, chromedp.CSS(`#slotlist li button`))
+		waitJS(t, ctx, browserWait, "the slot's pane gone after kill", `document.querySelectorAll('.pane[data-role="builder-bg-1"]').length + ' ' + document.getElementById('slotresult').textContent`,
 			func(s string) bool { return strings.HasPrefix(s, "0 killed builder-bg-1") })
 	})
 
@@ -197,7 +193,7 @@ func TestBrowser(t *testing.T) {
   if (!m && !document.getElementById('searchresults').textContent.includes('searching')) document.getElementById('searchform').requestSubmit();
   return m ? m.textContent : '';
 })()`, sentID)
-		waitJS(t, ctx, 10*time.Second, "search hit with the word highlighted", expr, func(s string) bool { return strings.Contains(s, word) })
+		waitJS(t, ctx, browserWait, "search hit with the word highlighted", expr, func(s string) bool { return strings.Contains(s, word) })
 		if t.Failed() {
 			box, _ := eval[string](ctx, `document.getElementById('searchresults').textContent`)
 			t.Logf("search box: %s", box)
@@ -214,19 +210,19 @@ func TestBrowser(t *testing.T) {
 			return "no pid"
 		}
 		pageSize := `document.querySelector('.pane[data-role="architect"]').dataset.size || ''`
-		before := waitJS(t, ctx, 10*time.Second, "page size equals the PTY's", pageSize, func(s string) bool { return s != "" && s == size() })
+		before := waitJS(t, ctx, browserWait, "page size equals the PTY's", pageSize, func(s string) bool { return s != "" && s == size() })
 		if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 1000, Height: 640, DeviceScaleFactor: 1}); err != nil {
 			t.Fatal(err)
 		}
-		after := waitJS(t, ctx, 10*time.Second, "page size changes", pageSize, func(s string) bool { return s != "" && s != before })
-		poll.For(t, 10*time.Second, func() error {
+		after := waitJS(t, ctx, browserWait, "page size changes", pageSize, func(s string) bool { return s != "" && s != before })
+		poll.For(t, browserWait, func() error {
 			return poll.Want(size() == after, "PTY size %s, page %s (was %s)", size(), after, before)
 		})
 		if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 1280, Height: 800, DeviceScaleFactor: 1}); err != nil {
 			t.Fatal(err)
 		}
-		back := waitJS(t, ctx, 10*time.Second, "page size follows the restored window", pageSize, func(s string) bool { return s != after })
-		poll.For(t, 10*time.Second, func() error {
+		back := waitJS(t, ctx, browserWait, "page size follows the restored window", pageSize, func(s string) bool { return s != after })
+		poll.For(t, browserWait, func() error {
 			return poll.Want(size() == back, "PTY size %s, page %s", size(), back)
 		})
 		t.Logf("architect's PTY: %s, %s at 1000x640, %s at 1280x800 again", before, after, back)
@@ -238,16 +234,12 @@ func TestBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.pane[data-role="oracle"] .focusbtn`))); err != nil {
-			t.Fatal(err)
-		}
-		big := waitJS(t, ctx, 10*time.Second, "the focused pane grows, the others hide",
+		click(t, ctx, chromedp.CSS(`.pane[data-role="oracle"] .focusbtn`))
+		big := waitJS(t, ctx, browserWait, "the focused pane grows, the others hide",
 			`document.querySelectorAll('#panes.focus-mode .pane:not(.focused)').length + ' ' + `+size,
 			func(s string) bool { return strings.HasPrefix(s, "2 ") && s != "2 "+before })
-		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("unfocus"))); err != nil {
-			t.Fatal(err)
-		}
-		waitJS(t, ctx, 10*time.Second, "back to the grid at the old size", `document.querySelectorAll('#panes.focus-mode').length + ' ' + `+size,
+		click(t, ctx, chromedp.ID("unfocus"))
+		waitJS(t, ctx, browserWait, "back to the grid at the old size", `document.querySelectorAll('#panes.focus-mode').length + ' ' + `+size,
 			func(s string) bool { return s == "0 "+before })
 		t.Logf("oracle: %s in the grid, %s focused", before, strings.TrimPrefix(big, "2 "))
 	})
@@ -263,7 +255,7 @@ func TestBrowser(t *testing.T) {
 				{Role: "builder", Hub: "hub-shadow", State: "idle", LastSeenMs: seen}, // a pane here: not shown twice
 			}})
 		card := `(() => { const c = document.querySelector('.pane.remote[data-role="reviewer"]'); return c ? [c.dataset.hub, c.dataset.state, c.textContent, !!c.querySelector('.xterm')].join('|') : ''; })()`
-		got := waitJS(t, ctx, 10*time.Second, "the remote pane's card", card, func(s string) bool { return s != "" })
+		got := waitJS(t, ctx, browserWait, "the remote pane's card", card, func(s string) bool { return s != "" })
 		parts := strings.SplitN(got, "|", 4)
 		if parts[0] != "hub-far" || parts[1] != "listening" || parts[3] != "false" ||
 			!strings.Contains(parts[2], "reviewer") || !strings.Contains(parts[2], "remote") || !strings.Contains(parts[2], "hub-far") ||
@@ -273,11 +265,11 @@ func TestBrowser(t *testing.T) {
 		if n, _ := eval[int](ctx, `document.querySelectorAll('.pane[data-role="builder"]').length`); n != 1 {
 			t.Fatalf("%d builder panes: a role hosted here is shown once", n)
 		}
-		waitJS(t, ctx, 5*time.Second, "compose and filter list the remote role",
+		waitJS(t, ctx, browserWait, "compose and filter list the remote role",
 			`[...document.getElementById('target').options].map(o => o.value).join(',') + ' ' + [...document.getElementById('rolefilter').options].map(o => o.value).join(',')`,
 			func(s string) bool { return strings.Count(s, "reviewer") == 2 })
 		stop()
-		waitJS(t, ctx, 5*time.Second, "the card goes with the presence", `document.querySelectorAll('.pane.remote').length`,
+		waitJS(t, ctx, browserWait, "the card goes with the presence", `document.querySelectorAll('.pane.remote').length`,
 			func(n int) bool { return n == 0 })
 	})
 
@@ -318,7 +310,7 @@ ws.onclose = (e) => { if (window.result === 'pending') window.result = 'closed '
 		if err := chromedp.Do(tab, chromedp.Navigate(srv.URL)); err != nil {
 			t.Fatal(err)
 		}
-		res := waitJS(t, tab, 10*time.Second, "the other origin's WebSocket settles", `window.result`, func(s string) bool { return s != "pending" })
+		res := waitJS(t, tab, browserWait, "the other origin's WebSocket settles", `window.result`, func(s string) bool { return s != "pending" })
 		if res == "open" {
 			t.Fatal("a page on another origin opened /ui/ws")
 		}
@@ -368,18 +360,16 @@ ws.onclose = (e) => { if (window.result === 'pending') window.result = 'closed '
 		if ack, _, err := c.Send(ctx, proto.Frame{Type: "send", Target: "user", Content: "please decide " + word}); err != nil || !ack.OK {
 			t.Fatalf("send to user: %+v %v", ack, err)
 		}
-		shown := waitJS(t, ctx, 15*time.Second, "a browser notification", `window.shownNotes.join('\n')`,
+		shown := waitJS(t, ctx, browserWait, "a browser notification", `window.shownNotes.join('\n')`,
 			func(s string) bool { return strings.Contains(s, "please decide "+word) })
 		if !strings.Contains(shown, "(oracle) wrote to you | please decide "+word+" | message:") {
 			t.Errorf("notification %q", shown)
 		}
-		waitJS(t, ctx, 10*time.Second, "the unread count in the title", `document.title`,
+		waitJS(t, ctx, browserWait, "the unread count in the title", `document.title`,
 			func(s string) bool { return strings.HasPrefix(s, "(") && strings.HasSuffix(s, ") hm cockpit") })
 		// The person looks: clicking the bell reads them.
-		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("notes"))); err != nil {
-			t.Fatal(err)
-		}
-		waitJS(t, ctx, 10*time.Second, "the title without a count", `document.title + ' ' + document.getElementById('notes').dataset.unread`,
+		click(t, ctx, chromedp.ID("notes"))
+		waitJS(t, ctx, browserWait, "the title without a count", `document.title + ' ' + document.getElementById('notes').dataset.unread`,
 			func(s string) bool { return s == "hm cockpit 0" })
 		// Once: later statuses (polled every second) show it no more.
 		time.Sleep(2500 * time.Millisecond)
@@ -431,7 +421,7 @@ ws.onclose = (e) => { if (window.result === 'pending') window.result = 'closed '
 		}
 		// The hub's own handoff (rewritten every HandoffEvery) holds tables
 		// once there are messages: the panel shows them as tables.
-		waitJS(t, ctx, 20*time.Second, "the handoff panel shows a table",
+		waitJS(t, ctx, browserWait, "the handoff panel shows a table",
 			`(hmCockpit.loadHandoff(), document.querySelectorAll('#handoffbody table th').length + ' ' + (document.getElementById('handoffbody').textContent.match(/\|\s*---/) ? 'raw' : 'clean'))`,
 			func(s string) bool { return !strings.HasPrefix(s, "0 ") && strings.HasSuffix(s, " clean") })
 	})
@@ -444,10 +434,10 @@ ws.onclose = (e) => { if (window.result === 'pending') window.result = 'closed '
 		defer viewport(t, ctx, 1280, 800, false)
 		// xterm does not render rows off screen: the first pane is below
 		// the messages and compose, scrolled into view as a person would.
-		waitJS(t, ctx, 20*time.Second, "the architect pane painted at the phone's size",
+		waitJS(t, ctx, browserWait, "the architect pane painted at the phone's size",
 			`(document.querySelector('.pane[data-role="architect"]') || document.body).scrollIntoView(), `+paneText("architect"),
 			func(s string) bool { return strings.Contains(s, "fakeagent ready") })
-		order := waitJS(t, ctx, 10*time.Second, "messages, compose, then panes", `(() => {
+		order := waitJS(t, ctx, browserWait, "messages, compose, then panes", `(() => {
   const top = (id) => Math.round(document.getElementById(id).getBoundingClientRect().top + scrollY);
   const c = document.getElementById('compose').getBoundingClientRect();
   return [top('messages'), top('compose'), top('panes'), Math.round(c.bottom + scrollY), innerHeight].join(' ');
@@ -477,7 +467,7 @@ ws.onclose = (e) => { if (window.result === 'pending') window.result = 'closed '
 		if err := ws.Write(ctx, websocket.MessageText, []byte(fmt.Sprintf(`{"type":"resize","cols":%d,"rows":30}`, ptyCols))); err != nil {
 			t.Fatal(err)
 		}
-		geo := waitJS(t, ctx, 10*time.Second, fmt.Sprintf("the architect view as wide as its pane (%d columns), scrolling sideways", ptyCols), `(() => {
+		geo := waitJS(t, ctx, browserWait, fmt.Sprintf("the architect view as wide as its pane (%d columns), scrolling sideways", ptyCols), `(() => {
   const p = document.querySelector('.pane[data-role="architect"]');
   const b = p.querySelector('.pane-body');
   const fit = hmCockpit.panes.get('architect').fit.proposeDimensions();
@@ -502,16 +492,14 @@ ws.onclose = (e) => { if (window.result === 'pending') window.result = 'closed '
   const lh = parseFloat(getComputedStyle(li).lineHeight);
   return [li.classList.contains('folded'), Math.round(li.getBoundingClientRect().height), Math.round(lh), li.querySelector('.mbody').textContent.length].join(' ');
 })()`
-		folded := waitJS(t, ctx, 20*time.Second, "a system briefing folded to one line", geo, func(s string) bool {
+		folded := waitJS(t, ctx, browserWait, "a system briefing folded to one line", geo, func(s string) bool {
 			var isFolded bool
 			var h, lh, n int
 			_, err := fmt.Sscan(s, &isFolded, &h, &lh, &n)
 			return err == nil && isFolded && h < 2*lh && n > 0
 		})
-		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#timeline li.msg.folded`))); err != nil {
-			t.Fatal(err)
-		}
-		open := waitJS(t, ctx, 10*time.Second, "the briefing open after a click", `(() => {
+		click(t, ctx, chromedp.CSS(`#timeline li.msg.folded`))
+		open := waitJS(t, ctx, browserWait, "the briefing open after a click", `(() => {
   const li = document.querySelector('#timeline li.msg[data-id="' + window.foldedId + '"]') || document.querySelector('#timeline li.msg:not(.folded)');
   const lh = parseFloat(getComputedStyle(li).lineHeight);
   return [li.classList.contains('folded'), Math.round(li.getBoundingClientRect().height), Math.round(lh), document.getElementById('detail').hidden].join(' ');
@@ -540,10 +528,10 @@ ws.onclose = (e) => { if (window.result === 'pending') window.result = 'closed '
 			// Attached (a phone shows the panes below the fold, where xterm
 			// paints no rows until they are scrolled to).
 			for _, r := range roles {
-				waitJS(t, ctx, 20*time.Second, r+" pane attached", fmt.Sprintf(`(document.querySelector('.pane[data-role=%q]') || {dataset: {}}).dataset.conn || ''`, r),
+				waitJS(t, ctx, browserWait, r+" pane attached", fmt.Sprintf(`(document.querySelector('.pane[data-role=%q]') || {dataset: {}}).dataset.conn || ''`, r),
 					func(s string) bool { return s == "live" || s == "view" })
 			}
-			waitJS(t, ctx, 10*time.Second, "timeline backfilled", `document.querySelectorAll('.msg').length`, func(n int) bool { return n > 0 })
+			waitJS(t, ctx, browserWait, "timeline backfilled", `document.querySelectorAll('.msg').length`, func(n int) bool { return n > 0 })
 			time.Sleep(300 * time.Millisecond) // let the last frame paint before the picture (not an assertion)
 			png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 			if err != nil {
