@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -20,11 +19,11 @@ func TestBrowserSlotPaneState(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("spawntask"), "lint the tree\r")); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, ctx, 20*time.Second, "the slot's pane shows its program",
+	waitJS(t, ctx, browserWait, "the slot's pane shows its program",
 		`(() => { const p = document.querySelector('.pane[data-role="builder-bg-1"]'); if (p) p.scrollIntoView(); return p ? `+paneText("builder-bg-1")+` : ''; })()`,
 		func(s string) bool { return strings.Contains(s, "fakeagent ready") })
 	states := []string{"ready", "busy", "waiting_for_human", "exited"}
-	waitJS(t, ctx, 10*time.Second, "the slot pane's header state is one of "+strings.Join(states, "/"),
+	waitJS(t, ctx, browserWait, "the slot pane's header state is one of "+strings.Join(states, "/"),
 		`(document.querySelector('.pane[data-role="builder-bg-1"] .pane-head .state') || {}).textContent || ''`,
 		func(s string) bool { return slices.Contains(states, s) })
 }
