@@ -247,7 +247,6 @@ func adoptedProc(a *Adoption) *proc {
 	}
 }
 
-// isExited reports whether the process has been reaped.
 // running reports whether pr's program still runs and holds its terminal:
 // not waited for, its output not ended (every holder of the terminal
 // closed it), and, for the hub's own child, not ended either (asked
@@ -264,6 +263,7 @@ func (pr *proc) running() bool {
 	return pr.cmd == nil || childRunning(pr.pid)
 }
 
+// isExited reports whether the process has been reaped.
 func (pr *proc) isExited() bool {
 	select {
 	case <-pr.exited:
