@@ -82,16 +82,14 @@ func writeFile(t testing.TB, path, data string) {
 }
 
 // startHub runs `hm up --port 0` in root and waits until it serves; it is
-// stopped (SIGTERM, then SIGKILL of its process group) at cleanup. With
-// $HM_REALCLI_DUMP set the hub logs at debug level (`hm up -v`), so that a
-// failure's dump holds how each message was typed.
+// stopped (SIGTERM, then SIGKILL of its process group) at cleanup. The hub
+// logs at debug level (`hm up -v`), so that a failure's evidence (hubLog)
+// and dump say how each message was typed: a failure seen once under load
+// may not come back on demand.
 func startHub(t testing.TB, root string) *hub {
 	t.Helper()
 	lay := layout.Layout{Root: root}
-	args := []string{"up", "--port", "0"}
-	if os.Getenv("HM_REALCLI_DUMP") != "" {
-		args = append(args, "-v")
-	}
+	args := []string{"up", "--port", "0", "-v"}
 	cmd := exec.Command(hmBin(t, "hm"), args...)
 	cmd.Env, cmd.Dir = env(t, root), root
 	h := &hub{root: root, cmd: cmd, log: &bytes.Buffer{}, done: make(chan struct{})}
@@ -149,11 +147,23 @@ func (h *hub) url() string { return fmt.Sprintf("ws://127.0.0.1:%d/", h.port) }
 // hubLog is the tail of the hub's log file.
 func (h *hub) hubLog() string {
 	b, _ := os.ReadFile(layout.Layout{Root: h.root}.HubLog())
-	if len(b) > 6000 {
-		b = b[len(b)-6000:]
+	var keep []string
+	for _, line := range strings.Split(string(b), "\n") {
+		// The ledger's debug lines (a checkpoint every few commits) say
+		// nothing of the pane and would push its lines out of the tail.
+		if !strings.Contains(line, `"level":"DEBUG"`) || !strings.Contains(line, `"component":"journal"`) {
+			keep = append(keep, line)
+		}
 	}
-	return string(b)
+	out := strings.Join(keep, "\n")
+	if len(out) > hubLogTail {
+		out = out[len(out)-hubLogTail:]
+	}
+	return out
 }
+
+// hubLogTail is how much of the hub's log a failure shows.
+const hubLogTail = 10000
 
 // dial registers a client as role with the operator token.
 func (h *hub) dial(ctx context.Context, t testing.TB, role string) *client.Client {
