@@ -89,8 +89,7 @@ func writeFile(t testing.TB, path, data string) {
 func startHub(t testing.TB, root string) *hub {
 	t.Helper()
 	lay := layout.Layout{Root: root}
-	args := []string{"up", "--port", "0", "-v"}
-	cmd := exec.Command(hmBin(t, "hm"), args...)
+	cmd := exec.Command(hmBin(t, "hm"), "up", "--port", "0", "-v")
 	cmd.Env, cmd.Dir = env(t, root), root
 	h := &hub{root: root, cmd: cmd, log: &bytes.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = h.log, h.log
