@@ -26,6 +26,10 @@ type personState struct {
 	proc    *proc         // the run line belongs to
 	line    personLine    // that run's input line, as far as their keys tell
 	changed chan struct{} // closed and replaced on every key
+	// typedOut is the output signal (Pane.outChanged) current when their
+	// last key that changed a pending line was written: closed once the
+	// program drew after it (holdPersonEnter). Nil when no line is pending.
+	typedOut <-chan struct{}
 }
 
 // personLine models a program's input line from a person's keys alone:
@@ -49,7 +53,8 @@ const (
 	editNone   keyEdit = iota // a key that moves, completes (Tab) or interrupts
 	editText                  // a character typed (or pasted)
 	editErase                 // Backspace
-	editClear                 // Enter, Ctrl-C, Ctrl-U: the line is gone
+	editClear                 // Ctrl-C, Ctrl-U: the line is gone
+	editSubmit                // Enter: the line is submitted (and gone)
 	editRecall                // Up or Down: history may fill the line
 )
 
@@ -59,7 +64,7 @@ func (l *personLine) apply(e keyEdit) {
 		l.runes++
 	case editErase:
 		l.runes = max(0, l.runes-1)
-	case editClear:
+	case editClear, editSubmit:
 		*l = personLine{}
 	case editRecall:
 		l.unsure = true
@@ -98,54 +103,82 @@ func (k *keyScanner) feed(b []byte, line *personLine) (keys bool) {
 		}
 	}
 	for _, c := range b {
-		if k.skip > 0 {
-			k.skip--
-			continue
-		}
-		switch k.state {
-		case ksGround:
-			k.ground(c, edit)
-		case ksEsc:
-			k.esc(c, edit)
-		case ksCSI:
-			switch {
-			case c >= 0x40 && c <= 0x7e:
-				k.state = ksGround
-				k.csi(c, edit)
-			case c == 0x1b:
-				k.state = ksEsc
-			case len(k.params) < 32:
-				k.params = append(k.params, c)
-			}
-		case ksSS3:
-			k.state = ksGround
-			if c == 'A' || c == 'B' {
-				edit(editRecall)
-			} else {
-				edit(editNone)
-			}
-		case ksString:
-			switch {
-			case c == 0x07 && k.osc:
-				k.state = ksGround
-			case c == 0x1b:
-				k.state = ksStrEsc
-			}
-		case ksStrEsc:
-			switch c {
-			case '\\':
-				k.state = ksGround
-			case 0x1b:
-			default:
-				k.state = ksString
-			}
-		}
+		k.step(c, edit)
 	}
 	if k.state == ksEsc { // a lone Esc ends the read: the Esc key
 		k.state = ksGround
 		edit(editNone)
 	}
 	return keys
+}
+
+// submitAt returns where in b the first key that submits the line (an
+// Enter) begins, scanned from k's state, which it leaves as it was; -1
+// when b holds none. A key begun in an earlier write begins at 0.
+func (k *keyScanner) submitAt(b []byte) int {
+	c := *k
+	c.params = append([]byte(nil), k.params...)
+	at, start := -1, 0
+	for i, ch := range b {
+		if c.state == ksGround && c.skip == 0 {
+			start = i
+		}
+		c.step(ch, func(e keyEdit) {
+			if e == editSubmit && at < 0 {
+				at = start
+			}
+		})
+		if at >= 0 {
+			return at
+		}
+	}
+	return -1
+}
+
+// step scans one byte.
+func (k *keyScanner) step(c byte, edit func(keyEdit)) {
+	if k.skip > 0 {
+		k.skip--
+		return
+	}
+	switch k.state {
+	case ksGround:
+		k.ground(c, edit)
+	case ksEsc:
+		k.esc(c, edit)
+	case ksCSI:
+		switch {
+		case c >= 0x40 && c <= 0x7e:
+			k.state = ksGround
+			k.csi(c, edit)
+		case c == 0x1b:
+			k.state = ksEsc
+		case len(k.params) < 32:
+			k.params = append(k.params, c)
+		}
+	case ksSS3:
+		k.state = ksGround
+		if c == 'A' || c == 'B' {
+			edit(editRecall)
+		} else {
+			edit(editNone)
+		}
+	case ksString:
+		switch {
+		case c == 0x07 && k.osc:
+			k.state = ksGround
+		case c == 0x1b:
+			k.state = ksStrEsc
+		}
+	case ksStrEsc:
+		switch c {
+		case '\\':
+			k.state = ksGround
+		case 0x1b:
+		default:
+			k.state = ksString
+		}
+	}
 }
 
 func (k *keyScanner) ground(c byte, edit func(keyEdit)) {
@@ -156,7 +189,9 @@ func (k *keyScanner) ground(c byte, edit func(keyEdit)) {
 		// A UTF-8 continuation byte: its character was counted.
 	case k.paste:
 		edit(editText) // a line break in a paste is text, not Enter
-	case c == '\r' || c == '\n' || c == 0x03 || c == 0x15:
+	case c == '\r' || c == '\n':
+		edit(editSubmit)
+	case c == 0x03 || c == 0x15:
 		edit(editClear)
 	case c == 0x7f || c == 0x08:
 		edit(editErase)
@@ -240,7 +275,7 @@ func kittyKey(params string) keyEdit {
 	bits := mods - 1 // shift 1, alt 2, ctrl 4
 	switch {
 	case n == 13 && bits == 0:
-		return editClear
+		return editSubmit
 	case bits == 4 && (n == 'c' || n == 'u'):
 		return editClear
 	case (n == 127 || n == 8) && bits == 0:
@@ -261,7 +296,78 @@ func (p *Pane) typeFromViewer(ctx context.Context, keys *keyScanner, b []byte) (
 		r, _ := p.profile.Classify(p.Screen())
 		dialog = r == Blocked
 	}
-	return p.writeInput(ctx, b, func(pr *proc, written []byte) { p.notePerson(pr, keys, written, dialog) })
+	note := func(pr *proc, written []byte) { p.notePerson(pr, keys, written, dialog) }
+	at := -1
+	if !dialog {
+		at = keys.submitAt(b)
+	}
+	if at < 0 {
+		return p.writeInput(ctx, b, note)
+	}
+	n := 0
+	if at > 0 {
+		var err error
+		if n, err = p.writeInput(ctx, b[:at], note); err != nil {
+			return n, err
+		}
+	}
+	p.holdPersonEnter()
+	m, err := p.writeInput(ctx, b[at:], note)
+	return n + m, err
+}
+
+// personEnterWait bounds how long a person's Enter waits for the program
+// to read and draw what they typed before it (holdPersonEnter).
+const personEnterWait = 2 * time.Second
+
+// holdPersonEnter holds a person's Enter until the program has read the
+// line they typed and drawn since (at most personEnterWait), and then, if
+// it had to wait, the profile's EnterDelay, the pause hm keeps before its
+// own Enter. A TUI that reads the Enter with the text, or before it drew
+// the text, may submit the line as it last drew it and lose the rest:
+// Gemini CLI 0.61 submits its input as of its last render and then clears
+// it, so on a loaded machine a person's last keys were lost ("the person
+// at the keyboard sa" reached the model); or it takes an Enter read close
+// behind a key as a newline. Where the terminal is canonical the kernel
+// edits the line: nothing is held. The caller holds no lock; the hold is
+// bounded, so it takes no context.
+func (p *Pane) holdPersonEnter() {
+	p.mu.Lock()
+	pr, ps := p.proc, p.person
+	p.mu.Unlock()
+	if pr == nil || ps.proc != pr || ps.typedOut == nil || pr.canonical() {
+		return
+	}
+	t0 := time.Now()
+	drawn, held := ps.typedOut, false
+	for {
+		unread := pr.unread()
+		if unread > 0 { // only a drawing after it read the line counts
+			p.mu.Lock()
+			drawn = p.outChanged
+			p.mu.Unlock()
+		}
+		select {
+		case <-drawn:
+			if unread <= 0 {
+				if held {
+					p.log.Debug("held a person's Enter until the program drew their line", "for", time.Since(t0))
+					p.pause(pr, p.profile.enterDelay(false), nil)
+				}
+				return
+			}
+		default:
+		}
+		left := personEnterWait - time.Since(t0)
+		if left <= 0 {
+			p.log.Debug("a person's Enter goes in before the program drew their line", "unread", unread)
+			return
+		}
+		held = true
+		if !p.pauseOutput(pr, min(left, drainPoll), drawn, nil, nil) {
+			return
+		}
+	}
 }
 
 // notePerson records bytes a viewer wrote into run pr. The caller holds
@@ -279,10 +385,17 @@ func (p *Pane) notePerson(pr *proc, keys *keyScanner, b []byte, dialog bool) {
 	if dialog {
 		line = nil
 	}
+	before := ps.line
 	if keys.feed(b, line) {
 		ps.at = now
 		close(ps.changed)
 		ps.changed = make(chan struct{})
+	}
+	switch {
+	case !ps.line.pending():
+		ps.typedOut = nil
+	case ps.line != before:
+		ps.typedOut = p.outChanged
 	}
 }
 

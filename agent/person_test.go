@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -252,4 +253,116 @@ func noSecondEnter(t *testing.T, lag time.Duration) {
 	if prompts := readPrompts(t, logPath); len(prompts) != 0 {
 		t.Errorf("prompts %+v: the person's line was submitted", prompts)
 	}
+}
+
+// TestPeopleEnterAfterTheirLineShows: a person's Enter goes into the
+// program only once it has read and drawn the line typed before it. The
+// fake draws typed keys 300 ms late and submits its input as last drawn,
+// throwing the rest away (as Gemini CLI 0.61 does, which on a loaded
+// machine lost a person's last keys in make test); it takes an Enter read
+// within 50 ms of a key as a newline. Before the hold, the Enter typed
+// 100 ms after the line submitted an empty prompt and threw the line
+// away, and the Enter written with the line was a newline: nothing was
+// submitted.
+func TestPeopleEnterAfterTheirLineShows(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		writes []string
+	}{
+		{"EnterApart", []string{"hello world", "\r"}},
+		{"EnterWithTheLine", []string{"hello world\r"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, c, logPath := peoplePane(t, 300*time.Millisecond, "FAKEAGENT_DRAW_MS=300", "FAKEAGENT_ENTER_MS=50")
+			for i, w := range tc.writes {
+				if i > 0 {
+					time.Sleep(100 * time.Millisecond)
+				}
+				c.typeKeys(t, w)
+			}
+			c.waitOutput(t, "received 11 bytes: hello world")
+			if prompts := readPrompts(t, logPath); len(prompts) != 1 || prompts[0].Prompt != "hello world" {
+				t.Errorf("prompts %+v: want the person's line whole, once", prompts)
+			}
+		})
+	}
+}
+
+// TestPeopleSubmitAt: where a viewer's write holds the key that submits
+// the line, so that hm can hold it (holdPersonEnter).
+func TestPeopleSubmitAt(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		before string // written earlier
+		b      string
+		want   int
+	}{
+		{"none", "", "hello", -1},
+		{"enter alone", "", "\r", 0},
+		{"after text", "", "hello\r", 5},
+		{"line feed", "", "ab\nc", 2},
+		{"first of two", "", "a\rb\r", 1},
+		{"kitty enter", "", "ab\x1b[13u", 2},
+		{"kitty enter begun earlier", "ab\x1b[1", "3u", 0},
+		{"kitty shift+enter", "", "ab\x1b[13;2u", -1},
+		{"alt+enter", "", "ab\x1b\r", -1},
+		{"in a paste", "", "\x1b[200~a\rb\x1b[201~", -1},
+		{"after a paste", "", "\x1b[200~a\rb\x1b[201~\r", 15},
+		{"paste begun earlier", "\x1b[200~a", "\rb", -1},
+		{"in an answer", "", "\x1b]11;rgb:0\r0/0\x07", -1},
+		{"x10 mouse", "", "\x1b[M\r!!x\r", 7},
+		{"ctrl-c", "", "ab\x03", -1},
+	}
+	for _, tc := range tests {
+		var k keyScanner
+		k.feed([]byte(tc.before), nil)
+		was := scannerState(k)
+		if got := k.submitAt([]byte(tc.b)); got != tc.want {
+			t.Errorf("%s: submitAt(%q) after %q = %d, want %d", tc.name, tc.b, tc.before, got, tc.want)
+		}
+		if now := scannerState(k); now != was {
+			t.Errorf("%s: submitAt changed the scanner: %s, was %s", tc.name, now, was)
+		}
+	}
+}
+
+// scannerState is k's state as a comparable string.
+func scannerState(k keyScanner) string {
+	return fmt.Sprintf("%d %v %q %v %d", k.state, k.osc, k.params, k.paste, k.skip)
+}
+
+// FuzzKeyScanner: any bytes, in any two writes, scan without a panic;
+// submitAt leaves the scanner as it was and finds the first Enter that
+// feed sees, at the start of its key.
+func FuzzKeyScanner(f *testing.F) {
+	for _, s := range []string{"abc\r", "\x1b[200~a\r\x1b[201~\r", "\x1b[13u", "\x1b]0;t\x1b\\\r", "\x1b[M\r\r\r\r", "\x1bO\r"} {
+		f.Add([]byte(s), []byte(s))
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		var k keyScanner
+		var line personLine
+		k.feed(a, &line)
+		was := scannerState(k)
+		at := k.submitAt(b)
+		if scannerState(k) != was {
+			t.Fatalf("submitAt changed the scanner")
+		}
+		first := -1
+		for i, c := range b {
+			k.step(c, func(e keyEdit) {
+				if e == editSubmit && first < 0 {
+					first = i
+				}
+			})
+		}
+		switch {
+		case (at < 0) != (first < 0):
+			t.Fatalf("submitAt %d, an Enter ends at %d", at, first)
+		case at > first || at >= len(b):
+			t.Fatalf("submitAt %d after the Enter's end %d (len %d)", at, first, len(b))
+		}
+	})
 }

@@ -59,6 +59,11 @@
 //     colour, the kitty keyboard flags and the terminal version (as
 //     prompt_toolkit and Codex do) and blocks until every answer came, then
 //     prints them as "terminal answered: ..."; input read meanwhile is kept;
+//   - FAKEAGENT_DRAW_MS=N: a lagging renderer. What is typed shows only N ms
+//     after the first key not yet shown, and an Enter submits the input as
+//     last shown: the keys not shown yet are thrown away with the rest of
+//     the input, as Gemini CLI 0.61 submits the text of its last render
+//     (on a loaded machine a person's last keys were lost so);
 //   - FAKEAGENT_DIALOG_MS=N shows a menu ("Do you want to proceed?") for N ms
 //     before the banner, as Gemini's auth dialog or a trust prompt does:
 //     whatever is typed meanwhile is taken as a menu choice, logged as a
@@ -232,6 +237,10 @@ type agent struct {
 	queueUntil   time.Time     // FAKEAGENT_QUEUE_MS after the banner, else zero
 	queued       []string      // prompts queued meanwhile
 	hidden       bool          // the kept input is not drawn yet (mountHide)
+	drawLag      time.Duration // FAKEAGENT_DRAW_MS
+	undrawn      []byte        // echo not shown yet (drawLag)
+	drawn        int           // bytes of buf shown (drawLag)
+	drawDue      <-chan time.Time
 
 	prompts   int
 	buf       []byte
@@ -270,6 +279,7 @@ func run() error {
 		collapse:     envInt("FAKEAGENT_COLLAPSE_LINES", 0),
 		mountNewline: os.Getenv("FAKEAGENT_MOUNT_NEWLINE") == "1",
 		mountHide:    os.Getenv("FAKEAGENT_MOUNT_HIDE") == "1",
+		drawLag:      time.Duration(envInt("FAKEAGENT_DRAW_MS", 0)) * time.Millisecond,
 	}
 	if a.doneLine == "" {
 		a.doneLine = "__HM_BG_DONE__"
@@ -357,6 +367,10 @@ func run() error {
 		case <-winch:
 			a.tui.resize()
 			a.draw()
+		case <-a.drawDue:
+			a.drawDue = nil
+			a.out.Write(a.undrawn)
+			a.undrawn, a.drawn = a.undrawn[:0], len(a.buf)
 		}
 	}
 }
@@ -528,9 +542,30 @@ func (a *agent) cut(echo []byte, n int) []byte {
 
 // flushEcho shows typed input, unless echo is off (a TUI redraws instead).
 func (a *agent) flushEcho(echo []byte) {
-	if a.echo && len(echo) > 0 && a.tui == nil {
-		a.out.Write(echo)
+	if !a.echo || len(echo) == 0 || a.tui != nil {
+		return
 	}
+	if a.drawLag > 0 {
+		a.undrawn = append(a.undrawn, echo...)
+		if a.drawDue == nil {
+			a.drawDue = time.After(a.drawLag)
+		}
+		return
+	}
+	a.out.Write(echo)
+}
+
+// shownInput cuts the input to what was shown of it (drawLag): the rest is
+// thrown away.
+func (a *agent) shownInput() {
+	if a.drawLag <= 0 {
+		return
+	}
+	if a.drawn < len(a.buf) {
+		a.logDiscarded(a.buf[a.drawn:])
+		a.buf = a.buf[:a.drawn]
+	}
+	a.undrawn, a.drawn, a.drawDue = a.undrawn[:0], 0, nil
 }
 
 // submit handles a submitted prompt; true means exit. rest is the input
@@ -545,6 +580,7 @@ func (a *agent) submit(rest []byte) bool {
 		return false
 	}
 	time.Sleep(a.submitLag)
+	a.shownInput()
 	prompt := string(a.buf)
 	a.buf = a.buf[:0]
 	a.collapsed = ""
