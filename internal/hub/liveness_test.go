@@ -16,6 +16,8 @@ import (
 // person is waiting_for_human in the hub's status, and once it waited
 // longer than the notice time the human gets one Telegram line, not
 // repeated for the rest of that spell; the spell ends when the dialog goes.
+// The dialog stands 6 s: under make test the hub came up 2 s after the
+// program did, and a 2.5 s dialog went before the spell was 300 ms old.
 func TestWaitingForHumanTelegram(t *testing.T) {
 	t.Parallel()
 	fake := telegramtest.NewServer("123:secret")
@@ -24,7 +26,7 @@ func TestWaitingForHumanTelegram(t *testing.T) {
 	settings := fmt.Sprintf(`{"profiles":{"dlg":{"ready":[">"],"blocked":["Do you want to proceed?"]}},"panes":[
 	 {"role":"architect","transport":"ws"},
 	 {"role":"builder","command":%q,"profile":"dlg"},
-	 {"role":"oracle","transport":"ws"}]}`, agentCmd(root, "builder", "FAKEAGENT_DIALOG_MS=2500"))
+	 {"role":"oracle","transport":"ws"}]}`, agentCmd(root, "builder", "FAKEAGENT_DIALOG_MS=6000"))
 	th := startHubAt(t, root, hubConfig{settings: settings, opts: func(o *hub.Options) {
 		telegramEnv(fake)(o)
 		o.WaitingNotice = 300 * time.Millisecond
@@ -37,7 +39,7 @@ func TestWaitingForHumanTelegram(t *testing.T) {
 		}
 		return hub.PaneStatus{}
 	}
-	poll.For(t, 8*time.Second, func() error {
+	poll.For(t, 30*time.Second, func() error {
 		p := state()
 		return poll.Want(p.State == "waiting_for_human" && strings.HasPrefix(p.Readiness, "blocked: Do you want to proceed?"), "builder waits for a person, have %+v", p)
 	})
@@ -50,7 +52,7 @@ func TestWaitingForHumanTelegram(t *testing.T) {
 		t.Fatalf("sent %+v", s)
 	}
 	// The dialog goes: the spell ends, told once.
-	poll.For(t, 8*time.Second, func() error {
+	poll.For(t, 30*time.Second, func() error {
 		p := state()
 		return poll.Want(p.State != "waiting_for_human" && p.State != "starting", "dialog gone, have %+v", p)
 	})
