@@ -169,8 +169,6 @@ func (p *Pane) redrawAdopted(pr *proc) {
 	p.mu.Lock()
 	cols, rows, out := p.cols, p.rows, p.outChanged
 	p.mu.Unlock()
-	// A canonical (cooked) terminal has a line reader or a command at it,
-	// nothing that draws only what changed: no redraw is waited for.
 	if c, r, ok := winsize(pr.master); ok && c == cols && r == rows && rows > 1 && !pr.canonical() {
 		if err := setWinsize(pr.master, cols, rows-1); err != nil {
 			p.log.Warn("adopted pane not redrawn", "err", err)

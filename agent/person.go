@@ -289,7 +289,8 @@ func kittyKey(params string) keyEdit {
 // typeFromViewer types a viewer's bytes into the pane, as WriteContext
 // does, and records the person's keys (keys is the viewer's own scanner).
 // Keys typed while the screen shows a dialog (the profile's blocked
-// markers) answer it and leave the input line alone.
+// markers) answer it and leave the input line alone. An Enter is written
+// on its own, once the program drew the line before it (holdPersonEnter).
 func (p *Pane) typeFromViewer(ctx context.Context, keys *keyScanner, b []byte) (int, error) {
 	dialog := false
 	if len(p.profile.Screen.Blocked) > 0 {
