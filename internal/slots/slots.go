@@ -267,13 +267,12 @@ func (s *Set) spawn(ctx context.Context, p slotPayload) (proto.BgResult, bool) {
 
 	spec := s.host.PaneSpec(roles.Member{Role: m.Role, PaneID: m.PaneID, Header: m.Header, Command: command, Profile: m.Profile,
 		Background: true, Owner: m.Owner, Slot: m.Slot})
-	slotNo := m.Slot
 	spec.OnLine = func(line string) {
 		if strings.TrimSpace(line) == DoneMarker {
-			s.endAsync(slotNo, EndTaskCompleted)
+			s.endAsync(sl, EndTaskCompleted)
 		}
 	}
-	spec.OnExit = func(code int, err error) { s.endAsync(slotNo, EndExited) }
+	spec.OnExit = func(code int, err error) { s.endAsync(sl, EndExited) }
 	pane, err := s.host.StartPane(spec)
 	if err != nil {
 		s.mu.Lock()
@@ -288,7 +287,7 @@ func (s *Set) spawn(ctx context.Context, p slotPayload) (proto.BgResult, bool) {
 	early := sl.endOnStart
 	s.mu.Unlock()
 	if early != "" {
-		s.endAsync(slotNo, early)
+		s.endAsync(sl, early)
 	}
 	brief := roles.BackgroundBrief(m, "")
 	if err := s.host.Submit(ctx, broker.Submission{From: roles.RoleSystem, Target: m.Role, Content: brief, Raw: true, Channel: broker.ChannelSystem, SessionScoped: true}); err != nil {
@@ -330,8 +329,12 @@ func (s *Set) List() []proto.BgAgent {
 	return out
 }
 
-// endAsync ends a slot from a pane callback (which must not block).
-func (s *Set) endAsync(slotNo int, reason string) { s.async(func() { s.end(slotNo, reason) }) }
+// endAsync ends run sl of a slot from a pane callback (which must not
+// block): only while that run is the slot's, since the callback may run
+// after the slot was ended and spawned again.
+func (s *Set) endAsync(sl *slot, reason string) {
+	s.async(func() { s.endRun(sl.m.Slot, sl, reason) })
+}
 
 // async runs fn on a goroutine tracked for stop, unless the set is stopping.
 func (s *Set) async(fn func()) {
@@ -350,9 +353,15 @@ func (s *Set) async(fn func()) {
 
 // end stops a running slot and tells the owner. It reports whether the slot
 // was running.
-func (s *Set) end(slotNo int, reason string) bool {
+func (s *Set) end(slotNo int, reason string) bool { return s.endRun(slotNo, nil, reason) }
+
+// endRun is end for run only, when it is not nil.
+func (s *Set) endRun(slotNo int, run *slot, reason string) bool {
 	s.mu.Lock()
 	sl, ok := s.running[slotNo]
+	if ok && run != nil && sl != run {
+		ok = false // a later run of the slot
+	}
 	if ok && sl.pane == nil && sl.endOnStart == "" {
 		sl.endOnStart = reason // still starting: Spawn ends it
 	}

@@ -38,6 +38,7 @@ type fakeHost struct {
 	panes   map[string]*agent.Pane
 	revoked []string
 	sent    []broker.Submission
+	specs   []agent.Spec // every pane started, in order
 }
 
 func newFakeHost(t *testing.T) *fakeHost {
@@ -50,6 +51,9 @@ func (f *fakeHost) PaneSpec(m roles.Member) agent.Spec {
 }
 
 func (f *fakeHost) StartPane(spec agent.Spec) (*agent.Pane, error) {
+	f.mu.Lock()
+	f.specs = append(f.specs, spec)
+	f.mu.Unlock()
 	p, err := agent.Start(f.ctx, spec, slog.New(slog.NewTextHandler(f.t.Output(), nil)))
 	time.Sleep(f.startDelay)
 	return p, err
@@ -288,6 +292,39 @@ func TestSlotEndsBeforeSpawnHasPane(t *testing.T) {
 					"owner told %s, slot ended", tc.reason)
 			})
 		})
+	}
+}
+
+// TestLateCallbackSparesTheNextRun: a killed slot's exit callback that
+// runs late (its goroutine waited on a loaded machine) after the slot was
+// spawned again does not end the new run. Before the fix it did, with
+// reason exited: TestBackgroundSlots under make test-loaded got
+// not_running for a kill of the slot it had just spawned.
+func TestLateCallbackSparesTheNextRun(t *testing.T) {
+	t.Parallel()
+	s, host := newSet(t, 1, "sleep 30", time.Minute)
+	for range 2 {
+		if r, ok := handle(t, s, "spawn", `{"slot":"1"}`); !ok {
+			t.Fatalf("spawn = %v", r)
+		}
+		if r, ok := handle(t, s, "kill", `{"target":"1"}`); !ok {
+			t.Fatalf("kill = %v", r)
+		}
+	}
+	if r, ok := handle(t, s, "spawn", `{"slot":"1"}`); !ok {
+		t.Fatalf("spawn = %v", r)
+	}
+	host.mu.Lock()
+	first := host.specs[0]
+	host.mu.Unlock()
+	first.OnExit(0, nil)               // the first run's, late
+	first.OnLine(DoneMarker)           // and its done line
+	time.Sleep(300 * time.Millisecond) // an end would have run by now
+	if !s.Running("builder-bg-1") || host.told("builder", "builder-bg-1 ended: "+EndExited) {
+		t.Fatal("a late callback of an earlier run ended the slot's new run")
+	}
+	if k := as[proto.BgKillResult](t)(handle(t, s, "kill", `{"target":"builder-bg-1"}`)); !k.OK {
+		t.Fatalf("kill = %+v", k)
 	}
 }
 
