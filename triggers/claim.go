@@ -243,7 +243,11 @@ func openFailure(path string, err error) error {
 }
 
 // reject moves a claimed file to rejected/ beside a reason file, never
-// overwriting an earlier rejected file.
+// overwriting an earlier rejected file. The reason file, created empty,
+// reserves the name; its code and reason are written once the file is in
+// rejected/, so that a reason that says something always has its file
+// beside it (TestHubTriggerFiles under make test once saw the reason
+// before the file).
 func (s *runState) reject(path, name string, cause error) {
 	code := CodeOf(cause)
 	if code == "" {
@@ -264,14 +268,8 @@ func (s *runState) reject(path, name string, cause error) {
 			s.fsError("reject", name, err)
 			return
 		}
-		_, werr := fmt.Fprintf(rf, "%s\n%s\n", code, reason)
-		if cerr := rf.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr == nil {
-			werr = atomicfile.RenameNoReplace(path, dst)
-		}
-		if werr != nil {
+		if werr := atomicfile.RenameNoReplace(path, dst); werr != nil {
+			_ = rf.Close()
 			_ = os.Remove(dst + ".reason")
 			if errors.Is(werr, fs.ErrExist) {
 				continue
@@ -280,6 +278,13 @@ func (s *runState) reject(path, name string, cause error) {
 				s.fsError("reject", name, werr)
 			}
 			return
+		}
+		_, werr := fmt.Fprintf(rf, "%s\n%s\n", code, reason)
+		if cerr := rf.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			s.fsError("reject reason", name, werr) // the file is in rejected/ all the same
 		}
 		s.w.rejectedN.Add(1)
 		s.w.log.Warn("trigger rejected", "name", name, "as", dstName, "code", code, "reason", reason)
