@@ -21,7 +21,7 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 )
 
-func benchLogger(b *testing.B) *slog.Logger {
+func benchLogger(b testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(b.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
@@ -51,7 +51,7 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 
 // rawConn opens a bare connection to path (created if missing) in WAL mode
 // and applies stmts (pragmas, a table), for the floor benchmarks.
-func rawConn(b *testing.B, path string, stmts ...string) *sqlite.Conn {
+func rawConn(b testing.TB, path string, stmts ...string) *sqlite.Conn {
 	b.Helper()
 	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite|sqlite.OpenCreate|sqlite.OpenWAL)
 	if err != nil {
@@ -67,7 +67,7 @@ func rawConn(b *testing.B, path string, stmts ...string) *sqlite.Conn {
 }
 
 // rawExec runs q with args on conn or fails b.
-func rawExec(b *testing.B, conn *sqlite.Conn, q string, args ...any) {
+func rawExec(b testing.TB, conn *sqlite.Conn, q string, args ...any) {
 	if err := sqlitex.Execute(conn, q, &sqlitex.ExecOptions{Args: args}); err != nil {
 		b.Fatalf("%s: %v", q, err)
 	}
@@ -317,6 +317,22 @@ func BenchmarkSearch(b *testing.B) {
 	reportLatency(b, lat)
 }
 
+// lifecycleMessage is message i of the lifecycle benchmarks, as the
+// broker appends a send (floorRows writes the same rows in plain SQL).
+func lifecycleMessage(id string, i int) *journal.Message {
+	return &journal.Message{MessageID: id, SessionID: "app-session-1", SenderRole: "architect", TargetRole: "builder",
+		Channel: "ws", Header: "ARCH", Seq: int64(i + 1), RawBody: fmt.Sprintf("(ARCH #%d): tests pass", i+1)}
+}
+
+// lifecycleChanges are what the broker records once a listener has been
+// sent message id and has acknowledged it.
+func lifecycleChanges(id string) []journal.Change {
+	return []journal.Change{
+		{MessageID: id, Status: status.Routed, AckStatus: status.DeliveredWebSocket, Event: status.EventDelivered, Detail: map[string]any{"client": 1}},
+		{MessageID: id, Status: status.Acked, AckStatus: status.DeliveredVerified, Event: status.EventAcked, Detail: map[string]any{"by": "builder"}},
+	}
+}
+
 // BenchmarkLifecycleSerial is the ledger's share of #18's serial
 // send→ACK (broker BenchmarkAckedLatency) without sockets or JSON: each
 // message is appended (timed: the ACK waits for this commit), then marked
@@ -329,15 +345,15 @@ func BenchmarkLifecycleSerial(b *testing.B) {
 	lat := make([]time.Duration, 0, b.N)
 	for i := 0; b.Loop(); i++ {
 		id := fmt.Sprint("ls-", i)
-		m := &journal.Message{MessageID: id, SessionID: "app-session-1", SenderRole: "architect", TargetRole: "builder",
-			Channel: "ws", Header: "ARCH", Seq: int64(i + 1), RawBody: fmt.Sprintf("(ARCH #%d): tests pass", i+1)}
+		m := lifecycleMessage(id, i)
 		start := time.Now()
 		if _, err := l.Append(ctx, m); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(start))
-		l.AdvanceAsync(journal.Change{MessageID: id, Status: status.Routed, AckStatus: status.DeliveredWebSocket, Event: status.EventDelivered, Detail: map[string]any{"client": 1}})
-		l.AdvanceAsync(journal.Change{MessageID: id, Status: status.Acked, AckStatus: status.DeliveredVerified, Event: status.EventAcked, Detail: map[string]any{"by": "builder"}})
+		for _, c := range lifecycleChanges(id) {
+			l.AdvanceAsync(c)
+		}
 	}
 	reportLatency(b, lat)
 }
@@ -361,14 +377,14 @@ func BenchmarkLifecyclePipelined(b *testing.B) {
 		if _, err := q.wait(ctx); err != nil {
 			b.Fatal(err)
 		}
-		l.AdvanceAsync(journal.Change{MessageID: q.id, Status: status.Routed, AckStatus: status.DeliveredWebSocket, Event: status.EventDelivered, Detail: map[string]any{"client": 1}})
-		l.AdvanceAsync(journal.Change{MessageID: q.id, Status: status.Acked, AckStatus: status.DeliveredVerified, Event: status.EventAcked, Detail: map[string]any{"by": "builder"}})
+		for _, c := range lifecycleChanges(q.id) {
+			l.AdvanceAsync(c)
+		}
 	}
 	start := time.Now()
 	for i := 0; b.Loop(); i++ {
 		id := fmt.Sprint("lp-", i)
-		m := &journal.Message{MessageID: id, SessionID: "app-session-1", SenderRole: "architect", TargetRole: "builder",
-			Channel: "ws", Header: "ARCH", Seq: int64(i + 1), RawBody: fmt.Sprintf("(ARCH #%d): tests pass", i+1)}
+		m := lifecycleMessage(id, i)
 		wait, err := l.AppendQueued(ctx, m)
 		if err != nil {
 			b.Fatal(err)
@@ -391,41 +407,93 @@ func BenchmarkLifecyclePipelined(b *testing.B) {
 	}
 }
 
+// floorRows writes, in plain SQL on the ledger's own schema, the rows the
+// ledger writes for one message of the lifecycle benchmarks, with values
+// of the same sizes: millisecond timestamps, the event details with the
+// keys and values the ledger writes, 64-hex-digit hashes (precomputed).
+// A floor whose rows are smaller than the ledger's is not its floor.
+type floorRows struct {
+	b    testing.TB
+	conn *sqlite.Conn
+	hash string
+	now  int64
+	// The events' detail_json, as the ledger writes them (EventBrokered,
+	// EventDelivered to client 1, EventAcked by builder).
+	brokered, delivered, acked string
+}
+
+func newFloorRows(b testing.TB) *floorRows {
+	conn, hash := schemaConn(b)
+	now := time.Now().UnixMilli()
+	ms := fmt.Sprint(now)
+	return &floorRows{b: b, conn: conn, hash: hash, now: now,
+		brokered:  `{"ack_status":"","attempt":0,"body_bytes":21,"body_hash":"` + hash + `","error_code":"","status":"brokered","updated_at_ms":` + ms + `}`,
+		delivered: `{"ack_status":"delivered.websocket","attempt":0,"client":1,"error_code":"","status":"routed","updated_at_ms":` + ms + `}`,
+		acked:     `{"ack_status":"delivered.verified","attempt":0,"by":"builder","error_code":"","status":"acked","updated_at_ms":` + ms + `}`,
+	}
+}
+
+// insert writes message i's row and its brokered event, and returns its
+// message_id and row_id.
+func (f *floorRows) insert(prefix string, i int) (string, int64) {
+	id := fmt.Sprint(prefix, i)
+	body := fmt.Sprintf("(ARCH #%d): tests pass", i+1)
+	rawExec(f.b, f.conn, `INSERT INTO comms_journal(message_id, session_id, sender_role, target_role, channel, direction, seq, header, priority,
+ sent_at_ms, brokered_at_ms, raw_body, body_hash, body_bytes, status, ack_status, error_code, attempt, metadata_json, updated_at_ms)
+ VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, id, "app-session-1", "architect", "builder", "ws", "outbound", i+1, "ARCH", "normal",
+		nil, f.now, body, f.hash, len(body), "brokered", "", "", 0, "{}", f.now)
+	row := f.conn.LastInsertRowID()
+	f.event(id, "brokered", f.brokered)
+	return id, row
+}
+
+// settle writes a message's delivered and acked events and its state
+// update.
+func (f *floorRows) settle(id string, row int64) {
+	f.event(id, "delivered", f.delivered)
+	f.event(id, "acked", f.acked)
+	rawExec(f.b, f.conn, "UPDATE comms_journal SET status = ?, ack_status = ?, error_code = ?, attempt = ?, updated_at_ms = ? WHERE row_id = ?", "acked", "delivered.verified", "", 0, f.now, row)
+}
+
+func (f *floorRows) event(id, name, detail string) {
+	rawExec(f.b, f.conn, "INSERT INTO comms_events(message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)", id, name, f.now, detail, f.hash, f.hash)
+}
+
+// count adds n messages, the highest seq maxSeq, to a status's group.
+func (f *floorRows) count(status string, n int64, maxSeq int) {
+	rawExec(f.b, f.conn, `INSERT INTO comms_session_counts(session_id, status, channel, sender_role, n, max_seq) VALUES (?, ?, ?, ?, ?, ?)
+ ON CONFLICT(session_id, status, channel, sender_role) DO UPDATE SET n = n + excluded.n, max_seq = max(max_seq, excluded.max_seq)`,
+		"app-session-1", status, "ws", "architect", n, maxSeq)
+}
+
+// index adds rows from..to to comms_fts.
+func (f *floorRows) index(from, to int64) {
+	rawExec(f.b, f.conn, "INSERT INTO comms_fts(rowid, raw_body) SELECT row_id, raw_body FROM comms_journal WHERE row_id >= ? AND row_id <= ? ORDER BY row_id", from, to)
+}
+
 // BenchmarkRowShapeFloor is the SQLite floor under #18's throughput row:
 // the rows SPEC §9 makes the ledger write for one message that is
 // brokered, delivered and acknowledged (its comms_journal row, three
 // hash-chained comms_events rows, one state UPDATE, its comms_fts entry and
 // the session counts), written with plain SQL into the ledger's own schema
 // by one connection with the ledger's pragmas, 36 messages per transaction
-// (the batch LifecyclePipelined reaches), hashes precomputed. The gap
-// between this and LifecyclePipelined is hm's own work on the writer.
+// (the batch LifecyclePipelined reaches), hashes precomputed (floorRows).
+// Every row of a message is written in one transaction, which the ledger
+// cannot do: its ACK follows the commit of the message's row, and the
+// message is delivered only after that (BenchmarkRowShapeDeferredFloor).
 func BenchmarkRowShapeFloor(b *testing.B) {
-	conn, hash := schemaConn(b)
-	events := []struct{ name, detail string }{
-		{"brokered", `{"ack_status":"","attempt":0,"body_hash":"` + hash + `","error_code":"","status":"brokered","updated_at_ms":1}`},
-		{"delivered", `{"ack_status":"delivered.websocket","attempt":0,"client":1,"error_code":"","status":"routed","updated_at_ms":1}`},
-		{"acked", `{"ack_status":"delivered.verified","attempt":0,"by":"builder","error_code":"","status":"acked","updated_at_ms":1}`},
-	}
+	f := newFloorRows(b)
 	var first, last int64
-	batchedRate(b, conn, 36, "msg", func(i int) {
-		id := fmt.Sprint("rs-", i)
-		rawExec(b, conn, `INSERT INTO comms_journal(message_id, session_id, sender_role, target_role, channel, direction, seq, header, priority,
- sent_at_ms, brokered_at_ms, raw_body, body_hash, body_bytes, status, ack_status, error_code, attempt, metadata_json, updated_at_ms)
- VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, id, "app-session-1", "architect", "builder", "ws", "outbound", i+1, "ARCH", "normal",
-			1, 1, fmt.Sprintf("(ARCH #%d): tests pass", i+1), hash, 20, "brokered", "", "", 0, "{}", 1)
-		last = conn.LastInsertRowID()
+	batchedRate(b, f.conn, 36, "msg", func(i int) {
+		id, row := f.insert("rs-", i)
+		f.settle(id, row)
+		last = row
 		if first == 0 {
-			first = last
+			first = row
 		}
-		for _, e := range events {
-			rawExec(b, conn, "INSERT INTO comms_events(message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)", id, e.name, 1, e.detail, hash, hash)
-		}
-		rawExec(b, conn, "UPDATE comms_journal SET status = ?, ack_status = ?, error_code = ?, attempt = ?, updated_at_ms = ? WHERE row_id = ?", "acked", "delivered.verified", "", 0, 2, last)
-	}, func(_, to int) {
-		rawExec(b, conn, `INSERT INTO comms_session_counts(session_id, status, channel, sender_role, n, max_seq) VALUES (?, ?, ?, ?, ?, ?)
- ON CONFLICT(session_id, status, channel, sender_role) DO UPDATE SET n = n + excluded.n, max_seq = max(max_seq, excluded.max_seq)`,
-			"app-session-1", "acked", "ws", "architect", last-first+1, to)
-		rawExec(b, conn, "INSERT INTO comms_fts(rowid, raw_body) SELECT row_id, raw_body FROM comms_journal WHERE row_id >= ? AND row_id <= ? ORDER BY row_id", first, last)
+	}, func(from, to int) {
+		f.count("acked", last-first+1, to)
+		f.index(first, last)
 		first = 0
 	})
 }
@@ -433,7 +501,7 @@ func BenchmarkRowShapeFloor(b *testing.B) {
 // schemaConn is a bare connection, with the ledger's pragmas, to a new
 // ledger file holding the ledger's schema (made by journal.Open), and a
 // precomputed hash for the floors' chained rows.
-func schemaConn(b *testing.B) (*sqlite.Conn, string) {
+func schemaConn(b testing.TB) (*sqlite.Conn, string) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "ledger.db")
 	l, err := journal.Open(context.Background(), path, journal.Options{Logger: benchLogger(b)})
@@ -446,40 +514,57 @@ func schemaConn(b *testing.B) (*sqlite.Conn, string) {
 	return rawConn(b, path, "PRAGMA synchronous=NORMAL", "PRAGMA temp_store=MEMORY"), fmt.Sprintf("%064x", 0)
 }
 
+// BenchmarkRowShapeDeferredFloor is BenchmarkRowShapeFloor in the order the
+// ledger must write those rows (#36): a message's row, brokered event and
+// count commit first (its ACK waits for that commit); its delivered and
+// acked events and state update commit in the next transaction, with the
+// next batch's new rows, as in LifecyclePipelined. 32 messages per
+// transaction, the batch LifecyclePipelined reaches.
+func BenchmarkRowShapeDeferredFloor(b *testing.B) {
+	f := newFloorRows(b)
+	type row struct {
+		id  string
+		row int64
+	}
+	var prev, cur []row
+	batchedRate(b, f.conn, 32, "msg", func(i int) {
+		id, r := f.insert("rd-", i)
+		cur = append(cur, row{id, r})
+	}, func(from, to int) {
+		for _, p := range prev {
+			f.settle(p.id, p.row)
+		}
+		if len(prev) > 0 {
+			f.count("brokered", -int64(len(prev)), 0)
+			f.count("acked", int64(len(prev)), from)
+		}
+		f.count("brokered", int64(len(cur)), to)
+		f.index(cur[0].row, cur[len(cur)-1].row)
+		prev, cur = append(prev[:0], cur...), cur[:0]
+	})
+}
+
 // BenchmarkSerialRowFloor is the floor of BenchmarkLifecycleSerial (the
 // ledger's share of #18's serial send→ACK) in plain SQL on the ledger's
 // own schema: one IMMEDIATE transaction per message, which an ACK after
 // commit waits for, holding its row, its brokered event and its session
 // count, and the previous message's delivered and acked events and state
 // update (which commit with the next append, as in hm); hashes
-// precomputed, no FTS. p50-µs is that transaction's latency.
+// precomputed, no FTS (floorRows). p50-µs is that transaction's latency.
 func BenchmarkSerialRowFloor(b *testing.B) {
-	conn, hash := schemaConn(b)
-	brokered := `{"ack_status":"","attempt":0,"body_hash":"` + hash + `","error_code":"","status":"brokered","updated_at_ms":1}`
-	delivered := `{"ack_status":"delivered.websocket","attempt":0,"client":1,"error_code":"","status":"routed","updated_at_ms":1}`
-	acked := `{"ack_status":"delivered.verified","attempt":0,"by":"builder","error_code":"","status":"acked","updated_at_ms":1}`
+	f := newFloorRows(b)
 	lat := make([]time.Duration, 0, b.N)
 	var prevID string
 	var prevRow int64
 	for i := 0; b.Loop(); i++ {
-		id := fmt.Sprint("sf-", i)
 		start := time.Now()
-		rawExec(b, conn, "BEGIN IMMEDIATE")
+		rawExec(b, f.conn, "BEGIN IMMEDIATE")
 		if prevID != "" {
-			rawExec(b, conn, "INSERT INTO comms_events(message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)", prevID, "delivered", 1, delivered, hash, hash)
-			rawExec(b, conn, "INSERT INTO comms_events(message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)", prevID, "acked", 1, acked, hash, hash)
-			rawExec(b, conn, "UPDATE comms_journal SET status = ?, ack_status = ?, error_code = ?, attempt = ?, updated_at_ms = ? WHERE row_id = ?", "acked", "delivered.verified", "", 0, 2, prevRow)
+			f.settle(prevID, prevRow)
 		}
-		rawExec(b, conn, `INSERT INTO comms_journal(message_id, session_id, sender_role, target_role, channel, direction, seq, header, priority,
- sent_at_ms, brokered_at_ms, raw_body, body_hash, body_bytes, status, ack_status, error_code, attempt, metadata_json, updated_at_ms)
- VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, id, "app-session-1", "architect", "builder", "ws", "outbound", i+1, "ARCH", "normal",
-			1, 1, fmt.Sprintf("(ARCH #%d): tests pass", i+1), hash, 20, "brokered", "", "", 0, "{}", 1)
-		prevID, prevRow = id, conn.LastInsertRowID()
-		rawExec(b, conn, "INSERT INTO comms_events(message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)", id, "brokered", 1, brokered, hash, hash)
-		rawExec(b, conn, `INSERT INTO comms_session_counts(session_id, status, channel, sender_role, n, max_seq) VALUES (?, ?, ?, ?, ?, ?)
- ON CONFLICT(session_id, status, channel, sender_role) DO UPDATE SET n = n + excluded.n, max_seq = max(max_seq, excluded.max_seq)`,
-			"app-session-1", "brokered", "ws", "architect", 1, i+1)
-		rawExec(b, conn, "COMMIT")
+		prevID, prevRow = f.insert("sf-", i)
+		f.count("brokered", 1, i+1)
+		rawExec(b, f.conn, "COMMIT")
 		lat = append(lat, time.Since(start))
 	}
 	reportLatency(b, lat)
@@ -497,11 +582,12 @@ func BenchmarkEventLogFloor(b *testing.B) {
 	conn := rawConn(b, filepath.Join(b.TempDir(), "events.db"), "PRAGMA synchronous=NORMAL", `CREATE TABLE comms_events (event_id INTEGER PRIMARY KEY, message_id TEXT NOT NULL,
  event TEXT NOT NULL, at_ms INTEGER NOT NULL, detail_json TEXT NOT NULL DEFAULT '{}', prev_hash TEXT NOT NULL, hash TEXT NOT NULL)`)
 	hash := fmt.Sprintf("%064x", 0)
-	detail := `{"ack_status":"delivered.websocket","attempt":0,"client":1,"error_code":"","status":"routed","updated_at_ms":1}`
+	now := time.Now().UnixMilli()
+	detail := fmt.Sprintf(`{"ack_status":"delivered.websocket","attempt":0,"client":1,"error_code":"","status":"routed","updated_at_ms":%d}`, now)
 	batchedRate(b, conn, 36, "msg", func(i int) {
 		id := fmt.Sprint("el-", i)
 		for _, e := range []string{"brokered", "delivered", "acked"} {
-			rawExec(b, conn, "INSERT INTO comms_events(message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)", id, e, 1, detail, hash, hash)
+			rawExec(b, conn, "INSERT INTO comms_events(message_id, event, at_ms, detail_json, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)", id, e, now, detail, hash, hash)
 		}
 	}, nil)
 }
