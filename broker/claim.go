@@ -17,6 +17,7 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/ground/msgid"
+	"hm/internal/ground/status"
 	"hm/journal"
 	"hm/roles"
 )
@@ -246,4 +247,47 @@ func (c *conn) sendProtoError(err error, requestID string) {
 		msg = pe.Message
 	}
 	c.sendError(proto.CodeOf(err), msg, requestID, "")
+}
+
+// errNotPrinted refuses a hook note's id (RecordPrinted).
+var errNotPrinted = errors.New("not the note's role's, or no longer brokered")
+
+// RecordPrinted records what a hook printed into role's agent under an
+// earlier hub that died before the hook's claim-ack reached it (the hook's
+// note, internal/ground/hooknote): each id that is role's message and is
+// still brokered, untouched since it was claimed, becomes
+// delivered.context (detail hook: hook, and recovered), checked and
+// written in one ledger transaction. The hub runs it before Recover
+// re-routes what is pending. It returns the ids recorded.
+func (b *Broker) RecordPrinted(role, hook string, ids []string) []string {
+	check := func(m journal.Message) error {
+		if m.TargetRole != role || m.Status != status.Brokered || m.AckStatus != "" {
+			return errNotPrinted
+		}
+		return nil
+	}
+	var mu sync.Mutex
+	var recorded []string
+	var wg sync.WaitGroup
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
+		c := journal.Context(id, role, hook)
+		c.Detail["recovered"] = "hook note"
+		wg.Add(1)
+		queued := b.deps.Ledger.AdvanceThen(c, check, func(err error) {
+			defer wg.Done()
+			if err != nil {
+				b.log.Debug("hook note: not recorded", "id", id, "role", role, "err", err)
+				return
+			}
+			b.wake(id)
+			mu.Lock()
+			recorded = append(recorded, id)
+			mu.Unlock()
+		})
+		if !queued {
+			wg.Done()
+		}
+	}
+	wg.Wait()
+	return recorded
 }

@@ -342,3 +342,39 @@ func TestReceipt(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordPrinted: a hook note's ids (what a hook printed under a hub
+// that died before its claim-ack) become delivered.context only when the
+// message is the note's role's and still brokered; anything that went
+// on meanwhile, another role's message or an unknown id is left alone.
+func TestRecordPrinted(t *testing.T) {
+	t.Parallel()
+	q := newQueuePanes()
+	h := newHarness(t, withQueuePanes(q))
+	arch := h.as("architect", false)
+	for _, id := range []string{"p1", "p2", "acked"} {
+		send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "builder", Content: "hello " + id, MessageID: id})
+	}
+	send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "oracle", Content: "not builder's", MessageID: "o1"})
+	builder := h.as("builder", false)
+	request[proto.ReceiptResult](t, builder, proto.TypeReceipt, "r", proto.Receipt{MessageIDs: []string{"acked"}, Hook: "claude UserPromptSubmit"})
+	got := h.b.RecordPrinted("builder", "claude Stop", []string{"p2", "p1", "p1", "acked", "o1", "nope"})
+	if !slices.Equal(got, []string{"p1", "p2"}) && !slices.Equal(got, []string{"p2", "p1"}) {
+		t.Errorf("RecordPrinted = %v, want p1 and p2", got)
+	}
+	for _, tc := range []struct {
+		id  string
+		ack status.Stage
+	}{{"p1", status.DeliveredContext}, {"p2", status.DeliveredContext}, {"acked", status.DeliveredVerified}, {"o1", ""}} {
+		m, err := h.ledger.Get(context.Background(), tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.AckStatus != tc.ack {
+			t.Errorf("%s: %s/%s, want ack status %q", tc.id, m.Status, m.AckStatus, tc.ack)
+		}
+	}
+	if again := h.b.RecordPrinted("builder", "claude Stop", []string{"p1"}); len(again) != 0 {
+		t.Errorf("a second note for p1 recorded %v, want nothing (once)", again)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"hm/broker/proto"
 	"hm/internal/client"
+	"hm/internal/ground/hooknote"
 	"hm/internal/ground/layout"
 	"hm/internal/hook"
 )
@@ -132,7 +133,13 @@ func runHook(ctx context.Context, env Env, args []string) int {
 		ack.State = hook.StateBusy
 	}
 	payload, _ := json.Marshal(ack)
-	_ = cl.Request(actx, proto.Frame{Type: proto.TypeClaimAck, RequestID: "hook-ack", Payload: payload}, proto.TypeResponse, nil)
+	err = cl.Request(actx, proto.Frame{Type: proto.TypeClaimAck, RequestID: "hook-ack", Payload: payload}, proto.TypeResponse, nil)
+	if err != nil && len(out.Emitted) > 0 {
+		// The agent has them, the hub may never hear it (killed before the
+		// claim-ack): the next hub reads this before it re-routes them.
+		// (Nothing on stderr if it cannot be written: a hook never fails.)
+		_ = hooknote.Write(cfg.layout.HookNotes(), hooknote.Note{Role: res.Role, Hook: ev.String(), IDs: out.Emitted})
+	}
 	return exit
 }
 

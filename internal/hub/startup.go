@@ -2,9 +2,11 @@ package hub
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"hm/broker"
+	"hm/internal/ground/hooknote"
 	"hm/internal/ground/msgid"
 	"hm/journal/report"
 	"hm/roles"
@@ -30,6 +32,7 @@ func (h *Hub) startup(ctx context.Context) {
 	if h.panes != nil {
 		h.greet(ctx, h.Team().Members(), briefing, now)
 	}
+	h.readHookNotes()
 	delivered, expired, err := h.Broker.Recover(ctx)
 	if err != nil {
 		h.log.Error("recover pending messages", "err", err)
@@ -63,6 +66,32 @@ func (h *Hub) greet(ctx context.Context, ms []roles.Member, briefing []byte, now
 		if _, err := h.Broker.Submit(ctx, broker.Submission{From: roles.RoleSystem, Target: m.Role, Content: content, Raw: true,
 			Channel: broker.ChannelSystem, MessageID: msgid.Session(h.Session, m.Role), HubID: true, SessionScoped: true}); err != nil {
 			h.log.Warn("startup message", "role", m.Role, "err", err)
+		}
+	}
+}
+
+// readHookNotes records what hooks printed into their agents' context
+// under an earlier hub that died before their claim-acks reached it
+// (internal/ground/hooknote), before Recover re-routes what is pending: a
+// message the agent has is not handed to it again. Each note is removed
+// once read; one that cannot be read is logged and removed (it would fail
+// the same way at every start).
+func (h *Hub) readHookNotes() {
+	notes, err := hooknote.Read(h.Layout.HookNotes())
+	if err != nil {
+		h.log.Warn("hook notes", "err", err)
+		return
+	}
+	for _, f := range notes {
+		if f.Err != nil {
+			h.log.Warn("hook note dropped", "file", f.Path, "err", f.Err)
+		} else {
+			got := h.Broker.RecordPrinted(f.Note.Role, f.Note.Hook, f.Note.IDs)
+			h.log.Info("a hook printed these before the hub that leased them died: delivered.context",
+				"role", f.Note.Role, "hook", f.Note.Hook, "recorded", got, "noted", len(f.Note.IDs))
+		}
+		if err := os.Remove(f.Path); err != nil {
+			h.log.Warn("hook note", "err", err)
 		}
 	}
 }

@@ -70,6 +70,7 @@ func (l Layout) Token() string       { return filepath.Join(l.Runtime(), "hub-to
 func (l Layout) LedgerKey() string   { return filepath.Join(l.Runtime(), "ledger-key") }
 func (l Layout) HubLog() string      { return filepath.Join(l.Runtime(), "hub.log") }
 func (l Layout) PaneLogs() string    { return filepath.Join(l.Runtime(), "panes") }
+func (l Layout) HookNotes() string   { return filepath.Join(l.Runtime(), "hook-notes") }
 func (l Layout) Handoffs() string    { return filepath.Join(l.State(), "handoffs") }
 func (l Layout) Briefing() string    { return filepath.Join(l.Handoffs(), "briefing.md") }
 func (l Layout) Session() string     { return filepath.Join(l.Handoffs(), "session.md") }

@@ -1,0 +1,123 @@
+// Package hooknote keeps what `hm hook` printed into its agent's context
+// when the hub that leased those messages could not be told: the hook
+// claims, prints, then sends the claim-ack; a hub killed between the two
+// never records delivered.context, and the hub after it would hand the
+// messages to the agent again. The hook leaves a note instead, and the
+// next hub reads it before it re-routes what earlier hubs left pending
+// (docs/protocol.md §14, "The claim rule").
+package hooknote
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"hm/internal/ground/atomicfile"
+)
+
+// Note is one hook run's printed messages.
+type Note struct {
+	Role string   `json:"role"` // the role the hook claimed as (the hub's answer)
+	Hook string   `json:"hook"` // the hook, e.g. "claude PostToolUse"
+	IDs  []string `json:"ids"`  // what it printed, in order
+	AtMs int64    `json:"atMs"` // when it printed them
+}
+
+// maxBytes bounds a note the hub reads (a claim's ids fit many times
+// over); suffix ends a note's file name.
+const (
+	maxBytes = 64 << 10
+	suffix   = ".json"
+)
+
+// Write leaves n in dir (created 0700), in a file of its own, 0600.
+func Write(dir string, n Note) error {
+	if err := n.valid(); err != nil {
+		return err
+	}
+	if n.AtMs == 0 {
+		n.AtMs = time.Now().UnixMilli()
+	}
+	data, err := json.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("hook note: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("hook note: %w", err)
+	}
+	name := strconv.FormatInt(time.Now().UnixNano(), 10) + "-" + strconv.Itoa(os.Getpid()) + suffix
+	return atomicfile.WriteNew(filepath.Join(dir, name), data, 0o600)
+}
+
+func (n Note) valid() error {
+	switch {
+	case n.Role == "" || n.Hook == "":
+		return errors.New("hook note: no role or hook")
+	case len(n.IDs) == 0:
+		return errors.New("hook note: no ids")
+	}
+	for _, id := range n.IDs {
+		if id == "" || len(id) > 256 {
+			return fmt.Errorf("hook note: bad id %q", id)
+		}
+	}
+	return nil
+}
+
+// Found is one note file: its note, or why it cannot be read.
+type Found struct {
+	Path string
+	Note Note
+	Err  error
+}
+
+// Read lists the notes in dir, oldest first (none when dir does not
+// exist). Files that are not notes (other names, directories, links) are
+// left alone; a note file that cannot be read or parsed is listed with
+// its Err.
+func Read(dir string) ([]Found, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hook notes: %w", err)
+	}
+	var out []Found
+	for _, e := range entries { // ReadDir sorts by name: by time written
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), suffix) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		n, err := readNote(path)
+		out = append(out, Found{Path: path, Note: n, Err: err})
+	}
+	return out, nil
+}
+
+func readNote(path string) (Note, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Note{}, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
+	if err != nil {
+		return Note{}, err
+	}
+	if len(data) > maxBytes {
+		return Note{}, fmt.Errorf("hook note over %d bytes", maxBytes)
+	}
+	var n Note
+	if err := json.Unmarshal(data, &n); err != nil {
+		return Note{}, fmt.Errorf("hook note: %w", err)
+	}
+	return n, n.valid()
+}
