@@ -50,6 +50,14 @@ type hookHub struct {
 
 func startHookHub(t *testing.T, settings string) *hookHub {
 	t.Helper()
+	hh, _ := startHookHubStop(t, settings)
+	return hh
+}
+
+// startHookHubStop is startHookHub that also returns what stops the hub
+// (as hubtest.Start's stop); hookHubAgain starts another on its root.
+func startHookHubStop(t *testing.T, settings string) (*hookHub, func()) {
+	t.Helper()
 	root := t.TempDir()
 	lay := layout.Layout{Root: root}
 	if err := lay.Ensure(); err != nil {
@@ -58,10 +66,19 @@ func startHookHub(t *testing.T, settings string) *hookHub {
 	if err := os.WriteFile(lay.Settings(), []byte(settings), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h, _ := hubtest.Start(t, root, hub.Options{HandoffEvery: time.Hour,
-		PaneMinBackoff: 50 * time.Millisecond, PaneMaxBackoff: 200 * time.Millisecond, StopGracePeriod: time.Second})
+	h, stop := hubtest.Start(t, root, hookHubOptions)
+	return &hookHub{Hub: h, root: root}, stop
+}
+
+// hookHubAgain starts a new hub on root, as `hm up` after the last hub died.
+func hookHubAgain(t *testing.T, root string) *hookHub {
+	t.Helper()
+	h, _ := hubtest.Start(t, root, hookHubOptions)
 	return &hookHub{Hub: h, root: root}
 }
+
+var hookHubOptions = hub.Options{HandoffEvery: time.Hour,
+	PaneMinBackoff: 50 * time.Millisecond, PaneMaxBackoff: 200 * time.Millisecond, StopGracePeriod: time.Second}
 
 // env is the environment of the builder pane's CLI, and so of its hooks.
 func (hh *hookHub) env() map[string]string {

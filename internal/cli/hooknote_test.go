@@ -13,8 +13,6 @@ import (
 	"hm/internal/ground/layout"
 	"hm/internal/ground/poll"
 	"hm/internal/ground/status"
-	"hm/internal/hub"
-	"hm/internal/hub/hubtest"
 )
 
 // writerFunc is an io.Writer of a function.
@@ -31,17 +29,8 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // then removes the note.
 func TestHookNoteOutlivesTheHub(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	lay := layout.Layout{Root: root}
-	if err := lay.Ensure(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(lay.Settings(), []byte(neverReady), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	opts := hub.Options{HandoffEvery: time.Hour, PaneMinBackoff: 50 * time.Millisecond, PaneMaxBackoff: 200 * time.Millisecond, StopGracePeriod: time.Second}
-	h, stop := hubtest.Start(t, root, opts)
-	hh := &hookHub{Hub: h, root: root}
+	hh, stop := startHookHubStop(t, neverReady)
+	lay := layout.Layout{Root: hh.root}
 	hh.drainSession(t)
 	sendTo(t, hh.sender(t, "architect"), "builder", "noted-1", "(ARCH #1): printed as the hub died")
 	hh.waitQueued(t, 1)
@@ -70,7 +59,7 @@ func TestHookNoteOutlivesTheHub(t *testing.T) {
 		t.Errorf("note file: %v %v, want mode 0600", fi.Mode(), err)
 	}
 
-	h2, _ := hubtest.Start(t, root, opts)
+	h2 := hookHubAgain(t, hh.root)
 	poll.For(t, 20*time.Second, func() error {
 		m, err := h2.Ledger.Get(context.Background(), "noted-1")
 		if err != nil {
