@@ -31,10 +31,12 @@ type Note struct {
 }
 
 // maxBytes bounds a note the hub reads (a claim's ids fit many times
-// over); suffix ends a note's file name.
+// over), maxName its role and hook (the ledger's detail keeps the hook);
+// suffix ends a note's file name.
 const (
 	maxBytes = 64 << 10
 	suffix   = ".json"
+	maxName  = 80
 )
 
 // Write leaves n in dir (created 0700), in a file of its own, 0600.
@@ -60,6 +62,8 @@ func (n Note) valid() error {
 	switch {
 	case n.Role == "" || n.Hook == "":
 		return errors.New("hook note: no role or hook")
+	case len(n.Role) > maxName || len(n.Hook) > maxName:
+		return fmt.Errorf("hook note: a role or hook over %d bytes", maxName)
 	case len(n.IDs) == 0:
 		return errors.New("hook note: no ids")
 	}

@@ -42,6 +42,8 @@ func TestWriteRefuses(t *testing.T) {
 		{Role: "builder", Hook: "claude Stop"},
 		{Role: "builder", Hook: "claude Stop", IDs: []string{""}},
 		{Role: "builder", Hook: "claude Stop", IDs: []string{strings.Repeat("x", 257)}},
+		{Role: "builder", Hook: strings.Repeat("h", 81), IDs: []string{"m"}},
+		{Role: strings.Repeat("r", 81), Hook: "claude Stop", IDs: []string{"m"}},
 	} {
 		dir := t.TempDir()
 		if err := Write(dir, n); err == nil {
