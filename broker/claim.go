@@ -11,6 +11,7 @@ package broker
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -250,44 +251,50 @@ func (c *conn) sendProtoError(err error, requestID string) {
 }
 
 // errNotPrinted refuses a hook note's id (RecordPrinted).
-var errNotPrinted = errors.New("not the note's role's, or no longer brokered")
+var errNotPrinted = errors.New("not the note's role's, brokered after the note, or no longer brokered")
 
-// RecordPrinted records what a hook printed into role's agent under an
-// earlier hub that died before the hook's claim-ack reached it (the hook's
-// note, internal/ground/hooknote): each id that is role's message and is
-// still brokered, untouched since it was claimed, becomes
-// delivered.context (detail hook: hook, and recovered), checked and
-// written in one ledger transaction. The hub runs it before Recover
-// re-routes what is pending. It returns the ids recorded.
-func (b *Broker) RecordPrinted(role, hook string, ids []string) []string {
+// RecordPrinted records what a hook printed into role's agent at atMs
+// (Unix ms) under an earlier hub that died before the hook's claim-ack
+// reached it (the hook's note, internal/ground/hooknote): each id that is
+// role's message, brokered before atMs and still brokered, untouched since
+// it was claimed, becomes delivered.context (journal.ContextFromNote),
+// checked and written in one ledger transaction. The hub runs it at start,
+// before anything is re-routed. It returns the ids recorded, and an error
+// when the ledger could not record one (the note is then kept).
+func (b *Broker) RecordPrinted(role, hook string, atMs int64, ids []string) ([]string, error) {
 	check := func(m journal.Message) error {
-		if m.TargetRole != role || m.Status != status.Brokered || m.AckStatus != "" {
+		if m.TargetRole != role || m.BrokeredAtMs > atMs || m.Status != status.Brokered || m.AckStatus != "" {
 			return errNotPrinted
 		}
 		return nil
 	}
 	var mu sync.Mutex
 	var recorded []string
+	var failed error
 	var wg sync.WaitGroup
 	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
-		c := journal.Context(id, role, hook)
-		c.Detail["recovered"] = "hook note"
 		wg.Add(1)
-		queued := b.deps.Ledger.AdvanceThen(c, check, func(err error) {
+		queued := b.deps.Ledger.AdvanceThen(journal.ContextFromNote(id, role, hook), check, func(err error) {
 			defer wg.Done()
-			if err != nil {
-				b.log.Debug("hook note: not recorded", "id", id, "role", role, "err", err)
-				return
-			}
-			b.wake(id)
 			mu.Lock()
-			recorded = append(recorded, id)
-			mu.Unlock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, errNotPrinted) || errors.Is(err, journal.ErrNotFound):
+				b.log.Debug("hook note: not recorded", "id", id, "role", role, "err", err)
+			case err != nil:
+				failed = cmp.Or(failed, fmt.Errorf("record %s from a hook note: %w", id, err))
+			default:
+				recorded = append(recorded, id)
+				b.wake(id)
+			}
 		})
 		if !queued {
 			wg.Done()
+			mu.Lock()
+			failed = cmp.Or(failed, fmt.Errorf("record %s from a hook note: %w", id, journal.ErrClosed))
+			mu.Unlock()
 		}
 	}
 	wg.Wait()
-	return recorded
+	return recorded, failed
 }

@@ -3,6 +3,7 @@ package broker_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"hm/internal/client"
 	"hm/internal/ground/poll"
 	"hm/internal/ground/status"
+	"hm/journal"
 )
 
 // queuePanes keeps what is delivered to a pane in its queue (nothing is
@@ -345,28 +347,51 @@ func TestReceipt(t *testing.T) {
 
 // TestRecordPrinted: a hook note's ids (what a hook printed under a hub
 // that died before its claim-ack) become delivered.context only when the
-// message is the note's role's and still brokered; anything that went
-// on meanwhile, another role's message or an unknown id is left alone.
+// message is the note's role's, was brokered before the note and is still
+// brokered and untouched; anything that went on meanwhile (typed, stuck,
+// acked), another role's message, an unknown id and a second note for the
+// same id are left alone.
 func TestRecordPrinted(t *testing.T) {
 	t.Parallel()
 	q := newQueuePanes()
 	h := newHarness(t, withQueuePanes(q))
+	ctx := context.Background()
 	arch := h.as("architect", false)
-	for _, id := range []string{"p1", "p2", "acked"} {
+	for _, id := range []string{"p1", "p2", "typed", "stuck", "acked", "late"} {
 		send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "builder", Content: "hello " + id, MessageID: id})
 	}
 	send(t, arch, proto.Frame{Type: proto.TypeSend, Target: "oracle", Content: "not builder's", MessageID: "o1"})
+	for _, c := range []journal.Change{journal.Typed("typed", "builder"), journal.Stuck("stuck", "builder", errors.New("no echo"))} {
+		if _, err := h.ledger.Advance(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
 	builder := h.as("builder", false)
 	request[proto.ReceiptResult](t, builder, proto.TypeReceipt, "r", proto.Receipt{MessageIDs: []string{"acked"}, Hook: "claude UserPromptSubmit"})
-	got := h.b.RecordPrinted("builder", "claude Stop", []string{"p2", "p1", "p1", "acked", "o1", "nope"})
-	if !slices.Equal(got, []string{"p1", "p2"}) && !slices.Equal(got, []string{"p2", "p1"}) {
-		t.Errorf("RecordPrinted = %v, want p1 and p2", got)
+	now := time.Now().UnixMilli()
+	for _, tc := range []struct {
+		name string
+		atMs int64
+		ids  []string
+		want []string
+	}{
+		{"a note", now, []string{"p2", "p1", "p1", "typed", "stuck", "acked", "o1", "nope"}, []string{"p1", "p2"}},
+		{"the same ids again", now, []string{"p1", "p2"}, nil},
+		{"written before the message was brokered", 1, []string{"late"}, nil},
+	} {
+		got, err := h.b.RecordPrinted("builder", "claude Stop", tc.atMs, tc.ids)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: RecordPrinted = %v, %v; want %v", tc.name, got, err, tc.want)
+		}
 	}
 	for _, tc := range []struct {
 		id  string
 		ack status.Stage
-	}{{"p1", status.DeliveredContext}, {"p2", status.DeliveredContext}, {"acked", status.DeliveredVerified}, {"o1", ""}} {
-		m, err := h.ledger.Get(context.Background(), tc.id)
+	}{
+		{"p1", status.DeliveredContext}, {"p2", status.DeliveredContext}, {"typed", status.Typed}, {"stuck", status.Stuck},
+		{"acked", status.DeliveredVerified}, {"late", ""}, {"o1", ""},
+	} {
+		m, err := h.ledger.Get(ctx, tc.id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -374,7 +399,8 @@ func TestRecordPrinted(t *testing.T) {
 			t.Errorf("%s: %s/%s, want ack status %q", tc.id, m.Status, m.AckStatus, tc.ack)
 		}
 	}
-	if again := h.b.RecordPrinted("builder", "claude Stop", []string{"p1"}); len(again) != 0 {
-		t.Errorf("a second note for p1 recorded %v, want nothing (once)", again)
+	evs, err := h.ledger.Events(ctx, "p1")
+	if err != nil || !strings.Contains(string(evs[len(evs)-1].Detail), `"from":"hook note"`) {
+		t.Errorf("p1's last event %v %v, want context from the hook note", evs, err)
 	}
 }

@@ -41,6 +41,7 @@ var changeRules = []ChangeRule{
 	{Name: "Shown", Event: status.EventShown, Status: status.Routed, Stages: []status.Stage{status.AcceptedUnverified}},
 	{Name: "Delivered", Event: status.EventDelivered, Status: status.Routed, Stages: []status.Stage{status.DeliveredWebSocket}, Keys: []string{"client"}, Optional: []string{"reoffer"}},
 	{Name: "Context", Event: status.EventContext, Status: status.Routed, Stages: []status.Stage{status.DeliveredContext}, Keys: []string{"pane"}, Optional: []string{"hook"}},
+	{Name: "ContextFromNote", Event: status.EventContext, Status: status.Routed, Stages: []status.Stage{status.DeliveredContext}, Keys: []string{"pane", "hook", "from"}},
 	{Name: "Acked", Event: status.EventAcked, Status: status.Acked, Stages: []status.Stage{status.DeliveredVerified}, Keys: []string{"by"}, Optional: []string{"hook"}},
 	{Name: "Merged", Event: status.EventMerged, Status: status.Acked, Stages: []status.Stage{status.DeliveredVerified}, Keys: []string{"by", "with"}, Optional: []string{"hook"}},
 	{Name: "TelegramSent", Event: status.EventTelegramSent, Status: status.Routed, Stages: []status.Stage{status.DeliveredVerified}},
@@ -153,6 +154,16 @@ func Context(id, pane, hook string) Change {
 		d["hook"] = hook
 	}
 	return Change{MessageID: id, Status: status.Routed, AckStatus: status.DeliveredContext, Event: status.EventContext, Detail: d}
+}
+
+// ContextFromNote: hook put id in pane's agent context under a hub that
+// died before the hook's claim-ack reached it; the next hub found it in
+// the hook's note (hooknote).
+func ContextFromNote(id, pane, hook string) Change {
+	c := Context(id, pane, hook)
+	c.Detail["hook"] = hook
+	c.Detail["from"] = "hook note"
+	return c
 }
 
 // Acked: a message-ack or a receipt by role by (hook: the receipt's hook,

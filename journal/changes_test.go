@@ -38,6 +38,7 @@ func TestChangeRules(t *testing.T) {
 		{"Delivered", Delivered("m", 3, true)},
 		{"Context", Context("m", "builder", "")},
 		{"Context", Context("m", "builder", "claude Stop --wait")},
+		{"ContextFromNote", ContextFromNote("m", "builder", "claude PostToolUse")},
 		{"Acked", Acked("m", "builder", "")},
 		{"Acked", Acked("m", "builder", "claude UserPromptSubmit")},
 		{"Merged", Merged("m", "builder", "", []string{"n"})},

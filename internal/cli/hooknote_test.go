@@ -75,8 +75,13 @@ func TestHookNoteOutlivesTheHub(t *testing.T) {
 	for _, e := range evs {
 		names = append(names, string(e.Event))
 	}
-	if !slices.Equal(names, []string{string(status.EventBrokered), string(status.EventContext)}) || !strings.Contains(string(evs[len(evs)-1].Detail), `"recovered":"hook note"`) {
+	if !slices.Equal(names, []string{string(status.EventBrokered), string(status.EventContext)}) || !strings.Contains(string(evs[len(evs)-1].Detail), `"from":"hook note"`) {
 		t.Errorf("noted-1's events %v (last %s), want brokered then context, recovered from the note", names, evs[len(evs)-1].Detail)
+	}
+	// Nothing of it is left for the new hub's hooks (or pane) to hand out.
+	h2hook := &hookHub{Hub: h2.Hub, root: hh.root}
+	if out := h2hook.hook(t, "claude", "PostToolUse", []byte("{}")); strings.Contains(out, "[hm:noted-1]") {
+		t.Errorf("a hook under the new hub printed noted-1 again:\n%s", out)
 	}
 	if left, _ := hooknote.Read(lay.HookNotes()); len(left) != 0 {
 		t.Errorf("notes left after the next hub read them: %+v", left)

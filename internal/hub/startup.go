@@ -15,6 +15,9 @@ import (
 // startup types each pane's first message (session line, brief, briefing)
 // and re-routes what earlier sessions left pending.
 func (h *Hub) startup(ctx context.Context) {
+	// First of all: a message a hook printed is not expired, listed as
+	// pending or re-routed.
+	h.readHookNotes()
 	now := time.Now()
 	// Messages too old to deliver late are failed first, so the briefing
 	// lists them as expired_session failures (SPEC §10), not as pending.
@@ -32,7 +35,6 @@ func (h *Hub) startup(ctx context.Context) {
 	if h.panes != nil {
 		h.greet(ctx, h.Team().Members(), briefing, now)
 	}
-	h.readHookNotes()
 	delivered, expired, err := h.Broker.Recover(ctx)
 	if err != nil {
 		h.log.Error("recover pending messages", "err", err)
@@ -72,10 +74,11 @@ func (h *Hub) greet(ctx context.Context, ms []roles.Member, briefing []byte, now
 
 // readHookNotes records what hooks printed into their agents' context
 // under an earlier hub that died before their claim-acks reached it
-// (internal/ground/hooknote), before Recover re-routes what is pending: a
-// message the agent has is not handed to it again. Each note is removed
-// once read; one that cannot be read is logged and removed (it would fail
-// the same way at every start).
+// (internal/ground/hooknote), before anything pending is expired, listed
+// or re-routed: a message the agent has is not handed to it again. A note
+// is removed once recorded, and one that cannot be read is logged and
+// removed (it would fail the same way at every start); one the ledger
+// could not record is kept for the next start.
 func (h *Hub) readHookNotes() {
 	notes, err := hooknote.Read(h.Layout.HookNotes())
 	if err != nil {
@@ -86,12 +89,17 @@ func (h *Hub) readHookNotes() {
 		if f.Err != nil {
 			h.log.Warn("hook note dropped", "file", f.Path, "err", f.Err)
 		} else {
-			got := h.Broker.RecordPrinted(f.Note.Role, f.Note.Hook, f.Note.IDs)
+			n := f.Note
+			got, err := h.Broker.RecordPrinted(n.Role, n.Hook, n.AtMs, n.IDs)
+			if err != nil {
+				h.log.Warn("hook note kept for the next start", "file", f.Path, "err", err)
+				continue
+			}
 			h.log.Info("a hook printed these before the hub that leased them died: delivered.context",
-				"role", f.Note.Role, "hook", f.Note.Hook, "recorded", got, "noted", len(f.Note.IDs))
+				"file", f.Path, "role", n.Role, "hook", n.Hook, "recorded", got, "noted", len(n.IDs))
 		}
 		if err := os.Remove(f.Path); err != nil {
-			h.log.Warn("hook note", "err", err)
+			h.log.Warn("hook note", "file", f.Path, "err", err)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"hm/internal/ground/atomicfile"
@@ -39,7 +40,8 @@ const (
 	maxName  = 80
 )
 
-// Write leaves n in dir (created 0700), in a file of its own, 0600.
+// Write leaves n in dir (made 0700 when missing; never through a link),
+// in a file of its own, 0600.
 func Write(dir string, n Note) error {
 	if err := n.valid(); err != nil {
 		return err
@@ -51,11 +53,28 @@ func Write(dir string, n Note) error {
 	if err != nil {
 		return fmt.Errorf("hook note: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("hook note: %w", err)
+	if err := ownDir(dir); err != nil {
+		return err
 	}
 	name := strconv.FormatInt(time.Now().UnixNano(), 10) + "-" + strconv.Itoa(os.Getpid()) + suffix
 	return atomicfile.WriteNew(filepath.Join(dir, name), data, 0o600)
+}
+
+// ownDir makes dir (its parent must exist: the hub's layout made it) and
+// refuses one that is not a directory of its own, a symbolic link
+// included: a note is never written through a link.
+func ownDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("hook note: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("hook note: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("hook note: %s is not a directory (%s)", dir, fi.Mode().Type())
+	}
+	return nil
 }
 
 func (n Note) valid() error {
@@ -106,12 +125,25 @@ func Read(dir string) ([]Found, error) {
 	return out, nil
 }
 
+// readNote reads one note, opened without following a link or blocking
+// on a FIFO swapped in after Read listed it, and only when it is a regular
+// file of this user's.
 func readNote(path string) (Note, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return Note{}, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Note{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return Note{}, fmt.Errorf("hook note: not a regular file (%s)", fi.Mode().Type())
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return Note{}, fmt.Errorf("hook note: owned by uid %d, not by the hub's user", st.Uid)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
 	if err != nil {
 		return Note{}, err

@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestWriteRead(t *testing.T) {
@@ -52,6 +54,41 @@ func TestWriteRefuses(t *testing.T) {
 		if es, _ := os.ReadDir(dir); len(es) != 0 {
 			t.Errorf("Write(%+v) left %d files", n, len(es))
 		}
+	}
+}
+
+// TestNoLinksNoFIFOs: a note is never written through a link put where
+// its directory goes, and a FIFO swapped in for a note is refused without
+// blocking.
+func TestNoLinksNoFIFOs(t *testing.T) {
+	base := t.TempDir()
+	elsewhere := t.TempDir()
+	dir := filepath.Join(base, "notes")
+	if err := os.Symlink(elsewhere, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(dir, Note{Role: "builder", Hook: "claude Stop", IDs: []string{"m"}}); err == nil {
+		t.Error("Write through a symbolic link = nil, want an error")
+	}
+	if es, _ := os.ReadDir(elsewhere); len(es) != 0 {
+		t.Errorf("Write left %d files where the link points", len(es))
+	}
+	if err := Write(filepath.Join(base, "missing", "notes"), Note{Role: "builder", Hook: "claude Stop", IDs: []string{"m"}}); err == nil {
+		t.Error("Write with a missing parent = nil, want an error (it makes the last directory only)")
+	}
+	fifo := filepath.Join(base, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := readNote(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("readNote of a FIFO = nil, want an error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("readNote blocked on a FIFO")
 	}
 }
 

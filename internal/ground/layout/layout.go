@@ -99,7 +99,7 @@ func (l Layout) EnvFile() string { return filepath.Join(l.Root, ".env") }
 // runtime/ as links out of the root: that is refused (checkInside), so hm
 // never writes, appends or chmods outside the root.
 func (l Layout) Ensure() error {
-	return l.ensure(l.State(), l.Triggers(), filepath.Join(l.Triggers(), "rejected"), l.Runtime(), l.PaneLogs(), l.Handoffs(), filepath.Join(l.State(), "coord"), l.FullMessages())
+	return l.ensure(l.State(), l.Triggers(), filepath.Join(l.Triggers(), "rejected"), l.Runtime(), l.PaneLogs(), l.HookNotes(), l.Handoffs(), filepath.Join(l.State(), "coord"), l.FullMessages())
 }
 
 // EnsureTriggers creates .squidrun/ (with its .gitignore) and triggers/
@@ -124,7 +124,7 @@ func (l Layout) ensure(dirs ...string) error {
 			return fmt.Errorf("chmod %s: %w", d, err)
 		}
 	}
-	for _, d := range []string{l.Runtime(), l.PaneLogs()} {
+	for _, d := range []string{l.Runtime(), l.PaneLogs(), l.HookNotes()} {
 		if err := noLinksIn(d); err != nil {
 			return err
 		}
