@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"hm/internal/ground/atomicfile"
+	"hm/internal/ground/safeopen"
 	"hm/internal/ground/status"
 )
 
@@ -155,7 +156,7 @@ func (s *runState) done(id string) {
 // read returns the file's bytes, or a RejectError for files that are too
 // large, not regular or cannot be opened.
 func (s *runState) read(path string) ([]byte, fs.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := safeopen.Open(path)
 	if err != nil {
 		return nil, nil, openFailure(path, err)
 	}

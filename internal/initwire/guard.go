@@ -20,6 +20,7 @@ import (
 	"syscall"
 
 	"hm/internal/ground/layout"
+	"hm/internal/ground/safeopen"
 )
 
 // ownFile: what lstat (or fstat) found is a file hm init may have written
@@ -41,7 +42,7 @@ func links(fi fs.FileInfo) uint64 {
 // FIFO) and refused unless ownFile. rel names it in errors; a missing file
 // is an error wrapping fs.ErrNotExist.
 func readOwn(p, rel string) ([]byte, fs.FileMode, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := safeopen.Open(p)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, 0, notOwn(p, rel)
 	}

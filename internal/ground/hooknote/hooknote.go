@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"hm/internal/ground/atomicfile"
+	"hm/internal/ground/safeopen"
 )
 
 // Note is one hook run's printed messages.
@@ -129,7 +130,7 @@ func Read(dir string) ([]Found, error) {
 // on a FIFO swapped in after Read listed it, and only when it is a regular
 // file of this user's.
 func readNote(path string) (Note, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := safeopen.Open(path)
 	if err != nil {
 		return Note{}, err
 	}
