@@ -126,6 +126,29 @@ func seqs(ss []sighting) string {
 	return strings.Join(b, "; ")
 }
 
+// describe lists the requests whose Seq is in which, with the main
+// request before each (what its new texts were judged against): how many
+// texts each carried, how many the judge took as new, and the start of
+// the new ones. A copy counted twice shows here whether the CLI sent its
+// history again in another form (a resumed session) or a turn twice.
+func describe(reqs []model.Request, which map[int]bool) string {
+	var b strings.Builder
+	prev := -1
+	for i, r := range reqs {
+		if !r.Main {
+			continue
+		}
+		if which[r.Seq] {
+			if prev >= 0 && !which[reqs[prev].Seq] {
+				fmt.Fprintf(&b, "  before it: request %d, %d new texts: %q\n", reqs[prev].Seq, len(reqs[prev].Texts), clip(reqs[prev].New()))
+			}
+			fmt.Fprintf(&b, "  request %d (%s, %d bytes), %d new texts: %q\n", r.Seq, r.At.Format("15:04:05.000"), len(r.Body), len(r.Texts), clip(r.New()))
+		}
+		prev = i
+	}
+	return b.String()
+}
+
 func clip(s string) string {
 	if len(s) > 400 {
 		return s[:200] + " … " + s[len(s)-200:]

@@ -67,3 +67,21 @@ func TestStageTrue(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribe: the requests that held a copy counted twice are listed
+// with the main request each was judged against.
+func TestDescribe(t *testing.T) {
+	req := func(seq int, main bool, texts ...string) model.Request {
+		return model.Request{Seq: seq, Main: main, Texts: texts}
+	}
+	reqs := []model.Request{req(1, true, "hello [hm:a]"), req(2, false, "tool"), req(3, true, "short"), req(4, true, "hello [hm:a]", "again")}
+	got := describe(reqs, map[int]bool{1: true, 4: true})
+	for _, want := range []string{"request 1 (", "before it: request 3, 1 new texts: \"short\"", "request 4 (", "2 new texts"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("describe:\n%s\nwant it to hold %q", got, want)
+		}
+	}
+	if strings.Contains(got, "request 2") {
+		t.Errorf("describe lists a request that is not a main turn:\n%s", got)
+	}
+}

@@ -348,14 +348,17 @@ func events(d proto.MessageDetail) string {
 // fails the case that sent it.
 func (r *paneRun) recount(t *testing.T) {
 	reqs := r.reqs()
-	failed := false
+	seen := map[int]bool{} // the requests that held a copy
 	for _, m := range r.sent {
-		if n := len(sightings(reqs, m.id)); n > 1 {
-			t.Errorf("%s (%s) reached the model %d times by the end of the run", m.id, m.caseName, n)
-			failed = true
+		if ss := sightings(reqs, m.id); len(ss) > 1 {
+			t.Errorf("%s (%s) reached the model %d times by the end of the run (%s)", m.id, m.caseName, len(ss), seqs(ss))
+			for _, s := range ss {
+				seen[s.seq] = true
+			}
 		}
 	}
-	if failed {
+	if len(seen) > 0 {
+		t.Logf("the main requests that held those copies:\n%s", describe(reqs, seen))
 		r.dump(t)
 	}
 }
