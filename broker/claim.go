@@ -268,33 +268,20 @@ func (b *Broker) RecordPrinted(role, hook string, atMs int64, ids []string) ([]s
 		}
 		return nil
 	}
-	var mu sync.Mutex
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	errs := b.advanceEach(ids, func(id string) journal.Change { return journal.ContextFromNote(id, role, hook) }, check)
 	var recorded []string
 	var failed error
-	var wg sync.WaitGroup
-	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
-		wg.Add(1)
-		queued := b.deps.Ledger.AdvanceThen(journal.ContextFromNote(id, role, hook), check, func(err error) {
-			defer wg.Done()
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case errors.Is(err, errNotPrinted) || errors.Is(err, journal.ErrNotFound):
-				b.log.Debug("hook note: not recorded", "id", id, "role", role, "err", err)
-			case err != nil:
-				failed = cmp.Or(failed, fmt.Errorf("record %s from a hook note: %w", id, err))
-			default:
-				recorded = append(recorded, id)
-				b.wake(id)
-			}
-		})
-		if !queued {
-			wg.Done()
-			mu.Lock()
-			failed = cmp.Or(failed, fmt.Errorf("record %s from a hook note: %w", id, journal.ErrClosed))
-			mu.Unlock()
+	for i, id := range ids {
+		switch err := errs[i]; {
+		case errors.Is(err, errNotPrinted) || errors.Is(err, journal.ErrNotFound):
+			b.log.Debug("hook note: not recorded", "id", id, "role", role, "err", err)
+		case err != nil:
+			failed = cmp.Or(failed, fmt.Errorf("record %s from a hook note: %w", id, err))
+		default:
+			recorded = append(recorded, id)
+			b.wake(id)
 		}
 	}
-	wg.Wait()
 	return recorded, failed
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"hm/broker/proto"
 	"hm/internal/ground/msgid"
@@ -147,6 +148,25 @@ func (b *Broker) advanceQueued(c journal.Change) {
 	if !b.deps.Ledger.AdvanceThen(c, nil, func(err error) { b.advanced(c, err) }) {
 		b.wake(c.MessageID) // not queued (the ledger is closing; logged)
 	}
+}
+
+// advanceEach queues change(id) for each of ids, each refused by check
+// (run in the writer's transaction, on the row as it is there) or
+// committed, and waits for them all. It returns each id's outcome, in
+// order: nil once committed, check's error, journal.ErrNotFound, or
+// journal.ErrClosed when the ledger could not take it.
+func (b *Broker) advanceEach(ids []string, change func(id string) journal.Change, check func(journal.Message) error) []error {
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		if !b.deps.Ledger.AdvanceThen(change(id), check, func(err error) { errs[i] = err; wg.Done() }) {
+			errs[i] = journal.ErrClosed
+			wg.Done()
+		}
+	}
+	wg.Wait()
+	return errs
 }
 
 // advanced is what follows c's commit (or its failure, err).

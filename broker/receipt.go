@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 
 	"hm/broker/proto"
 	"hm/internal/ground/status"
@@ -70,31 +69,16 @@ func (b *Broker) receive(ctx context.Context, id Identity, hook string, ids []st
 		proven = append(proven, mid)
 	}
 	res.Merged = len(proven) > 1
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, mid := range proven {
-		wg.Add(1)
-		queued := b.deps.Ledger.AdvanceThen(receiptChange(mid, id.Role, hook, proven), check, func(err error) {
-			defer wg.Done()
-			b.wake(mid)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				b.log.Debug("receipt not recorded", "id", mid, "err", err)
-				res.Ignored = append(res.Ignored, mid)
-				return
-			}
-			res.Verified = append(res.Verified, mid)
-		})
-		if !queued {
-			mu.Lock()
+	errs := b.advanceEach(proven, func(mid string) journal.Change { return receiptChange(mid, id.Role, hook, proven) }, check)
+	for i, mid := range proven {
+		b.wake(mid)
+		if err := errs[i]; err != nil {
+			b.log.Debug("receipt not recorded", "id", mid, "err", err)
 			res.Ignored = append(res.Ignored, mid)
-			mu.Unlock()
-			wg.Done()
+			continue
 		}
+		res.Verified = append(res.Verified, mid)
 	}
-	wg.Wait()
-	slices.SortFunc(res.Verified, func(a, b string) int { return slices.Index(proven, a) - slices.Index(proven, b) })
 	return res
 }
 
