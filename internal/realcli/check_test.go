@@ -3,6 +3,7 @@ package realcli
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"hm/agent"
@@ -35,6 +36,12 @@ func sightings(reqs []model.Request, id string) []sighting {
 		for _, p := range r.Texts {
 			i := strings.Index(p, trailer)
 			if i < 0 {
+				continue
+			}
+			if len(out) > 0 && !slices.ContainsFunc(r.Turn, func(t string) bool { return strings.Contains(t, trailer) }) {
+				// History the turn before lacked (a resumed Gemini CLI's
+				// conversation, after a turn sent without it): a copy
+				// the model got again comes in a turn's own texts.
 				continue
 			}
 			typed := p

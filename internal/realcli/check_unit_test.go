@@ -20,7 +20,12 @@ func TestJudge(t *testing.T) {
 		}
 		return "", errors.New("no such file")
 	}
-	req := func(seq int, texts ...string) model.Request { return model.Request{Seq: seq, Main: true, Texts: texts} }
+	req := func(seq int, texts ...string) model.Request { return model.Request{Seq: seq, Main: true, Texts: texts, Turn: texts} }
+	// history: a main turn whose new texts hold hist (history the turn
+	// before it lacked) and whose own turn is only turn.
+	history := func(seq int, hist, turn string) model.Request {
+		return model.Request{Seq: seq, Main: true, Texts: []string{hist, turn}, Turn: []string{turn}}
+	}
 	for _, tc := range []struct {
 		name string
 		reqs []model.Request
@@ -31,6 +36,8 @@ func TestJudge(t *testing.T) {
 		{"once", []model.Request{req(1, "<system-reminder>x</system-reminder>", typed)}, id, body, ""},
 		{"side request ignored", []model.Request{req(1, typed), {Seq: 2, Texts: []string{typed}}}, id, body, ""},
 		{"twice", []model.Request{req(1, typed), req(2, typed)}, id, body, "2 times"},
+		{"resumed history after a turn without it", []model.Request{req(1, typed), req(2, "go on"), history(3, typed, "next")}, id, body, ""},
+		{"resumed history and typed again", []model.Request{req(1, typed), req(2, "go on"), history(3, typed, typed)}, id, body, "want exactly once"},
 		{"never", []model.Request{req(1, "other")}, id, body, "0 times"},
 		{"merged", []model.Request{req(1, typed+"\n[AGENT MSG - reply via hm-send] (ARCH #2): b [hm:m2]")}, id, body, "merged"},
 		{"hook context with two", []model.Request{req(1, "go on", "hm: 2 messages for you (builder) arrived while you work:\n\n"+typed+"\n\n[AGENT MSG - reply via hm-send] b [hm:m2]")}, id, body, ""},

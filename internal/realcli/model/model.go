@@ -54,6 +54,12 @@ type Request struct {
 	// is one of them; hook context and the CLI's own reminders may be
 	// others.
 	Texts []string
+	// Turn are the texts after the model's last output: what the turn
+	// itself brings, without the history before it. A main turn's Texts
+	// can also hold history the previous main turn lacked: Gemini CLI,
+	// resumed, sent one turn without the conversation and the next with
+	// it (see sightings).
+	Turn []string
 	// SystemTexts are the texts of the conversation's system-role
 	// messages (Anthropic): Claude Code sends a hook's context there, the
 	// first time alone (UserPromptSubmit after a restart) and later again
@@ -161,6 +167,7 @@ func (s *Server) record(r Request) Request {
 	defer s.mu.Unlock()
 	s.seq++
 	r.Seq = s.seq
+	r.Turn = r.Texts
 	if r.Main {
 		r.Texts = subtract(r.all, s.seen[r.Prefix])
 		s.seen[r.Prefix] = r.all
