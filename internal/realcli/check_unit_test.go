@@ -20,7 +20,9 @@ func TestJudge(t *testing.T) {
 		}
 		return "", errors.New("no such file")
 	}
-	req := func(seq int, texts ...string) model.Request { return model.Request{Seq: seq, Main: true, Texts: texts, Turn: texts} }
+	req := func(seq int, texts ...string) model.Request {
+		return model.Request{Seq: seq, Main: true, Texts: texts, Turn: texts}
+	}
 	// history: a main turn whose new texts hold hist (history the turn
 	// before it lacked) and whose own turn is only turn.
 	history := func(seq int, hist, turn string) model.Request {
